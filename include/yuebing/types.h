@@ -1,0 +1,67 @@
+// Public value types shared by the client, the master and the bindings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace yb {
+
+// Keys longer than this are refused with INVALID_KEY.
+inline constexpr size_t kMaxKeyLength = 4096;
+
+// How many copies of an object to keep, and whether to protect it from eviction.
+struct ReplicateConfig {
+  size_t replica_num = 1;
+  bool with_soft_pin = false;  // evicted only after every unpinned candidate, and only if allowed
+  bool with_hard_pin = false;  // never evicted
+  std::vector<std::string> preferred_segments;  // segment names to try first, in order
+};
+
+enum class ReplicaKind : uint8_t { kMemory = 0, kLocalDisk = 1, kDisk = 2 };
+enum class ReplicaStatus : uint8_t { kProcessing = 0, kComplete = 1, kFailed = 2, kRemoved = 3 };
+
+// Identifies a client process (128 random bits).
+struct ClientId {
+  uint64_t hi = 0;
+  uint64_t lo = 0;
+  bool operator==(const ClientId&) const = default;
+  bool empty() const { return hi == 0 && lo == 0; }
+  std::string ToString() const;
+  static ClientId Random();
+};
+
+// Segments are named by their owner (usually its local_hostname) and identified by a 64-bit id
+// the owner picks, so the owner can re-mount the same segments after a master restart.
+using SegmentId = uint64_t;
+
+struct SegmentDesc {
+  SegmentId id = 0;
+  std::string name;      // owner's name; what preferred_segments refers to
+  uint64_t base = 0;     // owner's address of byte 0 (opaque to the master)
+  uint64_t size = 0;
+  std::string endpoint;  // where its transfer server listens ("local" in one process)
+};
+
+// Where one replica of an object lives.
+struct ReplicaDesc {
+  ReplicaKind kind = ReplicaKind::kMemory;
+  ReplicaStatus status = ReplicaStatus::kComplete;
+  SegmentId segment = 0;
+  uint64_t offset = 0;  // within the segment
+  uint64_t size = 0;
+};
+
+// Usage of one mounted segment.
+struct SegmentUsage {
+  SegmentDesc desc;
+  ClientId owner;
+  uint64_t capacity = 0;
+  uint64_t allocated = 0;
+  uint64_t allocations = 0;
+  uint64_t free_regions = 0;
+  uint64_t largest_free_region = 0;
+  double fragmentation = 0;
+};
+
+}  // namespace yb

@@ -1,0 +1,80 @@
+#include "yuebing/status.h"
+
+#include <array>
+
+namespace yb {
+namespace {
+
+struct CodeRow {
+  Code code;
+  std::string_view name;
+  int32_t mooncake;
+};
+
+// The one table: internal code -> name -> Mooncake number. Order follows the enum.
+constexpr std::array<CodeRow, kNumCodes> kTable = {{
+    {Code::kOk, "OK", 0},
+    {Code::kInternal, "INTERNAL_ERROR", -1},
+    {Code::kBufferOverflow, "BUFFER_OVERFLOW", -10},
+    {Code::kSegmentNotFound, "SEGMENT_NOT_FOUND", -101},
+    {Code::kSegmentAlreadyExists, "SEGMENT_ALREADY_EXISTS", -102},
+    {Code::kClientNotFound, "CLIENT_NOT_FOUND", -103},
+    {Code::kNoAvailableHandle, "NO_AVAILABLE_HANDLE", -200},
+    {Code::kInvalidKey, "INVALID_KEY", -400},
+    {Code::kInvalidParams, "INVALID_PARAMS", -600},
+    {Code::kInvalidWrite, "INVALID_WRITE", -700},
+    {Code::kInvalidRead, "INVALID_READ", -701},
+    {Code::kInvalidReplica, "INVALID_REPLICA", -702},
+    {Code::kReplicaNotReady, "REPLICA_IS_NOT_READY", -703},
+    {Code::kObjectNotFound, "OBJECT_NOT_FOUND", -704},
+    {Code::kObjectAlreadyExists, "OBJECT_ALREADY_EXISTS", -705},
+    {Code::kObjectHasLease, "OBJECT_HAS_LEASE", -706},
+    {Code::kLeaseExpired, "LEASE_EXPIRED", -707},
+    {Code::kTransferFail, "TRANSFER_FAIL", -800},
+    {Code::kChecksumMismatch, "CHECKSUM_MISMATCH", -801},
+    {Code::kRpcFail, "RPC_FAIL", -900},
+    {Code::kRpcTimeout, "RPC_TIMEOUT", -901},
+    {Code::kNotSupported, "NOT_SUPPORTED", -1012},
+    {Code::kTenantQuotaExceeded, "TENANT_QUOTA_EXCEEDED", -1700},
+    {Code::kTenantNotRegistered, "TENANT_NOT_REGISTERED", -1701},
+    {Code::kIllegalClient, "ILLEGAL_CLIENT", -601},
+    {Code::kWriteFail, "WRITE_FAIL", -500},
+    {Code::kObjectReplicaBusy, "OBJECT_REPLICA_BUSY", -714},
+}};
+
+constexpr bool TableInEnumOrder() {
+  for (size_t i = 0; i < kTable.size(); ++i) {
+    if (static_cast<size_t>(kTable[i].code) != i) return false;
+  }
+  return true;
+}
+static_assert(TableInEnumOrder(), "kTable rows must follow the Code enum order");
+
+const CodeRow& Row(Code code) {
+  auto i = static_cast<size_t>(code);
+  return i < kTable.size() ? kTable[i] : kTable[static_cast<size_t>(Code::kInternal)];
+}
+
+}  // namespace
+
+std::string_view CodeName(Code code) { return Row(code).name; }
+
+int32_t ToMooncakeCode(Code code) { return Row(code).mooncake; }
+
+Code FromMooncakeCode(int32_t mooncake_code) {
+  for (const auto& row : kTable) {
+    if (row.mooncake == mooncake_code) return row.code;
+  }
+  return Code::kInternal;
+}
+
+std::string Status::ToString() const {
+  std::string s(CodeName(code_));
+  if (!msg_.empty()) {
+    s += ": ";
+    s += msg_;
+  }
+  return s;
+}
+
+}  // namespace yb

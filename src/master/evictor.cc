@@ -1,0 +1,133 @@
+#include "master/evictor.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace yb {
+namespace {
+constexpr size_t kCandidatesPerShard = 16;  // taken from each shard per round
+constexpr size_t kScanPerShard = 256;       // entries examined per shard per round
+}  // namespace
+
+Evictor::Evictor(ObjectTable& table, SegmentManager& segments, const Clock& clock, const MasterConfig& config)
+    : table_(table), segments_(segments), clock_(clock), config_(config) {}
+
+void Evictor::NoteAllocationFailure(uint64_t bytes) {
+  uint64_t cur = failed_bytes_.load(std::memory_order_relaxed);
+  while (cur < bytes && !failed_bytes_.compare_exchange_weak(cur, bytes, std::memory_order_relaxed)) {
+  }
+}
+
+uint64_t Evictor::RunOnce() {
+  double cap = static_cast<double>(segments_.capacity());
+  double used = static_cast<double>(segments_.allocated());
+  uint64_t need = 0;
+  if (cap > 0 && used > config_.eviction_high_watermark_ratio * cap) {
+    need = static_cast<uint64_t>(used - (config_.eviction_high_watermark_ratio - config_.eviction_ratio) * cap);
+  }
+  uint64_t failed = failed_bytes_.exchange(0, std::memory_order_relaxed);
+  if (failed > 0) {
+    need = std::max<uint64_t>({need, failed, static_cast<uint64_t>(config_.eviction_ratio * cap)});
+  }
+  return need > 0 ? EvictBytes(need) : 0;
+}
+
+uint64_t Evictor::MemoryBytes(const ObjectMeta& m) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const auto& r = m.replica(i);
+    if (r.kind == ReplicaKind::kMemory && r.status == ReplicaStatus::kComplete) ++n;
+  }
+  return n * m.size;
+}
+
+bool Evictor::IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const {
+  if (m.hard_pinned() || m.readers > 0 || m.lease_deadline > now || MemoryBytes(m) == 0) return false;
+  bool soft = (m.flags & kSoftPin) && m.soft_pin_deadline > now;
+  return pass == Pass::kUnpinned ? !soft : soft;
+}
+
+void Evictor::Collect(Pass pass, TimeMs now, std::vector<Candidate>& out) {
+  out.clear();
+  for (size_t i = 0; i < table_.shard_count(); ++i) {
+    Shard& s = table_.shard(i);
+    std::lock_guard lock(s.mu);
+    size_t scanned = 0, taken = 0;
+    ObjectEntry* e = s.lru_head;
+    for (; e && scanned < kScanPerShard && taken < kCandidatesPerShard; e = e->second.lru_next, ++scanned) {
+      if (!IsCandidate(e->second, pass, now)) continue;
+      out.push_back(Candidate{e->second.last_access, static_cast<uint32_t>(i), false, e->second.object_id,
+                              MemoryBytes(e->second), e->first});
+      ++taken;
+    }
+    if (e && taken > 0) out.back().last_of_truncated_shard = true;
+  }
+}
+
+uint64_t Evictor::EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now) {
+  auto it = s.objects.find(HashedKey(c.key));
+  if (it == s.objects.end() || it->second.object_id != c.object_id) return 0;
+  ObjectMeta& m = it->second;
+  if (!IsCandidate(m, pass, now)) return 0;
+  uint64_t freed = MemoryBytes(m);
+  std::vector<StoredReplica> keep, gone;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const auto& r = m.replica(i);
+    (r.kind == ReplicaKind::kMemory ? gone : keep).push_back(r);
+  }
+  if (keep.empty()) {
+    table_.Drop(s, it);
+  } else {
+    table_.FreeReplicas(m.tenant, m.size, gone);
+    m.SetReplicas(keep);
+  }
+  return freed;
+}
+
+uint64_t Evictor::EvictBytes(uint64_t need) {
+  std::lock_guard run_lock(run_mu_);
+  TimeMs now = clock_.NowMs();
+  uint64_t freed = 0, objects = 0;
+  std::vector<Candidate> cands;
+  for (Pass pass : {Pass::kUnpinned, Pass::kSoftPinned}) {
+    if (pass == Pass::kSoftPinned && !config_.allow_evict_soft_pinned_objects) break;
+    while (freed < need) {
+      Collect(pass, now, cands);
+      if (cands.empty()) break;
+      std::sort(cands.begin(), cands.end(),
+                [](const Candidate& a, const Candidate& b) { return a.last_access < b.last_access; });
+      // Take the oldest; stop at the end of a shard's partial list, whose successors are unseen.
+      size_t take = 0;
+      uint64_t planned = 0;
+      while (take < cands.size() && freed + planned < need) {
+        planned += cands[take].bytes;
+        if (cands[take++].last_of_truncated_shard) break;
+      }
+      std::stable_sort(cands.begin(), cands.begin() + static_cast<long>(take),
+                       [](const Candidate& a, const Candidate& b) { return a.shard < b.shard; });
+      uint64_t round = 0;
+      for (size_t i = 0; i < take;) {
+        Shard& s = table_.shard(cands[i].shard);
+        std::lock_guard lock(s.mu);
+        for (uint32_t sh = cands[i].shard; i < take && cands[i].shard == sh; ++i) {
+          uint64_t f = EvictOne(s, cands[i], pass, now);
+          if (f > 0) {
+            round += f;
+            ++objects;
+          }
+        }
+      }
+      freed += round;
+      if (round == 0) break;
+    }
+  }
+  if (objects > 0) {
+    evicted_objects_.fetch_add(objects, std::memory_order_relaxed);
+    evicted_bytes_.fetch_add(freed, std::memory_order_relaxed);
+    YB_LOG_INFO("evicted {} objects, {} bytes (asked {})", objects, freed, need);
+  }
+  return freed;
+}
+
+}  // namespace yb

@@ -1,0 +1,66 @@
+// Evictor: frees DRAM when the pool is nearly full.
+//
+// Order: least recently used first. Recency is a global access sequence stamped by reads
+// (GetReplicaList) and publication (PutEnd); each shard keeps its objects on a list in that order,
+// and an eviction merges the shards' oldest candidates. Leases do not order eviction, and
+// existence probes touch neither recency nor leases, so probing can never pin the pool full.
+//
+// Candidates: not hard-pinned, lease expired, no read pins, a COMPLETE MEMORY replica. Soft-pinned
+// objects (pin not yet expired) go only after every other candidate, and only when allowed.
+//
+// RunOnce() is the background step (a scheduler calls it; tests call it directly). EvictBytes()
+// also runs inline when an allocation fails. Thread-safe; evictions are serialized.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "common/clock.h"
+#include "master/master_config.h"
+#include "master/object_table.h"
+#include "master/segment_manager.h"
+
+namespace yb {
+
+class Evictor {
+ public:
+  Evictor(ObjectTable& table, SegmentManager& segments, const Clock& clock, const MasterConfig& config);
+
+  // Remembers that an allocation of `bytes` failed: the next RunOnce frees at least that much.
+  void NoteAllocationFailure(uint64_t bytes);
+  // Evicts when usage is above the high watermark, or after an allocation failure. Returns bytes freed.
+  uint64_t RunOnce();
+  // Frees at least `bytes` of replica space if there are enough candidates. Returns bytes freed.
+  uint64_t EvictBytes(uint64_t bytes);
+
+  uint64_t evicted_objects() const { return evicted_objects_.load(std::memory_order_relaxed); }
+  uint64_t evicted_bytes() const { return evicted_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Candidate {
+    uint64_t last_access;
+    uint32_t shard;
+    bool last_of_truncated_shard;
+    uint64_t object_id;
+    uint64_t bytes;
+    std::string key;
+  };
+  enum class Pass { kUnpinned, kSoftPinned };
+
+  bool IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const;
+  static uint64_t MemoryBytes(const ObjectMeta& m);
+  void Collect(Pass pass, TimeMs now, std::vector<Candidate>& out);
+  uint64_t EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now);
+
+  ObjectTable& table_;
+  SegmentManager& segments_;
+  const Clock& clock_;
+  const MasterConfig& config_;
+  std::mutex run_mu_;
+  std::atomic<uint64_t> failed_bytes_{0};
+  std::atomic<uint64_t> evicted_objects_{0};
+  std::atomic<uint64_t> evicted_bytes_{0};
+};
+
+}  // namespace yb

@@ -1,0 +1,63 @@
+// MasterService: batch forms. Each key succeeds or fails on its own.
+#include "master/master_service.h"
+
+namespace yb {
+namespace {
+
+template <typename Out, typename F>
+std::vector<Out> ForEachKey(const std::vector<std::string>& keys, F&& f) {
+  std::vector<Out> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) out.push_back(f(i));
+  return out;
+}
+
+template <typename Out>
+std::vector<Out> SizeMismatch(size_t n, const char* what) {
+  return std::vector<Out>(n, Out(Status(Code::kInvalidParams, std::string(what) + " and keys differ in length")));
+}
+
+}  // namespace
+
+std::vector<Result<std::vector<ReplicaDesc>>> MasterService::BatchPutStart(const CallContext& ctx,
+                                                                           const std::vector<std::string>& keys,
+                                                                           const std::vector<uint64_t>& sizes,
+                                                                           const ReplicateConfig& config) {
+  using R = Result<std::vector<ReplicaDesc>>;
+  if (sizes.size() != keys.size()) return SizeMismatch<R>(keys.size(), "sizes");
+  return ForEachKey<R>(keys, [&](size_t i) { return PutStart(ctx, keys[i], sizes[i], config); });
+}
+
+std::vector<Status> MasterService::BatchPutEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+                                               const std::vector<std::optional<uint64_t>>& checksums) {
+  if (!checksums.empty() && checksums.size() != keys.size()) return SizeMismatch<Status>(keys.size(), "checksums");
+  return ForEachKey<Status>(keys, [&](size_t i) {
+    return PutEnd(ctx, keys[i], checksums.empty() ? std::nullopt : checksums[i]);
+  });
+}
+
+std::vector<Status> MasterService::BatchPutRevoke(const CallContext& ctx, const std::vector<std::string>& keys) {
+  return ForEachKey<Status>(keys, [&](size_t i) { return PutRevoke(ctx, keys[i]); });
+}
+
+std::vector<Result<ObjectInfo>> MasterService::BatchGetReplicaList(const CallContext& ctx,
+                                                                   const std::vector<std::string>& keys, bool pin) {
+  return ForEachKey<Result<ObjectInfo>>(keys, [&](size_t i) { return GetReplicaList(ctx, keys[i], pin); });
+}
+
+std::vector<Status> MasterService::BatchReadEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+                                                const std::vector<uint64_t>& read_pins) {
+  if (read_pins.size() != keys.size()) return SizeMismatch<Status>(keys.size(), "read_pins");
+  return ForEachKey<Status>(keys, [&](size_t i) { return ReadEnd(ctx, keys[i], read_pins[i]); });
+}
+
+std::vector<Result<bool>> MasterService::BatchExistKey(const CallContext& ctx, const std::vector<std::string>& keys) {
+  return ForEachKey<Result<bool>>(keys, [&](size_t i) { return ExistKey(ctx, keys[i]); });
+}
+
+std::vector<Status> MasterService::BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys,
+                                               bool force) {
+  return ForEachKey<Status>(keys, [&](size_t i) { return Remove(ctx, keys[i], force); });
+}
+
+}  // namespace yb

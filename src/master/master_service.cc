@@ -1,0 +1,188 @@
+// MasterService: construction, clients, segments and background steps.
+// Object operations are in master_objects.cc, batch forms in master_batch.cc.
+#include "master/master_service.h"
+
+#include <random>
+#include <unordered_set>
+
+#include "common/log.h"
+
+namespace yb {
+
+std::string InternalKey(TenantIndex tenant, std::string_view key) {
+  std::string k;
+  k.reserve(key.size() + 2);
+  k.push_back(static_cast<char>(tenant >> 8));
+  k.push_back(static_cast<char>(tenant & 0xff));
+  k.append(key);
+  return k;
+}
+
+Result<std::unique_ptr<MasterService>> MasterService::Create(const MasterConfig& config, const Clock& clock) {
+  auto bad = [](const std::string& m) { return Status(Code::kInvalidParams, m); };
+  if (config.eviction_high_watermark_ratio <= 0 || config.eviction_high_watermark_ratio > 1) {
+    return bad("eviction_high_watermark_ratio must be in (0, 1]");
+  }
+  if (config.eviction_ratio < 0 || config.eviction_ratio > 1) return bad("eviction_ratio must be in [0, 1]");
+  if (config.default_kv_lease_ttl_ms < 0) return bad("default_kv_lease_ttl must be >= 0");
+  if (config.client_ttl_sec <= 0) return bad("client_ttl must be > 0");
+  if (config.put_start_discard_timeout_sec < 0 ||
+      config.put_start_release_timeout_sec < config.put_start_discard_timeout_sec) {
+    return bad("need 0 <= put_start_discard_timeout_sec <= put_start_release_timeout_sec");
+  }
+  if (config.allocation_alignment == 0 || (config.allocation_alignment & (config.allocation_alignment - 1))) {
+    return bad("allocation_alignment must be a power of two");
+  }
+  if (config.object_shards == 0) return bad("object_shards must be > 0");
+  uint64_t seed = config.random_seed ? config.random_seed : std::random_device{}();
+  auto strategy = MakeAllocationStrategy(config.allocation_strategy, seed);
+  if (!strategy.ok()) return strategy.status();
+  return std::unique_ptr<MasterService>(new MasterService(config, clock, std::move(strategy).value()));
+}
+
+MasterService::MasterService(const MasterConfig& config, const Clock& clock,
+                             std::unique_ptr<AllocationStrategy> strategy)
+    : config_(config),
+      clock_(clock),
+      segments_(std::move(strategy), config.allocation_alignment),
+      table_(segments_, tenants_, config.object_shards),
+      evictor_(table_, segments_, clock_, config_),
+      clients_(clock_, config.client_ttl_sec * 1000) {}
+
+Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg) {
+  if (reg.id.empty()) return Status(Code::kInvalidParams, "client id is empty");
+  auto t = tenants_.Register(reg.tenant);
+  if (!t.ok()) return t;
+  clients_.Touch(reg.id);
+  YB_LOG_INFO("client {} registered (host '{}', tenant '{}')", reg.id.ToString(), reg.hostname, reg.tenant);
+  return t;
+}
+
+Result<PingResponse> MasterService::Ping(const CallContext& ctx) {
+  bool unknown = clients_.Touch(ctx.client);
+  PingResponse r;
+  r.need_remount = unknown;
+  return r;
+}
+
+Status MasterService::MountSegment(const CallContext& ctx, const SegmentDesc& seg) {
+  if (ctx.client.empty()) return Status(Code::kInvalidParams, "client id is empty");
+  clients_.Touch(ctx.client);
+  return segments_.Mount(ctx.client, seg);
+}
+
+Status MasterService::ReMountSegment(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
+  Status first_error;
+  for (const auto& s : segs) {
+    Status st = MountSegment(ctx, s);
+    if (!st.ok() && first_error.ok()) first_error = st;
+  }
+  return first_error;
+}
+
+Status MasterService::UnmountSegment(const CallContext& ctx, SegmentId id) {
+  YB_RETURN_IF_ERROR(segments_.Unmount(ctx.client, id));
+  DropSegmentEverywhere(id);
+  return Status::OK();
+}
+
+void MasterService::DropSegmentEverywhere(SegmentId id) {
+  uint64_t dropped = 0;
+  for (size_t i = 0; i < table_.shard_count(); ++i) {
+    Shard& s = table_.shard(i);
+    std::lock_guard lock(s.mu);
+    dropped += table_.DropSegmentReplicas(s, id);
+  }
+  {
+    std::lock_guard lock(discarded_mu_);
+    for (auto& d : discarded_) {
+      std::erase_if(d.replicas, [&](const StoredReplica& r) { return r.alloc.segment == id; });
+    }
+  }
+  if (dropped) YB_LOG_INFO("segment {} gone: removed {} objects left without a replica", id, dropped);
+}
+
+Result<std::vector<SegmentUsage>> MasterService::ListSegments() { return segments_.List(); }
+
+uint64_t MasterService::ReclaimOnce() {
+  TimeMs now = clock_.NowMs();
+  uint64_t reclaimed = 0;
+  std::vector<Discarded> due;
+  {
+    std::lock_guard lock(discarded_mu_);
+    std::erase_if(discarded_, [&](Discarded& d) {
+      if (d.release_at > now) return false;
+      due.push_back(std::move(d));
+      return true;
+    });
+  }
+  for (auto& d : due) {
+    table_.FreeReplicas(d.tenant, d.size, d.replicas);
+    ++reclaimed;
+  }
+  const TimeMs release_ms = config_.put_start_release_timeout_sec * 1000;
+  for (size_t i = 0; i < table_.shard_count(); ++i) {
+    Shard& s = table_.shard(i);
+    std::lock_guard lock(s.mu);
+    for (auto it = s.pending.begin(); it != s.pending.end();) {
+      if (now - it->second.started < release_ms) {
+        ++it;
+        continue;
+      }
+      YB_LOG_WARN("reclaiming a Put unfinished for {} s by client {}", (now - it->second.started) / 1000,
+                  it->second.writer.ToString());
+      table_.FreeReplicas(it->second.tenant, it->second.size, it->second.replicas);
+      it = s.pending.erase(it);
+      ++reclaimed;
+    }
+  }
+  return reclaimed;
+}
+
+uint64_t MasterService::LivenessOnce() {
+  std::vector<ClientId> dead = clients_.Expire();
+  for (const ClientId& c : dead) {
+    YB_LOG_WARN("client {} silent for over {} s: declared dead", c.ToString(), config_.client_ttl_sec);
+    for (SegmentId id : segments_.SegmentsOf(c)) {
+      if (segments_.Unmount(c, id).ok()) DropSegmentEverywhere(id);
+    }
+  }
+  // End the read pins of every client the master no longer knows (dead, or never registered).
+  for (size_t i = 0; i < table_.shard_count(); ++i) {
+    Shard& s = table_.shard(i);
+    std::lock_guard lock(s.mu);
+    if (s.pins.empty()) continue;
+    std::vector<ClientId> gone;
+    for (const auto& [pin, count] : s.pins) {
+      if (!clients_.Known(pin.client)) gone.push_back(pin.client);
+    }
+    for (const ClientId& c : gone) table_.UnpinClient(s, c);
+  }
+  return dead.size();
+}
+
+void MasterService::RunBackgroundOnce() {
+  LivenessOnce();
+  ReclaimOnce();
+  evictor_.RunOnce();
+}
+
+MasterStats MasterService::Stats() const {
+  MasterStats st;
+  st.keys = table_.object_count();
+  st.segments = segments_.segment_count();
+  st.capacity = segments_.capacity();
+  st.allocated = segments_.allocated();
+  st.evicted_objects = evictor_.evicted_objects();
+  st.evicted_bytes = evictor_.evicted_bytes();
+  st.live_clients = clients_.size();
+  auto& table = const_cast<ObjectTable&>(table_);
+  for (size_t i = 0; i < table.shard_count(); ++i) {
+    Shard& s = table.shard(i);
+    std::lock_guard lock(s.mu);
+    st.pending_puts += s.pending.size();
+  }
+  return st;
+}
+
+}  // namespace yb

@@ -1,0 +1,127 @@
+// MasterService: the master's metadata engine behind MasterApi, in one process.
+//
+// Owns the segment registry and allocators, the sharded object table, tenants, client liveness and
+// eviction. Never touches object bytes. All methods are thread-safe. Background work is exposed as
+// RunOnce-style steps (Evictor::RunOnce, ReclaimOnce, LivenessOnce, RunBackgroundOnce) that a
+// scheduler drives; tests call them directly with a ManualClock.
+//
+// Keys live in a tenant namespace: the table key is a 2-byte tenant index followed by the key.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "master/client_registry.h"
+#include "master/evictor.h"
+#include "master/master_api.h"
+#include "master/master_config.h"
+#include "master/object_table.h"
+#include "master/segment_manager.h"
+#include "master/tenants.h"
+
+namespace yb {
+
+struct MasterStats {
+  uint64_t keys = 0;
+  uint64_t pending_puts = 0;
+  uint64_t segments = 0;
+  uint64_t capacity = 0;
+  uint64_t allocated = 0;
+  uint64_t evicted_objects = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t live_clients = 0;
+};
+
+class MasterService final : public MasterApi {
+ public:
+  // Fails (INVALID_PARAMS) on a bad configuration.
+  static Result<std::unique_ptr<MasterService>> Create(const MasterConfig& config, const Clock& clock);
+
+  // MasterApi.
+  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  Result<PingResponse> Ping(const CallContext& ctx) override;
+  Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) override;
+  Status ReMountSegment(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
+  Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
+  Result<std::vector<SegmentUsage>> ListSegments() override;
+  Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                            const ReplicateConfig& config) override;
+  Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                               const ReplicateConfig& config) override;
+  Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) override;
+  Status PutRevoke(const CallContext& ctx, const std::string& key) override;
+  Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin) override;
+  Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin) override;
+  Result<bool> ExistKey(const CallContext& ctx, const std::string& key) override;
+  Status Remove(const CallContext& ctx, const std::string& key, bool force) override;
+  Result<uint64_t> RemoveByRegex(const CallContext& ctx, const std::string& pattern, bool force) override;
+  Result<uint64_t> RemoveAll(const CallContext& ctx, bool force) override;
+  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx,
+                                                              const std::vector<std::string>& keys,
+                                                              const std::vector<uint64_t>& sizes,
+                                                              const ReplicateConfig& config) override;
+  std::vector<Status> BatchPutEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+                                  const std::vector<std::optional<uint64_t>>& checksums) override;
+  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const std::vector<std::string>& keys) override;
+  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const std::vector<std::string>& keys,
+                                                      bool pin) override;
+  std::vector<Status> BatchReadEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+                                   const std::vector<uint64_t>& read_pins) override;
+  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const std::vector<std::string>& keys) override;
+  std::vector<Status> BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys, bool force) override;
+
+  // Administration.
+  Status SetTenantQuota(const std::string& tenant, uint64_t bytes) { return tenants_.SetQuota(tenant, bytes); }
+  uint64_t TenantUsed(TenantIndex t) const { return tenants_.used(t); }
+
+  // Background steps.
+  // Frees space of Puts taken over (after their release timeout) and of Puts left unfinished past
+  // put_start_release_timeout. Returns the number of Puts reclaimed.
+  uint64_t ReclaimOnce();
+  // Declares silent clients dead: unmounts their segments and ends their read pins. Returns how many.
+  uint64_t LivenessOnce();
+  // One of each step above, and eviction.
+  void RunBackgroundOnce();
+
+  Evictor& evictor() { return evictor_; }
+  MasterStats Stats() const;
+  const MasterConfig& config() const { return config_; }
+
+ private:
+  MasterService(const MasterConfig& config, const Clock& clock, std::unique_ptr<AllocationStrategy> strategy);
+
+  struct Discarded {
+    TimeMs release_at;
+    TenantIndex tenant;
+    uint64_t size;
+    std::vector<StoredReplica> replicas;
+  };
+
+  Result<std::vector<ReplicaDesc>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
+                                              const ReplicateConfig& config, bool upsert);
+  Result<std::vector<Allocation>> Reserve(TenantIndex tenant, uint64_t size, const ReplicateConfig& config);
+  Status CheckKey(const CallContext& ctx, const std::string& key) const;
+  Status RemoveLocked(Shard& s, ObjectMap::iterator it, bool force, TimeMs now);
+  // Removes every object of ctx's tenant whose key satisfies `match`.
+  uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
+  void DropSegmentEverywhere(SegmentId id);
+
+  MasterConfig config_;
+  const Clock& clock_;
+  SegmentManager segments_;
+  TenantRegistry tenants_;
+  ObjectTable table_;
+  Evictor evictor_;
+  ClientRegistry clients_;
+  std::mutex discarded_mu_;
+  std::vector<Discarded> discarded_;  // guarded by discarded_mu_
+};
+
+// Table key of a user key: tenant index (2 bytes, big-endian) then the key.
+std::string InternalKey(TenantIndex tenant, std::string_view key);
+
+}  // namespace yb

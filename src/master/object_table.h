@@ -1,0 +1,149 @@
+// ObjectTable: the master's object metadata, sharded by key hash with one mutex per shard.
+//
+// A shard holds
+//   objects  - published (COMPLETE) objects, each on the shard's recency list unless hard-pinned;
+//   pending  - Puts between PutStart and PutEnd (invisible to readers, the key is reserved);
+//   pins     - read pins per (object, client): bytes a reader is copying are never freed;
+//   zombies  - objects already removed whose bytes are still pinned by readers.
+// Callers lock a shard through Locked(), and operate on it; the table frees space through the
+// SegmentManager and returns quota through the TenantRegistry.
+// Lock order: shard mutex, then segment locks (inside SegmentManager). Never two shards at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/hash.h"
+#include "master/master_api.h"
+#include "master/segment_manager.h"
+#include "master/tenants.h"
+
+namespace yb {
+
+struct StoredReplica {
+  Allocation alloc;
+  ReplicaKind kind = ReplicaKind::kMemory;
+  ReplicaStatus status = ReplicaStatus::kComplete;
+};
+
+struct ObjectMeta;
+using ObjectMap = std::unordered_map<std::string, ObjectMeta, KeyHash, KeyEq>;
+using ObjectEntry = ObjectMap::value_type;
+
+enum ObjectFlags : uint8_t {
+  kHardPin = 1,
+  kSoftPin = 2,
+  kHasChecksum = 4,
+};
+
+// One published object. Kept small: the table holds tens of millions of these.
+struct ObjectMeta {
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+  TimeMs lease_deadline = 0;
+  TimeMs soft_pin_deadline = 0;
+  uint64_t object_id = 0;    // unique per published value; names read pins
+  uint64_t last_access = 0;  // global recency sequence; larger is more recent
+  ObjectEntry* lru_prev = nullptr;
+  ObjectEntry* lru_next = nullptr;
+  uint32_t readers = 0;      // read pins held
+  TenantIndex tenant = 0;
+  uint8_t flags = 0;
+  uint8_t n_replicas = 0;
+  StoredReplica first;
+  std::unique_ptr<StoredReplica[]> more;  // replicas 1..n-1
+
+  void SetReplicas(const std::vector<StoredReplica>& r);
+  std::vector<StoredReplica> TakeReplicas();
+  StoredReplica& replica(size_t i) { return i == 0 ? first : more[i - 1]; }
+  const StoredReplica& replica(size_t i) const { return i == 0 ? first : more[i - 1]; }
+  bool hard_pinned() const { return flags & kHardPin; }
+};
+
+struct PendingPut {
+  ClientId writer;
+  TimeMs started = 0;
+  uint64_t size = 0;
+  TenantIndex tenant = 0;
+  uint8_t flags = 0;      // kHardPin / kSoftPin
+  bool upsert = false;    // replaces a COMPLETE value at PutEnd
+  std::vector<StoredReplica> replicas;
+};
+
+struct PinKey {
+  uint64_t object_id;
+  ClientId client;
+  bool operator==(const PinKey&) const = default;
+};
+struct PinKeyHash {
+  size_t operator()(const PinKey& k) const { return k.object_id * 0x9E3779B97F4A7C15ULL ^ k.client.lo; }
+};
+
+struct Zombie {
+  uint32_t readers = 0;
+  TenantIndex tenant = 0;
+  uint64_t size = 0;
+  std::vector<StoredReplica> replicas;
+};
+
+struct Shard {
+  std::mutex mu;
+  ObjectMap objects;
+  std::unordered_map<std::string, PendingPut, KeyHash, KeyEq> pending;
+  std::unordered_map<PinKey, uint32_t, PinKeyHash> pins;
+  std::unordered_map<uint64_t, Zombie> zombies;
+  ObjectEntry* lru_head = nullptr;  // least recently used
+  ObjectEntry* lru_tail = nullptr;
+};
+
+class ObjectTable {
+ public:
+  static constexpr size_t kDefaultShards = 1024;
+
+  ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size_t shards = kDefaultShards);
+  ~ObjectTable();
+
+  size_t shard_count() const { return shards_.size(); }
+  Shard& shard(size_t i) { return *shards_[i]; }
+  Shard& ShardFor(const HashedKey& k) { return *shards_[(k.hash >> 32) % shards_.size()]; }
+
+  uint64_t NextObjectId() { return next_object_id_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t NextAccess() { return access_seq_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t object_count() const { return objects_.load(std::memory_order_relaxed); }
+
+  // All of the following need the shard's mutex held.
+
+  // Publishes a new object (not yet in the map) and puts it on the recency list.
+  ObjectEntry& Insert(Shard& s, const HashedKey& key, ObjectMeta meta);
+  // Marks an object as just used.
+  void Touch(Shard& s, ObjectEntry& e);
+  // Removes an object. Its bytes are freed now, or when its last reader ends (zombie).
+  void Drop(Shard& s, ObjectMap::iterator it);
+  // Frees replicas and returns their quota.
+  void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas);
+  // Ends one read pin of `client` on object `object_id`; false if there is no such pin.
+  bool Unpin(Shard& s, const ClientId& client, uint64_t object_id, ObjectEntry* live);
+  // Ends every read pin `client` holds in this shard; returns how many.
+  uint64_t UnpinClient(Shard& s, const ClientId& client);
+  // Removes every replica on `segment`; objects left with none are dropped. Returns objects dropped.
+  uint64_t DropSegmentReplicas(Shard& s, SegmentId segment);
+
+ private:
+  void LruUnlink(Shard& s, ObjectEntry& e);
+  void LruAppend(Shard& s, ObjectEntry& e);
+
+  SegmentManager& segments_;
+  TenantRegistry& tenants_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<uint64_t> next_object_id_{1};
+  std::atomic<uint64_t> access_seq_{1};
+  std::atomic<uint64_t> objects_{0};
+};
+
+}  // namespace yb

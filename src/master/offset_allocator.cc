@@ -1,0 +1,198 @@
+#include "master/offset_allocator.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace yb {
+namespace {
+constexpr uint32_t kMantissaBits = 3;
+constexpr uint64_t kMantissaValue = 1ULL << kMantissaBits;
+constexpr uint64_t kMantissaMask = kMantissaValue - 1;
+}  // namespace
+
+uint32_t OffsetAllocator::BinRoundDown(uint64_t size) {
+  if (size < kMantissaValue) return static_cast<uint32_t>(size);
+  uint32_t high = 63 - std::countl_zero(size);
+  uint32_t shift = high - kMantissaBits;
+  uint32_t exp = shift + 1;
+  uint64_t mantissa = (size >> shift) & kMantissaMask;
+  return (exp << kMantissaBits) | static_cast<uint32_t>(mantissa);
+}
+
+uint32_t OffsetAllocator::BinRoundUp(uint64_t size) {
+  if (size < kMantissaValue) return static_cast<uint32_t>(size);
+  uint32_t high = 63 - std::countl_zero(size);
+  uint32_t shift = high - kMantissaBits;
+  uint32_t exp = shift + 1;
+  uint64_t mantissa = (size >> shift) & kMantissaMask;
+  uint64_t low_mask = (1ULL << shift) - 1;
+  uint32_t bin = (exp << kMantissaBits) | static_cast<uint32_t>(mantissa);
+  if (size & low_mask) ++bin;  // carries into the exponent when the mantissa overflows
+  return bin;
+}
+
+uint64_t OffsetAllocator::BinLowerBound(uint32_t bin) {
+  uint32_t exp = bin >> kMantissaBits;
+  uint64_t mantissa = bin & kMantissaMask;
+  if (exp == 0) return mantissa;
+  return (mantissa | kMantissaValue) << (exp - 1);
+}
+
+OffsetAllocator::OffsetAllocator(uint64_t capacity, uint64_t alignment)
+    : capacity_(capacity - capacity % std::max<uint64_t>(alignment, 1)),
+      alignment_(std::max<uint64_t>(alignment, 1)) {
+  bin_heads_.fill(kNoNode);
+  if (capacity_ > 0) InsertFree(0, capacity_);
+}
+
+uint32_t OffsetAllocator::NewNode() {
+  uint32_t n;
+  if (!spare_.empty()) {
+    n = spare_.back();
+    spare_.pop_back();
+    nodes_[n] = Node{};
+  } else {
+    n = static_cast<uint32_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  nodes_[n].live = true;
+  return n;
+}
+
+void OffsetAllocator::ReleaseNode(uint32_t n) {
+  nodes_[n].live = false;
+  nodes_[n].used = false;
+  spare_.push_back(n);
+}
+
+uint32_t OffsetAllocator::InsertFree(uint64_t offset, uint64_t size) {
+  uint32_t bin = BinRoundDown(size);
+  uint32_t n = NewNode();
+  Node& node = nodes_[n];
+  node.offset = offset;
+  node.size = size;
+  node.bin_next = bin_heads_[bin];
+  if (node.bin_next != kNoNode) nodes_[node.bin_next].bin_prev = n;
+  bin_heads_[bin] = n;
+  top_mask_ |= 1ULL << (bin / kBinsPerLeaf);
+  leaf_masks_[bin / kBinsPerLeaf] |= static_cast<uint8_t>(1u << (bin % kBinsPerLeaf));
+  free_bytes_ += size;
+  return n;
+}
+
+void OffsetAllocator::RemoveFree(uint32_t n) {
+  Node& node = nodes_[n];
+  if (node.bin_prev != kNoNode) {
+    nodes_[node.bin_prev].bin_next = node.bin_next;
+  } else {
+    uint32_t bin = BinRoundDown(node.size);
+    bin_heads_[bin] = node.bin_next;
+    if (node.bin_next == kNoNode) {
+      uint32_t top = bin / kBinsPerLeaf;
+      leaf_masks_[top] &= static_cast<uint8_t>(~(1u << (bin % kBinsPerLeaf)));
+      if (leaf_masks_[top] == 0) top_mask_ &= ~(1ULL << top);
+    }
+  }
+  if (node.bin_next != kNoNode) nodes_[node.bin_next].bin_prev = node.bin_prev;
+  node.bin_prev = node.bin_next = kNoNode;
+  free_bytes_ -= node.size;
+}
+
+uint32_t OffsetAllocator::FindBin(uint32_t min_bin) const {
+  if (min_bin >= kNumBins) return kNumBins;
+  uint32_t top = min_bin / kBinsPerLeaf;
+  uint32_t leaf = min_bin % kBinsPerLeaf;
+  if (top_mask_ & (1ULL << top)) {
+    uint32_t mask = leaf_masks_[top] & (0xFFu << leaf);
+    if (mask) return top * kBinsPerLeaf + std::countr_zero(mask);
+  }
+  if (top + 1 >= kNumTopBins) return kNumBins;
+  uint64_t above = top_mask_ & (~0ULL << (top + 1));
+  if (!above) return kNumBins;
+  uint32_t t = std::countr_zero(above);
+  return t * kBinsPerLeaf + std::countr_zero(static_cast<uint32_t>(leaf_masks_[t]));
+}
+
+std::optional<OffsetAllocator::Allocation> OffsetAllocator::Allocate(uint64_t size) {
+  if (size == 0 || size > free_bytes_) return std::nullopt;
+  uint64_t rounded = (size + alignment_ - 1) & ~(alignment_ - 1);
+  if (rounded < size) return std::nullopt;  // overflow
+  uint32_t bin = FindBin(BinRoundUp(rounded));
+  if (bin >= kNumBins) return std::nullopt;
+
+  uint32_t n = bin_heads_[bin];
+  RemoveFree(n);
+  Node& node = nodes_[n];
+  uint64_t remainder = node.size - rounded;
+  node.size = rounded;
+  node.used = true;
+  if (remainder > 0) {
+    uint64_t rest_offset = node.offset + rounded;
+    uint32_t r = InsertFree(rest_offset, remainder);  // may grow nodes_: re-index below
+    Node& cur = nodes_[n];
+    Node& rest = nodes_[r];
+    rest.nb_prev = n;
+    rest.nb_next = cur.nb_next;
+    if (cur.nb_next != kNoNode) nodes_[cur.nb_next].nb_prev = r;
+    cur.nb_next = r;
+  }
+  ++live_allocations_;
+  return Allocation{nodes_[n].offset, n};
+}
+
+bool OffsetAllocator::Free(uint32_t n) {
+  if (n >= nodes_.size() || !nodes_[n].live || !nodes_[n].used) return false;
+  uint64_t offset = nodes_[n].offset;
+  uint64_t size = nodes_[n].size;
+  uint32_t prev = nodes_[n].nb_prev;
+  uint32_t next = nodes_[n].nb_next;
+
+  if (prev != kNoNode && !nodes_[prev].used) {
+    offset = nodes_[prev].offset;
+    size += nodes_[prev].size;
+    RemoveFree(prev);
+    uint32_t pp = nodes_[prev].nb_prev;
+    ReleaseNode(prev);
+    prev = pp;
+  }
+  if (next != kNoNode && !nodes_[next].used) {
+    size += nodes_[next].size;
+    RemoveFree(next);
+    uint32_t nn = nodes_[next].nb_next;
+    ReleaseNode(next);
+    next = nn;
+  }
+  ReleaseNode(n);
+  uint32_t merged = InsertFree(offset, size);
+  nodes_[merged].nb_prev = prev;
+  nodes_[merged].nb_next = next;
+  if (prev != kNoNode) nodes_[prev].nb_next = merged;
+  if (next != kNoNode) nodes_[next].nb_prev = merged;
+  --live_allocations_;
+  return true;
+}
+
+uint64_t OffsetAllocator::AllocationSize(uint32_t n) const {
+  if (n >= nodes_.size() || !nodes_[n].live || !nodes_[n].used) return 0;
+  return nodes_[n].size;
+}
+
+OffsetAllocator::Stats OffsetAllocator::GetStats() const {
+  Stats s;
+  s.capacity = capacity_;
+  s.free_bytes = free_bytes_;
+  s.allocated_bytes = capacity_ - free_bytes_;
+  s.allocations = live_allocations_;
+  for (uint32_t bin = 0; bin < kNumBins; ++bin) {
+    for (uint32_t n = bin_heads_[bin]; n != kNoNode; n = nodes_[n].bin_next) {
+      ++s.free_regions;
+      s.largest_free_region = std::max(s.largest_free_region, nodes_[n].size);
+    }
+  }
+  if (s.free_bytes > 0) {
+    s.fragmentation = 1.0 - static_cast<double>(s.largest_free_region) / static_cast<double>(s.free_bytes);
+  }
+  return s;
+}
+
+}  // namespace yb

@@ -1,0 +1,91 @@
+// OffsetAllocator: an O(1) allocator of ranges inside one segment, with no access to the memory.
+//
+// The design is the bin-based "offset allocator" that Mooncake uses for its segments (after
+// Sebastian Aaltonen's OffsetAllocator): free ranges sit in 512 bins indexed by a small float
+// (5-6 bits of exponent, 3 of mantissa), so a bin is found with two bit scans; a free range is
+// split on allocation and merged with its free neighbours on release. Allocation and release are
+// O(1); the bins waste at most 1/8 of a request to rounding.
+//
+// Sizes are rounded up to `alignment` (a power of two), so every offset is aligned.
+// Not thread-safe: the owner (a Segment) serializes calls.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace yb {
+
+class OffsetAllocator {
+ public:
+  static constexpr uint32_t kNoNode = UINT32_MAX;
+  static constexpr uint32_t kNumTopBins = 64;
+  static constexpr uint32_t kBinsPerLeaf = 8;
+  static constexpr uint32_t kNumBins = kNumTopBins * kBinsPerLeaf;
+
+  struct Allocation {
+    uint64_t offset = 0;
+    uint32_t node = kNoNode;  // handle for Free()
+  };
+
+  struct Stats {
+    uint64_t capacity = 0;
+    uint64_t allocated_bytes = 0;   // after rounding to alignment
+    uint64_t free_bytes = 0;
+    uint64_t allocations = 0;       // live allocations
+    uint64_t free_regions = 0;
+    uint64_t largest_free_region = 0;
+    // 1 - largest_free_region / free_bytes: 0 when free space is one range.
+    double fragmentation = 0;
+  };
+
+  explicit OffsetAllocator(uint64_t capacity, uint64_t alignment = 64);
+
+  // Reserves `size` bytes (> 0). nullopt when no free range is large enough.
+  std::optional<Allocation> Allocate(uint64_t size);
+  // Releases an allocation. Returns false (and changes nothing) for a handle that is not live.
+  bool Free(uint32_t node);
+
+  // Rounded size of a live allocation, 0 otherwise.
+  uint64_t AllocationSize(uint32_t node) const;
+  Stats GetStats() const;
+  uint64_t capacity() const { return capacity_; }
+  uint64_t free_bytes() const { return free_bytes_; }
+  uint64_t alignment() const { return alignment_; }
+
+  // Small-float bin index of a size; exposed for tests.
+  static uint32_t BinRoundDown(uint64_t size);
+  static uint32_t BinRoundUp(uint64_t size);
+  static uint64_t BinLowerBound(uint32_t bin);
+
+ private:
+  struct Node {
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    uint32_t bin_prev = kNoNode;
+    uint32_t bin_next = kNoNode;
+    uint32_t nb_prev = kNoNode;  // neighbour ranges by address
+    uint32_t nb_next = kNoNode;
+    bool used = false;
+    bool live = false;  // false while on the spare list
+  };
+
+  uint32_t NewNode();
+  void ReleaseNode(uint32_t n);
+  uint32_t InsertFree(uint64_t offset, uint64_t size);  // returns the node
+  void RemoveFree(uint32_t n);
+  uint32_t FindBin(uint32_t min_bin) const;  // smallest non-empty bin >= min_bin, or kNumBins
+
+  uint64_t capacity_;
+  uint64_t alignment_;
+  uint64_t free_bytes_ = 0;
+  uint64_t live_allocations_ = 0;
+  uint64_t top_mask_ = 0;
+  std::array<uint8_t, kNumTopBins> leaf_masks_{};
+  std::array<uint32_t, kNumBins> bin_heads_;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> spare_;
+};
+
+}  // namespace yb

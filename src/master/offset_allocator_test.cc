@@ -1,0 +1,120 @@
+#include "master/offset_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+namespace yb {
+namespace {
+
+TEST(OffsetAllocatorTest, BinsRoundConsistently) {
+  for (uint64_t s : {1ULL, 7ULL, 8ULL, 9ULL, 100ULL, 4096ULL, 4097ULL, 1ULL << 40, (1ULL << 40) + 1}) {
+    uint32_t down = OffsetAllocator::BinRoundDown(s);
+    uint32_t up = OffsetAllocator::BinRoundUp(s);
+    EXPECT_LE(OffsetAllocator::BinLowerBound(down), s) << s;
+    EXPECT_GE(OffsetAllocator::BinLowerBound(up), s) << s;
+    EXPECT_LE(up - down, 1u) << s;
+  }
+  EXPECT_LT(OffsetAllocator::BinRoundUp(~0ULL), OffsetAllocator::kNumBins);
+}
+
+TEST(OffsetAllocatorTest, AllocatesAlignedAndFillsExactly) {
+  OffsetAllocator a(1 << 20, 64);
+  std::vector<OffsetAllocator::Allocation> allocs;
+  for (int i = 0; i < 16; ++i) {
+    auto r = a.Allocate(65536);
+    ASSERT_TRUE(r.has_value()) << i;
+    EXPECT_EQ(r->offset % 64, 0u);
+    allocs.push_back(*r);
+  }
+  EXPECT_FALSE(a.Allocate(1).has_value());
+  EXPECT_EQ(a.free_bytes(), 0u);
+  for (auto& al : allocs) EXPECT_TRUE(a.Free(al.node));
+  auto st = a.GetStats();
+  EXPECT_EQ(st.free_bytes, 1u << 20);
+  EXPECT_EQ(st.free_regions, 1u);  // everything merged back
+  EXPECT_EQ(st.fragmentation, 0.0);
+  EXPECT_TRUE(a.Allocate(1 << 20).has_value());
+}
+
+TEST(OffsetAllocatorTest, RoundsToAlignment) {
+  OffsetAllocator a(4096, 64);
+  auto r = a.Allocate(1);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(a.AllocationSize(r->node), 64u);
+  auto r2 = a.Allocate(65);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->offset % 64, 0u);
+  EXPECT_EQ(a.AllocationSize(r2->node), 128u);
+}
+
+TEST(OffsetAllocatorTest, RejectsZeroOversizeAndDoubleFree) {
+  OffsetAllocator a(4096, 64);
+  EXPECT_FALSE(a.Allocate(0));
+  EXPECT_FALSE(a.Allocate(8192));
+  auto r = a.Allocate(100);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(a.Free(r->node));
+  EXPECT_FALSE(a.Free(r->node));
+  EXPECT_FALSE(a.Free(12345));
+  EXPECT_EQ(a.free_bytes(), 4096u);
+}
+
+TEST(OffsetAllocatorTest, FragmentationIsReported) {
+  OffsetAllocator a(64 * 10, 64);
+  std::vector<uint32_t> nodes;
+  for (int i = 0; i < 10; ++i) nodes.push_back(a.Allocate(64)->node);
+  for (int i = 0; i < 10; i += 2) a.Free(nodes[i]);  // five holes of 64 bytes
+  auto st = a.GetStats();
+  EXPECT_EQ(st.free_regions, 5u);
+  EXPECT_EQ(st.largest_free_region, 64u);
+  EXPECT_DOUBLE_EQ(st.fragmentation, 0.8);
+  EXPECT_FALSE(a.Allocate(128));  // no contiguous 128 bytes
+}
+
+// Random allocate/free against a model: ranges never overlap and everything is accounted for.
+TEST(OffsetAllocatorTest, RandomizedNoOverlapAgainstModel) {
+  const uint64_t cap = 1 << 24;
+  OffsetAllocator a(cap, 64);
+  std::mt19937_64 rng(42);
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> live;  // offset -> (size, node)
+  for (int step = 0; step < 20000; ++step) {
+    bool do_alloc = live.empty() || (rng() % 3 != 0);
+    if (do_alloc) {  // NOLINT
+      uint64_t size = 1 + rng() % 100000;
+      auto r = a.Allocate(size);
+      if (!r) {
+        continue;
+      }
+      uint64_t sz = a.AllocationSize(r->node);
+      ASSERT_GE(sz, size);
+      ASSERT_LE(r->offset + sz, cap);
+      auto it = live.lower_bound(r->offset);
+      if (it != live.end()) {
+        ASSERT_LE(r->offset + sz, it->first);
+      }
+      if (it != live.begin()) {
+        auto p = std::prev(it);
+        ASSERT_LE(p->first + p->second.first, r->offset);
+      }
+      live[r->offset] = {sz, r->node};
+    } else {
+      auto it = live.begin();
+      std::advance(it, rng() % live.size());
+      ASSERT_TRUE(a.Free(it->second.second));
+      live.erase(it);
+    }
+    uint64_t used = 0;
+    if (step % 1000 == 0) {
+      for (auto& [o, v] : live) used += v.first;
+      ASSERT_EQ(a.free_bytes(), cap - used);
+    }
+  }
+  for (auto& [o, v] : live) ASSERT_TRUE(a.Free(v.second));
+  EXPECT_EQ(a.GetStats().free_regions, 1u);
+}
+
+}  // namespace
+}  // namespace yb

@@ -1,0 +1,165 @@
+#include "master/segment_manager.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace yb {
+
+SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment)
+    : strategy_(std::move(strategy)), alignment_(alignment) {}
+
+Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
+  if (desc.size < alignment_) {
+    return Status(Code::kInvalidParams, "segment size " + std::to_string(desc.size) + " is below the alignment " +
+                                            std::to_string(alignment_));
+  }
+  if (desc.name.empty()) return Status(Code::kInvalidParams, "segment has no name");
+  std::unique_lock lock(mu_);
+  auto it = by_id_.find(desc.id);
+  if (it != by_id_.end()) {
+    if (it->second->owner == owner && it->second->desc.size == desc.size) return Status::OK();
+    return Status(Code::kSegmentAlreadyExists, "segment " + std::to_string(desc.id) + " is already mounted");
+  }
+  auto seg = std::make_shared<Segment>(desc, owner, alignment_);
+  capacity_.fetch_add(seg->alloc.capacity(), std::memory_order_relaxed);
+  by_id_.emplace(desc.id, std::move(seg));
+  RebuildListLocked();
+  YB_LOG_INFO("mounted segment {} '{}' ({} bytes) for client {}", desc.id, desc.name, desc.size, owner.ToString());
+  return Status::OK();
+}
+
+Status SegmentManager::Unmount(const ClientId& owner, SegmentId id) {
+  std::unique_lock lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return Status(Code::kSegmentNotFound, "segment " + std::to_string(id) + " is not mounted");
+  if (!(it->second->owner == owner)) {
+    return Status(Code::kIllegalClient, "segment " + std::to_string(id) + " belongs to another client");
+  }
+  {
+    std::lock_guard seg_lock(it->second->mu);
+    capacity_.fetch_sub(it->second->alloc.capacity(), std::memory_order_relaxed);
+    allocated_.fetch_sub(it->second->alloc.capacity() - it->second->alloc.free_bytes(), std::memory_order_relaxed);
+  }
+  YB_LOG_INFO("unmounted segment {} '{}'", id, it->second->desc.name);
+  by_id_.erase(it);
+  RebuildListLocked();
+  return Status::OK();
+}
+
+void SegmentManager::RebuildListLocked() {
+  list_.clear();
+  for (auto& [id, seg] : by_id_) list_.push_back(seg);
+  std::sort(list_.begin(), list_.end(), [](const auto& a, const auto& b) { return a->desc.id < b->desc.id; });
+}
+
+std::vector<SegmentId> SegmentManager::SegmentsOf(const ClientId& owner) const {
+  std::shared_lock lock(mu_);
+  std::vector<SegmentId> out;
+  for (const auto& seg : list_) {
+    if (seg->owner == owner) out.push_back(seg->desc.id);
+  }
+  return out;
+}
+
+bool SegmentManager::Contains(SegmentId id) const {
+  std::shared_lock lock(mu_);
+  return by_id_.count(id) != 0;
+}
+
+bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out) {
+  std::lock_guard lock(seg.mu);
+  auto r = seg.alloc.Allocate(size);
+  if (!r) return false;
+  allocated_.fetch_add(seg.alloc.AllocationSize(r->node), std::memory_order_relaxed);
+  *out = Allocation{seg.desc.id, r->offset, r->node};
+  return true;
+}
+
+std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count,
+                                                 const std::vector<std::string>& preferred) {
+  std::vector<Allocation> out;
+  if (count == 0 || size == 0) return out;
+  std::shared_lock lock(mu_);
+  std::vector<const std::string*> used_names;
+  auto name_used = [&](const std::string& n) {
+    return std::any_of(used_names.begin(), used_names.end(), [&](const std::string* u) { return *u == n; });
+  };
+  auto try_segment = [&](Segment& seg) {
+    if (out.size() >= count || name_used(seg.desc.name)) return;
+    Allocation a;
+    if (TryAllocateOn(seg, size, &a)) {
+      out.push_back(a);
+      used_names.push_back(&seg.desc.name);
+    }
+  };
+  for (const auto& name : preferred) {
+    for (const auto& seg : list_) {
+      if (seg->desc.name == name) try_segment(*seg);
+    }
+  }
+  if (out.size() >= count) return out;
+
+  thread_local std::vector<SegmentCandidate> candidates;
+  thread_local std::vector<uint32_t> order;
+  candidates.clear();
+  for (const auto& seg : list_) {
+    std::lock_guard seg_lock(seg->mu);
+    candidates.push_back({seg->alloc.capacity(), seg->alloc.free_bytes()});
+  }
+  strategy_->Order(candidates, order);
+  for (uint32_t i : order) {
+    if (candidates[i].free < size) continue;
+    try_segment(*list_[i]);
+    if (out.size() >= count) break;
+  }
+  return out;
+}
+
+void SegmentManager::Free(const Allocation& a) {
+  std::shared_lock lock(mu_);
+  auto it = by_id_.find(a.segment);
+  if (it == by_id_.end()) return;  // unmounted: its memory went with it
+  Segment& seg = *it->second;
+  std::lock_guard seg_lock(seg.mu);
+  uint64_t sz = seg.alloc.AllocationSize(a.node);
+  if (seg.alloc.Free(a.node)) {
+    allocated_.fetch_sub(sz, std::memory_order_relaxed);
+  } else {
+    YB_LOG_ERROR("free of a range that is not allocated: segment {} offset {}", a.segment, a.offset);
+  }
+}
+
+uint64_t SegmentManager::largest_segment() const {
+  std::shared_lock lock(mu_);
+  uint64_t m = 0;
+  for (const auto& seg : list_) m = std::max(m, seg->alloc.capacity());
+  return m;
+}
+
+size_t SegmentManager::segment_count() const {
+  std::shared_lock lock(mu_);
+  return list_.size();
+}
+
+std::vector<SegmentUsage> SegmentManager::List() const {
+  std::shared_lock lock(mu_);
+  std::vector<SegmentUsage> out;
+  for (const auto& seg : list_) {
+    std::lock_guard seg_lock(seg->mu);
+    auto st = seg->alloc.GetStats();
+    SegmentUsage u;
+    u.desc = seg->desc;
+    u.owner = seg->owner;
+    u.capacity = st.capacity;
+    u.allocated = st.allocated_bytes;
+    u.allocations = st.allocations;
+    u.free_regions = st.free_regions;
+    u.largest_free_region = st.largest_free_region;
+    u.fragmentation = st.fragmentation;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace yb

@@ -1,0 +1,77 @@
+// SegmentManager: the registry of mounted segments and the allocation of replicas inside them.
+//
+// Owns one OffsetAllocator per segment, each under its own mutex; the table itself is under a
+// reader/writer lock (mounts are rare, allocations frequent). Thread-safe.
+// Lock order: callers may hold an object-table shard lock when they call Free(); the manager never
+// calls out while holding its locks.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "master/allocation_strategy.h"
+#include "master/offset_allocator.h"
+#include "yuebing/status.h"
+#include "yuebing/types.h"
+
+namespace yb {
+
+// One reserved range: what a replica records so that it can be freed.
+struct Allocation {
+  SegmentId segment = 0;
+  uint64_t offset = 0;
+  uint32_t node = OffsetAllocator::kNoNode;
+};
+
+class SegmentManager {
+ public:
+  SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment);
+
+  // SEGMENT_ALREADY_EXISTS if the id is mounted by another client; mounting the same segment again
+  // by its owner is a no-op success. INVALID_PARAMS for a zero size or an empty name.
+  Status Mount(const ClientId& owner, const SegmentDesc& desc);
+  // SEGMENT_NOT_FOUND if unknown; ILLEGAL_CLIENT if owned by someone else.
+  Status Unmount(const ClientId& owner, SegmentId id);
+  std::vector<SegmentId> SegmentsOf(const ClientId& owner) const;
+  bool Contains(SegmentId id) const;
+
+  // Reserves up to `count` ranges of `size` bytes on segments with distinct names: `preferred`
+  // names first (in order), then in the strategy's order. Best effort: may return fewer, or none.
+  std::vector<Allocation> Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred);
+  // Frees a range; a no-op if its segment was unmounted meanwhile.
+  void Free(const Allocation& a);
+
+  uint64_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
+  uint64_t allocated() const { return allocated_.load(std::memory_order_relaxed); }
+  uint64_t largest_segment() const;
+  size_t segment_count() const;
+  std::vector<SegmentUsage> List() const;
+
+ private:
+  struct Segment {
+    SegmentDesc desc;
+    ClientId owner;
+    mutable std::mutex mu;
+    OffsetAllocator alloc;  // guarded by mu
+    Segment(const SegmentDesc& d, const ClientId& o, uint64_t alignment)
+        : desc(d), owner(o), alloc(d.size, alignment) {}
+  };
+
+  bool TryAllocateOn(Segment& seg, uint64_t size, Allocation* out);
+  void RebuildListLocked();
+
+  std::unique_ptr<AllocationStrategy> strategy_;
+  uint64_t alignment_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<SegmentId, std::shared_ptr<Segment>> by_id_;  // guarded by mu_
+  std::vector<std::shared_ptr<Segment>> list_;                     // guarded by mu_
+  std::atomic<uint64_t> capacity_{0};
+  std::atomic<uint64_t> allocated_{0};
+};
+
+}  // namespace yb

@@ -1,0 +1,46 @@
+#include "master/tenants.h"
+
+namespace yb {
+
+TenantRegistry::TenantRegistry()
+    : slots_(std::make_unique<Slot[]>(kMaxTenants)), names_(std::make_unique<std::string[]>(kMaxTenants)) {
+  (void)Register("default");
+}
+
+Result<TenantIndex> TenantRegistry::Register(const std::string& name) {
+  if (name.empty() || name.size() > 256) return Status(Code::kInvalidParams, "tenant name must be 1-256 bytes");
+  std::lock_guard lock(mu_);
+  auto it = by_name_.find(name);
+  if (it != by_name_.end()) return it->second;
+  size_t n = count_.load(std::memory_order_relaxed);
+  if (n >= kMaxTenants) return Status(Code::kInvalidParams, "too many tenants");
+  names_[n] = name;
+  by_name_.emplace(name, static_cast<TenantIndex>(n));
+  count_.store(n + 1, std::memory_order_release);
+  return static_cast<TenantIndex>(n);
+}
+
+Status TenantRegistry::SetQuota(const std::string& name, uint64_t bytes) {
+  auto t = Register(name);
+  if (!t.ok()) return t.status();
+  slots_[*t].quota.store(bytes, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+uint64_t TenantRegistry::ChargeUpTo(TenantIndex t, uint64_t unit, uint64_t max_units) {
+  Slot& s = slots_[t];
+  uint64_t quota = s.quota.load(std::memory_order_relaxed);
+  uint64_t used = s.used.load(std::memory_order_relaxed);
+  for (;;) {
+    uint64_t room = quota == kNoQuota ? UINT64_MAX : (quota > used ? quota - used : 0);
+    uint64_t n = unit == 0 ? max_units : std::min<uint64_t>(max_units, room / unit);
+    if (n == 0) return 0;
+    if (s.used.compare_exchange_weak(used, used + n * unit, std::memory_order_relaxed)) return n;
+  }
+}
+
+void TenantRegistry::Release(TenantIndex t, uint64_t bytes) {
+  slots_[t].used.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+}  // namespace yb

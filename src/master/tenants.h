@@ -1,0 +1,49 @@
+// TenantRegistry: tenant names -> small indices, and each tenant's byte quota and usage.
+// Lock-free on the hot path (Charge/Release); registration takes a mutex. Thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "master/master_api.h"
+#include "yuebing/status.h"
+
+namespace yb {
+
+class TenantRegistry {
+ public:
+  static constexpr size_t kMaxTenants = 4096;
+  static constexpr uint64_t kNoQuota = UINT64_MAX;
+
+  TenantRegistry();
+  // Index of a tenant, registering it (without quota) on first use.
+  Result<TenantIndex> Register(const std::string& name);
+  // Sets the quota in bytes (kNoQuota: unlimited). Registers the tenant if needed.
+  Status SetQuota(const std::string& name, uint64_t bytes);
+  bool Valid(TenantIndex t) const { return t < count_.load(std::memory_order_acquire); }
+
+  // Charges `unit` bytes up to `max_units` times within the quota; returns how many fit.
+  uint64_t ChargeUpTo(TenantIndex t, uint64_t unit, uint64_t max_units);
+  void Release(TenantIndex t, uint64_t bytes);
+  uint64_t used(TenantIndex t) const { return slots_[t].used.load(std::memory_order_relaxed); }
+  uint64_t quota(TenantIndex t) const { return slots_[t].quota.load(std::memory_order_relaxed); }
+  const std::string& name(TenantIndex t) const { return names_[t]; }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> used{0};
+    std::atomic<uint64_t> quota{kNoQuota};
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, TenantIndex> by_name_;  // guarded by mu_
+  std::atomic<size_t> count_{0};
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<std::string[]> names_;  // written once under mu_ before count_ publishes it
+};
+
+}  // namespace yb
