@@ -1,0 +1,145 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "master/master_test_util.h"
+
+namespace yb {
+namespace {
+
+using testing::MasterFixture;
+
+class EvictionTest : public MasterFixture {
+ protected:
+  static constexpr uint64_t kObj = 1024;
+  // One segment holding exactly `n` objects of kObj bytes.
+  void Pool(int n) { Mount("a", kObj * n); }
+  std::string K(int i) { return "k" + std::to_string(i); }
+  void PutN(int from, int to, ReplicateConfig cfg = {}) {
+    for (int i = from; i < to; ++i) ASSERT_TRUE(Put(K(i), kObj, cfg).ok()) << i;
+  }
+  std::vector<std::string> Missing(int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) {
+      if (!Exists(K(i))) out.push_back(K(i));
+    }
+    return out;
+  }
+};
+
+TEST_F(EvictionTest, LeastRecentlyReadGoesFirst) {
+  Pool(10);
+  PutN(0, 10);
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // k0 is now the most recent
+  clock_.AdvanceSec(11);                                        // past every lease
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  EXPECT_EQ(Missing(10), (std::vector<std::string>{K(1)}));
+  EXPECT_EQ(master_->evictor().EvictBytes(2 * kObj), 2 * kObj);
+  EXPECT_EQ(Missing(10), (std::vector<std::string>{K(1), K(2), K(3)}));
+  EXPECT_EQ(master_->evictor().evicted_objects(), 3u);
+}
+
+TEST_F(EvictionTest, RecencyIsExactAcrossShards) {
+  Mount("a", kObj * 1000);
+  PutN(0, 1000);
+  std::vector<int> order(1000);
+  for (int i = 0; i < 1000; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(3));
+  for (int i : order) ASSERT_TRUE(master_->GetReplicaList(ctx_, K(i), false).ok());
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(300 * kObj), 300 * kObj);
+  std::vector<std::string> expected;
+  for (int j = 0; j < 300; ++j) expected.push_back(K(order[j]));
+  std::sort(expected.begin(), expected.end());
+  auto missing = Missing(1000);
+  std::sort(missing.begin(), missing.end());
+  EXPECT_EQ(missing, expected);
+}
+
+TEST_F(EvictionTest, HighWatermarkStartsBackgroundEviction) {
+  Pool(20);
+  PutN(0, 18);  // 0.90: not above the watermark
+  EXPECT_EQ(master_->evictor().RunOnce(), 0u);
+  PutN(18, 20);  // 1.00
+  // Brings usage to (0.90 - 0.05) of capacity: 20 - 17 = 3 objects.
+  EXPECT_EQ(master_->evictor().RunOnce(), 3 * kObj);
+  EXPECT_EQ(Missing(20), (std::vector<std::string>{K(0), K(1), K(2)}));
+}
+
+TEST_F(EvictionTest, FailedAllocationEvictsAndThePutSucceeds) {
+  Pool(10);
+  PutN(0, 10);
+  ASSERT_TRUE(Put("new", kObj).ok());
+  EXPECT_FALSE(Exists(K(0)));
+  EXPECT_TRUE(Exists("new"));
+}
+
+// Fault (a) of Mooncake: existence probes must never make a full pool refuse writes.
+TEST_F(EvictionTest, ExistenceProbesNeverBlockWrites) {
+  Pool(10);
+  PutN(0, 10);
+  std::vector<std::string> all;
+  for (int i = 0; i < 10; ++i) all.push_back(K(i));
+  for (int round = 0; round < 20; ++round) {
+    for (const auto& k : all) (void)Exists(k);  // probe everything, present or not
+    for (auto& r : master_->BatchExistKey(ctx_, all)) ASSERT_TRUE(r.ok());
+    clock_.Advance(100);
+    ASSERT_TRUE(Put("new" + std::to_string(round), kObj).ok()) << round;
+    all.push_back("new" + std::to_string(round));
+  }
+  EXPECT_EQ(master_->Stats().keys, 10u);
+}
+
+TEST_F(EvictionTest, HardPinnedObjectsAreNeverEvicted) {
+  Pool(10);
+  ReplicateConfig hard;
+  hard.with_hard_pin = true;
+  PutN(0, 10, hard);
+  clock_.AdvanceSec(3600);
+  EXPECT_EQ(master_->evictor().EvictBytes(10 * kObj), 0u);
+  EXPECT_EQ(Put("new", kObj).code(), Code::kNoAvailableHandle);
+  EXPECT_TRUE(Missing(10).empty());
+}
+
+TEST_F(EvictionTest, SoftPinnedGoLastAndOnlyWhenAllowed) {
+  Pool(10);
+  ReplicateConfig soft;
+  soft.with_soft_pin = true;
+  PutN(0, 5, soft);  // the oldest are soft-pinned
+  PutN(5, 10);
+  EXPECT_EQ(master_->evictor().EvictBytes(6 * kObj), 6 * kObj);
+  // All five unpinned went first, then the oldest soft-pinned one.
+  EXPECT_EQ(Missing(10), (std::vector<std::string>{K(0), K(5), K(6), K(7), K(8), K(9)}));
+}
+
+TEST_F(EvictionTest, SoftPinnedStayWhenNotAllowed) {
+  MasterConfig c;
+  c.allow_evict_soft_pinned_objects = false;
+  Reset(c);
+  Pool(4);
+  ReplicateConfig soft;
+  soft.with_soft_pin = true;
+  PutN(0, 4, soft);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), 0u);
+  // After the soft pin's TTL (30 min) runs out the object is an ordinary candidate.
+  clock_.AdvanceSec(31 * 60);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+}
+
+TEST_F(EvictionTest, LeasedAndReadPinnedObjectsAreSkipped) {
+  Pool(4);
+  PutN(0, 4);
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // leased for 10 s
+  auto pin = master_->GetReplicaList(ctx_, K(1), true);
+  ASSERT_TRUE(pin.ok());
+  EXPECT_EQ(master_->evictor().EvictBytes(4 * kObj), 2 * kObj);  // only k2, k3
+  EXPECT_EQ(Missing(4), (std::vector<std::string>{K(2), K(3)}));
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(4 * kObj), kObj);  // k0's lease ran out; k1 is still read
+  ASSERT_TRUE(master_->ReadEnd(ctx_, K(1), pin->read_pin).ok());
+  EXPECT_EQ(master_->evictor().EvictBytes(4 * kObj), kObj);
+}
+
+}  // namespace
+}  // namespace yb

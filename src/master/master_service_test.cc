@@ -1,0 +1,360 @@
+#include "master/master_service.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "master/master_test_util.h"
+
+namespace yb {
+namespace {
+
+using testing::MasterFixture;
+using MasterServiceTest = MasterFixture;
+
+TEST_F(MasterServiceTest, ReaderNeverSeesAnObjectWhileItIsWritten) {
+  Mount("a", 1 << 20);
+  auto start = master_->PutStart(ctx_, "k", 1000, {});
+  ASSERT_TRUE(start.ok());
+  ASSERT_EQ(start->size(), 1u);
+  EXPECT_EQ((*start)[0].status, ReplicaStatus::kProcessing);
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "k", false).code(), Code::kReplicaNotReady);
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kReplicaNotReady);
+  ASSERT_TRUE(master_->PutEnd(ctx_, "k", 42).ok());
+  auto info = master_->GetReplicaList(ctx_, "k", false);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 1000u);
+  EXPECT_EQ(info->checksum, 42u);
+  ASSERT_EQ(info->replicas.size(), 1u);
+  EXPECT_EQ(info->replicas[0].status, ReplicaStatus::kComplete);
+  EXPECT_EQ(info->replicas[0].offset, (*start)[0].offset);
+}
+
+TEST_F(MasterServiceTest, OnlyTheWriterMayEndOrRevoke) {
+  Mount("a", 1 << 20);
+  CallContext other = Register(ClientId{9, 9});
+  ASSERT_TRUE(master_->PutStart(ctx_, "k", 100, {}).ok());
+  EXPECT_EQ(master_->PutEnd(other, "k", std::nullopt).code(), Code::kIllegalClient);
+  EXPECT_EQ(master_->PutRevoke(other, "k").code(), Code::kIllegalClient);
+  EXPECT_TRUE(master_->PutRevoke(ctx_, "k").ok());
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+  EXPECT_EQ(master_->PutEnd(ctx_, "k", std::nullopt).code(), Code::kObjectNotFound);
+}
+
+TEST_F(MasterServiceTest, ValuesAreImmutableUnlessUpserted) {
+  Mount("a", 1 << 20);
+  ASSERT_TRUE(Put("k", 100).ok());
+  EXPECT_EQ(master_->PutStart(ctx_, "k", 100, {}).code(), Code::kObjectAlreadyExists);
+  EXPECT_EQ(master_->PutStart(ctx_, "k", 200, {}).code(), Code::kObjectAlreadyExists);
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "k", false)->size, 100u);
+
+  // Upsert: the old value stays readable until PutEnd, then the new one replaces it atomically.
+  auto reader = master_->GetReplicaList(ctx_, "k", true);
+  ASSERT_TRUE(reader.ok());
+  auto up = master_->UpsertStart(ctx_, "k", 300, {});
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "k", false)->size, 100u);
+  ASSERT_TRUE(master_->PutEnd(ctx_, "k", std::nullopt).ok());
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "k", false)->size, 300u);
+  // The reader of the old value still holds its bytes (128 + 320 allocated) until it ends.
+  EXPECT_EQ(master_->Stats().allocated, 128u + 320u);
+  ASSERT_TRUE(master_->ReadEnd(ctx_, "k", reader->read_pin).ok());
+  EXPECT_EQ(master_->Stats().allocated, 320u);
+}
+
+TEST_F(MasterServiceTest, ReplicasLandOnDistinctSegmentsBestEffort) {
+  SegmentId a = Mount("a", 1 << 20), b = Mount("b", 1 << 20), c = Mount("c", 1 << 20);
+  ReplicateConfig cfg;
+  cfg.replica_num = 3;
+  auto r = master_->PutStart(ctx_, "k", 1000, cfg);
+  ASSERT_TRUE(r.ok());
+  std::set<SegmentId> segs;
+  for (auto& d : *r) segs.insert(d.segment);
+  EXPECT_EQ(segs, (std::set<SegmentId>{a, b, c}));
+  cfg.replica_num = 5;
+  auto r2 = master_->PutStart(ctx_, "k2", 1000, cfg);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->size(), 3u);
+  cfg.replica_num = 1;
+  cfg.preferred_segments = {"b"};
+  auto r3 = master_->PutStart(ctx_, "k3", 1000, cfg);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ((*r3)[0].segment, b);
+}
+
+TEST_F(MasterServiceTest, LeaseBlocksRemoveAndForceSkipsIt) {
+  Mount("a", 1 << 20);
+  ASSERT_TRUE(Put("k", 100).ok());
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, "k", false).ok());  // grants a 10 s lease
+  EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectHasLease);
+  clock_.AdvanceSec(9);
+  EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectHasLease);
+  clock_.AdvanceSec(2);
+  EXPECT_TRUE(master_->Remove(ctx_, "k", false).ok());
+  EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectNotFound);
+
+  ASSERT_TRUE(Put("k2", 100).ok());
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, "k2", false).ok());
+  EXPECT_TRUE(master_->Remove(ctx_, "k2", true).ok());
+  EXPECT_FALSE(Exists("k2"));
+}
+
+// Fault (b) of Mooncake: a read that outlives its lease must not fail, and its bytes must not be
+// reused until it ends.
+TEST_F(MasterServiceTest, ReadOutlivingItsLeaseKeepsItsBytes) {
+  Mount("a", 4096);
+  ASSERT_TRUE(Put("k", 4096).ok());
+  auto info = master_->GetReplicaList(ctx_, "k", true);
+  ASSERT_TRUE(info.ok());
+  ASSERT_NE(info->read_pin, 0u);
+  clock_.AdvanceSec(3600);  // far past the 10 s lease
+  // Not removable without force, not evictable, and force does not free the bytes.
+  EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectHasLease);
+  master_->evictor().EvictBytes(4096);
+  EXPECT_TRUE(Exists("k"));
+  EXPECT_TRUE(master_->Remove(ctx_, "k", true).ok());
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(master_->PutStart(ctx_, "new", 4096, {}).code(), Code::kNoAvailableHandle);
+  // The read ends (successfully, whatever the clock says); only then is the space reusable.
+  EXPECT_TRUE(master_->ReadEnd(ctx_, "k", info->read_pin).ok());
+  EXPECT_EQ(master_->ReadEnd(ctx_, "k", info->read_pin).code(), Code::kInvalidParams);
+  EXPECT_TRUE(Put("new", 4096).ok());
+}
+
+TEST_F(MasterServiceTest, DeadClientsReadPinsAreReleased) {
+  Mount("a", 4096);
+  ASSERT_TRUE(Put("k", 4096).ok());
+  CallContext reader = Register(ClientId{5, 5});
+  auto info = master_->GetReplicaList(reader, "k", true);
+  ASSERT_TRUE(info.ok());
+  ASSERT_TRUE(master_->Remove(ctx_, "k", true).ok());
+  clock_.AdvanceSec(5);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->LivenessOnce(), 0u);
+  EXPECT_EQ(master_->Stats().allocated, 4096u);
+  clock_.AdvanceSec(6);  // reader silent for 11 s > client_ttl 10 s
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->LivenessOnce(), 1u);
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+}
+
+TEST_F(MasterServiceTest, UnfinishedPutIsTakenOverAfter30sAndReclaimedAfter600s) {
+  Mount("a", 1 << 20);
+  CallContext slow = Register(ClientId{3, 3});
+  CallContext other = Register(ClientId{4, 4});
+  ASSERT_TRUE(master_->PutStart(slow, "k", 1000, {}).ok());
+  clock_.AdvanceSec(29);
+  EXPECT_EQ(master_->PutStart(other, "k", 1000, {}).code(), Code::kObjectAlreadyExists);
+  clock_.AdvanceSec(2);
+  ASSERT_TRUE(master_->PutStart(other, "k", 1000, {}).ok());
+  EXPECT_EQ(master_->PutEnd(slow, "k", std::nullopt).code(), Code::kIllegalClient);
+  ASSERT_TRUE(master_->PutEnd(other, "k", std::nullopt).ok());
+  // The slow writer may still be copying into its old range: it is kept until 600 s.
+  EXPECT_EQ(master_->Stats().allocated, 2 * 1024u);
+  clock_.AdvanceSec(500);
+  EXPECT_EQ(master_->ReclaimOnce(), 0u);
+  clock_.AdvanceSec(70);  // 601 s after the first PutStart
+  EXPECT_EQ(master_->ReclaimOnce(), 1u);
+  EXPECT_EQ(master_->Stats().allocated, 1024u);
+
+  // A Put left unfinished with nobody taking over is reclaimed after 600 s.
+  ASSERT_TRUE(master_->PutStart(slow, "lonely", 1000, {}).ok());
+  clock_.AdvanceSec(599);
+  EXPECT_EQ(master_->ReclaimOnce(), 0u);
+  clock_.AdvanceSec(2);
+  EXPECT_EQ(master_->ReclaimOnce(), 1u);
+  EXPECT_EQ(master_->Stats().allocated, 1024u);
+  EXPECT_EQ(master_->Stats().pending_puts, 0u);
+}
+
+TEST_F(MasterServiceTest, UnmountDropsReplicasAndObjectsLeftWithNone) {
+  CallContext owner_b = Register(ClientId{2, 2});
+  Mount("a", 1 << 20);
+  SegmentId b = Mount("b", 1 << 20, owner_b);
+  ReplicateConfig two;
+  two.replica_num = 2;
+  ASSERT_TRUE(Put("both", 100, two).ok());
+  ReplicateConfig on_b;
+  on_b.preferred_segments = {"b"};
+  ASSERT_TRUE(Put("only_b", 100, on_b).ok());
+  ASSERT_EQ(master_->GetReplicaList(ctx_, "only_b", false)->replicas[0].segment, b);
+
+  EXPECT_EQ(master_->UnmountSegment(ctx_, b).code(), Code::kIllegalClient);  // not the owner
+  ASSERT_TRUE(master_->UnmountSegment(owner_b, b).ok());
+  EXPECT_FALSE(Exists("only_b"));
+  auto both = master_->GetReplicaList(ctx_, "both", false);
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->replicas.size(), 1u);
+  EXPECT_NE(both->replicas[0].segment, b);
+  EXPECT_EQ(master_->UnmountSegment(owner_b, b).code(), Code::kSegmentNotFound);
+}
+
+TEST_F(MasterServiceTest, SilentClientIsDeclaredDeadAndItsSegmentsUnmounted) {
+  CallContext owner_b = Register(ClientId{2, 2});
+  Mount("a", 1 << 20);
+  Mount("b", 1 << 20, owner_b);
+  ReplicateConfig on_b;
+  on_b.preferred_segments = {"b"};
+  ASSERT_TRUE(Put("kb", 100, on_b).ok());
+  for (int i = 0; i < 12; ++i) {
+    clock_.AdvanceSec(1);
+    ASSERT_TRUE(master_->Ping(ctx_).ok());
+    master_->LivenessOnce();
+  }
+  EXPECT_EQ(master_->Stats().segments, 1u);
+  EXPECT_FALSE(Exists("kb"));
+  auto pong = master_->Ping(owner_b);  // it comes back: told to re-mount
+  ASSERT_TRUE(pong.ok());
+  EXPECT_TRUE(pong->need_remount);
+  EXPECT_FALSE(master_->Ping(owner_b)->need_remount);
+}
+
+TEST_F(MasterServiceTest, TenantQuotasBoundBytesAndNamespacesKeys) {
+  Mount("a", 1 << 20);
+  Mount("b", 1 << 20);
+  ASSERT_TRUE(master_->SetTenantQuota("small", 3000).ok());
+  CallContext small = Register(ClientId{6, 6}, "small");
+  ASSERT_TRUE(Put("x", 1000, {}, small).ok());
+  ReplicateConfig two;
+  two.replica_num = 2;
+  ASSERT_TRUE(Put("y", 1000, two, small).ok());  // exactly at quota
+  EXPECT_EQ(Put("z", 1, {}, small).code(), Code::kTenantQuotaExceeded);
+  EXPECT_EQ(master_->TenantUsed(small.tenant), 3000u);
+  // Same key, other tenant: a different object.
+  EXPECT_FALSE(Exists("x"));
+  ASSERT_TRUE(Put("x", 50).ok());
+  ASSERT_TRUE(master_->Remove(small, "x", false).ok());
+  EXPECT_TRUE(Exists("x"));
+  EXPECT_EQ(master_->TenantUsed(small.tenant), 2000u);
+  ASSERT_TRUE(Put("z", 1000, {}, small).ok());
+  EXPECT_EQ(*master_->RemoveAll(small, false), 2u);
+  EXPECT_EQ(master_->TenantUsed(small.tenant), 0u);
+  EXPECT_TRUE(Exists("x"));
+}
+
+TEST_F(MasterServiceTest, BatchCallsAnswerEachKeyOnItsOwn) {
+  Mount("a", 1 << 20);
+  ASSERT_TRUE(Put("exists", 100).ok());
+  std::vector<std::string> keys = {"new1", "exists", "", "new2"};
+  auto starts = master_->BatchPutStart(ctx_, keys, {100, 100, 100, 100}, {});
+  ASSERT_EQ(starts.size(), 4u);
+  EXPECT_TRUE(starts[0].ok());
+  EXPECT_EQ(starts[1].code(), Code::kObjectAlreadyExists);
+  EXPECT_EQ(starts[2].code(), Code::kInvalidKey);
+  EXPECT_TRUE(starts[3].ok());
+  auto ends = master_->BatchPutEnd(ctx_, {"new1", "new2", "nothing"}, {});
+  EXPECT_TRUE(ends[0].ok());
+  EXPECT_TRUE(ends[1].ok());
+  EXPECT_EQ(ends[2].code(), Code::kObjectNotFound);
+  auto exist = master_->BatchExistKey(ctx_, {"new1", "missing", ""});
+  EXPECT_TRUE(*exist[0]);
+  EXPECT_FALSE(*exist[1]);
+  EXPECT_EQ(exist[2].code(), Code::kInvalidKey);
+  auto gets = master_->BatchGetReplicaList(ctx_, {"new2", "missing"}, true);
+  EXPECT_TRUE(gets[0].ok());
+  EXPECT_EQ(gets[1].code(), Code::kObjectNotFound);
+  auto read_end = master_->BatchReadEnd(ctx_, {"new2", "missing"}, {gets[0]->read_pin, 77});
+  EXPECT_TRUE(read_end[0].ok());
+  EXPECT_EQ(read_end[1].code(), Code::kInvalidParams);
+  EXPECT_EQ(master_->BatchPutStart(ctx_, {"a", "b"}, {1}, {})[0].code(), Code::kInvalidParams);
+  clock_.AdvanceSec(11);
+  auto rm = master_->BatchRemove(ctx_, {"new1", "missing"}, false);
+  EXPECT_TRUE(rm[0].ok());
+  EXPECT_EQ(rm[1].code(), Code::kObjectNotFound);
+}
+
+TEST_F(MasterServiceTest, BadInputGivesClearErrorsAndChangesNothing) {
+  Mount("a", 1 << 20);
+  ASSERT_TRUE(Put("keep", 100).ok());
+  auto before = master_->Stats();
+  EXPECT_EQ(master_->PutStart(ctx_, "", 100, {}).code(), Code::kInvalidKey);
+  EXPECT_EQ(master_->PutStart(ctx_, std::string(kMaxKeyLength + 1, 'k'), 100, {}).code(), Code::kInvalidKey);
+  EXPECT_EQ(master_->PutStart(ctx_, "k", 0, {}).code(), Code::kInvalidParams);
+  auto too_big = master_->PutStart(ctx_, "k", (1 << 20) + 1, {});
+  EXPECT_EQ(too_big.code(), Code::kInvalidParams);
+  EXPECT_NE(too_big.status().message().find("larger than the largest segment"), std::string::npos);
+  ReplicateConfig zero;
+  zero.replica_num = 0;
+  EXPECT_EQ(master_->PutStart(ctx_, "k", 100, zero).code(), Code::kInvalidParams);
+  EXPECT_EQ(master_->UnmountSegment(ctx_, 424242).code(), Code::kSegmentNotFound);
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "", false).code(), Code::kInvalidKey);
+  EXPECT_EQ(master_->RemoveByRegex(ctx_, "([", false).code(), Code::kInvalidParams);
+  CallContext bad_tenant{ClientId{1, 1}, 999};
+  EXPECT_EQ(master_->PutStart(bad_tenant, "k", 100, {}).code(), Code::kTenantNotRegistered);
+  SegmentDesc empty{555, "z", 0, 0, "local"};
+  EXPECT_EQ(master_->MountSegment(ctx_, empty).code(), Code::kInvalidParams);
+  auto after = master_->Stats();
+  EXPECT_EQ(after.keys, before.keys);
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_EQ(after.segments, before.segments);
+  EXPECT_EQ(after.pending_puts, 0u);
+  EXPECT_TRUE(Exists("keep"));
+}
+
+TEST_F(MasterServiceTest, BadConfigurationIsRefused) {
+  ManualClock clock;
+  MasterConfig c;
+  c.eviction_high_watermark_ratio = 1.5;
+  EXPECT_EQ(MasterService::Create(c, clock).code(), Code::kInvalidParams);
+  c = {};
+  c.allocation_strategy = "nope";
+  EXPECT_EQ(MasterService::Create(c, clock).code(), Code::kInvalidParams);
+  c = {};
+  c.put_start_release_timeout_sec = 10;
+  EXPECT_EQ(MasterService::Create(c, clock).code(), Code::kInvalidParams);
+}
+
+TEST_F(MasterServiceTest, RemoveByRegexMatchesKeysAndRespectsLeases) {
+  Mount("a", 1 << 20);
+  for (const char* k : {"model@1@aa", "model@1@bb", "model@2@cc", "other"}) ASSERT_TRUE(Put(k, 10).ok());
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, "model@1@bb", false).ok());  // leased
+  auto n = master_->RemoveByRegex(ctx_, "^model@1@", false);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1u);
+  EXPECT_TRUE(Exists("model@1@bb"));
+  EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^model@", true), 2u);
+  EXPECT_TRUE(Exists("other"));
+}
+
+// Concurrent writers, readers and removers on shared keys: a smoke test for the sanitizers; the
+// accounting must balance at the end.
+TEST_F(MasterServiceTest, ConcurrentOperationsKeepAccountingConsistent) {
+  Mount("a", 64 << 20);
+  Mount("b", 64 << 20);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      CallContext ctx{ClientId{100, static_cast<uint64_t>(t + 1)}, 0};
+      for (int i = 0; i < 2000; ++i) {
+        std::string key = "k" + std::to_string(i % 97);
+        switch ((i + t) % 4) {
+          case 0:
+            if (master_->PutStart(ctx, key, 1000, {}).ok()) (void)master_->PutEnd(ctx, key, std::nullopt);
+            break;
+          case 1: {
+            auto info = master_->GetReplicaList(ctx, key, true);
+            if (info.ok()) (void)master_->ReadEnd(ctx, key, info->read_pin);
+            break;
+          }
+          case 2:
+            (void)master_->Remove(ctx, key, true);
+            break;
+          default:
+            (void)master_->ExistKey(ctx, key);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto st = master_->Stats();
+  EXPECT_EQ(st.allocated, st.keys * 1024);
+  EXPECT_EQ(st.pending_puts, 0u);
+  EXPECT_EQ(*master_->RemoveAll(ctx_, true), st.keys);
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+  EXPECT_EQ(master_->TenantUsed(0), 0u);
+}
+
+}  // namespace
+}  // namespace yb

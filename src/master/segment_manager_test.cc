@@ -1,0 +1,83 @@
+#include "master/segment_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace yb {
+namespace {
+
+SegmentDesc Desc(SegmentId id, const std::string& name, uint64_t size) { return {id, name, 0, size, "local"}; }
+
+TEST(SegmentManagerTest, ReplicasLandOnDistinctSegmentNames) {
+  SegmentManager m(MakeRandomStrategy(1), 64);
+  ClientId c{1, 1};
+  ASSERT_TRUE(m.Mount(c, Desc(1, "a", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(c, Desc(2, "a", 1 << 20)).ok());  // a second chunk of "a"
+  ASSERT_TRUE(m.Mount(c, Desc(3, "b", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(c, Desc(4, "c", 1 << 20)).ok());
+  for (int i = 0; i < 50; ++i) {
+    auto allocs = m.Allocate(1000, 3, {});
+    ASSERT_EQ(allocs.size(), 3u);
+    std::set<std::string> names;
+    for (auto& a : allocs) names.insert(a.segment == 1 || a.segment == 2 ? "a" : a.segment == 3 ? "b" : "c");
+    EXPECT_EQ(names.size(), 3u);
+  }
+  // Best effort: more replicas than names gives one per name.
+  EXPECT_EQ(m.Allocate(1000, 5, {}).size(), 3u);
+}
+
+TEST(SegmentManagerTest, PreferredSegmentsComeFirst) {
+  SegmentManager m(MakeRandomStrategy(1), 64);
+  ClientId c{1, 1};
+  for (SegmentId id = 1; id <= 4; ++id) ASSERT_TRUE(m.Mount(c, Desc(id, "n" + std::to_string(id), 1 << 20)).ok());
+  for (int i = 0; i < 20; ++i) {
+    auto allocs = m.Allocate(100, 2, {"n3", "n1"});
+    ASSERT_EQ(allocs.size(), 2u);
+    EXPECT_EQ(allocs[0].segment, 3u);
+    EXPECT_EQ(allocs[1].segment, 1u);
+  }
+}
+
+TEST(SegmentManagerTest, FreeRatioFirstPicksTheEmptiestSegment) {
+  SegmentManager m(MakeFreeRatioFirstStrategy(), 64);
+  ClientId c{1, 1};
+  ASSERT_TRUE(m.Mount(c, Desc(1, "a", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(c, Desc(2, "b", 1 << 20)).ok());
+  auto first = m.Allocate(1 << 19, 1, {});  // half of one segment
+  ASSERT_EQ(first.size(), 1u);
+  for (int i = 0; i < 5; ++i) {
+    auto a = m.Allocate(1024, 1, {});
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_NE(a[0].segment, first[0].segment);
+  }
+}
+
+TEST(SegmentManagerTest, MountRulesAndAccounting) {
+  SegmentManager m(MakeRandomStrategy(1), 64);
+  ClientId a{1, 1}, b{2, 2};
+  EXPECT_EQ(m.Mount(a, Desc(1, "", 4096)).code(), Code::kInvalidParams);
+  EXPECT_EQ(m.Mount(a, Desc(1, "x", 0)).code(), Code::kInvalidParams);
+  ASSERT_TRUE(m.Mount(a, Desc(1, "x", 4096)).ok());
+  EXPECT_TRUE(m.Mount(a, Desc(1, "x", 4096)).ok());  // same owner again: no-op
+  EXPECT_EQ(m.Mount(b, Desc(1, "x", 4096)).code(), Code::kSegmentAlreadyExists);
+  EXPECT_EQ(m.capacity(), 4096u);
+  auto al = m.Allocate(100, 1, {});
+  ASSERT_EQ(al.size(), 1u);
+  EXPECT_EQ(m.allocated(), 128u);
+  EXPECT_EQ(m.Unmount(b, 1).code(), Code::kIllegalClient);
+  EXPECT_EQ(m.Unmount(a, 99).code(), Code::kSegmentNotFound);
+  ASSERT_TRUE(m.Unmount(a, 1).ok());
+  EXPECT_EQ(m.capacity(), 0u);
+  EXPECT_EQ(m.allocated(), 0u);
+  m.Free(al[0]);  // after unmount: a no-op
+  EXPECT_EQ(m.allocated(), 0u);
+}
+
+TEST(SegmentManagerTest, UnknownStrategyIsRefused) {
+  EXPECT_EQ(MakeAllocationStrategy("fastest", 1).code(), Code::kInvalidParams);
+  EXPECT_TRUE(MakeAllocationStrategy("free_ratio_first", 1).ok());
+}
+
+}  // namespace
+}  // namespace yb

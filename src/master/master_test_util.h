@@ -1,0 +1,62 @@
+// Test helpers for MasterService: a ManualClock, small mounts and one-call Puts.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "master/master_service.h"
+
+namespace yb::testing {
+
+class MasterFixture : public ::testing::Test {
+ protected:
+  void SetUp() override { Reset(MasterConfig{}); }
+
+  void Reset(MasterConfig config) {
+    config.random_seed = 7;
+    config.object_shards = 16;
+    config_ = config;
+    auto m = MasterService::Create(config_, clock_);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    master_ = std::move(m).value();
+    ctx_ = Register(ClientId{1, 1});
+  }
+
+  CallContext Register(ClientId id, const std::string& tenant = "default") {
+    auto t = master_->RegisterClient({id, "host", tenant});
+    EXPECT_TRUE(t.ok());
+    return CallContext{id, t.ok() ? *t : TenantIndex{0}};
+  }
+
+  // Mounts a segment named `name` of `size` bytes owned by `owner`.
+  SegmentId Mount(const std::string& name, uint64_t size, CallContext owner = {}) {
+    if (owner.client.empty()) owner = ctx_;
+    SegmentDesc d{next_segment_++, name, 0x10000000ULL * next_segment_, size, "local"};
+    EXPECT_TRUE(master_->MountSegment(owner, d).ok());
+    return d.id;
+  }
+
+  Status Put(const std::string& key, uint64_t size, ReplicateConfig config = {}, CallContext ctx = {}) {
+    if (ctx.client.empty()) ctx = ctx_;
+    auto r = master_->PutStart(ctx, key, size, config);
+    if (!r.ok()) return r.status();
+    return master_->PutEnd(ctx, key, std::nullopt);
+  }
+
+  bool Exists(const std::string& key, CallContext ctx = {}) {
+    if (ctx.client.empty()) ctx = ctx_;
+    auto r = master_->ExistKey(ctx, key);
+    return r.ok() && *r;
+  }
+
+  ManualClock clock_;
+  MasterConfig config_;
+  std::unique_ptr<MasterService> master_;
+  CallContext ctx_;
+  SegmentId next_segment_ = 100;
+};
+
+}  // namespace yb::testing
