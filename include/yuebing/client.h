@@ -1,0 +1,110 @@
+// Client: what an application links to store and load objects. Thread-safe.
+//
+// A client talks to the master through a MasterApi (in-process, or over RPC) and moves object
+// bytes itself through its transfer engine. It may contribute memory to the pool
+// (global_segment_size, mounted in chunks) and owns a staging buffer (local_buffer_size) for
+// transports that need registered memory and for reads that return fresh bytes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yuebing/status.h"
+#include "yuebing/types.h"
+
+namespace yb {
+
+class MasterApi;
+class LocalSegmentRegistry;
+class TransferEngine;
+
+// One piece of a value: objects are stored contiguously, written from and read into slices.
+struct Slice {
+  void* ptr = nullptr;
+  uint64_t size = 0;
+};
+
+struct ClientConfig {
+  std::string local_hostname = "localhost";  // names this client's segments
+  std::string metadata_server = "P2PHANDSHAKE";
+  // "embedded" or "embedded:NAME": a master in this process, shared by its clients with the same name.
+  std::string master_server_addr = "embedded";
+  std::string protocol = "tcp";
+  std::string device_name;
+  uint64_t global_segment_size = 0;          // contributed to the pool; 0 for a pure caller
+  uint64_t local_buffer_size = 16ULL << 20;  // staging buffer
+  uint64_t segment_chunk_size = 1ULL << 30;  // the pool memory is mounted in chunks of this size
+  std::string tenant = "default";
+  bool enable_checksum = false;  // record an XXH3-64 checksum with every Put
+  bool verify_checksum = true;   // check it on Get when the writer recorded one
+};
+
+class Client {
+ public:
+  // Creates a client on an existing master and transfer setup (embedded mode and tests).
+  static Result<std::unique_ptr<Client>> Create(const ClientConfig& config, std::shared_ptr<MasterApi> master,
+                                                std::shared_ptr<LocalSegmentRegistry> local_segments,
+                                                std::shared_ptr<TransferEngine> engine);
+  // Creates a client from its configuration alone: finds or starts the master it names.
+  static Result<std::unique_ptr<Client>> Connect(const ClientConfig& config);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Writes. A Put of an existing key with the same size is a no-op success; with another size,
+  // OBJECT_ALREADY_EXISTS. Upsert replaces an existing value.
+  Status Put(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config = {});
+  Status Put(const std::string& key, const void* data, uint64_t size, const ReplicateConfig& config = {});
+  Status Upsert(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config = {});
+  std::vector<Status> BatchPut(const std::vector<std::string>& keys, const std::vector<std::vector<Slice>>& values,
+                               const ReplicateConfig& config = {});
+
+  // Reads into caller memory; returns the object's size. A buffer smaller than the object gives
+  // BUFFER_OVERFLOW and writes nothing.
+  Result<uint64_t> Get(const std::string& key, void* buffer, uint64_t size);
+  Result<uint64_t> Get(const std::string& key, const std::vector<Slice>& slices);
+  // Reads into a fresh string.
+  Result<std::string> Get(const std::string& key);
+  std::vector<Result<uint64_t>> BatchGet(const std::vector<std::string>& keys,
+                                         const std::vector<std::vector<Slice>>& buffers);
+
+  // Metadata.
+  struct QueryResult {
+    uint64_t size = 0;
+    std::optional<uint64_t> checksum;
+    std::vector<ReplicaDesc> replicas;
+  };
+  Result<QueryResult> Query(const std::string& key);
+  Result<bool> IsExist(const std::string& key);
+  std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys);
+  Result<uint64_t> GetSize(const std::string& key);
+
+  // Removal.
+  Status Remove(const std::string& key, bool force = false);
+  std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force = false);
+  Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force = false);
+  Result<uint64_t> RemoveAll(bool force = false);
+
+  // Memory the application registers for zero-copy transfers (put_from / get_into).
+  Status RegisterBuffer(void* ptr, uint64_t size);
+  Status UnregisterBuffer(void* ptr);
+
+  // Pings the master and re-mounts this client's segments when the master asks. Call every second
+  // (Connect() starts a thread that does).
+  Status Heartbeat();
+  Status HealthCheck();
+  const std::string& hostname() const;
+  ClientId id() const;
+  std::vector<SegmentId> segments() const;
+  MasterApi& master();
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yb

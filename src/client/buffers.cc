@@ -1,0 +1,67 @@
+#include "client/buffers.h"
+
+namespace yb {
+
+StagingBuffer::StagingBuffer(uint64_t size) {
+  if (size == 0) return;
+  region_ = MappedRegion::Map(size);
+  if (region_) alloc_ = std::make_unique<OffsetAllocator>(size, 64);
+}
+
+std::optional<StagingBuffer::Lease> StagingBuffer::Allocate(uint64_t size) {
+  if (!alloc_ || size == 0) return std::nullopt;
+  std::lock_guard lock(mu_);
+  auto a = alloc_->Allocate(size);
+  if (!a) return std::nullopt;
+  return Lease{region_->data() + a->offset, size, a->node};
+}
+
+void StagingBuffer::Free(const Lease& lease) {
+  if (!alloc_ || lease.node == OffsetAllocator::kNoNode) return;
+  std::lock_guard lock(mu_);
+  alloc_->Free(lease.node);
+}
+
+bool StagingBuffer::Contains(const void* p, uint64_t len) const {
+  if (!region_) return false;
+  auto a = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(region_->data());
+  return a >= base && a - base <= region_->size() && len <= region_->size() - (a - base);
+}
+
+Status BufferRegistry::Register(void* ptr, uint64_t size) {
+  if (!ptr || size == 0) return Status(Code::kInvalidParams, "register_buffer needs a non-null buffer and a size");
+  auto start = reinterpret_cast<uintptr_t>(ptr);
+  if (start + size < start) return Status(Code::kInvalidParams, "buffer range wraps around");
+  std::lock_guard lock(mu_);
+  auto it = ranges_.find(start);
+  if (it != ranges_.end() && it->second == size) return Status::OK();
+  auto next = ranges_.lower_bound(start);
+  if (next != ranges_.end() && next->first < start + size) {
+    return Status(Code::kInvalidParams, "buffer overlaps a registered buffer");
+  }
+  if (next != ranges_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second > start) return Status(Code::kInvalidParams, "buffer overlaps a registered buffer");
+  }
+  ranges_.emplace(start, size);
+  return Status::OK();
+}
+
+Status BufferRegistry::Unregister(void* ptr) {
+  std::lock_guard lock(mu_);
+  if (ranges_.erase(reinterpret_cast<uintptr_t>(ptr)) == 0) {
+    return Status(Code::kInvalidParams, "buffer was not registered");
+  }
+  return Status::OK();
+}
+
+bool BufferRegistry::Contains(const void* p, uint64_t len) const {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard lock(mu_);
+  auto it = ranges_.upper_bound(a);
+  if (it == ranges_.begin()) return false;
+  --it;
+  return a - it->first <= it->second && len <= it->second - (a - it->first);
+}
+
+}  // namespace yb

@@ -1,0 +1,53 @@
+// Client-side memory: the staging buffer (over local_buffer_size) and the set of buffers the
+// application registered. Both thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "master/offset_allocator.h"
+#include "transfer/local_segments.h"
+#include "yuebing/status.h"
+
+namespace yb {
+
+// Hands out ranges of the client's registered staging buffer.
+class StagingBuffer {
+ public:
+  struct Lease {
+    uint8_t* ptr = nullptr;
+    uint64_t size = 0;
+    uint32_t node = OffsetAllocator::kNoNode;
+  };
+  // size 0: no staging buffer (every Allocate fails).
+  explicit StagingBuffer(uint64_t size);
+  // A range of exactly `size` bytes, or nullopt when the buffer is too full or too small.
+  std::optional<Lease> Allocate(uint64_t size);
+  void Free(const Lease& lease);
+  uint64_t capacity() const { return region_ ? region_->size() : 0; }
+  bool Contains(const void* p, uint64_t len) const;
+
+ private:
+  std::shared_ptr<MappedRegion> region_;
+  std::mutex mu_;
+  std::unique_ptr<OffsetAllocator> alloc_;  // guarded by mu_
+};
+
+// Memory ranges the application registered (register_buffer).
+class BufferRegistry {
+ public:
+  // INVALID_PARAMS for null/empty or a range overlapping another one; registering the same range
+  // again is a no-op.
+  Status Register(void* ptr, uint64_t size);
+  Status Unregister(void* ptr);
+  bool Contains(const void* p, uint64_t len) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uintptr_t, uint64_t> ranges_;  // start -> size, guarded by mu_
+};
+
+}  // namespace yb

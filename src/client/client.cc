@@ -1,0 +1,167 @@
+// Client: creation, segments, buffers, liveness and metadata calls.
+#include <random>
+
+#include "client/client_impl.h"
+#include "client/embedded_cluster.h"
+#include "common/log.h"
+
+namespace yb {
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::shared_ptr<MasterApi> master,
+                                               std::shared_ptr<LocalSegmentRegistry> local_segments,
+                                               std::shared_ptr<TransferEngine> engine) {
+  if (!master || !local_segments || !engine) return Status(Code::kInvalidParams, "client needs a master and a transfer engine");
+  if (config.local_hostname.empty()) return Status(Code::kInvalidParams, "local_hostname is empty");
+  if (config.global_segment_size > 0 && config.segment_chunk_size < 4096) {
+    return Status(Code::kInvalidParams, "segment_chunk_size must be at least 4096 bytes");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->master = std::move(master);
+  impl->local = std::move(local_segments);
+  impl->engine = std::move(engine);
+  impl->ctx.client = ClientId::Random();
+  auto tenant = impl->master->RegisterClient({impl->ctx.client, config.local_hostname, config.tenant});
+  if (!tenant.ok()) return tenant.status();
+  impl->ctx.tenant = *tenant;
+  impl->staging = std::make_unique<StagingBuffer>(config.local_buffer_size);
+  if (config.local_buffer_size > 0 && impl->staging->capacity() == 0) {
+    return Status(Code::kInternal, "cannot map a local buffer of " + std::to_string(config.local_buffer_size) + " bytes");
+  }
+  YB_RETURN_IF_ERROR(impl->MountPool());
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
+  auto name = EmbeddedClusterName(config.master_server_addr);
+  if (!name) {
+    return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
+                                            "': this build runs an in-process master only; use \"embedded\" or "
+                                            "\"embedded:NAME\"");
+  }
+  auto cluster = EmbeddedCluster::Get(*name);
+  if (!cluster.ok()) return cluster.status();
+  auto c = (*cluster);
+  auto client = Create(config, c->master(), c->local_segments(), c->engine());
+  if (!client.ok()) return client;
+  Impl& impl = *(*client)->impl_;
+  impl.keepalive = c;
+  impl.heartbeat = std::make_unique<PeriodicRunner>();
+  Client* raw = client->get();
+  impl.heartbeat->Add("client-heartbeat", std::chrono::seconds(1), [raw] { (void)raw->Heartbeat(); });
+  impl.heartbeat->Start();
+  return client;
+}
+
+Client::~Client() {
+  if (impl_->heartbeat) impl_->heartbeat->Stop();
+  impl_->UnmountPool();
+}
+
+Status Client::Impl::MountPool() {
+  if (config.global_segment_size == 0) return Status::OK();
+  pool = MappedRegion::Map(config.global_segment_size);
+  if (!pool) {
+    return Status(Code::kInternal, "cannot map a global segment of " + std::to_string(config.global_segment_size) + " bytes");
+  }
+  std::mt19937_64 rng(std::random_device{}() ^ ctx.client.lo);
+  for (uint64_t off = 0; off < config.global_segment_size; off += config.segment_chunk_size) {
+    uint64_t size = std::min(config.segment_chunk_size, config.global_segment_size - off);
+    SegmentDesc d{rng() | 1, config.local_hostname, reinterpret_cast<uint64_t>(pool->data() + off), size, "local"};
+    local->Add(d.id, LocalSegment{pool, pool->data() + off, size});
+    Status st = master->MountSegment(ctx, d);
+    if (!st.ok()) {
+      local->Remove(d.id);
+      UnmountPool();
+      return st;
+    }
+    std::lock_guard lock(mounted_mu);
+    mounted.push_back(d);
+  }
+  return Status::OK();
+}
+
+void Client::Impl::UnmountPool() {
+  std::vector<SegmentDesc> segs;
+  {
+    std::lock_guard lock(mounted_mu);
+    segs.swap(mounted);
+  }
+  for (const auto& d : segs) {
+    Status st = master->UnmountSegment(ctx, d.id);
+    if (!st.ok() && st.code() != Code::kSegmentNotFound) {
+      YB_LOG_WARN("unmounting segment {} failed: {}", d.id, st.ToString());
+    }
+    local->Remove(d.id);
+  }
+}
+
+Status Client::Heartbeat() {
+  auto pong = impl_->master->Ping(impl_->ctx);
+  if (!pong.ok()) return pong.status();
+  if (pong->need_remount) {
+    std::vector<SegmentDesc> segs;
+    {
+      std::lock_guard lock(impl_->mounted_mu);
+      segs = impl_->mounted;
+    }
+    if (!segs.empty()) {
+      YB_LOG_INFO("master asked client {} to re-mount {} segments", impl_->ctx.client.ToString(), segs.size());
+      return impl_->master->ReMountSegment(impl_->ctx, segs);
+    }
+  }
+  return Status::OK();
+}
+
+Status Client::HealthCheck() {
+  auto pong = impl_->master->Ping(impl_->ctx);
+  return pong.ok() ? Status::OK() : pong.status();
+}
+
+const std::string& Client::hostname() const { return impl_->config.local_hostname; }
+ClientId Client::id() const { return impl_->ctx.client; }
+MasterApi& Client::master() { return *impl_->master; }
+
+std::vector<SegmentId> Client::segments() const {
+  std::lock_guard lock(impl_->mounted_mu);
+  std::vector<SegmentId> out;
+  for (const auto& d : impl_->mounted) out.push_back(d.id);
+  return out;
+}
+
+Status Client::RegisterBuffer(void* ptr, uint64_t size) { return impl_->registered.Register(ptr, size); }
+Status Client::UnregisterBuffer(void* ptr) { return impl_->registered.Unregister(ptr); }
+
+Result<Client::QueryResult> Client::Query(const std::string& key) {
+  auto info = impl_->master->GetReplicaList(impl_->ctx, key, false);
+  if (!info.ok()) return info.status();
+  return QueryResult{info->size, info->checksum, std::move(info->replicas)};
+}
+
+Result<bool> Client::IsExist(const std::string& key) { return impl_->master->ExistKey(impl_->ctx, key); }
+
+std::vector<Result<bool>> Client::BatchIsExist(const std::vector<std::string>& keys) {
+  return impl_->master->BatchExistKey(impl_->ctx, keys);
+}
+
+Result<uint64_t> Client::GetSize(const std::string& key) {
+  auto info = impl_->master->GetReplicaList(impl_->ctx, key, false);
+  if (!info.ok()) return info.status();
+  return info->size;
+}
+
+Status Client::Remove(const std::string& key, bool force) { return impl_->master->Remove(impl_->ctx, key, force); }
+
+std::vector<Status> Client::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  return impl_->master->BatchRemove(impl_->ctx, keys, force);
+}
+
+Result<uint64_t> Client::RemoveByRegex(const std::string& pattern, bool force) {
+  return impl_->master->RemoveByRegex(impl_->ctx, pattern, force);
+}
+
+Result<uint64_t> Client::RemoveAll(bool force) { return impl_->master->RemoveAll(impl_->ctx, force); }
+
+}  // namespace yb

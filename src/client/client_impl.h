@@ -1,0 +1,61 @@
+// Client internals, shared by client.cc (lifecycle, metadata), client_write.cc and client_read.cc.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "client/buffers.h"
+#include "common/periodic_runner.h"
+#include "master/master_api.h"
+#include "transfer/local_segments.h"
+#include "transfer/transfer_engine.h"
+#include "yuebing/client.h"
+
+namespace yb {
+
+struct Client::Impl {
+  ClientConfig config;
+  std::shared_ptr<MasterApi> master;
+  std::shared_ptr<LocalSegmentRegistry> local;
+  std::shared_ptr<TransferEngine> engine;
+  std::shared_ptr<void> keepalive;  // whatever Connect() started for this client
+  CallContext ctx;
+  std::shared_ptr<MappedRegion> pool;  // the memory behind this client's segments
+  mutable std::mutex mounted_mu;
+  std::vector<SegmentDesc> mounted;  // guarded by mounted_mu
+  std::unique_ptr<StagingBuffer> staging;
+  BufferRegistry registered;
+  std::unique_ptr<PeriodicRunner> heartbeat;
+
+  // A segment this client mounted (its memory is ours: the cheapest replica to read).
+  bool IsLocal(SegmentId s) const {
+    std::lock_guard lock(mounted_mu);
+    for (const auto& d : mounted) {
+      if (d.id == s) return true;
+    }
+    return false;
+  }
+  // Moves a contiguous object range to or from the caller's slices, staging through the
+  // registered buffer when the transport needs registered memory and the slices are not.
+  Status Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices);
+  // Requests for a whole object over `slices`, appended to `out`.
+  static void AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                             std::vector<TransferRequest>& out);
+  bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
+  Status Write(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config, bool upsert);
+  // Reads a whole object into `slices` from its best replica, falling back to the next ones.
+  Result<uint64_t> Read(const std::string& key, const std::vector<Slice>& slices);
+  // Copies one object (info) into `target`, trying replicas in order from `first`; `prior` is the
+  // error of the attempts already made (returned if no later replica succeeds).
+  Status ReadReplicas(const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
+                      Status prior = Status(Code::kTransferFail, "no replica could be read"));
+  Status MountPool();
+  void UnmountPool();
+};
+
+// Total bytes of slices; INVALID_PARAMS for a null slice with a size.
+Result<uint64_t> SlicesSize(const std::vector<Slice>& slices);
+uint64_t SlicesChecksum(const std::vector<Slice>& slices);
+
+}  // namespace yb

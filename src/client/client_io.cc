@@ -1,0 +1,76 @@
+// Client: moving bytes between caller slices and replicas.
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "client/client_impl.h"
+
+namespace yb {
+
+Result<uint64_t> SlicesSize(const std::vector<Slice>& slices) {
+  uint64_t total = 0;
+  for (const auto& s : slices) {
+    if (s.size > 0 && s.ptr == nullptr) return Status(Code::kInvalidParams, "null buffer with a non-zero size");
+    if (total + s.size < total) return Status(Code::kInvalidParams, "slice sizes overflow");
+    total += s.size;
+  }
+  return total;
+}
+
+uint64_t SlicesChecksum(const std::vector<Slice>& slices) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  for (const auto& s : slices) XXH3_64bits_update(st, s.ptr, s.size);
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+void Client::Impl::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                                  std::vector<TransferRequest>& out) {
+  uint64_t off = replica.offset;
+  for (const auto& s : slices) {
+    if (s.size == 0) continue;
+    out.push_back({op, replica.segment, off, s.ptr, s.size});
+    off += s.size;
+  }
+}
+
+bool Client::Impl::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
+  Transport* t = engine->Route(replica.segment);
+  if (!t || !t->RequiresRegisteredMemory()) return false;
+  return std::any_of(slices.begin(), slices.end(), [&](const Slice& s) {
+    return s.size > 0 && !registered.Contains(s.ptr, s.size) && !staging->Contains(s.ptr, s.size);
+  });
+}
+
+Status Client::Impl::Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices) {
+  if (!NeedsStaging(replica, slices)) {
+    std::vector<TransferRequest> reqs;
+    AppendRequests(op, replica, slices, reqs);
+    for (auto& st : engine->Submit(reqs)) YB_RETURN_IF_ERROR(st);
+    return Status::OK();
+  }
+  // Stage in pieces of at most half the staging buffer, so two movers can share it.
+  uint64_t piece_max = std::max<uint64_t>(staging->capacity() / 2, 64);
+  uint64_t off = replica.offset;
+  for (const auto& s : slices) {
+    for (uint64_t done = 0; done < s.size;) {
+      uint64_t n = std::min(piece_max, s.size - done);
+      auto lease = staging->Allocate(n);
+      if (!lease) return Status(Code::kNoAvailableHandle, "staging buffer (local_buffer_size) is too small or full");
+      auto* user = static_cast<uint8_t*>(s.ptr) + done;
+      if (op == TransferRequest::Op::kWrite) std::memcpy(lease->ptr, user, n);
+      Status st = engine->Submit({{op, replica.segment, off, lease->ptr, n}})[0];
+      if (st.ok() && op == TransferRequest::Op::kRead) std::memcpy(user, lease->ptr, n);
+      staging->Free(*lease);
+      YB_RETURN_IF_ERROR(st);
+      done += n;
+      off += n;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace yb

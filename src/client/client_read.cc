@@ -1,0 +1,142 @@
+// Client: Get and BatchGet. A read pins the object at the master (GetReplicaList with pin) and
+// releases it with ReadEnd, so no timer can fail it; replicas are tried in DESIGN order.
+#include "client/client_impl.h"
+#include "client/replica_order.h"
+#include "common/log.h"
+
+namespace yb {
+namespace {
+
+// The first `size` bytes of `slices`.
+std::vector<Slice> Trim(const std::vector<Slice>& slices, uint64_t size) {
+  std::vector<Slice> out;
+  for (const auto& s : slices) {
+    if (size == 0) break;
+    uint64_t n = std::min(size, s.size);
+    if (n > 0) out.push_back({s.ptr, n});
+    size -= n;
+  }
+  return out;
+}
+
+Status TooSmall(uint64_t have, uint64_t need) {
+  return Status(Code::kBufferOverflow, "buffer of " + std::to_string(have) + " bytes is smaller than the object (" +
+                                           std::to_string(need) + " bytes)");
+}
+
+}  // namespace
+
+Status Client::Impl::ReadReplicas(const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
+                                  Status prior) {
+  auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return IsLocal(s); });
+  if (ordered.empty()) return Status(Code::kInvalidReplica, "object has no complete replica");
+  Status last = std::move(prior);
+  for (size_t i = first; i < ordered.size(); ++i) {
+    Status st = Move(TransferRequest::Op::kRead, ordered[i], target);
+    if (st.ok() && info.checksum && config.verify_checksum && SlicesChecksum(target) != *info.checksum) {
+      st = Status(Code::kChecksumMismatch, "replica on segment " + std::to_string(ordered[i].segment) +
+                                               " does not match the checksum");
+    }
+    if (st.ok()) return st;
+    YB_LOG_WARN("read from segment {} failed, trying the next replica: {}", ordered[i].segment, st.ToString());
+    last = st;
+  }
+  return last;
+}
+
+Result<uint64_t> Client::Impl::Read(const std::string& key, const std::vector<Slice>& slices) {
+  auto total = SlicesSize(slices);
+  if (!total.ok()) return total.status();
+  auto info = master->GetReplicaList(ctx, key, true);
+  if (!info.ok()) return info.status();
+  Status st = info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(*info, Trim(slices, info->size), 0);
+  (void)master->ReadEnd(ctx, key, info->read_pin);
+  if (!st.ok()) return st;
+  return info->size;
+}
+
+Result<uint64_t> Client::Get(const std::string& key, void* buffer, uint64_t size) {
+  if (!buffer && size > 0) return Status(Code::kInvalidParams, "null buffer");
+  return impl_->Read(key, {{buffer, size}});
+}
+
+Result<uint64_t> Client::Get(const std::string& key, const std::vector<Slice>& slices) {
+  return impl_->Read(key, slices);
+}
+
+Result<std::string> Client::Get(const std::string& key) {
+  auto info = impl_->master->GetReplicaList(impl_->ctx, key, true);
+  if (!info.ok()) return info.status();
+  std::string out(info->size, '\0');
+  Status st = impl_->ReadReplicas(*info, {{out.data(), out.size()}}, 0);
+  (void)impl_->master->ReadEnd(impl_->ctx, key, info->read_pin);
+  if (!st.ok()) return st;
+  return out;
+}
+
+std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& keys,
+                                               const std::vector<std::vector<Slice>>& buffers) {
+  Impl& impl = *impl_;
+  const size_t n = keys.size();
+  std::vector<Result<uint64_t>> out(n, Result<uint64_t>(uint64_t{0}));
+  if (buffers.size() != n) {
+    return std::vector<Result<uint64_t>>(n, Status(Code::kInvalidParams, "keys and buffers differ in length"));
+  }
+  std::vector<uint64_t> totals(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    auto t = SlicesSize(buffers[i]);
+    if (!t.ok()) out[i] = t.status();
+    totals[i] = t.ok() ? *t : 0;
+  }
+  auto infos = impl.master->BatchGetReplicaList(impl.ctx, keys, true);
+  // First attempt: every object from its best replica, in one batch.
+  std::vector<TransferRequest> reqs;
+  std::vector<size_t> owner;
+  std::vector<std::vector<Slice>> targets(n);
+  std::vector<std::vector<ReplicaDesc>> ordered(n);
+  std::vector<bool> ok(n, false), attempted(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (!out[i].ok()) continue;
+    if (!infos[i].ok()) {
+      out[i] = infos[i].status();
+      continue;
+    }
+    if (infos[i]->size > totals[i]) {
+      out[i] = TooSmall(totals[i], infos[i]->size);
+      continue;
+    }
+    targets[i] = Trim(buffers[i], infos[i]->size);
+    ordered[i] = OrderReplicas(infos[i]->replicas, [&](SegmentId s) { return impl.IsLocal(s); });
+    if (ordered[i].empty() || impl.NeedsStaging(ordered[i][0], targets[i])) continue;  // handled below
+    ok[i] = attempted[i] = true;
+    Impl::AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs);
+    owner.resize(reqs.size(), i);
+  }
+  auto results = impl.engine->Submit(reqs);
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k].ok()) ok[owner[k]] = false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!out[i].ok() || !infos[i].ok()) continue;
+    const ObjectInfo& info = *infos[i];
+    bool good = ok[i] && (!info.checksum || !impl.config.verify_checksum || SlicesChecksum(targets[i]) == *info.checksum);
+    // On a failed first attempt, go on from the second replica.
+    Status prior = !attempted[i] ? Status(Code::kTransferFail, "no replica could be read")
+                   : ok[i]       ? Status(Code::kChecksumMismatch, "first replica does not match the checksum")
+                                 : Status(Code::kTransferFail, "first replica could not be read");
+    Status st = good ? Status::OK() : impl.ReadReplicas(info, targets[i], attempted[i] ? 1 : 0, prior);
+    out[i] = st.ok() ? Result<uint64_t>(info.size) : Result<uint64_t>(st);
+  }
+  std::vector<std::string> pinned_keys;
+  std::vector<uint64_t> pins;
+  for (size_t i = 0; i < n; ++i) {
+    if (infos[i].ok()) {
+      pinned_keys.push_back(keys[i]);
+      pins.push_back(infos[i]->read_pin);
+    }
+  }
+  if (!pinned_keys.empty()) (void)impl.master->BatchReadEnd(impl.ctx, pinned_keys, pins);
+  return out;
+}
+
+}  // namespace yb

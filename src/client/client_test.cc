@@ -1,0 +1,260 @@
+#include "yuebing/client.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "common/clock.h"
+#include "master/master_service.h"
+#include "transfer/fault_transport.h"
+#include "transfer/memcpy_transport.h"
+#include "transfer/transfer_engine.h"
+
+namespace yb {
+namespace {
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Build(false); }
+
+  void Build(bool transport_needs_registration) {
+    clients_.clear();
+    MasterConfig mc;
+    mc.random_seed = 11;
+    mc.object_shards = 8;
+    master_ = std::shared_ptr<MasterService>(MasterService::Create(mc, clock_).value().release());
+    local_ = std::make_shared<LocalSegmentRegistry>();
+    fault_ = std::make_shared<FaultInjectingTransport>(std::make_shared<MemcpyTransport>(local_),
+                                                       transport_needs_registration);
+    engine_ = std::make_shared<TransferEngine>();
+    engine_->AddTransport(fault_);
+    a_ = NewClient("node-a", 1 << 20);
+    b_ = NewClient("node-b", 1 << 20);
+  }
+
+  Client* NewClient(const std::string& host, uint64_t segment, bool checksum = false) {
+    ClientConfig c;
+    c.local_hostname = host;
+    c.global_segment_size = segment;
+    c.local_buffer_size = 1 << 16;
+    c.enable_checksum = checksum;
+    auto cl = Client::Create(c, master_, local_, engine_);
+    EXPECT_TRUE(cl.ok()) << cl.status().ToString();
+    clients_.push_back(std::move(cl).value());
+    return clients_.back().get();
+  }
+
+  static std::string Bytes(size_t n, char seed) {
+    std::string s(n, '\0');
+    for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + i * 7);
+    return s;
+  }
+
+  ManualClock clock_;
+  std::shared_ptr<MasterService> master_;
+  std::shared_ptr<LocalSegmentRegistry> local_;
+  std::shared_ptr<FaultInjectingTransport> fault_;
+  std::shared_ptr<TransferEngine> engine_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  Client* a_ = nullptr;
+  Client* b_ = nullptr;
+};
+
+TEST_F(ClientTest, PutFromOneClientGetFromAnother) {
+  std::string v = Bytes(10000, 'a');
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size()).ok());
+  std::string out(10000, '\0');
+  auto n = b_->Get("k", out.data(), out.size());
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 10000u);
+  EXPECT_EQ(out, v);
+  EXPECT_EQ(*b_->Get("k"), v);
+  EXPECT_EQ(*b_->GetSize("k"), 10000u);
+  EXPECT_TRUE(*b_->IsExist("k"));
+  EXPECT_EQ(b_->Get("missing").code(), Code::kObjectNotFound);
+}
+
+TEST_F(ClientTest, SlicesScatterAndGather) {
+  std::string p1 = Bytes(100, 'x'), p2 = Bytes(3000, 'y'), p3 = Bytes(1, 'z');
+  ASSERT_TRUE(a_->Put("k", {{p1.data(), p1.size()}, {p2.data(), p2.size()}, {p3.data(), 1}}).ok());
+  std::string whole = p1 + p2 + p3;
+  std::string o1(2000, '\0'), o2(2000, '\0');
+  auto n = b_->Get("k", std::vector<Slice>{{o1.data(), o1.size()}, {o2.data(), o2.size()}});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, whole.size());
+  EXPECT_EQ((o1 + o2).substr(0, whole.size()), whole);
+}
+
+TEST_F(ClientTest, SmallBufferIsAnErrorAndWritesNothing) {
+  std::string v = Bytes(1000, 'a');
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size()).ok());
+  std::string out(999, '#');
+  EXPECT_EQ(b_->Get("k", out.data(), out.size()).code(), Code::kBufferOverflow);
+  EXPECT_EQ(out, std::string(999, '#'));
+  EXPECT_EQ(b_->Get("k", nullptr, 10).code(), Code::kInvalidParams);
+  // The failed read released its pin: the object can be removed once its lease ends.
+  clock_.AdvanceSec(11);
+  EXPECT_TRUE(a_->Remove("k").ok());
+}
+
+TEST_F(ClientTest, PutOfAnExistingKeyAndUpsert) {
+  std::string v1 = Bytes(500, '1'), v2 = Bytes(500, '2'), v3 = Bytes(800, '3');
+  ASSERT_TRUE(a_->Put("k", v1.data(), v1.size()).ok());
+  EXPECT_TRUE(a_->Put("k", v2.data(), v2.size()).ok());  // same size: no-op success
+  EXPECT_EQ(*b_->Get("k"), v1);                          // values are immutable
+  EXPECT_EQ(a_->Put("k", v3.data(), v3.size()).code(), Code::kObjectAlreadyExists);
+  ASSERT_TRUE(a_->Upsert("k", {{v3.data(), v3.size()}}).ok());
+  EXPECT_EQ(*b_->Get("k"), v3);
+}
+
+TEST_F(ClientTest, FailedReplicaReadMovesToTheNextReplica) {
+  std::string v = Bytes(4096, 'r');
+  ReplicateConfig two;
+  two.replica_num = 2;
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size(), two).ok());
+  auto q = b_->Query("k");
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->replicas.size(), 2u);
+  fault_->FailSegment(q->replicas[0].segment);
+  EXPECT_EQ(*b_->Get("k"), v);
+  fault_->FailSegment(q->replicas[1].segment);
+  EXPECT_EQ(b_->Get("k").code(), Code::kTransferFail);
+}
+
+TEST_F(ClientTest, ChecksumCatchesCorruptionAndTriesTheNextReplica) {
+  Client* c = NewClient("node-c", 1 << 20, /*checksum=*/true);
+  std::string v = Bytes(4096, 'c');
+  ReplicateConfig two;
+  two.replica_num = 2;
+  two.preferred_segments = {"node-a", "node-b"};
+  ASSERT_TRUE(c->Put("k2", v.data(), v.size(), two).ok());
+  ReplicateConfig on_a;
+  on_a.preferred_segments = {"node-a"};
+  ASSERT_TRUE(c->Put("k1", v.data(), v.size(), on_a).ok());
+  ASSERT_TRUE(b_->Query("k2")->checksum.has_value());
+  fault_->CorruptReadsFrom(a_->segments()[0]);
+  EXPECT_EQ(*b_->Get("k2"), v);
+  std::string out(4096, '\0');
+  EXPECT_EQ(b_->Get("k1", out.data(), out.size()).code(), Code::kChecksumMismatch);
+  std::string out2(4096, '\0');
+  auto batch = b_->BatchGet({"k1", "k2"}, {{{out.data(), out.size()}}, {{out2.data(), out2.size()}}});
+  EXPECT_EQ(batch[0].code(), Code::kChecksumMismatch);
+  EXPECT_TRUE(batch[1].ok());
+  EXPECT_EQ(out2, v);
+}
+
+TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
+  for (SegmentId s : a_->segments()) fault_->FailSegment(s);
+  for (SegmentId s : b_->segments()) fault_->FailSegment(s);
+  std::string v = Bytes(100, 'w');
+  EXPECT_EQ(a_->Put("k", v.data(), v.size()).code(), Code::kTransferFail);
+  EXPECT_FALSE(*a_->IsExist("k"));
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+  EXPECT_EQ(master_->Stats().pending_puts, 0u);
+}
+
+TEST_F(ClientTest, UnregisteredMemoryIsStagedWhenTheTransportNeedsRegistration) {
+  Build(/*transport_needs_registration=*/true);
+  std::string v = Bytes(200000, 's');  // larger than the 64 KiB staging buffer: moved in pieces
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size()).ok());
+  for (void* p : fault_->seen_local_buffers()) {
+    EXPECT_FALSE(p >= v.data() && p < v.data() + v.size()) << "user memory went to the transport";
+  }
+  EXPECT_EQ(*b_->Get("k"), v);
+  // A registered buffer is used as it is.
+  std::vector<char> reg(4096, 'q');
+  ASSERT_TRUE(a_->RegisterBuffer(reg.data(), reg.size()).ok());
+  ASSERT_TRUE(a_->Put("r", reg.data(), reg.size()).ok());
+  auto seen = fault_->seen_local_buffers();
+  EXPECT_EQ(seen.back(), reg.data());
+  EXPECT_TRUE(a_->UnregisterBuffer(reg.data()).ok());
+  EXPECT_EQ(a_->UnregisterBuffer(reg.data()).code(), Code::kInvalidParams);
+}
+
+TEST_F(ClientTest, BatchCallsAnswerPerKey) {
+  std::string v1 = Bytes(100, '1'), v2 = Bytes(200, '2');
+  auto put = a_->BatchPut({"b1", "", "b2", "b3"},
+                          {{{v1.data(), v1.size()}}, {{v1.data(), v1.size()}}, {{v2.data(), v2.size()}}, {}});
+  EXPECT_TRUE(put[0].ok());
+  EXPECT_EQ(put[1].code(), Code::kInvalidKey);
+  EXPECT_TRUE(put[2].ok());
+  EXPECT_EQ(put[3].code(), Code::kInvalidParams);  // empty value
+  auto exist = b_->BatchIsExist({"b1", "b2", "b3"});
+  EXPECT_TRUE(*exist[0]);
+  EXPECT_TRUE(*exist[1]);
+  EXPECT_FALSE(*exist[2]);
+  std::string o1(100, '\0'), o2(100, '\0'), o3(100, '\0');
+  auto got = b_->BatchGet({"b1", "b2", "b3"},
+                          {{{o1.data(), o1.size()}}, {{o2.data(), o2.size()}}, {{o3.data(), o3.size()}}});
+  EXPECT_EQ(*got[0], 100u);
+  EXPECT_EQ(o1, v1);
+  EXPECT_EQ(got[1].code(), Code::kBufferOverflow);
+  EXPECT_EQ(got[2].code(), Code::kObjectNotFound);
+  clock_.AdvanceSec(11);
+  auto rm = a_->BatchRemove({"b1", "b3"});
+  EXPECT_TRUE(rm[0].ok());
+  EXPECT_EQ(rm[1].code(), Code::kObjectNotFound);
+}
+
+TEST_F(ClientTest, RemoveByRegexAndRemoveAll) {
+  std::string v = Bytes(10, 'v');
+  for (const char* k : {"m@1", "m@2", "x"}) ASSERT_TRUE(a_->Put(k, v.data(), v.size()).ok());
+  EXPECT_EQ(*b_->RemoveByRegex("^m@"), 2u);
+  EXPECT_EQ(*b_->RemoveAll(), 1u);
+  EXPECT_EQ(master_->Stats().keys, 0u);
+}
+
+TEST_F(ClientTest, PureCallerCanPutAndGet) {
+  Client* caller = NewClient("caller", 0);
+  EXPECT_TRUE(caller->segments().empty());
+  std::string v = Bytes(300, 'p');
+  ASSERT_TRUE(caller->Put("k", v.data(), v.size()).ok());
+  EXPECT_EQ(*caller->Get("k"), v);
+}
+
+TEST_F(ClientTest, DestroyedClientTakesItsReplicasAlong) {
+  Client* c = NewClient("node-c", 1 << 20);
+  std::string v = Bytes(100, 'd');
+  ReplicateConfig on_c;
+  on_c.preferred_segments = {"node-c"};
+  ASSERT_TRUE(c->Put("k", v.data(), v.size(), on_c).ok());
+  EXPECT_EQ(b_->Query("k")->replicas[0].segment, c->segments()[0]);
+  clients_.pop_back();  // destroys c: unmounts its segment
+  EXPECT_FALSE(*b_->IsExist("k"));
+  EXPECT_EQ(master_->Stats().segments, 2u);
+}
+
+TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(b_->Heartbeat().ok());
+  master_->LivenessOnce();  // a_ was silent: its segment is gone
+  EXPECT_EQ(master_->Stats().segments, 1u);
+  ASSERT_TRUE(a_->Heartbeat().ok());  // told to re-mount, and does
+  EXPECT_EQ(master_->Stats().segments, 2u);
+  std::string v = Bytes(100, 'h');
+  ReplicateConfig on_a;
+  on_a.preferred_segments = {"node-a"};
+  ASSERT_TRUE(b_->Put("k", v.data(), v.size(), on_a).ok());
+  EXPECT_EQ(b_->Query("k")->replicas[0].segment, a_->segments()[0]);
+}
+
+TEST_F(ClientTest, ConnectRunsAnEmbeddedMaster) {
+  ClientConfig c;
+  c.master_server_addr = "embedded:client-test";
+  c.global_segment_size = 4 << 20;
+  c.segment_chunk_size = 1 << 20;
+  auto x = Client::Connect(c);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  EXPECT_EQ((*x)->segments().size(), 4u);
+  auto y = Client::Connect(c);
+  ASSERT_TRUE(y.ok());
+  std::string v = Bytes(5000, 'e');
+  ASSERT_TRUE((*x)->Put("k", v.data(), v.size()).ok());
+  EXPECT_EQ(*(*y)->Get("k"), v);
+  c.master_server_addr = "10.0.0.1:50051";
+  EXPECT_EQ(Client::Connect(c).code(), Code::kInvalidParams);
+}
+
+}  // namespace
+}  // namespace yb

@@ -1,0 +1,25 @@
+#include "client/replica_order.h"
+
+#include <algorithm>
+
+namespace yb {
+
+std::vector<ReplicaDesc> OrderReplicas(const std::vector<ReplicaDesc>& replicas,
+                                       const std::function<bool(SegmentId)>& is_local) {
+  auto rank = [&](const ReplicaDesc& r) {
+    switch (r.kind) {
+      case ReplicaKind::kMemory:
+        return is_local(r.segment) ? 0 : 1;
+      case ReplicaKind::kLocalDisk:
+        return 2;
+      default:
+        return 3;
+    }
+  };
+  std::vector<ReplicaDesc> out = replicas;
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const ReplicaDesc& a, const ReplicaDesc& b) { return rank(a) < rank(b); });
+  return out;
+}
+
+}  // namespace yb

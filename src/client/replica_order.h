@@ -1,0 +1,16 @@
+// The order in which a reader tries replicas (DESIGN.md section 3): MEMORY in this process first,
+// then any MEMORY, then LOCAL_DISK, then DISK/DFS.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "yuebing/types.h"
+
+namespace yb {
+
+// Stable: replicas of one rank keep the master's order.
+std::vector<ReplicaDesc> OrderReplicas(const std::vector<ReplicaDesc>& replicas,
+                                       const std::function<bool(SegmentId)>& is_local);
+
+}  // namespace yb

@@ -1,0 +1,54 @@
+#include "transfer/fault_transport.h"
+
+namespace yb {
+
+void FaultInjectingTransport::FailSegment(SegmentId segment) {
+  std::lock_guard lock(mu_);
+  failing_.insert(segment);
+}
+
+void FaultInjectingTransport::CorruptReadsFrom(SegmentId segment) {
+  std::lock_guard lock(mu_);
+  corrupt_.insert(segment);
+}
+
+void FaultInjectingTransport::Clear() {
+  std::lock_guard lock(mu_);
+  failing_.clear();
+  corrupt_.clear();
+}
+
+std::vector<void*> FaultInjectingTransport::seen_local_buffers() const {
+  std::lock_guard lock(mu_);
+  return seen_;
+}
+
+std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRequest>& batch) {
+  std::vector<Status> out(batch.size());
+  std::vector<TransferRequest> pass;
+  std::vector<size_t> where;
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      seen_.push_back(batch[i].local);
+      if (failing_.count(batch[i].segment)) {
+        out[i] = Status(Code::kTransferFail, "injected failure");
+      } else {
+        pass.push_back(batch[i]);
+        where.push_back(i);
+      }
+    }
+  }
+  auto inner = inner_->Submit(pass);
+  std::lock_guard lock(mu_);
+  for (size_t j = 0; j < pass.size(); ++j) {
+    out[where[j]] = inner[j];
+    const auto& r = pass[j];
+    if (inner[j].ok() && r.op == TransferRequest::Op::kRead && r.length > 0 && corrupt_.count(r.segment)) {
+      static_cast<uint8_t*>(r.local)[0] ^= 0xFF;
+    }
+  }
+  return out;
+}
+
+}  // namespace yb

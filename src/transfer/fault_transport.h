@@ -1,0 +1,39 @@
+// FaultInjectingTransport: wraps a transport and fails or corrupts chosen transfers, so tests can
+// exercise replica fail-over and checksum detection.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "transfer/transport.h"
+
+namespace yb {
+
+class FaultInjectingTransport final : public Transport {
+ public:
+  explicit FaultInjectingTransport(std::shared_ptr<Transport> inner, bool requires_registration = false)
+      : inner_(std::move(inner)), requires_registration_(requires_registration) {}
+
+  // Every transfer to or from `segment` fails with TRANSFER_FAIL.
+  void FailSegment(SegmentId segment);
+  // Reads from `segment` succeed but deliver a flipped first byte.
+  void CorruptReadsFrom(SegmentId segment);
+  void Clear();
+  // Local buffers seen by Submit(), to check staging.
+  std::vector<void*> seen_local_buffers() const;
+
+  bool Reaches(SegmentId segment) const override { return inner_->Reaches(segment); }
+  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
+  bool RequiresRegisteredMemory() const override { return requires_registration_; }
+
+ private:
+  std::shared_ptr<Transport> inner_;
+  bool requires_registration_;
+  mutable std::mutex mu_;
+  std::set<SegmentId> failing_;   // guarded by mu_
+  std::set<SegmentId> corrupt_;   // guarded by mu_
+  std::vector<void*> seen_;       // guarded by mu_
+};
+
+}  // namespace yb

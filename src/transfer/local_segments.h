@@ -1,0 +1,51 @@
+// LocalSegmentRegistry: the segments whose memory is mapped in this process, by id. Shared by the
+// clients of one process (and the memcpy transport); a region stays mapped while any transfer
+// holds it, so unmounting never pulls memory from under a copy. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "yuebing/types.h"
+
+namespace yb {
+
+// Anonymous memory mapped for a segment or a buffer; unmapped when the last holder lets go.
+class MappedRegion {
+ public:
+  // nullptr when the mapping fails.
+  static std::shared_ptr<MappedRegion> Map(uint64_t size);
+  ~MappedRegion();
+  MappedRegion(const MappedRegion&) = delete;
+  MappedRegion& operator=(const MappedRegion&) = delete;
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  MappedRegion(uint8_t* d, uint64_t s) : data_(d), size_(s) {}
+  uint8_t* data_;
+  uint64_t size_;
+};
+
+struct LocalSegment {
+  std::shared_ptr<MappedRegion> region;  // keeps the memory alive
+  uint8_t* base = nullptr;                // start of this segment within the region
+  uint64_t size = 0;
+};
+
+class LocalSegmentRegistry {
+ public:
+  void Add(SegmentId id, LocalSegment seg);
+  void Remove(SegmentId id);
+  // A copy of the entry (keeping its memory alive), or an entry with base == nullptr.
+  LocalSegment Find(SegmentId id) const;
+  bool Contains(SegmentId id) const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_map<SegmentId, LocalSegment> segments_;  // guarded by mu_
+};
+
+}  // namespace yb

@@ -1,0 +1,38 @@
+// The data plane's one interface. A Transport moves bytes between this process's memory and a
+// (segment, offset) range that some client mounted. Transports: memcpy (segment in this process),
+// and, behind the same interface, TCP and shared memory; RDMA later, which is why requests are
+// submitted as a batch and memory can be registered.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "yuebing/status.h"
+#include "yuebing/types.h"
+
+namespace yb {
+
+struct TransferRequest {
+  enum class Op : uint8_t { kRead, kWrite };  // read: segment -> local; write: local -> segment
+  Op op = Op::kRead;
+  SegmentId segment = 0;
+  uint64_t offset = 0;
+  void* local = nullptr;
+  uint64_t length = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Whether this transport can reach the segment at all.
+  virtual bool Reaches(SegmentId segment) const = 0;
+  // Runs a batch; one Status per request, in order. A request outside its segment's bounds fails
+  // with INVALID_PARAMS and touches no byte.
+  virtual std::vector<Status> Submit(const std::vector<TransferRequest>& batch) = 0;
+  // True when local memory must be registered (RDMA-like); callers then stage through the
+  // client's registered buffer.
+  virtual bool RequiresRegisteredMemory() const { return false; }
+};
+
+}  // namespace yb
