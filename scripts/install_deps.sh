@@ -7,7 +7,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(
   cmake g++ make pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  libspdlog-dev libfmt-dev libxxhash-dev
+  libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do
