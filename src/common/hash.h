@@ -24,9 +24,9 @@ struct HashedKey {
 // HashedKey reuse its hash.
 struct KeyHash {
   using is_transparent = void;
-  size_t operator()(const std::string& k) const { return HashKey(k); }
-  size_t operator()(std::string_view k) const { return HashKey(k); }
-  size_t operator()(const HashedKey& k) const { return k.hash; }
+  size_t operator()(const std::string& k) const noexcept { return HashKey(k); }
+  size_t operator()(std::string_view k) const noexcept { return HashKey(k); }
+  size_t operator()(const HashedKey& k) const noexcept { return k.hash; }
 };
 struct KeyEq {
   using is_transparent = void;

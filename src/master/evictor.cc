@@ -37,7 +37,7 @@ uint64_t Evictor::MemoryBytes(const ObjectMeta& m) {
   uint64_t n = 0;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
-    if (r.kind == ReplicaKind::kMemory && r.status == ReplicaStatus::kComplete) ++n;
+    if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete) ++n;
   }
   return n * m.size;
 }
@@ -74,7 +74,7 @@ uint64_t Evictor::EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now) 
   std::vector<StoredReplica> keep, gone;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
-    (r.kind == ReplicaKind::kMemory ? gone : keep).push_back(r);
+    (r.kind() == ReplicaKind::kMemory ? gone : keep).push_back(r);
   }
   if (keep.empty()) {
     table_.Drop(s, it);

@@ -8,18 +8,16 @@
 namespace yb {
 namespace {
 
-std::vector<ReplicaDesc> Describe(uint64_t size, const std::vector<StoredReplica>& replicas) {
-  std::vector<ReplicaDesc> out;
-  out.reserve(replicas.size());
-  for (const auto& r : replicas) out.push_back({r.kind, r.status, r.alloc.segment, r.alloc.offset, size});
-  return out;
-}
 
 std::string Quote(const std::string& key) {
   return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'";
 }
 
 }  // namespace
+
+ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size) const {
+  return ReplicaDesc{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
+}
 
 Status MasterService::CheckKey(const CallContext& ctx, const std::string& key) const {
   if (key.empty()) return Status(Code::kInvalidKey, "key is empty");
@@ -101,7 +99,11 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   auto allocs = Reserve(ctx.tenant, size, config);
   if (!allocs.ok()) return allocs.status();
   std::vector<StoredReplica> replicas;
-  for (const auto& a : *allocs) replicas.push_back({a, ReplicaKind::kMemory, ReplicaStatus::kProcessing});
+  std::vector<ReplicaDesc> descs;
+  for (const auto& a : *allocs) {
+    replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
+    descs.push_back(Describe(replicas.back(), size));
+  }
 
   std::lock_guard lock(s.mu);
   Status again = check_free();  // another writer may have come in while we allocated
@@ -110,7 +112,6 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     return again;
   }
   uint8_t flags = (config.with_hard_pin ? kHardPin : 0) | (config.with_soft_pin ? kSoftPin : 0);
-  auto descs = Describe(size, replicas);
   s.pending.emplace(ik, PendingPut{ctx.client, now, size, ctx.tenant, flags, upsert, std::move(replicas)});
   return descs;
 }
@@ -158,7 +159,7 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   // writes faster than the lease TTL make a full pool refuse writes.
   meta.lease_deadline = now;
   meta.object_id = table_.NextObjectId();
-  for (auto& r : put.replicas) r.status = ReplicaStatus::kComplete;
+  for (auto& r : put.replicas) r.set_status(ReplicaStatus::kComplete);
   meta.SetReplicas(put.replicas);
   table_.Insert(s, hk, std::move(meta));
   return Status::OK();
@@ -199,9 +200,9 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   info.replicas.reserve(m.n_replicas);
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
-    if (r.status == ReplicaStatus::kComplete) {
-      info.replicas.push_back({r.kind, r.status, r.alloc.segment, r.alloc.offset, m.size});
-    }
+    if (r.status() != ReplicaStatus::kComplete) continue;
+    ReplicaDesc d = Describe(r, m.size);
+    if (d.segment != 0) info.replicas.push_back(d);  // 0: its segment is being unmounted
   }
   m.lease_deadline = std::max(m.lease_deadline, now + config_.default_kv_lease_ttl_ms);
   if (m.flags & kSoftPin) m.soft_pin_deadline = now + config_.default_kv_soft_pin_ttl_ms;

@@ -81,12 +81,13 @@ Status MasterService::ReMountSegment(const CallContext& ctx, const std::vector<S
 }
 
 Status MasterService::UnmountSegment(const CallContext& ctx, SegmentId id) {
-  YB_RETURN_IF_ERROR(segments_.Unmount(ctx.client, id));
-  DropSegmentEverywhere(id);
+  auto ref = segments_.Unmount(ctx.client, id);
+  if (!ref.ok()) return ref.status();
+  DropSegmentEverywhere(*ref);
   return Status::OK();
 }
 
-void MasterService::DropSegmentEverywhere(SegmentId id) {
+void MasterService::DropSegmentEverywhere(SegmentRef id) {
   uint64_t dropped = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
     Shard& s = table_.shard(i);
@@ -96,10 +97,10 @@ void MasterService::DropSegmentEverywhere(SegmentId id) {
   {
     std::lock_guard lock(discarded_mu_);
     for (auto& d : discarded_) {
-      std::erase_if(d.replicas, [&](const StoredReplica& r) { return r.alloc.segment == id; });
+      std::erase_if(d.replicas, [&](const StoredReplica& r) { return r.segment() == id; });
     }
   }
-  if (dropped) YB_LOG_INFO("segment {} gone: removed {} objects left without a replica", id, dropped);
+  if (dropped) YB_LOG_INFO("removed {} objects left without a replica by an unmount", dropped);
 }
 
 Result<std::vector<SegmentUsage>> MasterService::ListSegments() { return segments_.List(); }
@@ -144,7 +145,8 @@ uint64_t MasterService::LivenessOnce() {
   for (const ClientId& c : dead) {
     YB_LOG_WARN("client {} silent for over {} s: declared dead", c.ToString(), config_.client_ttl_sec);
     for (SegmentId id : segments_.SegmentsOf(c)) {
-      if (segments_.Unmount(c, id).ok()) DropSegmentEverywhere(id);
+      auto ref = segments_.Unmount(c, id);
+      if (ref.ok()) DropSegmentEverywhere(*ref);
     }
   }
   // End the read pins of every client the master no longer knows (dead, or never registered).

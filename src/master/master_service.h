@@ -105,10 +105,11 @@ class MasterService final : public MasterApi {
                                               const ReplicateConfig& config, bool upsert);
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, uint64_t size, const ReplicateConfig& config);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
+  ReplicaDesc Describe(const StoredReplica& r, uint64_t size) const;
   Status RemoveLocked(Shard& s, ObjectMap::iterator it, bool force, TimeMs now);
   // Removes every object of ctx's tenant whose key satisfies `match`.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
-  void DropSegmentEverywhere(SegmentId id);
+  void DropSegmentEverywhere(SegmentRef ref);
 
   MasterConfig config_;
   const Clock& clock_;

@@ -73,7 +73,7 @@ void ObjectTable::Touch(Shard& s, ObjectEntry& e) {
 }
 
 void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas) {
-  for (const auto& r : replicas) segments_.Free(r.alloc);
+  for (const auto& r : replicas) segments_.Free(r.alloc());
   tenants_.Release(tenant, size * replicas.size());
 }
 
@@ -139,12 +139,12 @@ uint64_t ObjectTable::UnpinClient(Shard& s, const ClientId& client) {
   return released;
 }
 
-uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentId segment) {
+uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment) {
   uint64_t dropped = 0;
   for (auto it = s.objects.begin(); it != s.objects.end();) {
     ObjectMeta& m = it->second;
     bool hit = false;
-    for (size_t i = 0; i < m.n_replicas && !hit; ++i) hit = m.replica(i).alloc.segment == segment;
+    for (size_t i = 0; i < m.n_replicas && !hit; ++i) hit = m.replica(i).segment() == segment;
     if (!hit) {
       ++it;
       continue;
@@ -152,7 +152,7 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentId segment) {
     std::vector<StoredReplica> keep;
     uint64_t gone = 0;
     for (size_t i = 0; i < m.n_replicas; ++i) {
-      if (m.replica(i).alloc.segment == segment) {
+      if (m.replica(i).segment() == segment) {
         ++gone;
       } else {
         keep.push_back(m.replica(i));
@@ -173,14 +173,14 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentId segment) {
   }
   for (auto& [key, p] : s.pending) {
     std::erase_if(p.replicas, [&](const StoredReplica& r) {
-      if (r.alloc.segment != segment) return false;
+      if (r.segment() != segment) return false;
       tenants_.Release(p.tenant, p.size);
       return true;
     });
   }
   for (auto& [id, z] : s.zombies) {
     std::erase_if(z.replicas, [&](const StoredReplica& r) {
-      if (r.alloc.segment != segment) return false;
+      if (r.segment() != segment) return false;
       tenants_.Release(z.tenant, z.size);
       return true;
     });

@@ -26,11 +26,41 @@
 
 namespace yb {
 
-struct StoredReplica {
-  Allocation alloc;
-  ReplicaKind kind = ReplicaKind::kMemory;
-  ReplicaStatus status = ReplicaStatus::kComplete;
+// One replica in 16 bytes: its range (offset in the low 56 bits), with kind and status packed in
+// the top byte.
+class StoredReplica {
+ public:
+  StoredReplica() = default;
+  StoredReplica(const Allocation& a, ReplicaKind kind, ReplicaStatus status)
+      : bits_((a.offset & kOffsetMask) | (static_cast<uint64_t>(kind) << 60) |
+              (static_cast<uint64_t>(status) << 56)),
+        segment_(a.segment),
+        node_(a.node) {}
+  Allocation alloc() const { return Allocation{offset(), segment_, node_}; }
+  uint64_t offset() const { return bits_ & kOffsetMask; }
+  SegmentRef segment() const { return segment_; }
+  ReplicaKind kind() const { return static_cast<ReplicaKind>(bits_ >> 60); }
+  ReplicaStatus status() const { return static_cast<ReplicaStatus>((bits_ >> 56) & 0xF); }
+  void set_status(ReplicaStatus s) {
+    bits_ = (bits_ & ~(0xFULL << 56)) | (static_cast<uint64_t>(s) << 56);
+  }
+
+ private:
+  static constexpr uint64_t kOffsetMask = (1ULL << 56) - 1;
+  uint64_t bits_ = 0;
+  SegmentRef segment_ = kNoSegment;
+  uint32_t node_ = 0;
 };
+static_assert(sizeof(StoredReplica) == 16);
+
+}  // namespace yb
+
+// The object map's nodes do not cache the key hash (8 bytes per object): XXH3 is cheap to
+// recompute on rehash, and a lookup compares keys directly.
+template <>
+struct std::__is_fast_hash<yb::KeyHash> : std::true_type {};
+
+namespace yb {
 
 struct ObjectMeta;
 using ObjectMap = std::unordered_map<std::string, ObjectMeta, KeyHash, KeyEq>;
@@ -132,7 +162,7 @@ class ObjectTable {
   // Ends every read pin `client` holds in this shard; returns how many.
   uint64_t UnpinClient(Shard& s, const ClientId& client);
   // Removes every replica on `segment`; objects left with none are dropped. Returns objects dropped.
-  uint64_t DropSegmentReplicas(Shard& s, SegmentId segment);
+  uint64_t DropSegmentReplicas(Shard& s, SegmentRef segment);
 
  private:
   void LruUnlink(Shard& s, ObjectEntry& e);

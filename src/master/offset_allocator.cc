@@ -50,29 +50,29 @@ uint32_t OffsetAllocator::NewNode() {
   if (!spare_.empty()) {
     n = spare_.back();
     spare_.pop_back();
-    nodes_[n] = Node{};
   } else {
-    n = static_cast<uint32_t>(nodes_.size());
-    nodes_.emplace_back();
+    n = node_count_++;
+    if ((n >> kChunkBits) >= chunks_.size()) chunks_.push_back(std::make_unique<Node[]>(1u << kChunkBits));
   }
-  nodes_[n].live = true;
+  N(n) = Node{};
+  N(n).live = 1;
   return n;
 }
 
 void OffsetAllocator::ReleaseNode(uint32_t n) {
-  nodes_[n].live = false;
-  nodes_[n].used = false;
+  N(n).live = 0;
+  N(n).used = 0;
   spare_.push_back(n);
 }
 
 uint32_t OffsetAllocator::InsertFree(uint64_t offset, uint64_t size) {
   uint32_t bin = BinRoundDown(size);
   uint32_t n = NewNode();
-  Node& node = nodes_[n];
+  Node& node = N(n);
   node.offset = offset;
   node.size = size;
   node.bin_next = bin_heads_[bin];
-  if (node.bin_next != kNoNode) nodes_[node.bin_next].bin_prev = n;
+  if (node.bin_next != kNoNode) N(node.bin_next).bin_prev = n;
   bin_heads_[bin] = n;
   top_mask_ |= 1ULL << (bin / kBinsPerLeaf);
   leaf_masks_[bin / kBinsPerLeaf] |= static_cast<uint8_t>(1u << (bin % kBinsPerLeaf));
@@ -81,9 +81,9 @@ uint32_t OffsetAllocator::InsertFree(uint64_t offset, uint64_t size) {
 }
 
 void OffsetAllocator::RemoveFree(uint32_t n) {
-  Node& node = nodes_[n];
+  Node& node = N(n);
   if (node.bin_prev != kNoNode) {
-    nodes_[node.bin_prev].bin_next = node.bin_next;
+    N(node.bin_prev).bin_next = node.bin_next;
   } else {
     uint32_t bin = BinRoundDown(node.size);
     bin_heads_[bin] = node.bin_next;
@@ -93,7 +93,7 @@ void OffsetAllocator::RemoveFree(uint32_t n) {
       if (leaf_masks_[top] == 0) top_mask_ &= ~(1ULL << top);
     }
   }
-  if (node.bin_next != kNoNode) nodes_[node.bin_next].bin_prev = node.bin_prev;
+  if (node.bin_next != kNoNode) N(node.bin_next).bin_prev = node.bin_prev;
   node.bin_prev = node.bin_next = kNoNode;
   free_bytes_ -= node.size;
 }
@@ -122,59 +122,59 @@ std::optional<OffsetAllocator::Allocation> OffsetAllocator::Allocate(uint64_t si
 
   uint32_t n = bin_heads_[bin];
   RemoveFree(n);
-  Node& node = nodes_[n];
+  Node& node = N(n);
   uint64_t remainder = node.size - rounded;
   node.size = rounded;
-  node.used = true;
+  node.used = 1;
   if (remainder > 0) {
     uint64_t rest_offset = node.offset + rounded;
-    uint32_t r = InsertFree(rest_offset, remainder);  // may grow nodes_: re-index below
-    Node& cur = nodes_[n];
-    Node& rest = nodes_[r];
+    uint32_t r = InsertFree(rest_offset, remainder);
+    Node& cur = N(n);
+    Node& rest = N(r);
     rest.nb_prev = n;
     rest.nb_next = cur.nb_next;
-    if (cur.nb_next != kNoNode) nodes_[cur.nb_next].nb_prev = r;
+    if (cur.nb_next != kNoNode) N(cur.nb_next).nb_prev = r;
     cur.nb_next = r;
   }
   ++live_allocations_;
-  return Allocation{nodes_[n].offset, n};
+  return Allocation{N(n).offset, n};
 }
 
 bool OffsetAllocator::Free(uint32_t n) {
-  if (n >= nodes_.size() || !nodes_[n].live || !nodes_[n].used) return false;
-  uint64_t offset = nodes_[n].offset;
-  uint64_t size = nodes_[n].size;
-  uint32_t prev = nodes_[n].nb_prev;
-  uint32_t next = nodes_[n].nb_next;
+  if (n >= node_count_ || !N(n).live || !N(n).used) return false;
+  uint64_t offset = N(n).offset;
+  uint64_t size = N(n).size;
+  uint32_t prev = N(n).nb_prev;
+  uint32_t next = N(n).nb_next;
 
-  if (prev != kNoNode && !nodes_[prev].used) {
-    offset = nodes_[prev].offset;
-    size += nodes_[prev].size;
+  if (prev != kNoNode && !N(prev).used) {
+    offset = N(prev).offset;
+    size += N(prev).size;
     RemoveFree(prev);
-    uint32_t pp = nodes_[prev].nb_prev;
+    uint32_t pp = N(prev).nb_prev;
     ReleaseNode(prev);
     prev = pp;
   }
-  if (next != kNoNode && !nodes_[next].used) {
-    size += nodes_[next].size;
+  if (next != kNoNode && !N(next).used) {
+    size += N(next).size;
     RemoveFree(next);
-    uint32_t nn = nodes_[next].nb_next;
+    uint32_t nn = N(next).nb_next;
     ReleaseNode(next);
     next = nn;
   }
   ReleaseNode(n);
   uint32_t merged = InsertFree(offset, size);
-  nodes_[merged].nb_prev = prev;
-  nodes_[merged].nb_next = next;
-  if (prev != kNoNode) nodes_[prev].nb_next = merged;
-  if (next != kNoNode) nodes_[next].nb_prev = merged;
+  N(merged).nb_prev = prev;
+  N(merged).nb_next = next;
+  if (prev != kNoNode) N(prev).nb_next = merged;
+  if (next != kNoNode) N(next).nb_prev = merged;
   --live_allocations_;
   return true;
 }
 
 uint64_t OffsetAllocator::AllocationSize(uint32_t n) const {
-  if (n >= nodes_.size() || !nodes_[n].live || !nodes_[n].used) return 0;
-  return nodes_[n].size;
+  if (n >= node_count_ || !N(n).live || !N(n).used) return 0;
+  return N(n).size;
 }
 
 OffsetAllocator::Stats OffsetAllocator::GetStats() const {
@@ -184,9 +184,9 @@ OffsetAllocator::Stats OffsetAllocator::GetStats() const {
   s.allocated_bytes = capacity_ - free_bytes_;
   s.allocations = live_allocations_;
   for (uint32_t bin = 0; bin < kNumBins; ++bin) {
-    for (uint32_t n = bin_heads_[bin]; n != kNoNode; n = nodes_[n].bin_next) {
+    for (uint32_t n = bin_heads_[bin]; n != kNoNode; n = N(n).bin_next) {
       ++s.free_regions;
-      s.largest_free_region = std::max(s.largest_free_region, nodes_[n].size);
+      s.largest_free_region = std::max(s.largest_free_region, N(n).size);
     }
   }
   if (s.free_bytes > 0) {

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -60,16 +61,23 @@ class OffsetAllocator {
   static uint64_t BinLowerBound(uint32_t bin);
 
  private:
+  // 32 bytes: the master keeps one per stored replica.
   struct Node {
-    uint64_t offset = 0;
+    uint64_t offset : 62 = 0;
+    uint64_t used : 1 = 0;
+    uint64_t live : 1 = 0;  // 0 while on the spare list
     uint64_t size = 0;
     uint32_t bin_prev = kNoNode;
     uint32_t bin_next = kNoNode;
     uint32_t nb_prev = kNoNode;  // neighbour ranges by address
     uint32_t nb_next = kNoNode;
-    bool used = false;
-    bool live = false;  // false while on the spare list
   };
+  static_assert(sizeof(Node) == 32);
+  // Nodes live in fixed chunks: no copy and no doubling slack as the count grows.
+  static constexpr uint32_t kChunkBits = 12;
+
+  Node& N(uint32_t n) { return chunks_[n >> kChunkBits][n & ((1u << kChunkBits) - 1)]; }
+  const Node& N(uint32_t n) const { return chunks_[n >> kChunkBits][n & ((1u << kChunkBits) - 1)]; }
 
   uint32_t NewNode();
   void ReleaseNode(uint32_t n);
@@ -84,7 +92,8 @@ class OffsetAllocator {
   uint64_t top_mask_ = 0;
   std::array<uint8_t, kNumTopBins> leaf_masks_{};
   std::array<uint32_t, kNumBins> bin_heads_;
-  std::vector<Node> nodes_;
+  std::vector<std::unique_ptr<Node[]>> chunks_;
+  uint32_t node_count_ = 0;
   std::vector<uint32_t> spare_;
 };
 

@@ -6,8 +6,27 @@
 
 namespace yb {
 
+namespace {
+uint32_t SlotOf(SegmentRef ref) { return ref & 0xFFFF; }
+}  // namespace
+
 SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment)
-    : strategy_(std::move(strategy)), alignment_(alignment) {}
+    : strategy_(std::move(strategy)),
+      alignment_(alignment),
+      by_slot_(kMaxSegments),
+      slot_gen_(kMaxSegments, 0),
+      slot_ref_(std::make_unique<std::atomic<uint32_t>[]>(kMaxSegments)),
+      slot_id_(std::make_unique<std::atomic<uint64_t>[]>(kMaxSegments)) {
+  // Slot 0 is never used, so that a zero SegmentRef means "none".
+  for (uint32_t i = kMaxSegments - 1; i >= 1; --i) free_slots_.push_back(static_cast<uint16_t>(i));
+}
+
+SegmentId SegmentManager::IdOf(SegmentRef ref) const {
+  uint32_t slot = SlotOf(ref);
+  if (slot == 0 || slot_ref_[slot].load(std::memory_order_acquire) != ref) return 0;
+  SegmentId id = slot_id_[slot].load(std::memory_order_acquire);
+  return slot_ref_[slot].load(std::memory_order_acquire) == ref ? id : 0;
+}
 
 Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   if (desc.size < alignment_) {
@@ -15,13 +34,21 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
                                             std::to_string(alignment_));
   }
   if (desc.name.empty()) return Status(Code::kInvalidParams, "segment has no name");
+  if (desc.size >= (1ULL << 56)) return Status(Code::kInvalidParams, "segment is larger than 64 PiB");
   std::unique_lock lock(mu_);
   auto it = by_id_.find(desc.id);
   if (it != by_id_.end()) {
     if (it->second->owner == owner && it->second->desc.size == desc.size) return Status::OK();
     return Status(Code::kSegmentAlreadyExists, "segment " + std::to_string(desc.id) + " is already mounted");
   }
+  if (free_slots_.empty()) return Status(Code::kNoAvailableHandle, "too many segments mounted");
+  uint16_t slot = free_slots_.back();
+  free_slots_.pop_back();
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
+  seg->ref = (static_cast<uint32_t>(++slot_gen_[slot]) << 16) | slot;
+  slot_id_[slot].store(desc.id, std::memory_order_release);
+  slot_ref_[slot].store(seg->ref, std::memory_order_release);
+  by_slot_[slot] = seg;
   capacity_.fetch_add(seg->alloc.capacity(), std::memory_order_relaxed);
   by_id_.emplace(desc.id, std::move(seg));
   RebuildListLocked();
@@ -29,7 +56,7 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   return Status::OK();
 }
 
-Status SegmentManager::Unmount(const ClientId& owner, SegmentId id) {
+Result<SegmentRef> SegmentManager::Unmount(const ClientId& owner, SegmentId id) {
   std::unique_lock lock(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return Status(Code::kSegmentNotFound, "segment " + std::to_string(id) + " is not mounted");
@@ -42,9 +69,14 @@ Status SegmentManager::Unmount(const ClientId& owner, SegmentId id) {
     allocated_.fetch_sub(it->second->alloc.capacity() - it->second->alloc.free_bytes(), std::memory_order_relaxed);
   }
   YB_LOG_INFO("unmounted segment {} '{}'", id, it->second->desc.name);
+  SegmentRef ref = it->second->ref;
+  uint32_t slot = SlotOf(ref);
+  slot_ref_[slot].store(kNoSegment, std::memory_order_release);
+  by_slot_[slot].reset();
+  free_slots_.insert(free_slots_.begin(), static_cast<uint16_t>(slot));  // reuse slots last
   by_id_.erase(it);
   RebuildListLocked();
-  return Status::OK();
+  return ref;
 }
 
 void SegmentManager::RebuildListLocked() {
@@ -72,7 +104,7 @@ bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out)
   auto r = seg.alloc.Allocate(size);
   if (!r) return false;
   allocated_.fetch_add(seg.alloc.AllocationSize(r->node), std::memory_order_relaxed);
-  *out = Allocation{seg.desc.id, r->offset, r->node};
+  *out = Allocation{r->offset, seg.ref, r->node};
   return true;
 }
 
@@ -118,15 +150,15 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count,
 
 void SegmentManager::Free(const Allocation& a) {
   std::shared_lock lock(mu_);
-  auto it = by_id_.find(a.segment);
-  if (it == by_id_.end()) return;  // unmounted: its memory went with it
-  Segment& seg = *it->second;
+  const auto& slot = by_slot_[SlotOf(a.segment)];
+  if (!slot || slot->ref != a.segment) return;  // unmounted: its memory went with it
+  Segment& seg = *slot;
   std::lock_guard seg_lock(seg.mu);
   uint64_t sz = seg.alloc.AllocationSize(a.node);
   if (seg.alloc.Free(a.node)) {
     allocated_.fetch_sub(sz, std::memory_order_relaxed);
   } else {
-    YB_LOG_ERROR("free of a range that is not allocated: segment {} offset {}", a.segment, a.offset);
+    YB_LOG_ERROR("free of a range that is not allocated: segment {} offset {}", seg.desc.id, a.offset);
   }
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -21,10 +22,16 @@
 
 namespace yb {
 
+// A mounted segment as the object table records it: a slot (16 bits) and the slot's generation
+// (16 bits). 4 bytes instead of the 8-byte SegmentId keeps per-object metadata small; the
+// generation makes a reference to an unmounted segment harmless after its slot is reused.
+using SegmentRef = uint32_t;
+inline constexpr SegmentRef kNoSegment = 0;
+
 // One reserved range: what a replica records so that it can be freed.
 struct Allocation {
-  SegmentId segment = 0;
   uint64_t offset = 0;
+  SegmentRef segment = kNoSegment;
   uint32_t node = OffsetAllocator::kNoNode;
 };
 
@@ -35,8 +42,11 @@ class SegmentManager {
   // SEGMENT_ALREADY_EXISTS if the id is mounted by another client; mounting the same segment again
   // by its owner is a no-op success. INVALID_PARAMS for a zero size or an empty name.
   Status Mount(const ClientId& owner, const SegmentDesc& desc);
-  // SEGMENT_NOT_FOUND if unknown; ILLEGAL_CLIENT if owned by someone else.
-  Status Unmount(const ClientId& owner, SegmentId id);
+  // SEGMENT_NOT_FOUND if unknown; ILLEGAL_CLIENT if owned by someone else. Returns the reference
+  // the segment had, so that the caller can drop the replicas that name it.
+  Result<SegmentRef> Unmount(const ClientId& owner, SegmentId id);
+  // The id of a mounted segment, or 0 when the reference is stale. Lock-free.
+  SegmentId IdOf(SegmentRef ref) const;
   std::vector<SegmentId> SegmentsOf(const ClientId& owner) const;
   bool Contains(SegmentId id) const;
 
@@ -53,9 +63,12 @@ class SegmentManager {
   std::vector<SegmentUsage> List() const;
 
  private:
+  static constexpr uint32_t kMaxSegments = 1 << 16;
+
   struct Segment {
     SegmentDesc desc;
     ClientId owner;
+    SegmentRef ref = kNoSegment;
     mutable std::mutex mu;
     OffsetAllocator alloc;  // guarded by mu
     Segment(const SegmentDesc& d, const ClientId& o, uint64_t alignment)
@@ -70,6 +83,12 @@ class SegmentManager {
   mutable std::shared_mutex mu_;
   std::unordered_map<SegmentId, std::shared_ptr<Segment>> by_id_;  // guarded by mu_
   std::vector<std::shared_ptr<Segment>> list_;                     // guarded by mu_
+  std::vector<std::shared_ptr<Segment>> by_slot_;                  // guarded by mu_
+  std::vector<uint16_t> free_slots_;                               // guarded by mu_
+  std::vector<uint16_t> slot_gen_;                                 // guarded by mu_
+  // Lock-free view for IdOf(): the ref a slot holds now, and its segment id.
+  std::unique_ptr<std::atomic<uint32_t>[]> slot_ref_;
+  std::unique_ptr<std::atomic<uint64_t>[]> slot_id_;
   std::atomic<uint64_t> capacity_{0};
   std::atomic<uint64_t> allocated_{0};
 };

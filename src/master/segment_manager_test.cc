@@ -20,7 +20,10 @@ TEST(SegmentManagerTest, ReplicasLandOnDistinctSegmentNames) {
     auto allocs = m.Allocate(1000, 3, {});
     ASSERT_EQ(allocs.size(), 3u);
     std::set<std::string> names;
-    for (auto& a : allocs) names.insert(a.segment == 1 || a.segment == 2 ? "a" : a.segment == 3 ? "b" : "c");
+    for (auto& a : allocs) {
+      SegmentId id = m.IdOf(a.segment);
+      names.insert(id == 1 || id == 2 ? "a" : id == 3 ? "b" : "c");
+    }
     EXPECT_EQ(names.size(), 3u);
   }
   // Best effort: more replicas than names gives one per name.
@@ -34,8 +37,8 @@ TEST(SegmentManagerTest, PreferredSegmentsComeFirst) {
   for (int i = 0; i < 20; ++i) {
     auto allocs = m.Allocate(100, 2, {"n3", "n1"});
     ASSERT_EQ(allocs.size(), 2u);
-    EXPECT_EQ(allocs[0].segment, 3u);
-    EXPECT_EQ(allocs[1].segment, 1u);
+    EXPECT_EQ(m.IdOf(allocs[0].segment), 3u);
+    EXPECT_EQ(m.IdOf(allocs[1].segment), 1u);
   }
 }
 
@@ -67,11 +70,21 @@ TEST(SegmentManagerTest, MountRulesAndAccounting) {
   EXPECT_EQ(m.allocated(), 128u);
   EXPECT_EQ(m.Unmount(b, 1).code(), Code::kIllegalClient);
   EXPECT_EQ(m.Unmount(a, 99).code(), Code::kSegmentNotFound);
+  EXPECT_EQ(m.IdOf(al[0].segment), 1u);
   ASSERT_TRUE(m.Unmount(a, 1).ok());
+  EXPECT_EQ(m.IdOf(al[0].segment), 0u);  // stale reference
   EXPECT_EQ(m.capacity(), 0u);
   EXPECT_EQ(m.allocated(), 0u);
   m.Free(al[0]);  // after unmount: a no-op
   EXPECT_EQ(m.allocated(), 0u);
+  // The slot is reused with a new generation: the stale reference frees nothing there.
+  ASSERT_TRUE(m.Mount(a, Desc(2, "y", 4096)).ok());
+  auto al2 = m.Allocate(100, 1, {});
+  ASSERT_EQ(al2.size(), 1u);
+  Allocation stale = al2[0];
+  stale.segment = al[0].segment;
+  m.Free(stale);
+  EXPECT_EQ(m.allocated(), 128u);
 }
 
 TEST(SegmentManagerTest, UnknownStrategyIsRefused) {
