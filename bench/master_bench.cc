@@ -91,7 +91,8 @@ void BM_PutStartEnd(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_PutStartEnd)->Threads(1)->Threads(2)->UseRealTime();
+// A fixed count, so that every run grows the table by the same number of keys.
+BENCHMARK(BM_PutStartEnd)->Threads(1)->Threads(2)->UseRealTime()->Iterations(300000);
 
 std::vector<std::string> BatchAt(size_t start) {
   auto& s = S();
@@ -134,7 +135,7 @@ void BM_BatchPutStartEnd(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
-BENCHMARK(BM_BatchPutStartEnd)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_BatchPutStartEnd)->Threads(1)->Threads(2)->UseRealTime()->Iterations(2000);
 
 }  // namespace
 }  // namespace yb

@@ -1,27 +1,57 @@
 #include "master/object_table.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace yb {
 
-void ObjectMeta::SetReplicas(const std::vector<StoredReplica>& r) {
-  n_replicas = static_cast<uint8_t>(r.size());
-  if (r.empty()) return;
-  first = r[0];
-  if (r.size() > 1) {
-    more = std::make_unique<StoredReplica[]>(r.size() - 1);
-    for (size_t i = 1; i < r.size(); ++i) more[i - 1] = r[i];
+ObjectMeta::ObjectMeta(ObjectMeta&& o) noexcept : one_() { *this = std::move(o); }
+
+ObjectMeta& ObjectMeta::operator=(ObjectMeta&& o) noexcept {
+  if (this == &o) return *this;
+  ClearReplicas();
+  size = o.size;
+  checksum = o.checksum;
+  lease_deadline = o.lease_deadline;
+  soft_pin_deadline = o.soft_pin_deadline;
+  object_id = o.object_id;
+  last_access = o.last_access;
+  lru_prev = o.lru_prev;
+  lru_next = o.lru_next;
+  readers = o.readers;
+  tenant = o.tenant;
+  flags = o.flags;
+  n_replicas = o.n_replicas;
+  if (n_replicas > 1) {
+    many_ = o.many_;
   } else {
-    more.reset();
+    one_ = o.one_;
   }
+  o.n_replicas = 0;
+  return *this;
+}
+
+void ObjectMeta::ClearReplicas() {
+  if (n_replicas > 1) delete[] many_;
+  n_replicas = 0;
+}
+
+void ObjectMeta::SetReplicas(const std::vector<StoredReplica>& r) {
+  ClearReplicas();
+  if (r.size() == 1) {
+    one_ = r[0];
+  } else if (r.size() > 1) {
+    many_ = new StoredReplica[r.size()];
+    std::copy(r.begin(), r.end(), many_);
+  }
+  n_replicas = static_cast<uint8_t>(r.size());
 }
 
 std::vector<StoredReplica> ObjectMeta::TakeReplicas() {
   std::vector<StoredReplica> out;
   out.reserve(n_replicas);
   for (size_t i = 0; i < n_replicas; ++i) out.push_back(replica(i));
-  n_replicas = 0;
-  more.reset();
+  ClearReplicas();
   return out;
 }
 
@@ -160,8 +190,7 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment) {
     }
     tenants_.Release(m.tenant, m.size * gone);  // the segment's memory left with its owner
     if (keep.empty()) {
-      m.n_replicas = 0;
-      m.more.reset();
+      (void)m.TakeReplicas();
       auto next = std::next(it);
       Drop(s, it);
       it = next;

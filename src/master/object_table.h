@@ -53,15 +53,6 @@ class StoredReplica {
 };
 static_assert(sizeof(StoredReplica) == 16);
 
-}  // namespace yb
-
-// The object map's nodes do not cache the key hash (8 bytes per object): XXH3 is cheap to
-// recompute on rehash, and a lookup compares keys directly.
-template <>
-struct std::__is_fast_hash<yb::KeyHash> : std::true_type {};
-
-namespace yb {
-
 struct ObjectMeta;
 using ObjectMap = std::unordered_map<std::string, ObjectMeta, KeyHash, KeyEq>;
 using ObjectEntry = ObjectMap::value_type;
@@ -86,15 +77,29 @@ struct ObjectMeta {
   TenantIndex tenant = 0;
   uint8_t flags = 0;
   uint8_t n_replicas = 0;
-  StoredReplica first;
-  std::unique_ptr<StoredReplica[]> more;  // replicas 1..n-1
+
+  ObjectMeta() : one_() {}
+  ObjectMeta(ObjectMeta&& o) noexcept;
+  ObjectMeta& operator=(ObjectMeta&& o) noexcept;
+  ObjectMeta(const ObjectMeta&) = delete;
+  ObjectMeta& operator=(const ObjectMeta&) = delete;
+  ~ObjectMeta() { ClearReplicas(); }
 
   void SetReplicas(const std::vector<StoredReplica>& r);
   std::vector<StoredReplica> TakeReplicas();
-  StoredReplica& replica(size_t i) { return i == 0 ? first : more[i - 1]; }
-  const StoredReplica& replica(size_t i) const { return i == 0 ? first : more[i - 1]; }
+  StoredReplica& replica(size_t i) { return n_replicas == 1 ? one_ : many_[i]; }
+  const StoredReplica& replica(size_t i) const { return n_replicas == 1 ? one_ : many_[i]; }
   bool hard_pinned() const { return flags & kHardPin; }
+
+ private:
+  void ClearReplicas();
+  // One replica inline (the common case), or an array of n_replicas on the heap.
+  union {
+    StoredReplica one_;
+    StoredReplica* many_;
+  };
 };
+static_assert(sizeof(ObjectMeta) == 88, "ObjectMeta is sized for ~185 bytes per object");
 
 struct PendingPut {
   ClientId writer;
