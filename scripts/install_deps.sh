@@ -8,6 +8,7 @@ PKGS=(
   cmake g++ make pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
+  libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do

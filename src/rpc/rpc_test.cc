@@ -1,0 +1,202 @@
+#include <gtest/gtest.h>
+
+#include <asio.hpp>
+#include <random>
+#include <thread>
+
+#include "common/clock.h"
+#include "master/master_service.h"
+#include "rpc/channel.h"
+#include "rpc/master_rpc.h"
+#include "rpc/server.h"
+
+namespace yb::rpc {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<RpcServer> EchoServer(uint32_t max_body = kDefaultMaxBody) {
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.max_body = max_body;
+  auto s = std::make_unique<RpcServer>(o);
+  s->Register(1, [](const std::string& b) -> Result<std::string> { return "echo:" + b; });
+  s->Register(2, [](const std::string&) -> Result<std::string> { return Status(Code::kObjectNotFound, "nope"); });
+  EXPECT_TRUE(s->Start().ok());
+  return s;
+}
+
+// Sends raw bytes on a fresh connection and reports whether the server closed it.
+bool ServerClosesAfter(uint16_t port, const std::string& bytes) {
+  asio::io_context io;
+  asio::ip::tcp::socket sock(io);
+  sock.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::write(sock, asio::buffer(bytes));
+  char buf[64];
+  asio::error_code ec;
+  sock.read_some(asio::buffer(buf), ec);  // returns when the server closes
+  return ec == asio::error::eof || ec == asio::error::connection_reset;
+}
+
+TEST(RpcTest, EchoAndErrorsTravel) {
+  auto server = EchoServer();
+  RpcChannel ch("127.0.0.1", server->port());
+  auto r = ch.Call(1, "hi", 2s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "echo:hi");
+  auto e = ch.Call(2, "", 2s);
+  EXPECT_EQ(e.code(), Code::kObjectNotFound);
+  EXPECT_EQ(e.status().message(), "nope");
+  EXPECT_EQ(ch.Call(99, "", 2s).code(), Code::kNotSupported);
+}
+
+TEST(RpcTest, ManyCallsInFlightFromManyThreads) {
+  auto server = EchoServer();
+  RpcChannel ch("127.0.0.1", server->port());
+  std::vector<std::thread> ts;
+  std::atomic<int> good{0};
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        std::string body = std::to_string(t) + "/" + std::to_string(i);
+        auto r = ch.Call(1, body, 5s);
+        if (r.ok() && *r == "echo:" + body) ++good;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(good.load(), 8 * 500);
+}
+
+TEST(RpcTest, ListenerThatNeverAnswersTimesOutWithinTheDeadline) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acc(io, {asio::ip::make_address("127.0.0.1"), 0});
+  uint16_t port = acc.local_endpoint().port();
+  RpcChannel ch("127.0.0.1", port);  // the kernel accepts; nobody ever reads or replies
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = ch.Call(1, "anyone?", 300ms);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.code(), Code::kRpcTimeout);
+  EXPECT_GE(took, 300ms);
+  EXPECT_LT(took, 2s);
+}
+
+TEST(RpcTest, MalformedAndOversizedFramesCloseOnlyThatConnection) {
+  auto server = EchoServer(/*max_body=*/1024);
+  RpcChannel good("127.0.0.1", server->port());
+  ASSERT_TRUE(good.Call(1, "before", 2s).ok());
+  EXPECT_TRUE(ServerClosesAfter(server->port(), std::string(32, 'x')));  // bad magic
+  std::string big = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, 1, 7}, std::string(2048, 'b'));
+  EXPECT_TRUE(ServerClosesAfter(server->port(), big));  // body over the limit
+  std::string wrong_kind = EncodeFrame(FrameHeader{0, FrameKind::kResponse, 0, 1, 7}, "x");
+  EXPECT_TRUE(ServerClosesAfter(server->port(), wrong_kind));
+  EXPECT_EQ(server->malformed_frames(), 3u);
+  auto r = good.Call(1, "after", 2s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "echo:after");
+}
+
+// A randomized decoder fuzz: garbage frames (random headers, random lengths, truncated bodies)
+// never crash the server, which keeps serving a well-behaved client.
+TEST(RpcTest, GarbageFramesNeverCrashTheServer) {
+  auto server = EchoServer(/*max_body=*/4096);
+  std::mt19937_64 rng(123);
+  for (int i = 0; i < 200; ++i) {
+    std::string bytes(rng() % 64, '\0');
+    for (auto& c : bytes) c = static_cast<char>(rng());
+    if (i % 2 == 0 && bytes.size() >= kHeaderSize) {  // a valid magic, the rest random
+      uint8_t h[kHeaderSize];
+      EncodeHeader(FrameHeader{static_cast<uint32_t>(rng() % 8192), static_cast<FrameKind>(rng() % 4),
+                               static_cast<uint8_t>(rng()), static_cast<uint16_t>(rng()),
+                               static_cast<uint32_t>(rng())},
+                   h);
+      std::memcpy(bytes.data(), h, kHeaderSize);
+    }
+    asio::io_context io;
+    asio::ip::tcp::socket sock(io);
+    sock.connect({asio::ip::make_address("127.0.0.1"), server->port()});
+    asio::write(sock, asio::buffer(bytes));
+    sock.close();
+  }
+  RpcChannel ch("127.0.0.1", server->port());
+  auto r = ch.Call(1, "alive", 2s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "echo:alive");
+}
+
+TEST(RpcTest, ReconnectsAfterTheServerComesBack) {
+  RpcChannel::Options co;
+  co.backoff_min = 0ms;  // reconnect at the next call
+  co.backoff_max = 0ms;
+  uint16_t port;
+  auto server = EchoServer();
+  port = server->port();
+  RpcChannel ch("127.0.0.1", port, co);
+  ASSERT_TRUE(ch.Call(1, "a", 2s).ok());
+  server.reset();
+  auto r = ch.Call(1, "b", 500ms);
+  EXPECT_TRUE(r.code() == Code::kRpcFail || r.code() == Code::kRpcTimeout) << r.status().ToString();
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.port = port;
+  RpcServer again(o);
+  again.Register(1, [](const std::string& b) -> Result<std::string> { return "again:" + b; });
+  ASSERT_TRUE(again.Start().ok());
+  Result<std::string> ok(Status(Code::kRpcFail, ""));
+  for (int i = 0; i < 3 && !ok.ok(); ++i) ok = ch.Call(1, "c", 500ms);  // the first may see the old socket die
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, "again:c");
+}
+
+TEST(RpcTest, ParseHostPort) {
+  EXPECT_EQ(ParseHostPort("127.0.0.1:50051")->second, 50051);
+  EXPECT_EQ(ParseHostPort("[::1]:1")->first, "::1");
+  EXPECT_FALSE(ParseHostPort("nohost").ok());
+  EXPECT_FALSE(ParseHostPort("h:0").ok());
+  EXPECT_FALSE(ParseHostPort("h:99999").ok());
+  EXPECT_FALSE(ParseHostPort("h:12x").ok());
+}
+
+// The MasterApi over RPC behaves as the in-process one, error codes included.
+TEST(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
+  ManualClock clock;
+  auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  RpcServer server(o);
+  RegisterMasterService(server, *master);
+  ASSERT_TRUE(server.Start().ok());
+  MasterClient mc("127.0.0.1", server.port(), 2s);
+  ClientId id{7, 7};
+  auto tenant = mc.RegisterClient({id, "h", "default"});
+  ASSERT_TRUE(tenant.ok()) << tenant.status().ToString();
+  CallContext ctx{id, *tenant};
+  ASSERT_TRUE(mc.MountSegment(ctx, {42, "h", 0, 1 << 20, "127.0.0.1:1"}).ok());
+  auto start = mc.PutStart(ctx, "k", 1000, {});
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ((*start)[0].segment, 42u);
+  EXPECT_EQ(mc.GetReplicaList(ctx, "k", false).code(), Code::kReplicaNotReady);
+  ASSERT_TRUE(mc.PutEnd(ctx, "k", 99).ok());
+  auto info = mc.GetReplicaList(ctx, "k", true);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 1000u);
+  EXPECT_EQ(info->checksum, 99u);
+  EXPECT_TRUE(mc.ReadEnd(ctx, "k", info->read_pin).ok());
+  EXPECT_TRUE(*mc.ExistKey(ctx, "k"));
+  auto ex = mc.BatchExistKey(ctx, {"k", "nope", ""});
+  EXPECT_TRUE(*ex[0]);
+  EXPECT_FALSE(*ex[1]);
+  EXPECT_EQ(ex[2].code(), Code::kInvalidKey);
+  EXPECT_EQ(mc.Remove(ctx, "k", false).code(), Code::kObjectHasLease);
+  EXPECT_EQ(*mc.RemoveAll(ctx, true), 1u);
+  EXPECT_EQ(mc.RemoveByRegex(ctx, "([", false).code(), Code::kInvalidParams);
+  auto segs = mc.ListSegments();
+  ASSERT_TRUE(segs.ok());
+  ASSERT_EQ(segs->size(), 1u);
+  EXPECT_EQ((*segs)[0].desc.endpoint, "127.0.0.1:1");
+  EXPECT_FALSE(mc.Ping(ctx)->need_remount);
+  EXPECT_TRUE(mc.UnmountSegment(ctx, 42).ok());
+}
+
+}  // namespace
+}  // namespace yb::rpc

@@ -1,0 +1,70 @@
+// RpcServer: accepts connections and answers framed requests (frame.h) with registered handlers.
+//
+// Each connection reads frames in a loop and answers each request in order of arrival, so a
+// client may pipeline many requests on one connection; several connections are served in
+// parallel by the server's threads. A malformed or oversized frame closes that connection (and is
+// logged); other connections are unaffected. Handlers run on the server's threads and must be
+// thread-safe. Start/Stop from one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "rpc/frame.h"
+#include "yuebing/status.h"
+
+namespace asio {
+class io_context;
+}
+
+namespace yb::rpc {
+
+class RpcServer {
+ public:
+  // Turns a request body into a reply body, or an error Status sent back as such.
+  using Handler = std::function<Result<std::string>(const std::string& body)>;
+
+  struct Options {
+    std::string address = "0.0.0.0";
+    uint16_t port = 0;  // 0: any free port (see port())
+    int threads = 2;
+    uint32_t max_body = kDefaultMaxBody;
+  };
+
+  explicit RpcServer(Options options);
+  ~RpcServer();
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+
+  // Before Start().
+  void Register(uint16_t method, Handler handler);
+  Status Start();
+  void Stop();
+  uint16_t port() const { return port_; }
+
+  uint64_t malformed_frames() const { return malformed_.load(); }
+  uint64_t open_connections() const { return connections_.load(); }
+
+ private:
+  class Session;
+  void Accept();
+
+  Options options_;
+  std::unordered_map<uint16_t, Handler> handlers_;
+  std::unique_ptr<asio::io_context> io_;
+  struct Acceptor;
+  std::unique_ptr<Acceptor> acceptor_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> malformed_{0};
+  std::atomic<uint64_t> connections_{0};
+  bool started_ = false;
+};
+
+}  // namespace yb::rpc
