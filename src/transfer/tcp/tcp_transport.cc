@@ -1,0 +1,200 @@
+#include "transfer/tcp/tcp_transport.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <asio.hpp>
+#include <condition_variable>
+
+#include "common/log.h"
+#include "transfer/tcp/wire.h"
+
+namespace yb::tcp {
+
+struct TcpTransport::Conn {
+  asio::io_context io;
+  asio::ip::tcp::socket socket{io};
+};
+
+namespace {
+
+constexpr int kIoTimeoutSec = 30;  // a peer that stops answering fails the transfer, never hangs it
+
+Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s) {
+  auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
+  try {
+    asio::ip::tcp::resolver resolver(s.get_executor());
+    auto eps = resolver.resolve(endpoint.substr(0, colon), endpoint.substr(colon + 1));
+    asio::connect(s, eps);
+    s.set_option(asio::ip::tcp::no_delay(true));
+    timeval tv{kIoTimeoutSec, 0};
+    setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int buf = 4 << 20;
+    setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+  } catch (const std::exception& e) {
+    return Status(Code::kTransferFail, "cannot connect to transfer server " + endpoint + ": " + e.what());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+TcpTransport::TcpTransport(Resolver resolver, Options options)
+    : resolver_(std::move(resolver)), options_(options), pool_(std::max(1, options.parallel)) {}
+
+TcpTransport::~TcpTransport() = default;
+
+bool TcpTransport::Reaches(SegmentId segment) const { return resolver_(segment).has_value(); }
+
+std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoint, Status* error) {
+  {
+    std::lock_guard lock(mu_);
+    auto& idle = idle_[endpoint];
+    if (!idle.empty()) {
+      auto c = std::move(idle.back());
+      idle.pop_back();
+      return c;
+    }
+  }
+  auto c = std::make_unique<Conn>();
+  *error = ConnectTo(endpoint, c->socket);
+  return error->ok() ? std::move(c) : nullptr;
+}
+
+void TcpTransport::Give(const std::string& endpoint, std::unique_ptr<Conn> c) {
+  std::lock_guard lock(mu_);
+  auto& idle = idle_[endpoint];
+  if (static_cast<int>(idle.size()) < options_.max_idle_per_endpoint) idle.push_back(std::move(c));
+}
+
+void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slice>& slices,
+                             std::vector<Status>& errors, std::mutex& errors_mu) {
+  auto fail_all = [&](const Status& st) {
+    std::lock_guard lock(errors_mu);
+    for (const auto& s : slices) {
+      if (errors[s.request].ok()) errors[s.request] = st;
+    }
+  };
+  Status st;
+  auto conn = Take(endpoint, &st);
+  if (!conn) return fail_all(st);
+  auto& sock = conn->socket;
+  asio::error_code ec;
+  // Pipelined: send every request (with write payloads), then read every response in order.
+  for (const auto& s : slices) {
+    uint8_t hdr[kRequestSize];
+    WireRequest{s.piece.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, s.piece.segment, s.piece.offset,
+                s.piece.length}
+        .Encode(hdr);
+    if (s.piece.op == TransferRequest::Op::kWrite) {
+      std::array<asio::const_buffer, 2> bufs{asio::buffer(hdr), asio::buffer(s.piece.local, s.piece.length)};
+      asio::write(sock, bufs, ec);
+    } else {
+      asio::write(sock, asio::buffer(hdr), ec);
+    }
+    if (ec) return fail_all(Status(Code::kTransferFail, "sending to " + endpoint + ": " + ec.message()));
+  }
+  bool healthy = true;
+  for (const auto& s : slices) {
+    uint8_t rh[kResponseSize];
+    asio::read(sock, asio::buffer(rh), ec);
+    WireResponse resp;
+    if (ec || !resp.Decode(rh)) {
+      healthy = false;
+      fail_all(Status(Code::kTransferFail, "reading from " + endpoint + ": " + (ec ? ec.message() : "bad reply")));
+      break;
+    }
+    if (resp.code != 0) {
+      Code c = resp.code < static_cast<uint32_t>(kNumCodes) ? static_cast<Code>(resp.code) : Code::kInternal;
+      {
+        std::lock_guard lock(errors_mu);
+        if (errors[s.request].ok()) errors[s.request] = Status(c, "refused by transfer server " + endpoint);
+      }
+      if (s.piece.op == TransferRequest::Op::kWrite) {  // the server closed the connection
+        healthy = false;
+        fail_all(Status(Code::kTransferFail, "transfer server " + endpoint + " refused a write"));
+        break;
+      }
+      continue;
+    }
+    if (s.piece.op == TransferRequest::Op::kRead) {
+      if (resp.length != s.piece.length) {
+        healthy = false;
+        fail_all(Status(Code::kTransferFail, "short read from " + endpoint));
+        break;
+      }
+      asio::read(sock, asio::buffer(s.piece.local, s.piece.length), ec);
+      if (ec) {
+        healthy = false;
+        fail_all(Status(Code::kTransferFail, "reading from " + endpoint + ": " + ec.message()));
+        break;
+      }
+    }
+  }
+  if (healthy) Give(endpoint, std::move(conn));
+}
+
+std::vector<Status> TcpTransport::Submit(const std::vector<TransferRequest>& batch) {
+  std::vector<Status> out(batch.size());
+  std::unordered_map<std::string, std::vector<Slice>> by_endpoint;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto& r = batch[i];
+    if (r.length > 0 && !r.local) {
+      out[i] = Status(Code::kInvalidParams, "null local buffer");
+      continue;
+    }
+    auto ep = resolver_(r.segment);
+    if (!ep) {
+      out[i] = Status(Code::kTransferFail, "no endpoint known for segment " + std::to_string(r.segment));
+      continue;
+    }
+    auto& slices = by_endpoint[*ep];
+    for (uint64_t off = 0; off < r.length || (off == 0 && r.length == 0); off += options_.slice_size) {
+      uint64_t n = std::min(options_.slice_size, r.length - off);
+      TransferRequest piece = r;
+      piece.offset = r.offset + off;
+      piece.local = static_cast<uint8_t*>(r.local) + off;
+      piece.length = n;
+      slices.push_back({i, piece});
+      if (r.length == 0) break;
+    }
+  }
+  // Groups of slices, each run on its own connection; mixed reads and writes never share one.
+  std::vector<std::pair<std::string, std::vector<Slice>>> groups;
+  for (auto& [ep, slices] : by_endpoint) {
+    int ways = std::max(1, std::min<int>(options_.parallel, static_cast<int>(slices.size())));
+    std::vector<std::vector<Slice>> reads(ways), writes(ways);
+    for (size_t k = 0; k < slices.size(); ++k) {
+      auto& dst = slices[k].piece.op == TransferRequest::Op::kRead ? reads : writes;
+      dst[k % ways].push_back(slices[k]);
+    }
+    for (auto* set : {&reads, &writes}) {
+      for (auto& g : *set) {
+        if (!g.empty()) groups.emplace_back(ep, std::move(g));
+      }
+    }
+  }
+  std::mutex errors_mu;
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  size_t remaining = groups.size();
+  for (size_t g = 1; g < groups.size(); ++g) {
+    pool_.Submit([&, g] {
+      RunSlices(groups[g].first, groups[g].second, out, errors_mu);
+      std::lock_guard lock(done_mu);
+      if (--remaining == 0) done_cv.notify_one();
+    });
+  }
+  if (!groups.empty()) {
+    RunSlices(groups[0].first, groups[0].second, out, errors_mu);
+    std::unique_lock lock(done_mu);
+    --remaining;
+    done_cv.wait(lock, [&] { return remaining == 0; });
+  }
+  return out;
+}
+
+}  // namespace yb::tcp

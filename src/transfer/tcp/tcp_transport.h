@@ -1,0 +1,55 @@
+// TcpTransport: reads and writes segments of other processes through their TransferServers.
+//
+// A segment's endpoint comes from a resolver (the client asks the master's segment list). Each
+// endpoint has a pool of connections; a request is cut into slices (slice_size) and a batch's
+// slices are spread over up to `parallel` connections, each pipelining its share. A failed
+// connection fails its requests (TRANSFER_FAIL) and is dropped. Thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "transfer/transport.h"
+
+namespace yb::tcp {
+
+class TcpTransport final : public Transport {
+ public:
+  using Resolver = std::function<std::optional<std::string>(SegmentId)>;  // segment -> "host:port"
+  struct Options {
+    uint64_t slice_size = 1ULL << 20;
+    int parallel = 2;                 // connections one batch may use per endpoint
+    int max_idle_per_endpoint = 8;
+  };
+
+  TcpTransport(Resolver resolver, Options options);
+  ~TcpTransport() override;
+  bool Reaches(SegmentId segment) const override;
+  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
+
+ private:
+  struct Conn;
+  struct Slice {
+    size_t request;  // index in the batch
+    TransferRequest piece;
+  };
+  std::unique_ptr<Conn> Take(const std::string& endpoint, Status* error);
+  void Give(const std::string& endpoint, std::unique_ptr<Conn> c);
+  // Runs slices (all to one endpoint) on one connection; failures go to `errors` by request.
+  void RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
+                 std::mutex& errors_mu);
+
+  Resolver resolver_;
+  Options options_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Conn>>> idle_;  // guarded by mu_
+  ThreadPool pool_;
+};
+
+}  // namespace yb::tcp

@@ -1,0 +1,108 @@
+#include "transfer/tcp/tcp_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <asio.hpp>
+#include <cstring>
+
+#include "transfer/tcp/transfer_server.h"
+#include "transfer/tcp/wire.h"
+
+namespace yb::tcp {
+namespace {
+
+class TcpTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    region_ = MappedRegion::Map(kGuard * 2 + kSeg);
+    std::memset(region_->data(), 0xEE, region_->size());
+    served_ = std::make_shared<LocalSegmentRegistry>();
+    served_->Add(5, LocalSegment{region_, region_->data() + kGuard, kSeg});
+    TransferServer::Options o;
+    o.address = "127.0.0.1";
+    o.max_request = 4 << 20;
+    server_ = std::make_unique<TransferServer>(served_, o);
+    ASSERT_TRUE(server_->Start().ok());
+    std::string ep = "127.0.0.1:" + std::to_string(server_->port());
+    TcpTransport::Options to;
+    to.slice_size = 256 << 10;
+    transport_ = std::make_unique<TcpTransport>(
+        [ep](SegmentId s) -> std::optional<std::string> {
+          if (s == 5 || s == 6) return ep;  // 6: a segment the server does not own
+          return std::nullopt;
+        },
+        to);
+  }
+
+  bool GuardsIntact() const {
+    for (uint64_t i = 0; i < kGuard; ++i) {
+      if (region_->data()[i] != 0xEE || region_->data()[kGuard + kSeg + i] != 0xEE) return false;
+    }
+    return true;
+  }
+
+  static constexpr uint64_t kSeg = 16 << 20;
+  static constexpr uint64_t kGuard = 4096;
+  std::shared_ptr<MappedRegion> region_;
+  std::shared_ptr<LocalSegmentRegistry> served_;
+  std::unique_ptr<TransferServer> server_;
+  std::unique_ptr<TcpTransport> transport_;
+};
+
+using Op = TransferRequest::Op;
+
+TEST_F(TcpTransportTest, LargeWriteAndReadInSlicesOverSeveralConnections) {
+  std::vector<uint8_t> in(10 << 20), out(10 << 20);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 31 + 7);
+  auto w = transport_->Submit({{Op::kWrite, 5, 4096, in.data(), in.size()}});
+  ASSERT_TRUE(w[0].ok()) << w[0].ToString();
+  EXPECT_EQ(std::memcmp(region_->data() + kGuard + 4096, in.data(), in.size()), 0);
+  auto r = transport_->Submit({{Op::kRead, 5, 4096, out.data(), out.size()}});
+  ASSERT_TRUE(r[0].ok()) << r[0].ToString();
+  EXPECT_EQ(in, out);
+  EXPECT_TRUE(GuardsIntact());
+}
+
+TEST_F(TcpTransportTest, OutOfBoundsAndForeignSegmentsAreRefused) {
+  std::vector<uint8_t> buf(8192, 0x11);
+  auto res = transport_->Submit({{Op::kWrite, 5, kSeg - 100, buf.data(), 200}});
+  EXPECT_EQ(res[0].code(), Code::kInvalidParams);
+  res = transport_->Submit({{Op::kRead, 5, ~0ULL - 10, buf.data(), 100}});
+  EXPECT_EQ(res[0].code(), Code::kInvalidParams);
+  res = transport_->Submit({{Op::kWrite, 6, 0, buf.data(), 100}});
+  EXPECT_EQ(res[0].code(), Code::kSegmentNotFound);
+  res = transport_->Submit({{Op::kRead, 7, 0, buf.data(), 100}});
+  EXPECT_EQ(res[0].code(), Code::kTransferFail);
+  EXPECT_TRUE(GuardsIntact());
+  EXPECT_EQ(region_->data()[kGuard + kSeg - 100], 0xEE);  // nothing of the refused write landed
+  EXPECT_GE(server_->refused_requests(), 3u);
+  // The server goes on serving.
+  auto ok = transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}, {Op::kRead, 5, 0, buf.data(), 10}});
+  EXPECT_TRUE(ok[0].ok());
+  EXPECT_TRUE(ok[1].ok());
+}
+
+TEST_F(TcpTransportTest, MalformedRequestClosesOnlyItsConnection) {
+  asio::io_context io;
+  asio::ip::tcp::socket sock(io);
+  sock.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  std::string junk(64, 'j');
+  asio::write(sock, asio::buffer(junk));
+  char c;
+  asio::error_code ec;
+  sock.read_some(asio::buffer(&c, 1), ec);
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset);
+  std::vector<uint8_t> buf(100, 1);
+  EXPECT_TRUE(transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());
+}
+
+TEST_F(TcpTransportTest, AStoppedServerFailsTransfersCleanly) {
+  std::vector<uint8_t> buf(100, 1);
+  ASSERT_TRUE(transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());
+  server_->Stop();
+  auto r = transport_->Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}});
+  EXPECT_EQ(r[0].code(), Code::kTransferFail);
+}
+
+}  // namespace
+}  // namespace yb::tcp

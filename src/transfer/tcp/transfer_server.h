@@ -1,0 +1,49 @@
+// TransferServer: serves reads and writes of the segments this client owns, over TCP (wire.h).
+//
+// Every request is checked against its segment: an unknown segment or a range outside it is
+// refused with an error and no byte outside is read or written (a refused write also closes the
+// connection, since its payload is not consumed). One thread per connection, blocking I/O: data
+// goes straight between the socket and segment memory. Thread-safe; Start/Stop from one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "transfer/local_segments.h"
+#include "yuebing/status.h"
+
+namespace yb::tcp {
+
+class TransferServer {
+ public:
+  struct Options {
+    std::string address = "0.0.0.0";
+    uint16_t port = 0;                     // 0: any free port
+    uint64_t max_request = 64ULL << 20;    // longest single request
+    int max_connections = 256;
+  };
+
+  TransferServer(std::shared_ptr<LocalSegmentRegistry> served, Options options);
+  ~TransferServer();
+  Status Start();
+  void Stop();
+  uint16_t port() const { return port_; }
+  uint64_t refused_requests() const { return refused_.load(); }
+
+ private:
+  struct Impl;
+  template <typename Socket>
+  void Serve(Socket& s);
+  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<LocalSegmentRegistry> served_;
+  Options options_;
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> refused_{0};
+};
+
+}  // namespace yb::tcp

@@ -1,0 +1,66 @@
+// The data plane's TCP wire format. A request is a 32-byte header, followed for a write by
+// `length` bytes; a response is a 16-byte header, followed for a successful read by `length`
+// bytes. Little-endian.
+//
+//   request:  u32 magic 'YBTX' | u8 op (1 read, 2 write) | 3 pad | u64 segment | u64 offset | u64 length
+//   response: u32 magic 'YBTR' | u32 code (yb::Code wire value) | u64 length
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace yb::tcp {
+
+inline constexpr uint32_t kRequestMagic = 0x58544259;   // "YBTX"
+inline constexpr uint32_t kResponseMagic = 0x52544259;  // "YBTR"
+inline constexpr size_t kRequestSize = 32;
+inline constexpr size_t kResponseSize = 16;
+inline constexpr uint8_t kOpRead = 1;
+inline constexpr uint8_t kOpWrite = 2;
+
+struct WireRequest {
+  uint8_t op = 0;
+  uint64_t segment = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+
+  void Encode(uint8_t out[kRequestSize]) const {
+    std::memset(out, 0, kRequestSize);
+    std::memcpy(out, &kRequestMagic, 4);
+    out[4] = op;
+    std::memcpy(out + 8, &segment, 8);
+    std::memcpy(out + 16, &offset, 8);
+    std::memcpy(out + 24, &length, 8);
+  }
+  bool Decode(const uint8_t in[kRequestSize]) {
+    uint32_t magic;
+    std::memcpy(&magic, in, 4);
+    if (magic != kRequestMagic || (in[4] != kOpRead && in[4] != kOpWrite)) return false;
+    op = in[4];
+    std::memcpy(&segment, in + 8, 8);
+    std::memcpy(&offset, in + 16, 8);
+    std::memcpy(&length, in + 24, 8);
+    return true;
+  }
+};
+
+struct WireResponse {
+  uint32_t code = 0;
+  uint64_t length = 0;
+
+  void Encode(uint8_t out[kResponseSize]) const {
+    std::memcpy(out, &kResponseMagic, 4);
+    std::memcpy(out + 4, &code, 4);
+    std::memcpy(out + 8, &length, 8);
+  }
+  bool Decode(const uint8_t in[kResponseSize]) {
+    uint32_t magic;
+    std::memcpy(&magic, in, 4);
+    if (magic != kResponseMagic) return false;
+    std::memcpy(&code, in + 4, 4);
+    std::memcpy(&length, in + 8, 8);
+    return true;
+  }
+};
+
+}  // namespace yb::tcp
