@@ -30,9 +30,10 @@ struct Slice {
 struct ClientConfig {
   std::string local_hostname = "localhost";  // names this client's segments
   std::string metadata_server = "P2PHANDSHAKE";
-  // "embedded" or "embedded:NAME": a master in this process, shared by its clients with the same name.
+  // "host:port" of a yb-master; or "embedded" / "embedded:NAME": a master in this process, shared
+  // by its clients that name the same cluster.
   std::string master_server_addr = "embedded";
-  std::string protocol = "tcp";
+  std::string protocol = "tcp";  // "tcp" (RDMA is not available yet)
   std::string device_name;
   uint64_t global_segment_size = 0;          // contributed to the pool; 0 for a pure caller
   uint64_t local_buffer_size = 16ULL << 20;  // staging buffer
@@ -40,14 +41,22 @@ struct ClientConfig {
   std::string tenant = "default";
   bool enable_checksum = false;  // record an XXH3-64 checksum with every Put
   bool verify_checksum = true;   // check it on Get when the writer recorded one
+  // With a networked master: the address this client's transfer server listens on. The host of
+  // local_hostname (and its port, if it has one; else any free port) when empty.
+  std::string transfer_bind_address;
+  uint32_t rpc_timeout_ms = 5000;  // deadline of each call to the master
 };
 
 class Client {
  public:
   // Creates a client on an existing master and transfer setup (embedded mode and tests).
+  // `endpoint` is where other processes reach this client's segments ("local": only this
+  // process); `served`, when given, is the registry its transfer server serves from.
   static Result<std::unique_ptr<Client>> Create(const ClientConfig& config, std::shared_ptr<MasterApi> master,
                                                 std::shared_ptr<LocalSegmentRegistry> local_segments,
-                                                std::shared_ptr<TransferEngine> engine);
+                                                std::shared_ptr<TransferEngine> engine,
+                                                const std::string& endpoint = "local",
+                                                std::shared_ptr<LocalSegmentRegistry> served = nullptr);
   // Creates a client from its configuration alone: finds or starts the master it names.
   static Result<std::unique_ptr<Client>> Connect(const ClientConfig& config);
   ~Client();
@@ -104,6 +113,7 @@ class Client {
  private:
   struct Impl;
   explicit Client(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config);
   std::unique_ptr<Impl> impl_;
 };
 

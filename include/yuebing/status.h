@@ -88,7 +88,7 @@ class [[nodiscard]] Result {
   bool ok() const { return v_.index() == 0; }
   const T& value() const& { return std::get<0>(v_); }
   T& value() & { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
+  T value() && { return std::get<0>(std::move(v_)); }  // by value: safe on temporaries
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
   const T* operator->() const { return &value(); }

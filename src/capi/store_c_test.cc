@@ -100,7 +100,8 @@ TEST_F(StoreCTest, BadArgumentsAreRefusedWithoutCrashing) {
   mooncake_store_t fresh = mooncake_store_create();
   EXPECT_EQ(mooncake_store_put(fresh, "k", "v", 1, nullptr), -600);  // not set up
   EXPECT_EQ(mooncake_store_setup(fresh, "h", "", 0, 0, "carrier-pigeon", "", "embedded"), -600);
-  EXPECT_EQ(mooncake_store_setup(fresh, "h", "", 0, 0, "tcp", "", "127.0.0.1:1"), -600);
+  EXPECT_EQ(mooncake_store_setup(fresh, "h", "", 0, 0, "tcp", "", "not-an-address"), -600);
+  EXPECT_EQ(mooncake_store_setup(fresh, "127.0.0.1", "", 0, 0, "tcp", "", "127.0.0.1:1"), -900);  // nobody there
   mooncake_store_destroy(fresh);
   mooncake_store_destroy(nullptr);
 }

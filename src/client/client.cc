@@ -11,7 +11,8 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::shared_ptr<MasterApi> master,
                                                std::shared_ptr<LocalSegmentRegistry> local_segments,
-                                               std::shared_ptr<TransferEngine> engine) {
+                                               std::shared_ptr<TransferEngine> engine, const std::string& endpoint,
+                                               std::shared_ptr<LocalSegmentRegistry> served) {
   if (!master || !local_segments || !engine) return Status(Code::kInvalidParams, "client needs a master and a transfer engine");
   if (config.local_hostname.empty()) return Status(Code::kInvalidParams, "local_hostname is empty");
   if (config.global_segment_size > 0 && config.segment_chunk_size < 4096) {
@@ -22,6 +23,8 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
   impl->master = std::move(master);
   impl->local = std::move(local_segments);
   impl->engine = std::move(engine);
+  impl->endpoint = endpoint;
+  impl->served = std::move(served);
   impl->ctx.client = ClientId::Random();
   auto tenant = impl->master->RegisterClient({impl->ctx.client, config.local_hostname, config.tenant});
   if (!tenant.ok()) return tenant.status();
@@ -35,19 +38,19 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
-  auto name = EmbeddedClusterName(config.master_server_addr);
-  if (!name) {
-    return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
-                                            "': this build runs an in-process master only; use \"embedded\" or "
-                                            "\"embedded:NAME\"");
+  Result<std::unique_ptr<Client>> client(Status(Code::kInternal, ""));
+  if (auto name = EmbeddedClusterName(config.master_server_addr)) {
+    auto cluster = EmbeddedCluster::Get(*name);
+    if (!cluster.ok()) return cluster.status();
+    auto c = *cluster;
+    client = Create(config, c->master(), c->local_segments(), c->engine());
+    if (!client.ok()) return client;
+    (*client)->impl_->keepalive = c;
+  } else {
+    client = ConnectRemote(config);
+    if (!client.ok()) return client;
   }
-  auto cluster = EmbeddedCluster::Get(*name);
-  if (!cluster.ok()) return cluster.status();
-  auto c = (*cluster);
-  auto client = Create(config, c->master(), c->local_segments(), c->engine());
-  if (!client.ok()) return client;
   Impl& impl = *(*client)->impl_;
-  impl.keepalive = c;
   impl.heartbeat = std::make_unique<PeriodicRunner>();
   Client* raw = client->get();
   impl.heartbeat->Add("client-heartbeat", std::chrono::seconds(1), [raw] { (void)raw->Heartbeat(); });
@@ -58,6 +61,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
 Client::~Client() {
   if (impl_->heartbeat) impl_->heartbeat->Stop();
   impl_->UnmountPool();
+  impl_->keepalive.reset();  // stops the transfer server, closes the master connection
 }
 
 Status Client::Impl::MountPool() {
@@ -69,11 +73,13 @@ Status Client::Impl::MountPool() {
   std::mt19937_64 rng(std::random_device{}() ^ ctx.client.lo);
   for (uint64_t off = 0; off < config.global_segment_size; off += config.segment_chunk_size) {
     uint64_t size = std::min(config.segment_chunk_size, config.global_segment_size - off);
-    SegmentDesc d{rng() | 1, config.local_hostname, reinterpret_cast<uint64_t>(pool->data() + off), size, "local"};
+    SegmentDesc d{rng() | 1, config.local_hostname, reinterpret_cast<uint64_t>(pool->data() + off), size, endpoint};
     local->Add(d.id, LocalSegment{pool, pool->data() + off, size});
+    if (served) served->Add(d.id, LocalSegment{pool, pool->data() + off, size});
     Status st = master->MountSegment(ctx, d);
     if (!st.ok()) {
       local->Remove(d.id);
+      if (served) served->Remove(d.id);
       UnmountPool();
       return st;
     }
@@ -95,6 +101,7 @@ void Client::Impl::UnmountPool() {
       YB_LOG_WARN("unmounting segment {} failed: {}", d.id, st.ToString());
     }
     local->Remove(d.id);
+    if (served) served->Remove(d.id);
   }
 }
 
@@ -102,6 +109,10 @@ Status Client::Heartbeat() {
   auto pong = impl_->master->Ping(impl_->ctx);
   if (!pong.ok()) return pong.status();
   if (pong->need_remount) {
+    // The master lost us (restart, or we were declared dead): register again, then re-mount.
+    auto tenant = impl_->master->RegisterClient({impl_->ctx.client, impl_->config.local_hostname, impl_->config.tenant});
+    if (!tenant.ok()) return tenant.status();
+    impl_->ctx.tenant = *tenant;
     std::vector<SegmentDesc> segs;
     {
       std::lock_guard lock(impl_->mounted_mu);

@@ -68,12 +68,25 @@ std::vector<ReplicaDesc> Replicas(const pb::KeyResult& k) {
 
 using Fn = std::function<void(const pb::MasterRequest&, pb::MasterResponse&)>;
 
-void Add(RpcServer& server, M method, Fn fn) {
-  server.Register(static_cast<uint16_t>(method), [fn = std::move(fn)](const std::string& body) -> Result<std::string> {
+bool Failed(const pb::MasterResponse& r) {
+  if (r.status().code() != 0) return true;
+  for (const auto& k : r.results()) {
+    if (k.status().code() != 0) return true;
+  }
+  return false;
+}
+
+void Add(RpcServer& server, RpcMetrics* metrics, M method, Fn fn) {
+  auto m = static_cast<uint16_t>(method);
+  server.Register(m, [fn = std::move(fn), metrics, m](const std::string& body) -> Result<std::string> {
     pb::MasterRequest req;
-    if (!req.ParseFromString(body)) return Status(Code::kInvalidParams, "request does not parse");
+    if (!req.ParseFromString(body)) {
+      if (metrics) metrics->Record(m, true);
+      return Status(Code::kInvalidParams, "request does not parse");
+    }
     pb::MasterResponse resp;
     fn(req, resp);
+    if (metrics) metrics->Record(m, Failed(resp));
     return resp.SerializeAsString();
   });
 }
@@ -93,31 +106,53 @@ void PutReplicaLists(const std::vector<Result<std::vector<ReplicaDesc>>>& rs, pb
 
 }  // namespace
 
-void RegisterMasterService(RpcServer& server, MasterApi& m) {
-  Add(server, M::kRegisterClient, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+const char* MasterMethodName(uint16_t method) {
+  switch (static_cast<M>(method)) {
+    case M::kRegisterClient: return "RegisterClient";
+    case M::kPing: return "Ping";
+    case M::kMountSegment: return "MountSegment";
+    case M::kReMountSegment: return "ReMountSegment";
+    case M::kUnmountSegment: return "UnmountSegment";
+    case M::kListSegments: return "ListSegments";
+    case M::kPutStart: return "PutStart";
+    case M::kUpsertStart: return "UpsertStart";
+    case M::kPutEnd: return "PutEnd";
+    case M::kPutRevoke: return "PutRevoke";
+    case M::kGetReplicaList: return "GetReplicaList";
+    case M::kReadEnd: return "ReadEnd";
+    case M::kExistKey: return "ExistKey";
+    case M::kRemove: return "Remove";
+    case M::kRemoveByRegex: return "RemoveByRegex";
+    case M::kRemoveAll: return "RemoveAll";
+  }
+  return "";
+}
+
+void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics) {
+  Add(server, metrics, M::kRegisterClient, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     auto t = m.RegisterClient({FromPb(q.ctx()).client, q.text(), q.tenant().empty() ? "default" : q.tenant()});
     ToPb(t.status(), r.mutable_status());
     if (t.ok()) r.set_count(*t);
   });
-  Add(server, M::kPing, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kPing, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     auto p = m.Ping(FromPb(q.ctx()));
     ToPb(p.status(), r.mutable_status());
     if (p.ok()) r.set_need_remount(p->need_remount);
   });
-  Add(server, M::kMountSegment, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kMountSegment, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     Status st = q.segments_size() == 1 ? m.MountSegment(FromPb(q.ctx()), FromPb(q.segments(0)))
                                        : Status(Code::kInvalidParams, "mount takes one segment");
     ToPb(st, r.mutable_status());
   });
-  Add(server, M::kReMountSegment, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kReMountSegment, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     std::vector<SegmentDesc> segs;
     for (const auto& s : q.segments()) segs.push_back(FromPb(s));
     ToPb(m.ReMountSegment(FromPb(q.ctx()), segs), r.mutable_status());
   });
-  Add(server, M::kUnmountSegment, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kUnmountSegment, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     ToPb(m.UnmountSegment(FromPb(q.ctx()), q.segment_id()), r.mutable_status());
   });
-  Add(server, M::kListSegments, [&m](const pb::MasterRequest&, pb::MasterResponse& r) {
+  Add(server, metrics, M::kListSegments, [&m](const pb::MasterRequest&, pb::MasterResponse& r) {
     auto list = m.ListSegments();
     ToPb(list.status(), r.mutable_status());
     if (!list.ok()) return;
@@ -134,11 +169,11 @@ void RegisterMasterService(RpcServer& server, MasterApi& m) {
       p->set_fragmentation(u.fragmentation);
     }
   });
-  Add(server, M::kPutStart, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kPutStart, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     PutReplicaLists(m.BatchPutStart(FromPb(q.ctx()), Keys(q), {q.sizes().begin(), q.sizes().end()}, FromPb(q.config())),
                     r);
   });
-  Add(server, M::kUpsertStart, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kUpsertStart, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     CallContext ctx = FromPb(q.ctx());
     ReplicateConfig cfg = FromPb(q.config());
     std::vector<Result<std::vector<ReplicaDesc>>> out;
@@ -148,17 +183,17 @@ void RegisterMasterService(RpcServer& server, MasterApi& m) {
     }
     PutReplicaLists(out, r);
   });
-  Add(server, M::kPutEnd, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kPutEnd, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     std::vector<std::optional<uint64_t>> sums;
     for (int i = 0; i < q.values_size(); ++i) {
       sums.push_back(i < q.has_values_size() && q.has_values(i) ? std::optional(q.values(i)) : std::nullopt);
     }
     PutStatuses(m.BatchPutEnd(FromPb(q.ctx()), Keys(q), sums), r);
   });
-  Add(server, M::kPutRevoke, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kPutRevoke, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     PutStatuses(m.BatchPutRevoke(FromPb(q.ctx()), Keys(q)), r);
   });
-  Add(server, M::kGetReplicaList, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kGetReplicaList, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     for (const auto& info : m.BatchGetReplicaList(FromPb(q.ctx()), Keys(q), q.flag())) {
       auto* k = r.add_results();
       ToPb(info.status(), k->mutable_status());
@@ -170,25 +205,25 @@ void RegisterMasterService(RpcServer& server, MasterApi& m) {
       k->set_read_pin(info->read_pin);
     }
   });
-  Add(server, M::kReadEnd, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kReadEnd, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     PutStatuses(m.BatchReadEnd(FromPb(q.ctx()), Keys(q), {q.values().begin(), q.values().end()}), r);
   });
-  Add(server, M::kExistKey, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kExistKey, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     for (const auto& e : m.BatchExistKey(FromPb(q.ctx()), Keys(q))) {
       auto* k = r.add_results();
       ToPb(e.status(), k->mutable_status());
       k->set_exists(e.ok() && *e);
     }
   });
-  Add(server, M::kRemove, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kRemove, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     PutStatuses(m.BatchRemove(FromPb(q.ctx()), Keys(q), q.flag()), r);
   });
-  Add(server, M::kRemoveByRegex, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kRemoveByRegex, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     auto n = m.RemoveByRegex(FromPb(q.ctx()), q.text(), q.flag());
     ToPb(n.status(), r.mutable_status());
     if (n.ok()) r.set_count(*n);
   });
-  Add(server, M::kRemoveAll, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+  Add(server, metrics, M::kRemoveAll, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     auto n = m.RemoveAll(FromPb(q.ctx()), q.flag());
     ToPb(n.status(), r.mutable_status());
     if (n.ok()) r.set_count(*n);

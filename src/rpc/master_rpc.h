@@ -2,6 +2,8 @@
 // and the client side (MasterClient, a MasterApi over an RpcChannel).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -31,8 +33,29 @@ enum class MasterMethod : uint16_t {
   kRemoveAll = 19,
 };
 
+// Calls and failed calls per method (a batch call fails when any of its keys fails). Thread-safe.
+class RpcMetrics {
+ public:
+  static constexpr int kMethods = 32;
+  void Record(uint16_t method, bool failed) {
+    if (method >= kMethods) return;
+    calls_[method].fetch_add(1, std::memory_order_relaxed);
+    if (failed) failures_[method].fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t calls(uint16_t m) const { return m < kMethods ? calls_[m].load(std::memory_order_relaxed) : 0; }
+  uint64_t failures(uint16_t m) const { return m < kMethods ? failures_[m].load(std::memory_order_relaxed) : 0; }
+
+ private:
+  std::array<std::atomic<uint64_t>, kMethods> calls_{};
+  std::array<std::atomic<uint64_t>, kMethods> failures_{};
+};
+
+// Name of a method for metrics, e.g. "PutStart"; empty for unknown numbers.
+const char* MasterMethodName(uint16_t method);
+
 // Registers every MasterMethod on `server`, answered by `master` (which must outlive the server).
-void RegisterMasterService(RpcServer& server, MasterApi& master);
+// Counts calls in `metrics` when given.
+void RegisterMasterService(RpcServer& server, MasterApi& master, RpcMetrics* metrics = nullptr);
 
 // MasterApi over the network. Every call has `timeout` as its deadline; a failed call returns
 // RPC_FAIL or RPC_TIMEOUT (for batch calls: for every key).

@@ -1,0 +1,79 @@
+// Client::ConnectRemote: a client of a yb-master over the network, with a TCP transfer server for
+// the segments it mounts, and memcpy for segments mapped in this process.
+#include "client/client_impl.h"
+#include "client/segment_directory.h"
+#include "common/log.h"
+#include "rpc/master_rpc.h"
+#include "transfer/memcpy_transport.h"
+#include "transfer/tcp/tcp_transport.h"
+#include "transfer/tcp/transfer_server.h"
+
+namespace yb {
+namespace {
+
+// Segments mapped in this process, shared by all its clients: the memcpy transport's reach.
+std::shared_ptr<LocalSegmentRegistry> ProcessSegments() {
+  static auto registry = std::make_shared<LocalSegmentRegistry>();
+  return registry;
+}
+
+// What a remote client keeps alive besides itself.
+struct RemotePlumbing {
+  std::shared_ptr<rpc::MasterClient> master;
+  std::shared_ptr<SegmentDirectory> directory;
+  std::unique_ptr<tcp::TransferServer> server;
+  ~RemotePlumbing() {
+    if (server) server->Stop();
+  }
+};
+
+// Host and port to listen on for transfers: from transfer_bind_address, else local_hostname.
+Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
+  std::string spec = c.transfer_bind_address.empty() ? c.local_hostname : c.transfer_bind_address;
+  if (spec.find(':') == std::string::npos) return std::make_pair(spec, uint16_t{0});
+  return rpc::ParseHostPort(spec);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config) {
+  auto hp = rpc::ParseHostPort(config.master_server_addr);
+  if (!hp.ok()) {
+    return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
+                                            "' is neither host:port nor \"embedded[:NAME]\"");
+  }
+  if (config.protocol != "tcp") {
+    return Status(Code::kNotSupported, "protocol '" + config.protocol + "' is not available; use tcp");
+  }
+  auto plumbing = std::make_shared<RemotePlumbing>();
+  plumbing->master = std::make_shared<rpc::MasterClient>(hp->first, hp->second,
+                                                         std::chrono::milliseconds(config.rpc_timeout_ms));
+  plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master);
+  auto engine = std::make_shared<TransferEngine>();
+  engine->AddTransport(std::make_shared<MemcpyTransport>(ProcessSegments()));
+  auto directory = plumbing->directory;
+  engine->AddTransport(std::make_shared<tcp::TcpTransport>(
+      [directory](SegmentId s) { return directory->Resolve(s); }, tcp::TcpTransport::Options{}));
+
+  std::string endpoint = "local";
+  std::shared_ptr<LocalSegmentRegistry> served;
+  if (config.global_segment_size > 0) {
+    auto bind = TransferBind(config);
+    if (!bind.ok()) return bind.status();
+    served = std::make_shared<LocalSegmentRegistry>();
+    tcp::TransferServer::Options so;
+    so.address = bind->first;
+    so.port = bind->second;
+    plumbing->server = std::make_unique<tcp::TransferServer>(served, so);
+    YB_RETURN_IF_ERROR(plumbing->server->Start());
+    endpoint = bind->first + ":" + std::to_string(plumbing->server->port());
+  }
+  auto client = Create(config, plumbing->master, ProcessSegments(), engine, endpoint, served);
+  if (!client.ok()) return client;
+  (*client)->impl_->keepalive = plumbing;
+  YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", config.local_hostname,
+              config.master_server_addr, endpoint);
+  return client;
+}
+
+}  // namespace yb

@@ -1,0 +1,253 @@
+// yb-master: the metadata service, over the network. Mooncake's flag names and defaults;
+// --config_path names a YAML or JSON file with the same keys (command-line flags win).
+// Serves RPC on --rpc_port and HTTP on --metrics_port: /metrics (Prometheus text), /health,
+// /segments (JSON usage) and /get_all_segments (segment names, as SGLang polls).
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/periodic_runner.h"
+#include "master/master_service.h"
+#include "rpc/master_rpc.h"
+
+namespace {
+
+struct Flags {
+  std::string rpc_address = "0.0.0.0";
+  int rpc_port = 50051;
+  int rpc_thread_num = 0;
+  int metrics_port = 9003;
+  std::string metrics_address = "0.0.0.0";
+  int64_t default_kv_lease_ttl = 10000;
+  int64_t default_kv_soft_pin_ttl = 30 * 60 * 1000;
+  int64_t max_kv_soft_pin_ttl = 24 * 3600 * 1000LL;
+  bool allow_evict_soft_pinned_objects = true;
+  double eviction_ratio = 0.05;
+  double eviction_high_watermark_ratio = 0.90;
+  int64_t client_ttl = 10;
+  std::string allocation_strategy = "random";
+  std::string memory_allocator = "offset";
+  int64_t put_start_discard_timeout_sec = 30;
+  int64_t put_start_release_timeout_sec = 600;
+  bool enable_ha = false;
+  std::string etcd_endpoints;
+  std::string cluster_id = "mooncake_cluster";
+  std::string config_path;
+  std::string log_level = "info";
+};
+
+// Applies a YAML/JSON config file: every key names a flag; flags given on the command line win.
+bool ApplyConfigFile(CLI::App& app, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot read config file {}: {}", path, e.what());
+    return false;
+  }
+  if (!root.IsMap()) {
+    spdlog::error("config file {} must be a map of flag names to values", path);
+    return false;
+  }
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    CLI::Option* opt = nullptr;
+    try {
+      opt = app.get_option("--" + key);
+    } catch (const CLI::OptionNotFound&) {
+      spdlog::error("config file {}: unknown key '{}'", path, key);
+      return false;
+    }
+    if (opt->count() > 0) continue;  // set on the command line
+    try {
+      opt->clear();
+      opt->add_result(kv.second.as<std::string>());
+      opt->run_callback();
+    } catch (const std::exception& e) {
+      spdlog::error("config file {}: bad value for '{}': {}", path, key, e.what());
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  line("# HELP yb_master_requests_total RPC calls per operation.");
+  line("# TYPE yb_master_requests_total counter");
+  for (uint16_t m = 0; m < yb::rpc::RpcMetrics::kMethods; ++m) {
+    const char* name = yb::rpc::MasterMethodName(m);
+    if (*name) line(fmt::format("yb_master_requests_total{{op=\"{}\"}} {}", name, rpc.calls(m)));
+  }
+  line("# HELP yb_master_failures_total Failed RPC calls per operation (a batch fails when a key fails).");
+  line("# TYPE yb_master_failures_total counter");
+  for (uint16_t m = 0; m < yb::rpc::RpcMetrics::kMethods; ++m) {
+    const char* name = yb::rpc::MasterMethodName(m);
+    if (*name) line(fmt::format("yb_master_failures_total{{op=\"{}\"}} {}", name, rpc.failures(m)));
+  }
+  auto st = master.Stats();
+  auto gauge = [&](const char* name, const char* help, uint64_t v) {
+    line(fmt::format("# HELP {} {}", name, help));
+    line(fmt::format("# TYPE {} gauge", name));
+    line(fmt::format("{} {}", name, v));
+  };
+  gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
+  gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
+  gauge("yb_master_keys", "Published objects.", st.keys);
+  gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
+  gauge("yb_master_segments", "Mounted segments.", st.segments);
+  gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
+  line("# HELP yb_master_evicted_objects_total Objects evicted from memory.");
+  line("# TYPE yb_master_evicted_objects_total counter");
+  line(fmt::format("yb_master_evicted_objects_total {}", st.evicted_objects));
+  line("# HELP yb_master_evicted_bytes_total Bytes evicted from memory.");
+  line("# TYPE yb_master_evicted_bytes_total counter");
+  line(fmt::format("yb_master_evicted_bytes_total {}", st.evicted_bytes));
+  return out;
+}
+
+nlohmann::json SegmentsJson(yb::MasterService& master) {
+  nlohmann::json arr = nlohmann::json::array();
+  auto segments = master.ListSegments().value();
+  for (const auto& u : segments) {
+    arr.push_back({{"id", std::to_string(u.desc.id)},
+                   {"name", u.desc.name},
+                   {"endpoint", u.desc.endpoint},
+                   {"owner", u.owner.ToString()},
+                   {"capacity", u.capacity},
+                   {"allocated", u.allocated},
+                   {"allocations", u.allocations},
+                   {"fragmentation", u.fragmentation}});
+  }
+  return arr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"yb-master: Yuebing's metadata service"};
+  Flags f;
+  app.add_option("--rpc_address", f.rpc_address, "address to serve RPC on");
+  app.add_option("--rpc_port", f.rpc_port, "RPC port")->check(CLI::Range(1, 65535));
+  app.add_option("--rpc_thread_num", f.rpc_thread_num, "RPC threads (0: min(16, cores))")->check(CLI::Range(0, 256));
+  app.add_option("--metrics_port", f.metrics_port, "HTTP port for /metrics, /health, /segments (0: off)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics_address", f.metrics_address, "address to serve HTTP on");
+  app.add_option("--default_kv_lease_ttl", f.default_kv_lease_ttl, "lease granted to readers, ms")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--default_kv_soft_pin_ttl", f.default_kv_soft_pin_ttl, "soft pin lifetime, ms")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--max_kv_soft_pin_ttl", f.max_kv_soft_pin_ttl, "upper bound of a soft pin, ms (accepted)");
+  app.add_option("--allow_evict_soft_pinned_objects", f.allow_evict_soft_pinned_objects,
+                 "evict soft-pinned objects after all others");
+  app.add_option("--eviction_ratio", f.eviction_ratio, "share of capacity one eviction frees")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--eviction_high_watermark_ratio", f.eviction_high_watermark_ratio, "usage that starts eviction")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--client_ttl", f.client_ttl, "seconds of silence before a client is declared dead")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  app.add_option("--allocation_strategy", f.allocation_strategy, "random | free_ratio_first")
+      ->check(CLI::IsMember({"random", "free_ratio_first"}));
+  app.add_option("--memory_allocator", f.memory_allocator, "offset (the only one)")->check(CLI::IsMember({"offset"}));
+  app.add_option("--put_start_discard_timeout_sec", f.put_start_discard_timeout_sec,
+                 "seconds before another writer may take over an unfinished Put");
+  app.add_option("--put_start_release_timeout_sec", f.put_start_release_timeout_sec,
+                 "seconds before an unfinished Put's space is reclaimed");
+  app.add_option("--enable_ha", f.enable_ha, "leader election through etcd (not available yet)");
+  app.add_option("--etcd_endpoints,--ha_backend_connstring", f.etcd_endpoints, "etcd endpoints for HA");
+  app.add_option("--cluster_id", f.cluster_id, "cluster name (HA)");
+  app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
+  app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
+  CLI11_PARSE(app, argc, argv);
+  if (!f.config_path.empty() && !ApplyConfigFile(app, f.config_path)) return 2;
+  spdlog::set_level(spdlog::level::from_str(f.log_level));
+  if (f.enable_ha) {
+    spdlog::error("--enable_ha: high availability through etcd is not available in this build");
+    return 2;
+  }
+
+  yb::MasterConfig mc;
+  mc.default_kv_lease_ttl_ms = f.default_kv_lease_ttl;
+  mc.default_kv_soft_pin_ttl_ms = f.default_kv_soft_pin_ttl;
+  mc.allow_evict_soft_pinned_objects = f.allow_evict_soft_pinned_objects;
+  mc.eviction_ratio = f.eviction_ratio;
+  mc.eviction_high_watermark_ratio = f.eviction_high_watermark_ratio;
+  mc.client_ttl_sec = f.client_ttl;
+  mc.allocation_strategy = f.allocation_strategy;
+  mc.put_start_discard_timeout_sec = f.put_start_discard_timeout_sec;
+  mc.put_start_release_timeout_sec = f.put_start_release_timeout_sec;
+  yb::RealClock clock;
+  auto created = yb::MasterService::Create(mc, clock);
+  if (!created.ok()) {
+    spdlog::error("bad configuration: {}", created.status().ToString());
+    return 2;
+  }
+  auto master = std::move(created).value();
+
+  // Block the stop signals before any thread starts, so that only sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  yb::rpc::RpcMetrics rpc_metrics;
+  yb::rpc::RpcServer::Options ro;
+  ro.address = f.rpc_address;
+  ro.port = static_cast<uint16_t>(f.rpc_port);
+  ro.threads = f.rpc_thread_num > 0 ? f.rpc_thread_num
+                                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  yb::rpc::RpcServer server(ro);
+  yb::rpc::RegisterMasterService(server, *master, &rpc_metrics);
+  if (auto st = server.Start(); !st.ok()) {
+    spdlog::error("{}", st.ToString());
+    return 1;
+  }
+
+  httplib::Server http;
+  std::thread http_thread;
+  if (f.metrics_port > 0) {
+    http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+      res.set_content(Metrics(*master, rpc_metrics), "text/plain; version=0.0.4");
+    });
+    http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("OK\n", "text/plain"); });
+    http.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
+      res.set_content(SegmentsJson(*master).dump(2), "application/json");
+    });
+    http.Get("/get_all_segments", [&](const httplib::Request&, httplib::Response& res) {
+      std::string names;
+      for (const auto& s : SegmentsJson(*master)) names += s["name"].get<std::string>() + "\n";
+      res.set_content(names, "text/plain");
+    });
+    if (!http.bind_to_port(f.metrics_address, f.metrics_port)) {
+      spdlog::error("cannot serve HTTP on {}:{}", f.metrics_address, f.metrics_port);
+      return 1;
+    }
+    http_thread = std::thread([&] { http.listen_after_bind(); });
+  }
+
+  yb::PeriodicRunner background;
+  yb::MasterService* m = master.get();
+  background.Add("master-background", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
+  background.Start();
+  spdlog::info("yb-master serving RPC on {}:{} ({} threads), HTTP on {}:{}", f.rpc_address, server.port(), ro.threads,
+               f.metrics_address, f.metrics_port);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("yb-master: signal {} received, shutting down", sig);
+  background.Stop();
+  if (f.metrics_port > 0) {
+    http.stop();
+    http_thread.join();
+  }
+  server.Stop();
+  spdlog::info("yb-master stopped");
+  return 0;
+}
