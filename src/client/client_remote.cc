@@ -31,7 +31,7 @@ struct RemotePlumbing {
 Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
   std::string spec = c.transfer_bind_address.empty() ? c.local_hostname : c.transfer_bind_address;
   if (spec.find(':') == std::string::npos) return std::make_pair(spec, uint16_t{0});
-  return rpc::ParseHostPort(spec);
+  return rpc::ParseHostPort(spec, /*allow_port_zero=*/true);
 }
 
 }  // namespace
@@ -66,7 +66,12 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
     so.port = bind->second;
     plumbing->server = std::make_unique<tcp::TransferServer>(served, so);
     YB_RETURN_IF_ERROR(plumbing->server->Start());
-    endpoint = bind->first + ":" + std::to_string(plumbing->server->port());
+    // Others reach us at the bind address, or at local_hostname's host when bound to any address.
+    std::string host = bind->first;
+    if (host == "0.0.0.0" || host == "::") {
+      host = config.local_hostname.substr(0, config.local_hostname.rfind(':'));
+    }
+    endpoint = host + ":" + std::to_string(plumbing->server->port());
   }
   auto client = Create(config, plumbing->master, ProcessSegments(), engine, endpoint, served);
   if (!client.ok()) return client;

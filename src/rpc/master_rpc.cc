@@ -269,7 +269,7 @@ T First(std::vector<T> v) {
 
 }  // namespace
 
-Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address) {
+Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address, bool allow_port_zero) {
   auto colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
     return Status(Code::kInvalidParams, "address '" + address + "' is not host:port");
@@ -284,7 +284,7 @@ Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& addres
   } catch (...) {
     return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
   }
-  if (port == 0 || port > 65535) return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
+  if ((port == 0 && !allow_port_zero) || port > 65535) return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
   return std::make_pair(host, static_cast<uint16_t>(port));
 }
 

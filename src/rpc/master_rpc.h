@@ -102,7 +102,7 @@ class MasterClient final : public MasterApi {
   std::chrono::milliseconds timeout_;
 };
 
-// Splits "host:port"; INVALID_PARAMS when malformed.
-Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address);
+// Splits "host:port"; INVALID_PARAMS when malformed. Port 0 ("any free port") only if allowed.
+Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address, bool allow_port_zero = false);
 
 }  // namespace yb::rpc

@@ -1,0 +1,110 @@
+// yb: an operator's command line for a Yuebing cluster.
+//   yb --master HOST:PORT put KEY (--file PATH | --value TEXT) [--replicas N]
+//   yb --master HOST:PORT get KEY [--out PATH]        (stdout by default)
+//   yb --master HOST:PORT remove KEY [--force]
+//   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
+//   yb --master HOST:PORT segments                    (segments and their usage)
+// Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "common/units.h"
+#include "master/master_api.h"
+#include "yuebing/client.h"
+
+namespace {
+
+int Fail(const yb::Status& st) {
+  std::fprintf(stderr, "error %d %s\n", st.mooncake_code(), st.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"yb: put, get, remove and inspect objects of a Yuebing cluster"};
+  std::string master = "127.0.0.1:50051", key, file, value, out;
+  int replicas = 1;
+  bool force = false;
+  app.add_option("--master", master, "yb-master host:port");
+  app.require_subcommand(1);
+  auto* put = app.add_subcommand("put", "store a file or a string");
+  put->add_option("key", key)->required();
+  auto* src = put->add_option_group("source");
+  src->add_option("--file", file, "read the value from this file");
+  src->add_option("--value", value, "the value itself");
+  src->require_option(1);
+  put->add_option("--replicas", replicas, "copies on distinct nodes")->check(CLI::Range(1, 64));
+  auto* get = app.add_subcommand("get", "fetch a value");
+  get->add_option("key", key)->required();
+  get->add_option("--out", out, "write to this file instead of stdout");
+  auto* rm = app.add_subcommand("remove", "remove a key");
+  rm->add_option("key", key)->required();
+  rm->add_flag("--force", force, "even if leased");
+  auto* exist = app.add_subcommand("exist", "print 1 if the key exists, else 0");
+  exist->add_option("key", key)->required();
+  auto* segs = app.add_subcommand("segments", "list segments and usage");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+
+  yb::ClientConfig c;
+  c.local_hostname = "yb-cli";
+  c.master_server_addr = master;
+  c.global_segment_size = 0;
+  c.local_buffer_size = 0;
+  auto client = yb::Client::Connect(c);
+  if (!client.ok()) return Fail(client.status());
+  yb::Client& cl = **client;
+
+  if (put->parsed()) {
+    std::string data = value;
+    if (!file.empty()) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) {
+        std::fprintf(stderr, "cannot read %s\n", file.c_str());
+        return 2;
+      }
+      data.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    yb::ReplicateConfig rc;
+    rc.replica_num = static_cast<size_t>(replicas);
+    yb::Status st = cl.Put(key, data.data(), data.size(), rc);
+    if (!st.ok()) return Fail(st);
+    std::fprintf(stderr, "stored %s (%s)\n", key.c_str(), yb::FormatBytes(data.size()).c_str());
+  } else if (get->parsed()) {
+    auto v = cl.Get(key);
+    if (!v.ok()) return Fail(v.status());
+    if (out.empty()) {
+      std::fwrite(v->data(), 1, v->size(), stdout);
+    } else {
+      std::ofstream o(out, std::ios::binary);
+      o.write(v->data(), static_cast<std::streamsize>(v->size()));
+      if (!o) {
+        std::fprintf(stderr, "cannot write %s\n", out.c_str());
+        return 2;
+      }
+    }
+  } else if (rm->parsed()) {
+    yb::Status st = cl.Remove(key, force);
+    if (!st.ok()) return Fail(st);
+  } else if (exist->parsed()) {
+    auto e = cl.IsExist(key);
+    if (!e.ok()) return Fail(e.status());
+    std::printf("%d\n", *e ? 1 : 0);
+  } else if (segs->parsed()) {
+    auto list = cl.master().ListSegments();
+    if (!list.ok()) return Fail(list.status());
+    std::printf("%-20s %-22s %-12s %-12s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS");
+    for (const auto& u : *list) {
+      std::printf("%-20s %-22s %-12s %-12s %llu\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
+                  yb::FormatBytes(u.capacity).c_str(), yb::FormatBytes(u.allocated).c_str(),
+                  static_cast<unsigned long long>(u.allocations));
+    }
+  }
+  return 0;
+}

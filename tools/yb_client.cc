@@ -1,0 +1,86 @@
+// yb-client: the standalone daemon through which a node contributes memory to the pool, with no
+// application running. It mounts --global_segment_size, serves transfers of it on --host:--port,
+// pings the master every second (re-mounting when the master asks) and stops on SIGTERM.
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "common/units.h"
+#include "yuebing/client.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"yb-client: contributes a node's memory to a Yuebing pool"};
+  std::string host = "0.0.0.0", local_hostname, master = "127.0.0.1:50051", gss = "4 GB", lbs = "16 MB";
+  std::string metadata_server = "P2PHANDSHAKE", protocol = "tcp", device_names, log_level = "info";
+  std::string chunk = "1 GB";
+  int port = 50052, threads = 1;
+  bool enable_offload = false;
+  app.add_option("--host", host, "address the transfer server binds to");
+  app.add_option("--port", port, "port of the transfer server (0: any free port)")->check(CLI::Range(0, 65535));
+  app.add_option("--local_hostname", local_hostname,
+                 "name of this node's segments and the host others reach it at (default: --host, or the "
+                 "machine's hostname when --host is 0.0.0.0)");
+  app.add_option("--master_server_address", master, "yb-master host:port");
+  app.add_option("--global_segment_size", gss, "memory to contribute (\"4 GB\", \"512MB\", bytes)");
+  app.add_option("--local_buffer_size", lbs, "staging buffer");
+  app.add_option("--segment_chunk_size", chunk, "the memory is mounted in chunks of this size");
+  app.add_option("--metadata_server", metadata_server, "P2PHANDSHAKE (no other service needed)");
+  app.add_option("--protocol", protocol, "tcp")->check(CLI::IsMember({"tcp"}));
+  app.add_option("--device_names", device_names, "RDMA devices (unused: TCP only)");
+  app.add_option("--threads", threads, "accepted for compatibility");
+  app.add_option("--enable_offload", enable_offload, "SSD offload (not available yet)");
+  app.add_option("--log_level", log_level, "trace | debug | info | warn | error");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  if (enable_offload) {
+    spdlog::error("--enable_offload: the SSD tier is not available in this build");
+    return 2;
+  }
+  auto seg = yb::ParseSize(gss);
+  auto buf = yb::ParseSize(lbs);
+  auto chunk_size = yb::ParseSize(chunk);
+  for (const auto* r : {&seg, &buf, &chunk_size}) {
+    if (!r->ok()) {
+      spdlog::error("{}", r->status().ToString());
+      return 2;
+    }
+  }
+  if (local_hostname.empty()) {
+    local_hostname = host;
+    if (host == "0.0.0.0") {
+      char name[256] = {};
+      gethostname(name, sizeof(name) - 1);
+      local_hostname = name;
+    }
+  }
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  yb::ClientConfig c;
+  c.local_hostname = local_hostname;
+  c.master_server_addr = master;
+  c.metadata_server = metadata_server;
+  c.protocol = protocol;
+  c.device_name = device_names;
+  c.global_segment_size = *seg;
+  c.local_buffer_size = *buf;
+  c.segment_chunk_size = *chunk_size;
+  c.transfer_bind_address = host + ":" + std::to_string(port);
+  auto client = yb::Client::Connect(c);
+  if (!client.ok()) {
+    spdlog::error("yb-client: {}", client.status().ToString());
+    return 1;
+  }
+  spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", local_hostname, yb::FormatBytes(*seg),
+               (*client)->segments().size(), master);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("yb-client: signal {} received, unmounting and stopping", sig);
+  client->reset();
+  return 0;
+}
