@@ -8,7 +8,8 @@ PKGS=(
   cmake g++ make pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
-  libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev
+  libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
+  python3 python3-pytest iproute2 iperf3 curl
 )
 missing=()
 for p in "${PKGS[@]}"; do

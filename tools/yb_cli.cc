@@ -6,6 +6,7 @@
 //   yb --master HOST:PORT segments                    (segments and their usage)
 // Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   exist->add_option("key", key)->required();
   auto* segs = app.add_subcommand("segments", "list segments and usage");
   CLI11_PARSE(app, argc, argv);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
   spdlog::set_level(spdlog::level::warn);
 
   yb::ClientConfig c;

@@ -1,0 +1,182 @@
+"""Multi-process tests: a yb-master and yb-client daemons on 127.0.0.1, driven with the yb tool."""
+import os
+import signal
+import socket
+import struct
+
+import pytest
+
+from conftest import Cluster, wait_until
+
+
+def value(n, seed):
+    return bytes((i * 131 + seed) & 0xFF for i in range(n))
+
+
+def put(c, key, data, replicas=1):
+    r = c.yb(["put", key, "--value", ""] if not data else ["put", key, "--file", "/dev/stdin",
+             "--replicas", str(replicas)], input_bytes=data)
+    return r
+
+
+def get(c, key):
+    r = c.yb(["get", key])
+    return r.returncode, r.stdout
+
+
+def test_put_with_two_replicas_then_read_from_another_client(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a")
+    cluster.start_client("node-b")
+    data = value(3 << 20, 7)
+    assert put(cluster, "obj", data, replicas=2).returncode == 0
+    rc, out = get(cluster, "obj")  # another process: another client
+    assert rc == 0 and out == data
+    segs = cluster.segments()
+    assert {s["name"] for s in segs} == {"node-a", "node-b"}
+    assert all(s["allocations"] == 1 for s in segs), segs  # one replica on each node
+
+
+def test_kill9_replica_holder_then_ttl_unmount_then_remount(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a")
+    cluster.start_client("node-b")
+    data = value(1 << 20, 3)
+    assert put(cluster, "k", data, replicas=2).returncode == 0
+    cluster.kill_client("node-a")
+    rc, out = get(cluster, "k")  # the first replica may be the dead one: the client moves on
+    assert rc == 0 and out == data
+    wait_until(lambda: cluster.segment_names() == {"node-b"}, cluster.client_ttl + 5,
+               "the master to unmount the dead client's segment")
+    rc, out = get(cluster, "k")
+    assert rc == 0 and out == data
+    cluster.start_client("node-a")  # back: mounts again
+    assert cluster.segment_names() == {"node-a", "node-b"}
+
+
+def test_master_restart_clients_reconnect_and_remount(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a")
+    cluster.start_client("node-b")
+    cluster.stop_master()
+    cluster.start_master()
+    wait_until(lambda: cluster.segment_names() == {"node-a", "node-b"}, 10, "clients to re-mount")
+    data = value(100000, 1)
+    assert put(cluster, "after-restart", data).returncode == 0
+    assert get(cluster, "after-restart") == (0, data)
+
+
+def test_errors_reach_the_tool_with_mooncake_codes(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a")
+    r = cluster.yb(["get", "missing"])
+    assert r.returncode == 1 and b"-704" in r.stderr
+    r = cluster.yb(["put", "huge", "--value", "x" * 10, "--replicas", "1"])
+    assert r.returncode == 0
+    r = cluster.yb(["exist", "huge"])
+    assert r.stdout.strip() == b"1"
+    r = cluster.yb(["remove", "huge"])
+    assert r.returncode == 0
+    r = cluster.yb(["remove", "huge"])
+    assert r.returncode == 1 and b"-704" in r.stderr
+
+
+def test_malformed_rpc_frames_are_refused_and_the_master_keeps_serving(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a")
+    for junk in (b"\x00" * 64, b"GET / HTTP/1.1\r\n\r\n", struct.pack("<IIBBHI", 0x50524259, 1 << 30, 1, 0, 1, 1)):
+        with socket.create_connection(("127.0.0.1", cluster.rpc_port), timeout=5) as s:
+            s.sendall(junk)
+            assert s.recv(16) == b""  # closed by the server
+    assert put(cluster, "still", b"alive").returncode == 0
+    assert get(cluster, "still") == (0, b"alive")
+    metrics = cluster.http("/metrics")
+    assert 'yb_master_requests_total{op="PutStart"}' in metrics
+
+
+def transfer_endpoint(cluster, name):
+    for s in cluster.segments():
+        if s["name"] == name:
+            host, port = s["endpoint"].rsplit(":", 1)
+            return host, int(port), int(s["id"]), s["capacity"]
+    raise AssertionError(name)
+
+
+def test_out_of_bounds_transfer_requests_are_refused(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a", size="8MB")
+    host, port, seg, cap = transfer_endpoint(cluster, "node-a")
+    with socket.create_connection((host, port), timeout=5) as s:
+        for seg_id, off, length in ((seg, cap - 10, 100), (seg, 1 << 62, 8), (seg + 1, 0, 8)):
+            s.sendall(struct.pack("<IB3xQQQ", 0x58544259, 1, seg_id, off, length))  # reads
+            magic, code, n = struct.unpack("<IIQ", s.recv(16, socket.MSG_WAITALL))
+            assert magic == 0x52544259 and code != 0 and n == 0
+        # The same connection still serves an in-bounds read.
+        s.sendall(struct.pack("<IB3xQQQ", 0x58544259, 1, seg, 0, 16))
+        magic, code, n = struct.unpack("<IIQ", s.recv(16, socket.MSG_WAITALL))
+        assert code == 0 and n == 16
+        s.recv(16, socket.MSG_WAITALL)
+    data = value(50000, 9)
+    assert put(cluster, "ok", data).returncode == 0
+    assert get(cluster, "ok") == (0, data)
+
+
+NS = ["ybt-m", "ybt-a", "ybt-b"]
+ADDR = {"ybt-m": "10.231.7.1", "ybt-a": "10.231.7.2", "ybt-b": "10.231.7.3"}
+
+
+def sh(*args):
+    import subprocess
+    subprocess.run(list(args), check=True, capture_output=True)
+
+
+@pytest.fixture
+def netns():
+    """Three hosts in network namespaces joined by a bridge; removed afterwards."""
+    if os.geteuid() != 0 or not os.path.exists("/usr/sbin/ip"):
+        pytest.skip("network namespaces need root and iproute2: skipped")
+    import subprocess
+    for ns in NS + ["ybt-br"]:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    try:
+        sh("ip", "netns", "add", "ybt-br")
+        sh("ip", "-n", "ybt-br", "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", "ybt-br", "link", "set", "br0", "up")
+        for i, ns in enumerate(NS):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", f"ybt{i}", "netns", ns, "type", "veth", "peer", "name", f"ybt{i}br",
+               "netns", "ybt-br")
+            sh("ip", "-n", "ybt-br", "link", "set", f"ybt{i}br", "master", "br0", "up")
+            sh("ip", "-n", ns, "addr", "add", f"{ADDR[ns]}/24", "dev", f"ybt{i}")
+            sh("ip", "-n", ns, "link", "set", f"ybt{i}", "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+    except subprocess.CalledProcessError as e:
+        for ns in NS + ["ybt-br"]:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        pytest.skip(f"cannot build network namespaces here: {e.stderr.decode().strip()}")
+    yield {ns: ["ip", "netns", "exec", ns] for ns in NS}
+    for ns in NS + ["ybt-br"]:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_three_hosts_in_network_namespaces(tmp_path, netns):
+    c = Cluster(tmp_path, master_host=ADDR["ybt-m"])
+    try:
+        c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"])
+        for ns, name in (("ybt-a", "host-a"), ("ybt-b", "host-b")):
+            log = open(tmp_path / f"{name}.log", "ab")
+            import subprocess
+            c.clients[name] = subprocess.Popen(netns[ns] + [
+                f"{os.environ.get('YB_BIN_DIR', '')}/yb-client" if os.environ.get("YB_BIN_DIR") else
+                os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin", "yb-client"),
+                "--host", ADDR[ns], "--port", "0", "--local_hostname", name,
+                "--master_server_address", c.address, "--global_segment_size", "16MB",
+                "--local_buffer_size", "4MB"], stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: c.segment_names(netns["ybt-a"]) == {"host-a", "host-b"}, 15, "both hosts to mount")
+        data = value(2 << 20, 5)
+        assert c.yb(["put", "x", "--file", "/dev/stdin", "--replicas", "2"], prefix=netns["ybt-a"],
+                    input_bytes=data).returncode == 0
+        r = c.yb(["get", "x"], prefix=netns["ybt-b"])
+        assert r.returncode == 0 and r.stdout == data
+    finally:
+        c.stop()
