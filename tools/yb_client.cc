@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   std::string chunk = "1 GB";
   int port = 50052, threads = 1;
   bool enable_offload = false;
+  bool prefault = true;
   app.add_option("--host", host, "address the transfer server binds to");
   app.add_option("--port", port, "port of the transfer server (0: any free port)")->check(CLI::Range(0, 65535));
   app.add_option("--local_hostname", local_hostname,
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--device_names", device_names, "RDMA devices (unused: TCP only)");
   app.add_option("--threads", threads, "accepted for compatibility");
   app.add_option("--enable_offload", enable_offload, "SSD offload (not available yet)");
+  app.add_option("--prefault", prefault, "fault the segment's memory in at start (true: steady latency)");
   app.add_option("--log_level", log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -71,6 +73,7 @@ int main(int argc, char** argv) {
   c.local_buffer_size = *buf;
   c.segment_chunk_size = *chunk_size;
   c.transfer_bind_address = host + ":" + std::to_string(port);
+  c.prefault_segment = prefault;
   auto client = yb::Client::Connect(c);
   if (!client.ok()) {
     spdlog::error("yb-client: {}", client.status().ToString());

@@ -45,6 +45,7 @@ struct ClientConfig {
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;
   uint32_t rpc_timeout_ms = 5000;  // deadline of each call to the master
+  bool prefault_segment = false;   // fault the pool memory in at mount (steady latency; costs RAM now)
 };
 
 class Client {

@@ -66,7 +66,7 @@ Client::~Client() {
 
 Status Client::Impl::MountPool() {
   if (config.global_segment_size == 0) return Status::OK();
-  pool = MappedRegion::Map(config.global_segment_size);
+  pool = MappedRegion::Map(config.global_segment_size, config.prefault_segment);
   if (!pool) {
     return Status(Code::kInternal, "cannot map a global segment of " + std::to_string(config.global_segment_size) + " bytes");
   }

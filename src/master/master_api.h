@@ -69,6 +69,7 @@ class MasterApi {
 
   // Reads.
   virtual Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin) = 0;
+  // Over RPC this is one-way: it returns once sent, and an unknown pin is not reported.
   virtual Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin) = 0;
   // Never renews a lease nor changes recency: probes cannot keep objects from eviction.
   virtual Result<bool> ExistKey(const CallContext& ctx, const std::string& key) = 0;

@@ -117,6 +117,23 @@ void RpcChannel::ReadLoop(std::shared_ptr<Connection> conn) {
   FailAll(conn, Status(Code::kRpcFail, "connection to " + target_ + " lost"));
 }
 
+Status RpcChannel::Send(uint16_t method, const std::string& body, std::chrono::milliseconds connect_deadline) {
+  std::shared_ptr<Connection> conn;
+  uint32_t id;
+  {
+    std::unique_lock lock(mu_);
+    YB_RETURN_IF_ERROR(EnsureConnected(lock, connect_deadline));
+    conn = conn_;
+    id = next_id_++;
+  }
+  std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
+  std::lock_guard wl(conn->write_mu);
+  asio::error_code ec;
+  asio::write(conn->socket, asio::buffer(frame), ec);
+  if (ec) return Status(Code::kRpcFail, "sending to " + target_ + ": " + ec.message());
+  return Status::OK();  // the reply finds no pending caller and is dropped
+}
+
 Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, std::chrono::milliseconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;
   std::shared_ptr<Connection> conn;

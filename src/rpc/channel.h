@@ -38,6 +38,8 @@ class RpcChannel {
   RpcChannel& operator=(const RpcChannel&) = delete;
 
   Result<std::string> Call(uint16_t method, const std::string& body, std::chrono::milliseconds deadline);
+  // Sends a request without waiting for (or keeping) its reply. OK once the request is written.
+  Status Send(uint16_t method, const std::string& body, std::chrono::milliseconds connect_deadline);
   const std::string& target() const { return target_; }
 
  private:

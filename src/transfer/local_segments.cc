@@ -6,9 +6,10 @@
 
 namespace yb {
 
-std::shared_ptr<MappedRegion> MappedRegion::Map(uint64_t size) {
+std::shared_ptr<MappedRegion> MappedRegion::Map(uint64_t size, bool populate) {
   if (size == 0) return nullptr;
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE);
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   madvise(p, size, MADV_HUGEPAGE);
   return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));

@@ -15,8 +15,9 @@ namespace yb {
 // Anonymous memory mapped for a segment or a buffer; unmapped when the last holder lets go.
 class MappedRegion {
  public:
-  // nullptr when the mapping fails.
-  static std::shared_ptr<MappedRegion> Map(uint64_t size);
+  // nullptr when the mapping fails. `populate` faults every page in now (MAP_POPULATE), so that
+  // the first transfers into the memory do not pay for page faults.
+  static std::shared_ptr<MappedRegion> Map(uint64_t size, bool populate = false);
   ~MappedRegion();
   MappedRegion(const MappedRegion&) = delete;
   MappedRegion& operator=(const MappedRegion&) = delete;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Starts a yb-master and one yb-client (the storage) on 127.0.0.1, runs yb-bench against them
+# from a third process, prints its JSON, and stops what it started.
+# Usage: bench/cluster_bench.sh [build dir] [yb-bench flags...]
+set -euo pipefail
+BUILD=${1:-build}
+shift || true
+BIN="$BUILD/bin"
+PORT=${YB_BENCH_PORT:-50651}
+LOG=$(mktemp -d)
+"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 >"$LOG/master.log" 2>&1 &
+MASTER=$!
+trap 'kill $CLIENT $MASTER 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
+"$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \
+  --global_segment_size 3GB >"$LOG/client.log" 2>&1 &
+CLIENT=$!
+for _ in $(seq 100); do
+  out=$("$BIN/yb" --master "127.0.0.1:$PORT" segments 2>/dev/null || true)
+  [[ $out == *storage* ]] && break
+  sleep 0.1
+done
+[[ $out == *storage* ]] || { echo "storage client did not mount:" >&2; cat "$LOG"/*.log >&2; exit 1; }
+"$BIN/yb-bench" --master "127.0.0.1:$PORT" "$@"

@@ -1,0 +1,250 @@
+// yb-bench: measures a running cluster and this machine's limits, and prints one JSON document.
+//   - master RPC ops/s: ExistKey, GetReplicaList, PutStart+PutEnd; single keys with 1 call in
+//     flight on 1 connection, 1 call in flight on each of 16 connections, 16 in flight pipelined on
+//     1 connection; batches of 128;
+//   - put and get between this process (a pure caller) and the segments of the cluster's clients,
+//     over TCP: GB/s, ops/s, p50 and p99 latency for 4 KiB, 64 KiB, 1 MiB, 4 MiB values, and
+//     4 KiB values in batches of 32;
+//   - the machine: single-thread memcpy bandwidth, and iperf3's loopback bandwidth when iperf3 is
+//     installed.
+// Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf]
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "master/master_api.h"
+#include "rpc/master_rpc.h"
+#include "yuebing/client.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Runs `op(thread, i)` on `threads` threads for `seconds`; returns operations per second, where
+// each call of op counts `per_call` operations.
+template <typename Op>
+double Rate(int threads, double seconds, uint64_t per_call, Op op) {
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> total{0};
+  std::vector<std::thread> ts;
+  auto t0 = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      uint64_t n = 0;
+      while (!stop.load(std::memory_order_relaxed)) op(t, n++);
+      total += n * per_call;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : ts) t.join();
+  return static_cast<double>(total.load()) / Since(t0);
+}
+
+json MetadataBench(const std::string& master, double seconds) {
+  constexpr int kKeys = 20000, kBatch = 128;
+  auto hp = yb::rpc::ParseHostPort(master).value();
+  auto timeout = std::chrono::milliseconds(5000);
+  std::vector<std::unique_ptr<yb::rpc::MasterClient>> conns;
+  for (int i = 0; i < 16; ++i) conns.push_back(std::make_unique<yb::rpc::MasterClient>(hp.first, hp.second, timeout));
+  yb::CallContext ctx{yb::ClientId::Random(), 0};
+  ctx.tenant = conns[0]->RegisterClient({ctx.client, "yb-bench", "default"}).value();
+  std::vector<std::string> keys;
+  for (int i = 0; i < kKeys; ++i) keys.push_back("bench/meta/" + std::to_string(i));
+  for (int i = 0; i < kKeys; i += kBatch) {
+    std::vector<std::string> b(keys.begin() + i, keys.begin() + std::min(kKeys, i + kBatch));
+    (void)conns[0]->BatchPutStart(ctx, b, std::vector<uint64_t>(b.size(), 4096), {});
+    (void)conns[0]->BatchPutEnd(ctx, b, {});
+  }
+  std::atomic<uint64_t> put_seq{0};
+  auto exist = [&](yb::MasterApi& m, uint64_t i) { (void)m.ExistKey(ctx, keys[i % kKeys]); };
+  auto grl = [&](yb::MasterApi& m, uint64_t i) { (void)m.GetReplicaList(ctx, keys[(i * 7) % kKeys], false); };
+  auto put = [&](yb::MasterApi& m, uint64_t) {
+    std::string k = "bench/put/" + std::to_string(put_seq++);
+    if (m.PutStart(ctx, k, 4096, {}).ok()) (void)m.PutEnd(ctx, k, std::nullopt);
+  };
+  json out;
+  struct Op {
+    const char* name;
+    std::function<void(yb::MasterApi&, uint64_t)> fn;
+  };
+  for (const Op& op : {Op{"ExistKey", exist}, Op{"GetReplicaList", grl}, Op{"PutStart+PutEnd", put}}) {
+    json r;
+    r["1_conn_1_in_flight"] = Rate(1, seconds, 1, [&](int, uint64_t i) { op.fn(*conns[0], i); });
+    r["16_conns_1_in_flight_each"] = Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * 16 + t); });
+    r["1_conn_16_in_flight"] = Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[0], i * 16 + t); });
+    out[op.name] = r;
+  }
+  // Batches of 128 keys.
+  auto batch_of = [&](uint64_t i) {
+    std::vector<std::string> b;
+    for (int j = 0; j < kBatch; ++j) b.push_back(keys[(i * kBatch + j * 131) % kKeys]);
+    return b;
+  };
+  std::vector<std::vector<std::string>> batches;
+  for (int i = 0; i < 64; ++i) batches.push_back(batch_of(i));
+  out["BatchExistKey_128"] = {
+      {"1_conn", Rate(1, seconds, kBatch, [&](int, uint64_t i) { (void)conns[0]->BatchExistKey(ctx, batches[i % 64]); })},
+      {"4_conns", Rate(4, seconds, kBatch, [&](int t, uint64_t i) { (void)conns[t]->BatchExistKey(ctx, batches[i % 64]); })}};
+  out["BatchGetReplicaList_128"] = {
+      {"1_conn",
+       Rate(1, seconds, kBatch, [&](int, uint64_t i) { (void)conns[0]->BatchGetReplicaList(ctx, batches[i % 64], false); })},
+      {"4_conns", Rate(4, seconds, kBatch,
+                       [&](int t, uint64_t i) { (void)conns[t]->BatchGetReplicaList(ctx, batches[i % 64], false); })}};
+  auto batch_put = [&](yb::MasterApi& m) {
+    std::vector<std::string> b;
+    uint64_t base = put_seq.fetch_add(kBatch);
+    for (int j = 0; j < kBatch; ++j) b.push_back("bench/bput/" + std::to_string(base + j));
+    (void)m.BatchPutStart(ctx, b, std::vector<uint64_t>(kBatch, 4096), {});
+    (void)m.BatchPutEnd(ctx, b, {});
+  };
+  out["BatchPutStart+PutEnd_128"] = {
+      {"1_conn", Rate(1, seconds, kBatch, [&](int, uint64_t) { batch_put(*conns[0]); })},
+      {"4_conns", Rate(4, seconds, kBatch, [&](int t, uint64_t) { batch_put(*conns[t]); })}};
+  (void)conns[0]->RemoveByRegex(ctx, "^bench/", true);
+  return out;
+}
+
+json Latency(std::vector<double>& us) {
+  std::sort(us.begin(), us.end());
+  auto pct = [&](double p) { return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))]; };
+  return {{"p50_us", pct(0.50)}, {"p99_us", pct(0.99)}};
+}
+
+json DataBench(const std::string& master, double seconds) {
+  yb::ClientConfig c;
+  c.local_hostname = "127.0.0.1";
+  c.master_server_addr = master;
+  c.global_segment_size = 0;  // a pure caller: every byte crosses TCP to another process
+  c.local_buffer_size = 64ULL << 20;
+  auto client = yb::Client::Connect(c).value();
+  json out = json::array();
+  for (uint64_t size : {4096ULL, 65536ULL, 1ULL << 20, 4ULL << 20}) {
+    uint64_t max_objects = std::max<uint64_t>(16, std::min<uint64_t>(20000, (512ULL << 20) / size));
+    std::vector<char> buf(size);
+    for (size_t i = 0; i < size; ++i) buf[i] = static_cast<char>(i * 13);
+    std::vector<double> put_us, get_us;
+    auto t0 = Clock::now();
+    uint64_t n = 0;
+    for (; n < max_objects && Since(t0) < seconds; ++n) {
+      auto s = Clock::now();
+      yb::Status st = client->Put("bench/data/" + std::to_string(n), buf.data(), size);
+      if (!st.ok()) {
+        spdlog::error("put of {} bytes failed: {}", size, st.ToString());
+        break;
+      }
+      put_us.push_back(Since(s) * 1e6);
+    }
+    double put_s = Since(t0);
+    t0 = Clock::now();
+    uint64_t got = 0;
+    while (Since(t0) < seconds && n > 0) {
+      auto s = Clock::now();
+      auto r = client->Get("bench/data/" + std::to_string(got % n), buf.data(), size);
+      if (!r.ok()) {
+        spdlog::error("get of {} bytes failed: {}", size, r.status().ToString());
+        break;
+      }
+      get_us.push_back(Since(s) * 1e6);
+      ++got;
+    }
+    double get_s = Since(t0);
+    json row = {{"value_bytes", size},
+                {"put", {{"ops", n}, {"ops_per_s", n / put_s}, {"GBps", n * size / put_s / 1e9}}},
+                {"get", {{"ops", got}, {"ops_per_s", got / get_s}, {"GBps", got * size / get_s / 1e9}}}};
+    row["put"].update(Latency(put_us));
+    row["get"].update(Latency(get_us));
+    out.push_back(row);
+    (void)client->RemoveAll(true);
+  }
+  // 4 KiB values in batches of 32 (Mooncake's published TCP comparison).
+  constexpr int kB = 32;
+  std::vector<std::vector<char>> vals(kB, std::vector<char>(4096, 'b'));
+  std::vector<std::vector<yb::Slice>> slices;
+  for (auto& v : vals) slices.push_back({{v.data(), v.size()}});
+  uint64_t batches = 0;
+  auto t0 = Clock::now();
+  while (Since(t0) < seconds && batches < 600) {
+    std::vector<std::string> keys;
+    for (int j = 0; j < kB; ++j) keys.push_back("bench/b32/" + std::to_string(batches * kB + j));
+    (void)client->BatchPut(keys, slices);
+    ++batches;
+  }
+  double put_s = Since(t0);
+  uint64_t gets = 0;
+  t0 = Clock::now();
+  while (Since(t0) < seconds) {
+    std::vector<std::string> keys;
+    uint64_t b = gets % batches;
+    for (int j = 0; j < kB; ++j) keys.push_back("bench/b32/" + std::to_string(b * kB + j));
+    (void)client->BatchGet(keys, slices);
+    ++gets;
+  }
+  double get_s = Since(t0);
+  out.push_back({{"value_bytes", 4096},
+                 {"batch", kB},
+                 {"put", {{"ops_per_s", batches * kB / put_s}}},
+                 {"get", {{"ops_per_s", gets * kB / get_s}}}});
+  (void)client->RemoveAll(true);
+  return out;
+}
+
+double MemcpyGBps() {
+  const size_t n = 256ULL << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  std::memcpy(b.data(), a.data(), n);  // warm
+  auto t0 = Clock::now();
+  for (int i = 0; i < 8; ++i) std::memcpy((i & 1 ? a : b).data(), (i & 1 ? b : a).data(), n);
+  return 8.0 * n / Since(t0) / 1e9;
+}
+
+json Iperf3() {
+  if (std::system("command -v iperf3 >/dev/null 2>&1") != 0) return "iperf3 not installed";
+  std::system("iperf3 -s -1 -B 127.0.0.1 -p 5399 >/dev/null 2>&1 &");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  FILE* p = popen("iperf3 -c 127.0.0.1 -p 5399 -t 3 -J 2>/dev/null", "r");
+  if (!p) return "iperf3 failed";
+  std::string out;
+  char buf[4096];
+  while (size_t r = fread(buf, 1, sizeof(buf), p)) out.append(buf, r);
+  pclose(p);
+  try {
+    auto j = json::parse(out);
+    return {{"loopback_GBps", j["end"]["sum_received"]["bits_per_second"].get<double>() / 8e9}};
+  } catch (...) {
+    return "iperf3 output did not parse";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"yb-bench: cluster and machine benchmarks, printed as JSON"};
+  std::string master = "127.0.0.1:50051";
+  double seconds = 1.5;
+  bool skip_iperf = false, skip_meta = false, skip_data = false;
+  app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
+  app.add_option("--seconds", seconds, "duration of each measurement");
+  app.add_flag("--skip_iperf", skip_iperf, "do not run iperf3");
+  app.add_flag("--skip_meta", skip_meta, "skip the master RPC benchmark");
+  app.add_flag("--skip_data", skip_data, "skip the put/get benchmark");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+  json out;
+  out["machine"] = {{"cores", std::thread::hardware_concurrency()}, {"memcpy_single_thread_GBps", MemcpyGBps()}};
+  if (!skip_iperf) out["machine"]["iperf3"] = Iperf3();
+  if (!skip_meta) out["master_rpc_ops_per_s"] = MetadataBench(master, seconds);
+  if (!skip_data) out["put_get_over_tcp"] = DataBench(master, seconds);
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
