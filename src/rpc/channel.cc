@@ -1,19 +1,108 @@
 #include "rpc/channel.h"
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cstring>
+
 #include <asio.hpp>
+#include <condition_variable>
+#include <unordered_map>
+#include <vector>
 
 #include "common/log.h"
 
 namespace yb::rpc {
 
+namespace {
+constexpr int kReadSliceUs = 10'000;  // a reader re-checks its deadline this often
+
+struct Waiter {
+  bool done = false;
+  Result<std::string> result{Status(Code::kInternal, "")};
+};
+}  // namespace
+
 struct RpcChannel::Connection {
   asio::io_context io;
   asio::ip::tcp::socket socket{io};
   std::mutex write_mu;
-  std::mutex pending_mu;
-  std::unordered_map<uint32_t, std::promise<Result<std::string>>> pending;  // guarded by pending_mu
-  bool broken = false;                                                       // guarded by pending_mu
-  std::thread reader;
+  std::mutex mu;  // guards the fields below
+  std::condition_variable cv;
+  std::unordered_map<uint32_t, Waiter*> pending;
+  bool reading = false;  // a caller is reading the socket
+  bool broken = false;
+  std::string target;
+  uint32_t max_body = kDefaultMaxBody;
+  // Owned by the current reader.
+  std::vector<char> in = std::vector<char>(65536);
+  size_t in_len = 0;
+
+  void Break(const Status& why) {  // mu held
+    if (!broken) {
+      broken = true;
+      asio::error_code ec;
+      socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    }
+    for (auto& [id, w] : pending) {
+      w->done = true;
+      w->result = why;
+    }
+    pending.clear();
+    cv.notify_all();
+  }
+
+  // Reads once (waiting at most until `until`) and completes the waiters whose replies arrived.
+  // Called without mu, by the reader only. Returns RPC_TIMEOUT if nothing came in time.
+  Status ReadOnce(std::chrono::steady_clock::time_point until) {
+    if (in.size() - in_len < 4096) in.resize(in.size() * 2);
+    // A blocking read that gives up every kReadSlice (SO_RCVTIMEO, set at connect): one system
+    // call per reply, and the deadline is checked between slices.
+    ssize_t n = ::recv(socket.native_handle(), in.data() + in_len, in.size() - in_len, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      return std::chrono::steady_clock::now() >= until ? Status(Code::kRpcTimeout, "") : Status::OK();
+    }
+    if (n <= 0) {
+      return Status(Code::kRpcFail, "connection to " + target + " lost" + (n < 0 ? std::string(": ") + strerror(errno) : ""));
+    }
+    in_len += n;
+    std::vector<std::pair<FrameHeader, std::string>> replies;
+    size_t pos = 0;
+    while (in_len - pos >= kHeaderSize) {
+      auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in.data() + pos), max_body);
+      if (!h || h->kind != FrameKind::kResponse) {
+        YB_LOG_WARN("rpc: malformed reply from {}: closing the connection", target);
+        return Status(Code::kRpcFail, "malformed reply from " + target);
+      }
+      if (in_len - pos < kHeaderSize + h->body_len) {
+        if (in.size() < kHeaderSize + h->body_len) in.resize(kHeaderSize + h->body_len);
+        break;
+      }
+      replies.emplace_back(*h, std::string(in.data() + pos + kHeaderSize, h->body_len));
+      pos += kHeaderSize + h->body_len;
+    }
+    if (pos > 0) {
+      std::memmove(in.data(), in.data() + pos, in_len - pos);
+      in_len -= pos;
+    }
+    if (replies.empty()) return Status::OK();
+    std::lock_guard lock(mu);
+    for (auto& [h, body] : replies) {
+      auto it = pending.find(h.request_id);
+      if (it == pending.end()) continue;  // one-way, or its caller gave up
+      Waiter* w = it->second;
+      pending.erase(it);
+      w->done = true;
+      if (h.flags & kFlagError) {
+        Code code = body.empty() ? Code::kInternal : static_cast<Code>(static_cast<uint8_t>(body[0]));
+        w->result = Status(code, body.empty() ? "" : body.substr(1));
+      } else {
+        w->result = std::move(body);
+      }
+    }
+    cv.notify_all();
+    return Status::OK();
+  }
 };
 
 RpcChannel::RpcChannel(std::string host, uint16_t port, Options options)
@@ -24,152 +113,109 @@ RpcChannel::RpcChannel(std::string host, uint16_t port, Options options)
       backoff_(options.backoff_min) {}
 
 RpcChannel::~RpcChannel() {
-  std::shared_ptr<Connection> c;
-  {
-    std::lock_guard lock(mu_);
-    c = std::move(conn_);
-  }
-  if (c) {
-    asio::error_code ec;
-    c->socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-    c->socket.close(ec);
-    if (c->reader.joinable()) c->reader.join();
+  std::lock_guard lock(mu_);
+  if (conn_) {
+    std::lock_guard cl(conn_->mu);
+    conn_->Break(Status(Code::kRpcFail, "channel closed"));
   }
 }
 
-Status RpcChannel::EnsureConnected(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds budget) {
+Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chrono::milliseconds budget, uint32_t* id) {
+  std::lock_guard lock(mu_);
+  *id = next_id_++;
   if (conn_) {
-    std::lock_guard pl(conn_->pending_mu);
-    if (!conn_->broken) return Status::OK();
-  }
-  if (conn_) {  // reap the broken one
-    auto old = std::move(conn_);
-    lock.unlock();
-    if (old->reader.joinable()) old->reader.join();
-    lock.lock();
-    if (conn_) return Status::OK();  // another caller reconnected meanwhile
+    std::lock_guard cl(conn_->mu);
+    if (!conn_->broken) return conn_;
   }
   auto now = std::chrono::steady_clock::now();
-  if (now < next_attempt_) {
-    return Status(Code::kRpcFail, "not connected to " + target_ + " (retrying after backoff)");
-  }
+  if (now < next_attempt_) return Status(Code::kRpcFail, "not connected to " + target_ + " (retrying after backoff)");
   auto c = std::make_shared<Connection>();
+  c->target = target_;
+  c->max_body = options_.max_body;
   asio::error_code ec = asio::error::timed_out;
+  auto fail = [&](Code code, const std::string& msg) -> Status {
+    next_attempt_ = now + backoff_;
+    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
+    return Status(code, msg);
+  };
   try {
     asio::ip::tcp::resolver resolver(c->io);
     auto endpoints = resolver.resolve(host_, std::to_string(port_));
     asio::async_connect(c->socket, endpoints, [&](asio::error_code e, const asio::ip::tcp::endpoint&) { ec = e; });
     c->io.run_for(std::min(options_.connect_timeout, budget));
   } catch (const std::exception& e) {
-    next_attempt_ = now + backoff_;
-    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
-    return Status(Code::kRpcFail, "cannot resolve " + target_ + ": " + e.what());
+    return fail(Code::kRpcFail, "cannot resolve " + target_ + ": " + e.what());
   }
   if (ec) {
-    next_attempt_ = now + backoff_;
-    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
-    return Status(ec == asio::error::timed_out ? Code::kRpcTimeout : Code::kRpcFail,
-                  "cannot connect to " + target_ + ": " + ec.message());
+    return fail(ec == asio::error::timed_out ? Code::kRpcTimeout : Code::kRpcFail,
+                "cannot connect to " + target_ + ": " + ec.message());
   }
   c->socket.set_option(asio::ip::tcp::no_delay(true), ec);
+  c->socket.non_blocking(false, ec);         // async_connect left the descriptor non-blocking:
+  c->socket.native_non_blocking(false, ec);  // reads below block (up to the slice)
+  timeval slice{0, kReadSliceUs};
+  setsockopt(c->socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice));
   backoff_ = options_.backoff_min;
   next_attempt_ = {};
-  c->reader = std::thread([this, c] { ReadLoop(c); });
   conn_ = c;
-  return Status::OK();
-}
-
-void RpcChannel::FailAll(const std::shared_ptr<Connection>& conn, const Status& why) {
-  std::lock_guard pl(conn->pending_mu);
-  conn->broken = true;
-  for (auto& [id, p] : conn->pending) p.set_value(why);
-  conn->pending.clear();
-}
-
-void RpcChannel::ReadLoop(std::shared_ptr<Connection> conn) {
-  for (;;) {
-    uint8_t header[kHeaderSize];
-    asio::error_code ec;
-    asio::read(conn->socket, asio::buffer(header), ec);
-    if (ec) break;
-    auto h = DecodeHeader(header, options_.max_body);
-    if (!h || h->kind != FrameKind::kResponse) {
-      YB_LOG_WARN("rpc: malformed reply from {}: closing the connection", target_);
-      break;
-    }
-    std::string body(h->body_len, '\0');
-    asio::read(conn->socket, asio::buffer(body.data(), body.size()), ec);
-    if (ec) break;
-    Result<std::string> r = std::move(body);
-    if (h->flags & kFlagError) {
-      const std::string& b = r.value();
-      Code code = b.empty() ? Code::kInternal : static_cast<Code>(static_cast<uint8_t>(b[0]));
-      r = Status(code, b.empty() ? "" : b.substr(1));
-    }
-    std::lock_guard pl(conn->pending_mu);
-    auto it = conn->pending.find(h->request_id);
-    if (it == conn->pending.end()) continue;  // its caller gave up (deadline)
-    it->second.set_value(std::move(r));
-    conn->pending.erase(it);
-  }
-  asio::error_code ec;
-  conn->socket.close(ec);
-  FailAll(conn, Status(Code::kRpcFail, "connection to " + target_ + " lost"));
+  return c;
 }
 
 Status RpcChannel::Send(uint16_t method, const std::string& body, std::chrono::milliseconds connect_deadline) {
-  std::shared_ptr<Connection> conn;
   uint32_t id;
-  {
-    std::unique_lock lock(mu_);
-    YB_RETURN_IF_ERROR(EnsureConnected(lock, connect_deadline));
-    conn = conn_;
-    id = next_id_++;
-  }
+  auto conn = Connected(connect_deadline, &id);
+  if (!conn.ok()) return conn.status();
   std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
-  std::lock_guard wl(conn->write_mu);
+  std::lock_guard wl((*conn)->write_mu);
   asio::error_code ec;
-  asio::write(conn->socket, asio::buffer(frame), ec);
+  asio::write((*conn)->socket, asio::buffer(frame), ec);
   if (ec) return Status(Code::kRpcFail, "sending to " + target_ + ": " + ec.message());
-  return Status::OK();  // the reply finds no pending caller and is dropped
+  return Status::OK();  // the reply finds no waiter and is dropped
 }
 
 Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, std::chrono::milliseconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;
-  std::shared_ptr<Connection> conn;
   uint32_t id;
+  auto got = Connected(deadline, &id);
+  if (!got.ok()) return got.status();
+  Connection& c = **got;
+  Waiter w;
   {
-    std::unique_lock lock(mu_);
-    YB_RETURN_IF_ERROR(EnsureConnected(lock, deadline));
-    conn = conn_;
-    id = next_id_++;
-  }
-  std::future<Result<std::string>> fut;
-  {
-    std::lock_guard pl(conn->pending_mu);
-    if (conn->broken) return Status(Code::kRpcFail, "connection to " + target_ + " lost");
-    fut = conn->pending[id].get_future();
+    std::lock_guard lock(c.mu);
+    if (c.broken) return Status(Code::kRpcFail, "connection to " + target_ + " lost");
+    c.pending[id] = &w;
   }
   std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
   {
-    std::lock_guard wl(conn->write_mu);
+    std::lock_guard wl(c.write_mu);
     asio::error_code ec;
-    asio::write(conn->socket, asio::buffer(frame), ec);
+    asio::write(c.socket, asio::buffer(frame), ec);
     if (ec) {
-      conn->socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-      // The reader sees the shutdown and fails every pending call, this one included.
+      std::lock_guard lock(c.mu);
+      c.Break(Status(Code::kRpcFail, "sending to " + target_ + ": " + ec.message()));
     }
   }
-  if (fut.wait_until(until) != std::future_status::ready) {
-    std::lock_guard pl(conn->pending_mu);
-    auto it = conn->pending.find(id);
-    if (it != conn->pending.end()) {
-      conn->pending.erase(it);
-      return Status(Code::kRpcTimeout, "no reply from " + target_ + " within " +
-                                           std::to_string(deadline.count()) + " ms");
+  std::unique_lock lock(c.mu);
+  while (!w.done) {
+    if (!c.reading) {
+      c.reading = true;  // lead: read until our reply arrives or the deadline passes
+      lock.unlock();
+      Status st = c.ReadOnce(until);
+      lock.lock();
+      c.reading = false;
+      c.cv.notify_all();  // a follower may take over
+      if (st.code() == Code::kRpcTimeout) break;
+      if (!st.ok()) c.Break(st);
+      continue;
     }
+    if (!c.cv.wait_until(lock, until, [&] { return w.done || !c.reading; })) break;
   }
-  return fut.get();
+  if (!w.done) {
+    c.pending.erase(id);
+    return Status(Code::kRpcTimeout,
+                  "no reply from " + target_ + " within " + std::to_string(deadline.count()) + " ms");
+  }
+  return std::move(w.result);
 }
 
 }  // namespace yb::rpc

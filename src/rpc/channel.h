@@ -1,21 +1,19 @@
 // RpcChannel: the client end of one connection to an RpcServer.
 //
 // Call() sends a request and waits for its reply until a deadline (RPC_TIMEOUT after it). Many
-// threads may call at once: requests are pipelined on the one connection and a reader thread
-// hands each reply to its caller by request id. A broken connection fails the calls in flight with
-// RPC_FAIL; the next call reconnects, no sooner than an exponential backoff (100 ms doubling to
-// 5 s) allows. Thread-safe.
+// threads may call at once: requests are pipelined on the one connection. There is no reader
+// thread: one waiting caller at a time reads the socket (the "leader") and hands out every reply
+// it finds; when its own reply arrives it passes the role on. So a lone caller reads its own
+// reply with no thread switch. A broken connection fails the calls in flight with RPC_FAIL; the
+// next call reconnects, no sooner than an exponential backoff (100 ms doubling to 5 s) allows.
+// Thread-safe.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <unordered_map>
 
 #include "rpc/frame.h"
 #include "yuebing/status.h"
@@ -44,9 +42,7 @@ class RpcChannel {
 
  private:
   struct Connection;
-  Status EnsureConnected(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds budget);
-  void ReadLoop(std::shared_ptr<Connection> conn);
-  void FailAll(const std::shared_ptr<Connection>& conn, const Status& why);
+  Result<std::shared_ptr<Connection>> Connected(std::chrono::milliseconds budget, uint32_t* id);
 
   std::string host_;
   uint16_t port_;

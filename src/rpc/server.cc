@@ -1,6 +1,7 @@
 #include "rpc/server.h"
 
 #include <asio.hpp>
+#include <cstring>
 #include <deque>
 
 #include "common/log.h"
@@ -25,54 +26,64 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
     asio::error_code ec;
     socket_.set_option(asio::ip::tcp::no_delay(true), ec);
     peer_ = socket_.remote_endpoint(ec).address().to_string();
-    ReadHeader();
+    Read();
   }
 
  private:
-  void ReadHeader() {
+  // Reads whatever has arrived, answers every complete request in it, and writes the answers
+  // back in one go: pipelined requests cost one read and one write per batch, not per request.
+  void Read() {
+    if (in_.size() - in_len_ < 4096) in_.resize(std::max<size_t>(in_.size() * 2, in_len_ + 65536));
     auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(header_, kHeaderSize),
-                     asio::bind_executor(strand_, [this, self](asio::error_code ec, size_t) {
-                       if (ec) return Close();
-                       auto h = DecodeHeader(header_, server_.options_.max_body);
-                       if (!h || h->kind != FrameKind::kRequest) {
-                         ++server_.malformed_;
-                         YB_LOG_WARN("rpc: malformed frame from {}: closing the connection", peer_);
-                         return Close();
-                       }
-                       current_ = *h;
-                       body_.resize(h->body_len);
-                       ReadBody();
-                     }));
+    socket_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
+                            asio::bind_executor(strand_, [this, self](asio::error_code ec, size_t n) {
+                              if (ec) return Close();
+                              in_len_ += n;
+                              if (!Consume()) return Close();
+                              Read();
+                            }));
   }
 
-  void ReadBody() {
-    auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(body_.data(), body_.size()),
-                     asio::bind_executor(strand_, [this, self](asio::error_code ec, size_t) {
-                       if (ec) return Close();
-                       Dispatch();
-                       ReadHeader();
-                     }));
-  }
-
-  void Dispatch() {
-    FrameHeader reply{0, FrameKind::kResponse, 0, current_.method, current_.request_id};
+  // Handles the complete frames in the input buffer; false on a malformed frame.
+  bool Consume() {
+    size_t pos = 0;
     std::string out;
-    auto it = server_.handlers_.find(current_.method);
-    Result<std::string> r = it == server_.handlers_.end()
-                                ? Result<std::string>(Code::kNotSupported, "unknown method " + std::to_string(current_.method))
-                                : it->second(body_);
-    if (r.ok()) {
-      out = EncodeFrame(reply, *r);
-    } else {
-      reply.flags = kFlagError;
-      std::string err(1, static_cast<char>(r.code()));
-      err += r.status().message();
-      out = EncodeFrame(reply, err);
+    while (in_len_ - pos >= kHeaderSize) {
+      auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in_.data() + pos), server_.options_.max_body);
+      if (!h || h->kind != FrameKind::kRequest) {
+        ++server_.malformed_;
+        YB_LOG_WARN("rpc: malformed frame from {}: closing the connection", peer_);
+        return false;
+      }
+      if (in_len_ - pos < kHeaderSize + h->body_len) {
+        if (in_.size() < kHeaderSize + h->body_len) in_.resize(kHeaderSize + h->body_len);
+        break;
+      }
+      out += Dispatch(*h, std::string(in_.data() + pos + kHeaderSize, h->body_len));
+      pos += kHeaderSize + h->body_len;
     }
-    writes_.push_back(std::move(out));
-    if (writes_.size() == 1) Write();
+    if (pos > 0) {
+      std::memmove(in_.data(), in_.data() + pos, in_len_ - pos);
+      in_len_ -= pos;
+    }
+    if (!out.empty()) {
+      writes_.push_back(std::move(out));
+      if (writes_.size() == 1) Write();
+    }
+    return true;
+  }
+
+  std::string Dispatch(const FrameHeader& req, const std::string& body) {
+    FrameHeader reply{0, FrameKind::kResponse, 0, req.method, req.request_id};
+    auto it = server_.handlers_.find(req.method);
+    Result<std::string> r = it == server_.handlers_.end()
+                                ? Result<std::string>(Code::kNotSupported, "unknown method " + std::to_string(req.method))
+                                : it->second(body);
+    if (r.ok()) return EncodeFrame(reply, *r);
+    reply.flags = kFlagError;
+    std::string err(1, static_cast<char>(r.code()));
+    err += r.status().message();
+    return EncodeFrame(reply, err);
   }
 
   void Write() {
@@ -95,9 +106,8 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   asio::strand<asio::io_context::executor_type> strand_;
   asio::ip::tcp::socket socket_;
   std::string peer_;
-  uint8_t header_[kHeaderSize];
-  FrameHeader current_;
-  std::string body_;
+  std::vector<char> in_;
+  size_t in_len_ = 0;
   std::deque<std::string> writes_;
 };
 
