@@ -74,10 +74,18 @@ int main(int argc, char** argv) {
   c.segment_chunk_size = *chunk_size;
   c.transfer_bind_address = host + ":" + std::to_string(port);
   c.prefault_segment = prefault;
+  // A daemon waits for its master: retry every second until connected or told to stop.
   auto client = yb::Client::Connect(c);
-  if (!client.ok()) {
-    spdlog::error("yb-client: {}", client.status().ToString());
-    return 1;
+  while (!client.ok()) {
+    yb::Code code = client.code();
+    if (code != yb::Code::kRpcFail && code != yb::Code::kRpcTimeout) {
+      spdlog::error("yb-client: {}", client.status().ToString());
+      return 1;
+    }
+    spdlog::warn("yb-client: master {} not reachable ({}); retrying in 1 s", master, client.status().message());
+    timespec one_second{1, 0};
+    if (sigtimedwait(&stop_signals, nullptr, &one_second) > 0) return 0;
+    client = yb::Client::Connect(c);
   }
   spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", local_hostname, yb::FormatBytes(*seg),
                (*client)->segments().size(), master);

@@ -6,10 +6,14 @@
  * (INVALID_PARAMS -600 for bad arguments, OBJECT_NOT_FOUND -704, ...). Strings passed in are not
  * kept after a call returns. A handle may be used from several threads at once.
  *
- * master_server_addr: "embedded" (also when NULL) or "embedded:NAME" runs the master inside the
- * calling process, shared by every store of the process that names the same cluster.
+ * master_server_addr: "host:port" of a yb-master (protocol "tcp"); or "embedded" (also when NULL)
+ * / "embedded:NAME", which runs the master inside the calling process, shared by every store of the
+ * process that names the same cluster.
+ * local_hostname: names this store's segments (what preferred_segments refers to) and, with a
+ * networked master, the host (and port, if given) its transfer server listens on.
  * metadata_server: "P2PHANDSHAKE" (or NULL/empty) needs no other service; etcd:// and http://
- * values are accepted and not contacted (the master hands out transfer endpoints itself).
+ * values are accepted and not contacted: Yuebing's master hands out every segment's transfer
+ * endpoint itself, so the metadata service Mooncake's transfer engine needs has no role here.
  */
 #ifndef YUEBING_STORE_C_H
 #define YUEBING_STORE_C_H

@@ -143,8 +143,14 @@ uint64_t MasterService::ReclaimOnce() {
 uint64_t MasterService::LivenessOnce() {
   std::vector<ClientId> dead = clients_.Expire();
   for (const ClientId& c : dead) {
-    YB_LOG_WARN("client {} silent for over {} s: declared dead", c.ToString(), config_.client_ttl_sec);
-    for (SegmentId id : segments_.SegmentsOf(c)) {
+    auto segs = segments_.SegmentsOf(c);
+    if (segs.empty()) {
+      YB_LOG_INFO("client {} silent for over {} s: forgotten", c.ToString(), config_.client_ttl_sec);
+    } else {
+      YB_LOG_WARN("client {} silent for over {} s: declared dead, unmounting its {} segments", c.ToString(),
+                  config_.client_ttl_sec, segs.size());
+    }
+    for (SegmentId id : segs) {
       auto ref = segments_.Unmount(c, id);
       if (ref.ok()) DropSegmentEverywhere(*ref);
     }
