@@ -4,6 +4,8 @@
 #include <sys/time.h>
 
 #include <asio.hpp>
+#include <array>
+#include <cstring>
 #include <condition_variable>
 
 #include "common/log.h"
@@ -83,30 +85,46 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
   if (!conn) return fail_all(st);
   auto& sock = conn->socket;
   asio::error_code ec;
-  // Pipelined: send every request (with write payloads), then read every response in order.
-  for (const auto& s : slices) {
-    uint8_t hdr[kRequestSize];
-    WireRequest{s.piece.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, s.piece.segment, s.piece.offset,
-                s.piece.length}
-        .Encode(hdr);
-    if (s.piece.op == TransferRequest::Op::kWrite) {
-      std::array<asio::const_buffer, 2> bufs{asio::buffer(hdr), asio::buffer(s.piece.local, s.piece.length)};
-      asio::write(sock, bufs, ec);
-    } else {
-      asio::write(sock, asio::buffer(hdr), ec);
+  // Pipelined: every request (with write payloads) in gathered writes, then every response in order.
+  std::vector<std::array<uint8_t, kRequestSize>> hdrs(slices.size());
+  std::vector<asio::const_buffer> out;
+  for (size_t k = 0; k < slices.size(); ++k) {
+    const auto& p = slices[k].piece;
+    WireRequest{p.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, p.segment, p.offset, p.length}.Encode(
+        hdrs[k].data());
+    out.push_back(asio::buffer(hdrs[k]));
+    if (p.op == TransferRequest::Op::kWrite) out.push_back(asio::buffer(p.local, p.length));
+    if (out.size() >= 64 || k + 1 == slices.size()) {
+      asio::write(sock, out, ec);
+      out.clear();
+      if (ec) return fail_all(Status(Code::kTransferFail, "sending to " + endpoint + ": " + ec.message()));
     }
-    if (ec) return fail_all(Status(Code::kTransferFail, "sending to " + endpoint + ": " + ec.message()));
   }
+  // Responses through a buffer; read payloads go straight to their destination past what it holds.
+  std::vector<uint8_t> in(64 << 10);
+  size_t len = 0, pos = 0;
+  auto fill = [&](size_t need) -> bool {  // at least `need` bytes buffered from pos
+    while (len - pos < need) {
+      if (pos > 0) {
+        std::memmove(in.data(), in.data() + pos, len - pos);
+        len -= pos;
+        pos = 0;
+      }
+      size_t n = sock.read_some(asio::buffer(in.data() + len, in.size() - len), ec);
+      if (ec) return false;
+      len += n;
+    }
+    return true;
+  };
   bool healthy = true;
   for (const auto& s : slices) {
-    uint8_t rh[kResponseSize];
-    asio::read(sock, asio::buffer(rh), ec);
     WireResponse resp;
-    if (ec || !resp.Decode(rh)) {
+    if (!fill(kResponseSize) || !resp.Decode(in.data() + pos)) {
       healthy = false;
       fail_all(Status(Code::kTransferFail, "reading from " + endpoint + ": " + (ec ? ec.message() : "bad reply")));
       break;
     }
+    pos += kResponseSize;
     if (resp.code != 0) {
       Code c = resp.code < static_cast<uint32_t>(kNumCodes) ? static_cast<Code>(resp.code) : Code::kInternal;
       {
@@ -126,7 +144,11 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
         fail_all(Status(Code::kTransferFail, "short read from " + endpoint));
         break;
       }
-      asio::read(sock, asio::buffer(s.piece.local, s.piece.length), ec);
+      auto* dst = static_cast<uint8_t*>(s.piece.local);
+      uint64_t have = std::min<uint64_t>(len - pos, s.piece.length);
+      std::memcpy(dst, in.data() + pos, have);
+      pos += have;
+      if (have < s.piece.length) asio::read(sock, asio::buffer(dst + have, s.piece.length - have), ec);
       if (ec) {
         healthy = false;
         fail_all(Status(Code::kTransferFail, "reading from " + endpoint + ": " + ec.message()));

@@ -77,7 +77,8 @@ TEST_F(TcpTransportTest, OutOfBoundsAndForeignSegmentsAreRefused) {
   EXPECT_EQ(region_->data()[kGuard + kSeg - 100], 0xEE);  // nothing of the refused write landed
   EXPECT_GE(server_->refused_requests(), 3u);
   // The server goes on serving.
-  auto ok = transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}, {Op::kRead, 5, 0, buf.data(), 10}});
+  std::vector<uint8_t> back(10);
+  auto ok = transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}, {Op::kRead, 5, 0, back.data(), 10}});
   EXPECT_TRUE(ok[0].ok());
   EXPECT_TRUE(ok[1].ok());
 }

@@ -1,6 +1,11 @@
 #include "transfer/tcp/transfer_server.h"
 
+#include <sys/socket.h>
+
 #include <asio.hpp>
+#include <array>
+#include <cstring>
+#include <vector>
 
 #include "common/log.h"
 #include "transfer/memcpy_transport.h"
@@ -41,18 +46,6 @@ TransferServer::TransferServer(std::shared_ptr<LocalSegmentRegistry> served, Opt
 
 TransferServer::~TransferServer() { Stop(); }
 
-namespace {
-
-bool SendResponse(asio::ip::tcp::socket& s, Code code, uint64_t length) {
-  uint8_t buf[kResponseSize];
-  WireResponse{static_cast<uint32_t>(code), length}.Encode(buf);
-  asio::error_code ec;
-  asio::write(s, asio::buffer(buf), ec);
-  return !ec;
-}
-
-}  // namespace
-
 Status TransferServer::Start() {
   try {
     asio::ip::tcp::endpoint ep(asio::ip::make_address(options_.address), options_.port);
@@ -83,8 +76,9 @@ Status TransferServer::Start() {
       auto done = std::make_shared<std::atomic<bool>>(false);
       impl_->workers.push_back(Impl::Worker{sock, done, std::thread([this, sock, done] {
                                               Serve(*sock);
-                                              asio::error_code e;
-                                              sock->close(e);
+                                              // The peer sees the end now; the descriptor is
+                                              // closed when the worker is reaped.
+                                              ::shutdown(sock->native_handle(), SHUT_RDWR);
                                               --impl_->active;
                                               done->store(true);
                                             })});
@@ -93,19 +87,56 @@ Status TransferServer::Start() {
   return Status::OK();
 }
 
+// Requests are read through a buffer, and the answers to every request already received are sent
+// together with one gathered write: a pipelined batch of small reads costs a few system calls,
+// not two per request.
 template <typename Socket>
 void TransferServer::Serve(Socket& s) {
-  for (;;) {
-    uint8_t hdr[kRequestSize];
+  std::vector<uint8_t> in(64 << 10);
+  size_t len = 0, pos = 0;
+  std::vector<std::array<uint8_t, kResponseSize>> headers;  // answers not yet sent
+  std::vector<asio::const_buffer> out;
+  std::vector<std::shared_ptr<MappedRegion>> holds;  // memory that `out` points into
+  headers.reserve(256);
+  auto flush = [&]() -> bool {
+    if (out.empty()) return true;
     asio::error_code ec;
-    asio::read(s, asio::buffer(hdr), ec);
-    if (ec) return;
+    asio::write(s, out, ec);
+    out.clear();
+    headers.clear();
+    holds.clear();
+    return !ec;
+  };
+  auto answer = [&](Code code, const uint8_t* data, uint64_t length) {
+    if (headers.size() == headers.capacity()) {  // keep earlier buffers valid: send them first
+      if (!flush()) return false;
+    }
+    headers.emplace_back();
+    WireResponse{static_cast<uint32_t>(code), data ? length : 0}.Encode(headers.back().data());
+    out.push_back(asio::buffer(headers.back()));
+    if (data && length > 0) out.push_back(asio::buffer(data, length));
+    return true;
+  };
+  for (;;) {
+    if (len - pos < kRequestSize) {
+      if (!flush()) return;  // nothing more to answer until the client sends more
+      std::memmove(in.data(), in.data() + pos, len - pos);
+      len -= pos;
+      pos = 0;
+      asio::error_code ec;
+      size_t n = s.read_some(asio::buffer(in.data() + len, in.size() - len), ec);
+      if (ec) return;
+      len += n;
+      continue;
+    }
     WireRequest req;
-    if (!req.Decode(hdr)) {
+    if (!req.Decode(in.data() + pos)) {
       ++refused_;
       YB_LOG_WARN("transfer server: malformed request: closing the connection");
+      flush();
       return;
     }
+    pos += kRequestSize;
     LocalSegment seg = served_->Find(req.segment);
     TransferRequest probe{TransferRequest::Op::kRead, req.segment, req.offset, nullptr, req.length};
     Status st;
@@ -121,20 +152,27 @@ void TransferServer::Serve(Socket& s) {
       ++refused_;
       YB_LOG_WARN("transfer server: refused {} of segment {} [{}, +{}): {}", req.op == kOpRead ? "read" : "write",
                   req.segment, req.offset, req.length, st.ToString());
-      SendResponse(s, st.code(), 0);
-      if (req.op == kOpWrite) return;  // its payload is not ours to read
+      if (!answer(st.code(), nullptr, 0)) return;
+      if (req.op == kOpWrite) {  // its payload is not ours to read
+        flush();
+        return;
+      }
       continue;
     }
     if (req.op == kOpWrite) {
-      asio::read(s, asio::buffer(seg.base + req.offset, req.length), ec);
-      if (ec) return;
-      if (!SendResponse(s, Code::kOk, 0)) return;
+      uint8_t* dst = seg.base + req.offset;
+      uint64_t have = std::min<uint64_t>(len - pos, req.length);
+      std::memcpy(dst, in.data() + pos, have);
+      pos += have;
+      if (have < req.length) {
+        asio::error_code ec;
+        asio::read(s, asio::buffer(dst + have, req.length - have), ec);
+        if (ec) return;
+      }
+      if (!answer(Code::kOk, nullptr, 0)) return;
     } else {
-      uint8_t rh[kResponseSize];
-      WireResponse{0, req.length}.Encode(rh);
-      std::array<asio::const_buffer, 2> bufs{asio::buffer(rh), asio::buffer(seg.base + req.offset, req.length)};
-      asio::write(s, bufs, ec);
-      if (ec) return;
+      holds.push_back(seg.region);  // keeps the memory mapped until the answer is sent
+      if (!answer(Code::kOk, seg.base + req.offset, req.length)) return;
     }
   }
 }
@@ -142,8 +180,8 @@ void TransferServer::Serve(Socket& s) {
 void TransferServer::Stop() {
   if (impl_->stopping.exchange(true)) return;
   asio::error_code ec;
-  impl_->acceptor.close(ec);
-  // Unblock accept(): a connection to ourselves.
+  // Wake the accept thread with a connection to ourselves; it sees `stopping` and returns. The
+  // acceptor is closed only after that thread is gone.
   if (port_ != 0) {
     try {
       asio::io_context io;
@@ -154,10 +192,13 @@ void TransferServer::Stop() {
     }
   }
   if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
+  impl_->acceptor.close(ec);
   std::list<Impl::Worker> workers;
   {
     std::lock_guard lock(impl_->mu);
-    for (auto& w : impl_->workers) w.socket->shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    // ::shutdown on the descriptor wakes a worker blocked in a read without touching the socket
+    // object it is using; the descriptor stays open until the worker is joined.
+    for (auto& w : impl_->workers) ::shutdown(w.socket->native_handle(), SHUT_RDWR);
     workers.swap(impl_->workers);
   }
   for (auto& w : workers) w.thread.join();
