@@ -10,24 +10,9 @@
 #include <map>
 
 #include "common/units.h"
+#include "demo_values.h"
 #include "master/master_api.h"
 #include "yuebing/client.h"
-
-namespace {
-
-std::string Value(size_t size, uint64_t seed) {
-  std::string v(size, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (size_t i = 0; i < size; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v[i] = static_cast<char>(x);
-  }
-  return v;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-cluster-demo: write or read demo objects through a Yuebing cluster"};
@@ -62,7 +47,7 @@ int main(int argc, char** argv) {
     yb::ReplicateConfig two;
     two.replica_num = 2;
     for (int i = 0; i < objects; ++i) {
-      std::string v = Value(*size, i);
+      std::string v = yb::tools::DemoValue(*size, i);
       yb::Status st = (*client)->Put("demo/" + std::to_string(i), v.data(), v.size(), two);
       if (st.ok()) {
         ++good;
@@ -73,7 +58,7 @@ int main(int argc, char** argv) {
   } else {
     for (int i = 0; i < objects; ++i) {
       auto v = (*client)->Get("demo/" + std::to_string(i));
-      if (v.ok() && *v == Value(*size, i)) {
+      if (v.ok() && *v == yb::tools::DemoValue(*size, i)) {
         ++good;
       } else {
         std::fprintf(stderr, "get demo/%d: %s\n", i, v.ok() ? "wrong bytes" : v.status().ToString().c_str());

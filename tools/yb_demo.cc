@@ -13,21 +13,10 @@
 
 #include "client/embedded_cluster.h"
 #include "common/units.h"
+#include "demo_values.h"
 #include "yuebing/client.h"
 
 namespace {
-
-std::string Value(size_t size, uint64_t seed) {
-  std::string v(size, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (size_t i = 0; i < size; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v[i] = static_cast<char>(x);
-  }
-  return v;
-}
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -87,7 +76,7 @@ int main(int argc, char** argv) {
   two.replica_num = 2;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < first_batch; ++i) {
-    std::string v = Value(*object_size, i);
+    std::string v = yb::tools::DemoValue(*object_size, i);
     yb::Status st = nodes[0]->Put("demo/" + std::to_string(i), v.data(), v.size(), two);
     if (!st.ok()) {
       std::fprintf(stderr, "put failed: %s\n", st.ToString().c_str());
@@ -105,7 +94,7 @@ int main(int argc, char** argv) {
     std::string key = "demo/" + std::to_string(i);
     auto& reader = nodes[1 + i % (clients - 1)];
     auto got = reader->Get(key);
-    if (got.ok() && *got == Value(*object_size, i)) ++verified;
+    if (got.ok() && *got == yb::tools::DemoValue(*object_size, i)) ++verified;
     auto query = reader->Query(key);
     if (!query.ok()) continue;
     for (const auto& r : query->replicas) placement[segment_owner[r.segment]]++;
@@ -127,7 +116,7 @@ int main(int argc, char** argv) {
   int refused = 0;
   t0 = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < to_write; ++i) {
-    std::string v = Value(*object_size, 1000 + i);
+    std::string v = yb::tools::DemoValue(*object_size, 1000 + i);
     yb::Status st = nodes[i % clients]->Put("fill/" + std::to_string(i), v.data(), v.size());
     if (!st.ok()) ++refused;
     if (i % 16 == 0) (void)nodes[1]->Get("demo/0");

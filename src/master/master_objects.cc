@@ -66,8 +66,8 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
                                             " bytes is larger than the largest segment (" +
                                             std::to_string(largest) + " bytes)");
   }
-  const std::string ik = InternalKey(ctx.tenant, key);
-  const HashedKey hk(ik);
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   const TimeMs now = clock_.NowMs();
   auto check_free = [&]() -> Status {
@@ -112,7 +112,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     return again;
   }
   uint8_t flags = (config.with_hard_pin ? kHardPin : 0) | (config.with_soft_pin ? kSoftPin : 0);
-  s.pending.emplace(ik, PendingPut{ctx.client, now, size, ctx.tenant, flags, upsert, std::move(replicas)});
+  s.pending.emplace(tk.key, PendingPut{ctx.client, now, size, ctx.tenant, flags, upsert, std::move(replicas)});
   return descs;
 }
 
@@ -128,8 +128,8 @@ Result<std::vector<ReplicaDesc>> MasterService::UpsertStart(const CallContext& c
 
 Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
-  const std::string ik = InternalKey(ctx.tenant, key);
-  const HashedKey hk(ik);
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   const TimeMs now = clock_.NowMs();
   std::lock_guard lock(s.mu);
@@ -167,8 +167,8 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
 
 Status MasterService::PutRevoke(const CallContext& ctx, const std::string& key) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
-  const std::string ik = InternalKey(ctx.tenant, key);
-  const HashedKey hk(ik);
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   std::lock_guard lock(s.mu);
   auto p = s.pending.find(hk);
@@ -183,8 +183,8 @@ Status MasterService::PutRevoke(const CallContext& ctx, const std::string& key) 
 
 Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const std::string& key, bool pin) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
-  const std::string ik = InternalKey(ctx.tenant, key);
-  const HashedKey hk(ik);
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   const TimeMs now = clock_.NowMs();
   std::lock_guard lock(s.mu);
@@ -217,8 +217,8 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
 
 Status MasterService::ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
-  const std::string ik = InternalKey(ctx.tenant, key);
-  const HashedKey hk(ik);
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   std::lock_guard lock(s.mu);
   auto it = s.objects.find(hk);
@@ -230,8 +230,8 @@ Status MasterService::ReadEnd(const CallContext& ctx, const std::string& key, ui
 
 Result<bool> MasterService::ExistKey(const CallContext& ctx, const std::string& key) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
-  const std::string ik = InternalKey(ctx.tenant, key);
-  const HashedKey hk(ik);
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   std::lock_guard lock(s.mu);
   return s.objects.find(hk) != s.objects.end();
@@ -248,8 +248,8 @@ Status MasterService::RemoveLocked(Shard& s, ObjectMap::iterator it, bool force,
 
 Status MasterService::Remove(const CallContext& ctx, const std::string& key, bool force) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
-  const std::string ik = InternalKey(ctx.tenant, key);
-  const HashedKey hk(ik);
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   std::lock_guard lock(s.mu);
   auto it = s.objects.find(hk);

@@ -125,4 +125,13 @@ class MasterService final : public MasterApi {
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.
 std::string InternalKey(TenantIndex tenant, std::string_view key);
 
+// A table key with its hash, computed once per call. Not copyable: `hashed` views `key`.
+struct TableKey {
+  const std::string key;
+  const HashedKey hashed;
+  TableKey(TenantIndex tenant, std::string_view user_key) : key(InternalKey(tenant, user_key)), hashed(key) {}
+  TableKey(const TableKey&) = delete;
+  TableKey& operator=(const TableKey&) = delete;
+};
+
 }  // namespace yb

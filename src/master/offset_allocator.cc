@@ -20,14 +20,10 @@ uint32_t OffsetAllocator::BinRoundDown(uint64_t size) {
 }
 
 uint32_t OffsetAllocator::BinRoundUp(uint64_t size) {
-  if (size < kMantissaValue) return static_cast<uint32_t>(size);
-  uint32_t high = 63 - std::countl_zero(size);
-  uint32_t shift = high - kMantissaBits;
-  uint32_t exp = shift + 1;
-  uint64_t mantissa = (size >> shift) & kMantissaMask;
-  uint64_t low_mask = (1ULL << shift) - 1;
-  uint32_t bin = (exp << kMantissaBits) | static_cast<uint32_t>(mantissa);
-  if (size & low_mask) ++bin;  // carries into the exponent when the mantissa overflows
+  uint32_t bin = BinRoundDown(size);
+  if (size < kMantissaValue) return bin;
+  uint32_t shift = 63 - std::countl_zero(size) - kMantissaBits;
+  if (size & ((1ULL << shift) - 1)) ++bin;  // carries into the exponent when the mantissa overflows
   return bin;
 }
 
