@@ -81,6 +81,17 @@ def test_errors_reach_the_tool_with_mooncake_codes(cluster):
     assert r.returncode == 1 and b"-704" in r.stderr
 
 
+def test_c_api_program_against_the_cluster(cluster):
+    """A Mooncake-style C program (store_c_header_check) does put/get/exist/size/remove over TCP."""
+    import subprocess
+    cluster.start_master()
+    cluster.start_client("node-a")
+    from conftest import BIN
+    r = subprocess.run([f"{BIN}/store_c_header_check", cluster.address], capture_output=True, timeout=30)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert b"C API check passed" in r.stdout
+
+
 def test_malformed_rpc_frames_are_refused_and_the_master_keeps_serving(cluster):
     cluster.start_master()
     cluster.start_client("node-a")
