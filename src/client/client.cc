@@ -95,10 +95,18 @@ void Client::Impl::UnmountPool() {
     std::lock_guard lock(mounted_mu);
     segs.swap(mounted);
   }
+  bool master_reachable = true;
   for (const auto& d : segs) {
-    Status st = master->UnmountSegment(ctx, d.id);
-    if (!st.ok() && st.code() != Code::kSegmentNotFound) {
-      YB_LOG_WARN("unmounting segment {} failed: {}", d.id, st.ToString());
+    if (master_reachable) {
+      Status st = master->UnmountSegment(ctx, d.id);
+      if (st.code() == Code::kRpcFail || st.code() == Code::kRpcTimeout) {
+        // Do not wait a deadline per segment: the master drops them when our pings stop.
+        YB_LOG_WARN("master unreachable while unmounting ({}); it will drop our segments after client_ttl",
+                    st.ToString());
+        master_reachable = false;
+      } else if (!st.ok() && st.code() != Code::kSegmentNotFound) {
+        YB_LOG_WARN("unmounting segment {} failed: {}", d.id, st.ToString());
+      }
     }
     local->Remove(d.id);
     if (served) served->Remove(d.id);
