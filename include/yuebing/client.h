@@ -101,6 +101,8 @@ class Client {
   // Memory the application registers for zero-copy transfers (put_from / get_into).
   Status RegisterBuffer(void* ptr, uint64_t size);
   Status UnregisterBuffer(void* ptr);
+  // Whether [ptr, ptr + size) lies inside one registered buffer.
+  bool IsRegistered(const void* ptr, uint64_t size) const;
 
   // Pings the master and re-mounts this client's segments when the master asks. Call every second
   // (Connect() starts a thread that does).

@@ -152,6 +152,7 @@ std::vector<SegmentId> Client::segments() const {
 
 Status Client::RegisterBuffer(void* ptr, uint64_t size) { return impl_->registered.Register(ptr, size); }
 Status Client::UnregisterBuffer(void* ptr) { return impl_->registered.Unregister(ptr); }
+bool Client::IsRegistered(const void* ptr, uint64_t size) const { return impl_->registered.Contains(ptr, size); }
 
 Result<Client::QueryResult> Client::Query(const std::string& key) {
   auto info = impl_->master->GetReplicaList(impl_->ctx, key, false);
