@@ -5,6 +5,8 @@
 // buffer-protocol objects (numpy arrays, bytearray, memoryview).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <memory>
 #include <mutex>
@@ -380,6 +382,12 @@ class Store {
 
 PYBIND11_MODULE(_yuebing, m) {
   m.doc() = "Yuebing: a distributed KV-cache store with Mooncake's Python interface";
+  // The library logs to stderr, warnings and worse unless asked: stdout belongs to the program.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("yuebing"));
+  spdlog::set_level(spdlog::level::warn);
+  m.def(
+      "set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
+      py::arg("level"), "trace, debug, info, warn, error or off");
   py::class_<PyReplicateConfig>(m, "ReplicateConfig")
       .def(py::init<>())
       .def_readwrite("replica_num", &PyReplicateConfig::replica_num)

@@ -3,6 +3,6 @@
 `MooncakeDistributedStore` and `ReplicateConfig` have the method names, arguments, defaults and
 return conventions of Mooncake's classes, so code written for `mooncake.store` runs on Yuebing.
 """
-from ._yuebing import MooncakeDistributedStore, ReplicateConfig
+from ._yuebing import MooncakeDistributedStore, ReplicateConfig, set_log_level
 
-__all__ = ["MooncakeDistributedStore", "ReplicateConfig"]
+__all__ = ["MooncakeDistributedStore", "ReplicateConfig", "set_log_level"]

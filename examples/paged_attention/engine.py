@@ -1,0 +1,193 @@
+"""A small paged-attention engine in numpy that keeps its prefix KV cache in Yuebing.
+
+One attention layer with fixed random weights (the same in every process). Tokens are grouped in
+blocks of 16; each full block is named by a chained hash of all tokens up to its end. Each request
+has a block table (logical block -> physical block id) over a fixed pool of device blocks with a
+free-block queue and reference counts. The connector saves computed K/V blocks to the store
+(batch_is_exist, then batch_put_from_multi_buffers) under vLLM-shaped keys, and for a new request
+finds the longest stored prefix, allocates fresh blocks, loads them (batch_get_into_multi_buffers),
+writes the new block ids into the block table and computes only the rest.
+
+Run as an "instance": python3 engine.py --master HOST:PORT --prompt-seed S --shared-prefix N ...
+It prints one JSON line: hit blocks, prefill times, and whether the output with loaded blocks
+equals a full recompute exactly.
+"""
+import argparse
+import collections
+import hashlib
+import json
+import time
+
+import numpy as np
+
+BLOCK = 16
+MODEL = "yuebing-demo-attn"
+
+
+class Layer:
+    """One attention layer; weights depend only on the seed, so every process has the same."""
+
+    def __init__(self, vocab=1000, dim=256, heads=8, seed=1234):
+        rng = np.random.default_rng(seed)
+        self.dim, self.heads, self.hd = dim, heads, dim // heads
+        self.embed = rng.standard_normal((vocab, dim))
+        self.wq, self.wk, self.wv = (rng.standard_normal((dim, dim)) / np.sqrt(dim) for _ in range(3))
+        # Extra work per block, standing in for the layers a real model would run before this one.
+        self.mix = [rng.standard_normal((dim, dim)) / np.sqrt(dim) for _ in range(24)]
+
+    def hidden(self, tokens):
+        """Hidden states of one block of tokens (always a (16, dim) computation: bit-exact)."""
+        h = self.embed[tokens]
+        for w in self.mix:
+            h = np.tanh(h @ w)
+        return h
+
+    def kv(self, tokens):
+        h = self.hidden(tokens)
+        return h @ self.wk, h @ self.wv
+
+    def attend(self, q_tokens_h, keys, values, first_pos):
+        """Causal attention of queries at positions first_pos.. over keys/values [0, pos]."""
+        q = q_tokens_h @ self.wq
+        out = np.empty_like(q)
+        for i in range(q.shape[0]):
+            n = first_pos + i + 1
+            for hh in range(self.heads):
+                s = slice(hh * self.hd, (hh + 1) * self.hd)
+                scores = keys[:n, s] @ q[i, s] / np.sqrt(self.hd)
+                p = np.exp(scores - scores.max())
+                out[i, s] = (p / p.sum()) @ values[:n, s]
+        return out
+
+
+class BlockPool:
+    """Device blocks: K and V per block, a free-block queue and reference counts."""
+
+    def __init__(self, num_blocks, dim):
+        self.k = np.zeros((num_blocks, BLOCK, dim))
+        self.v = np.zeros((num_blocks, BLOCK, dim))
+        self.free = collections.deque(range(num_blocks))
+        self.refs = [0] * num_blocks
+
+    def allocate(self):
+        if not self.free:
+            raise RuntimeError("out of device blocks")
+        b = self.free.popleft()
+        self.refs[b] = 1
+        return b
+
+    def release(self, b):
+        self.refs[b] -= 1
+        if self.refs[b] == 0:
+            self.free.append(b)
+
+
+def block_hashes(tokens):
+    """Chained hashes: block i's hash covers every token up to the end of block i."""
+    out, prev = [], b""
+    for i in range(len(tokens) // BLOCK):
+        prev = hashlib.sha256(prev + np.asarray(tokens[i * BLOCK:(i + 1) * BLOCK], np.int64).tobytes()).digest()
+        out.append(prev.hex())
+    return out
+
+
+def key_of(block_hash):
+    return f"{MODEL}@tp_rank:0@pcp0@dcp0@pp_rank:0@group:0@{block_hash}"
+
+
+class Connector:
+    """Saves and loads K/V blocks through the store."""
+
+    def __init__(self, store, pool):
+        self.store, self.pool = store, pool
+
+    def save(self, hashes, block_table):
+        keys = [key_of(h) for h in hashes]
+        exist = self.store.batch_is_exist(keys)
+        todo = [i for i, e in enumerate(exist) if e != 1]
+        if not todo:
+            return 0
+        bufs = [[self.pool.k[block_table[i]], self.pool.v[block_table[i]]] for i in todo]
+        sizes = [[b.nbytes for b in pair] for pair in bufs]
+        res = self.store.batch_put_from_multi_buffers([keys[i] for i in todo], bufs, sizes)
+        return sum(1 for r in res if r == 0)
+
+    def load_prefix(self, hashes, block_table):
+        """Loads the longest stored prefix into fresh blocks; returns how many blocks it loaded."""
+        exist = self.store.batch_is_exist([key_of(h) for h in hashes])
+        hits = 0
+        while hits < len(exist) and exist[hits] == 1:
+            hits += 1
+        if hits == 0:
+            return 0
+        fresh = [self.pool.allocate() for _ in range(hits)]
+        bufs = [[self.pool.k[b], self.pool.v[b]] for b in fresh]
+        sizes = [[x.nbytes for x in pair] for pair in bufs]
+        res = self.store.batch_get_into_multi_buffers([key_of(h) for h in hashes[:hits]], bufs, sizes)
+        want = sum(sizes[0])
+        loaded = 0
+        while loaded < hits and res[loaded] == want:  # a block lost meanwhile ends the prefix
+            loaded += 1
+        block_table.extend(fresh[:loaded])
+        for b in fresh[loaded:]:
+            self.pool.release(b)
+        return loaded
+
+
+def prefill(layer, pool, tokens, block_table, start_block):
+    """Computes K/V for blocks start_block.. into fresh device blocks; returns the last block's output."""
+    for i in range(start_block, len(tokens) // BLOCK):
+        b = pool.allocate()
+        pool.k[b], pool.v[b] = layer.kv(tokens[i * BLOCK:(i + 1) * BLOCK])
+        block_table.append(b)
+    keys = np.concatenate([pool.k[b] for b in block_table])
+    values = np.concatenate([pool.v[b] for b in block_table])
+    last = len(block_table) - 1
+    q_tokens = tokens[last * BLOCK:(last + 1) * BLOCK]
+    return layer.attend(layer.hidden(q_tokens), keys, values, last * BLOCK)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--master", required=True)
+    ap.add_argument("--prompt-seed", type=int, default=1, help="seed of this request's own tokens")
+    ap.add_argument("--shared-prefix", type=int, default=256, help="tokens shared by every request")
+    ap.add_argument("--tokens", type=int, default=512, help="prompt length (a multiple of 16)")
+    args = ap.parse_args()
+    from yuebing import MooncakeDistributedStore
+
+    store = MooncakeDistributedStore()
+    rc = store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 64 << 20, "tcp", "", args.master)
+    if rc != 0:
+        raise SystemExit(f"setup failed: {rc}")
+    layer = Layer()
+    shared = np.random.default_rng(99).integers(0, 1000, args.shared_prefix)
+    own = np.random.default_rng(args.prompt_seed).integers(0, 1000, args.tokens - args.shared_prefix)
+    tokens = np.concatenate([shared, own])
+    hashes = block_hashes(tokens)
+
+    pool = BlockPool(num_blocks=4 * len(hashes), dim=layer.dim)
+    conn = Connector(store, pool)
+    table = []
+    t0 = time.perf_counter()
+    hits = conn.load_prefix(hashes, table)
+    t1 = time.perf_counter()
+    out = prefill(layer, pool, tokens, table, start_block=hits)
+    t2 = time.perf_counter()
+    saved = conn.save(hashes, table)
+
+    # The same request recomputed from scratch, without the store.
+    full_pool, full_table = BlockPool(num_blocks=len(hashes), dim=layer.dim), []
+    t3 = time.perf_counter()
+    full = prefill(layer, full_pool, tokens, full_table, start_block=0)
+    t4 = time.perf_counter()
+    print(json.dumps({
+        "blocks": len(hashes), "hit_blocks": hits, "hit_rate": hits / len(hashes), "saved_blocks": saved,
+        "load_s": t1 - t0, "prefill_with_store_s": t2 - t0, "prefill_full_s": t4 - t3,
+        "prefill_saved_s": (t4 - t3) - (t2 - t0), "exact_match": bool(np.array_equal(out, full)),
+    }))
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
