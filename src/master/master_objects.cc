@@ -19,6 +19,16 @@ ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size) const
   return ReplicaDesc{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
 }
 
+// The key has a Put in progress, by this caller. Shard lock held.
+static Status CheckWriter(Shard& s, const HashedKey& hk, const CallContext& ctx, const std::string& key) {
+  auto p = s.pending.find(hk);
+  if (p == s.pending.end()) return Status(Code::kObjectNotFound, "no Put in progress for key " + Quote(key));
+  if (!(p->second.writer == ctx.client)) {
+    return Status(Code::kIllegalClient, "key " + Quote(key) + " is being written by another client");
+  }
+  return Status::OK();
+}
+
 Status MasterService::CheckKey(const CallContext& ctx, const std::string& key) const {
   if (key.empty()) return Status(Code::kInvalidKey, "key is empty");
   if (key.size() > kMaxKeyLength) {
@@ -133,11 +143,9 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   Shard& s = table_.ShardFor(hk);
   const TimeMs now = clock_.NowMs();
   std::lock_guard lock(s.mu);
+  Status own = CheckWriter(s, hk, ctx, key);
+  if (!own.ok()) return own;
   auto p = s.pending.find(hk);
-  if (p == s.pending.end()) return Status(Code::kObjectNotFound, "no Put in progress for key " + Quote(key));
-  if (!(p->second.writer == ctx.client)) {
-    return Status(Code::kIllegalClient, "key " + Quote(key) + " is being written by another client");
-  }
   PendingPut put = std::move(p->second);
   s.pending.erase(p);
   if (put.replicas.empty()) {
@@ -171,11 +179,9 @@ Status MasterService::PutRevoke(const CallContext& ctx, const std::string& key) 
   const HashedKey& hk = tk.hashed;
   Shard& s = table_.ShardFor(hk);
   std::lock_guard lock(s.mu);
+  Status own = CheckWriter(s, hk, ctx, key);
+  if (!own.ok()) return own;
   auto p = s.pending.find(hk);
-  if (p == s.pending.end()) return Status(Code::kObjectNotFound, "no Put in progress for key " + Quote(key));
-  if (!(p->second.writer == ctx.client)) {
-    return Status(Code::kIllegalClient, "key " + Quote(key) + " is being written by another client");
-  }
   table_.FreeReplicas(p->second.tenant, p->second.size, p->second.replicas);
   s.pending.erase(p);
   return Status::OK();
