@@ -104,12 +104,12 @@ class Connector:
     def save(self, hashes, block_table):
         keys = [key_of(h) for h in hashes]
         exist = self.store.batch_is_exist(keys)
-        todo = [i for i, e in enumerate(exist) if e != 1]
-        if not todo:
+        missing = [i for i, e in enumerate(exist) if e != 1]
+        if not missing:
             return 0
-        bufs = [[self.pool.k[block_table[i]], self.pool.v[block_table[i]]] for i in todo]
+        bufs = [[self.pool.k[block_table[i]], self.pool.v[block_table[i]]] for i in missing]
         sizes = [[b.nbytes for b in pair] for pair in bufs]
-        res = self.store.batch_put_from_multi_buffers([keys[i] for i in todo], bufs, sizes)
+        res = self.store.batch_put_from_multi_buffers([keys[i] for i in missing], bufs, sizes)
         return sum(1 for r in res if r == 0)
 
     def load_prefix(self, hashes, block_table):

@@ -1,5 +1,5 @@
 // MasterApi: everything a client asks of the master. The in-process MasterService implements it;
-// the RPC stub (MasterClient) implements it over the network. Clients hold only a MasterApi, so
+// the RPC client (MasterClient) implements it over the network. Clients hold only a MasterApi, so
 // the same Client code runs embedded or remote.
 //
 // Semantics (DESIGN.md section 3): two-phase Put (PutStart reserves, the writer copies, PutEnd
