@@ -147,8 +147,14 @@ class Store {
   }
 
   std::vector<py::bytes> GetBatch(const std::vector<std::string>& keys) {
+    yb::Client& c = Ready();
+    std::vector<yb::Result<std::string>> res;
+    {
+      py::gil_scoped_release unlocked;
+      res = c.BatchGet(keys);
+    }
     std::vector<py::bytes> out;
-    for (const auto& k : keys) out.push_back(Get(k));
+    for (const auto& r : res) out.push_back(r.ok() ? py::bytes(*r) : py::bytes());
     return out;
   }
 

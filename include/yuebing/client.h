@@ -80,6 +80,8 @@ class Client {
   Result<std::string> Get(const std::string& key);
   std::vector<Result<uint64_t>> BatchGet(const std::vector<std::string>& keys,
                                          const std::vector<std::vector<Slice>>& buffers);
+  // Reads every key into a fresh string: two round trips to the master for the whole batch.
+  std::vector<Result<std::string>> BatchGet(const std::vector<std::string>& keys);
 
   // Metadata.
   struct QueryResult {

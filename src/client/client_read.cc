@@ -139,4 +139,30 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
   return out;
 }
 
+std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>& keys) {
+  std::vector<Result<std::string>> out(keys.size(), Result<std::string>(std::string()));
+  auto sizes = impl_->master->BatchGetReplicaList(impl_->ctx, keys, false);
+  std::vector<std::string> found_keys;
+  std::vector<size_t> where;
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!sizes[i].ok()) {
+      out[i] = sizes[i].status();
+      continue;
+    }
+    found_keys.push_back(keys[i]);
+    where.push_back(i);
+    values.emplace_back(sizes[i]->size, '\0');
+  }
+  std::vector<std::vector<Slice>> slices;
+  for (auto& v : values) slices.push_back({{v.data(), v.size()}});
+  auto got = BatchGet(found_keys, slices);
+  for (size_t j = 0; j < found_keys.size(); ++j) {
+    // A value replaced by a larger one in between reads as BUFFER_OVERFLOW: the caller sees an error.
+    out[where[j]] = got[j].ok() ? Result<std::string>(std::move(values[j])) : Result<std::string>(got[j].status());
+  }
+  return out;
+}
+
 }  // namespace yb

@@ -191,6 +191,10 @@ TEST_F(ClientTest, BatchCallsAnswerPerKey) {
   EXPECT_EQ(o1, v1);
   EXPECT_EQ(got[1].code(), Code::kBufferOverflow);
   EXPECT_EQ(got[2].code(), Code::kObjectNotFound);
+  auto strings = b_->BatchGet(std::vector<std::string>{"b1", "b3", "b2"});
+  EXPECT_EQ(*strings[0], v1);
+  EXPECT_EQ(strings[1].code(), Code::kObjectNotFound);
+  EXPECT_EQ(*strings[2], v2);
   clock_.AdvanceSec(11);
   auto rm = a_->BatchRemove({"b1", "b3"});
   EXPECT_TRUE(rm[0].ok());
