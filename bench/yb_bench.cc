@@ -56,7 +56,7 @@ json MetadataBench(const std::string& master, double seconds) {
   auto hp = yb::rpc::ParseHostPort(master).value();
   auto timeout = std::chrono::milliseconds(5000);
   std::vector<std::unique_ptr<yb::rpc::MasterClient>> conns;
-  for (int i = 0; i < 16; ++i) conns.push_back(std::make_unique<yb::rpc::MasterClient>(hp.first, hp.second, timeout));
+  for (int i = 0; i < 64; ++i) conns.push_back(std::make_unique<yb::rpc::MasterClient>(hp.first, hp.second, timeout));
   yb::CallContext ctx{yb::ClientId::Random(), 0};
   ctx.tenant = conns[0]->RegisterClient({ctx.client, "yb-bench", "default"}).value();
   std::vector<std::string> keys;
@@ -82,6 +82,7 @@ json MetadataBench(const std::string& master, double seconds) {
     json r;
     r["1_conn_1_in_flight"] = Rate(1, seconds, 1, [&](int, uint64_t i) { op.fn(*conns[0], i); });
     r["16_conns_1_in_flight_each"] = Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * 16 + t); });
+    r["64_conns_1_in_flight_each"] = Rate(64, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * 64 + t); });
     r["1_conn_16_in_flight"] = Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[0], i * 16 + t); });
     out[op.name] = r;
   }

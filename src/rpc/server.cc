@@ -25,6 +25,7 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   void Start() {
     asio::error_code ec;
     socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    socket_.non_blocking(true, ec);
     peer_ = socket_.remote_endpoint(ec).address().to_string();
     Read();
   }
@@ -35,13 +36,18 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   void Read() {
     if (in_.size() - in_len_ < 4096) in_.resize(std::max<size_t>(in_.size() * 2, in_len_ + 65536));
     auto self = shared_from_this();
-    socket_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
-                            asio::bind_executor(strand_, [this, self](asio::error_code ec, size_t n) {
-                              if (ec) return Close();
-                              in_len_ += n;
-                              if (!Consume()) return Close();
-                              Read();
-                            }));
+    // Wait for readiness, then read without blocking: an async read would first try a read that,
+    // between a reply and the next request, always finds nothing (one wasted system call each).
+    socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                       asio::bind_executor(strand_, [this, self](asio::error_code ec) {
+                         if (ec) return Close();
+                         size_t n = socket_.read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_), ec);
+                         if (ec == asio::error::would_block || ec == asio::error::try_again) return Read();
+                         if (ec) return Close();
+                         in_len_ += n;
+                         if (!Consume()) return Close();
+                         Read();
+                       }));
   }
 
   // Handles the complete frames in the input buffer; false on a malformed frame.
