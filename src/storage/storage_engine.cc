@@ -1,0 +1,365 @@
+#include "storage/storage_engine.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace yb::storage {
+namespace {
+
+constexpr uint32_t kMetaMagic = 0x4D424259;  // "YBBM"
+constexpr uint32_t kMetaVersion = 1;
+
+Status IoError(const std::string& what, const std::string& path) {
+  return Status(Code::kWriteFail, what + " " + path + ": " + std::strerror(errno));
+}
+
+template <typename T>
+void Append(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+template <typename T>
+bool Take(const std::string& in, size_t& pos, T* v) {
+  if (in.size() - pos < sizeof(T)) return false;
+  std::memcpy(v, in.data() + pos, sizeof(T));
+  pos += sizeof(T);
+  return true;
+}
+
+// Writes all of `data` to a new file and makes it durable.
+Status WriteDurable(const std::string& path, const std::vector<std::string_view>& parts) {
+  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot create", path);
+  uint64_t off = 0;
+  for (auto part : parts) {
+    size_t done = 0;
+    while (done < part.size()) {
+      ssize_t n = ::pwrite(fd, part.data() + done, part.size() - done, static_cast<off_t>(off + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        Status st = IoError("cannot write", path);
+        ::close(fd);
+        return st;
+      }
+      done += static_cast<size_t>(n);
+    }
+    off += part.size();
+  }
+  if (::fsync(fd) != 0) {
+    Status st = IoError("cannot sync", path);
+    ::close(fd);
+    return st;
+  }
+  ::close(fd);
+  return Status::OK();
+}
+
+Result<std::string> ReadWhole(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(Code::kObjectNotFound, "cannot open " + path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return Status(Code::kInvalidRead, "cannot read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+void SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+Result<BucketPolicy> ParseBucketPolicy(std::string_view name) {
+  if (name == "fifo") return BucketPolicy::kFifo;
+  if (name == "lru") return BucketPolicy::kLru;
+  return Status(Code::kInvalidParams, "bucket eviction policy must be fifo or lru, not '" + std::string(name) + "'");
+}
+
+StorageEngine::StorageEngine(StorageConfig config) : config_(std::move(config)) {}
+
+std::string StorageEngine::DataPath(uint64_t id) const { return config_.path + "/bucket-" + std::to_string(id) + ".data"; }
+std::string StorageEngine::MetaPath(uint64_t id) const { return config_.path + "/bucket-" + std::to_string(id) + ".meta"; }
+
+void StorageEngine::DeleteFiles(uint64_t id) const {
+  ::unlink(DataPath(id).c_str());
+  ::unlink(MetaPath(id).c_str());
+  ::unlink((MetaPath(id) + ".tmp").c_str());
+}
+
+Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine::LoadMeta(uint64_t id) const {
+  auto meta = ReadWhole(MetaPath(id));
+  if (!meta.ok()) return meta.status();
+  const std::string& m = *meta;
+  auto corrupt = [&](const char* why) { return Status(Code::kChecksumMismatch, MetaPath(id) + ": " + why); };
+  if (m.size() < 20) return corrupt("too short");
+  uint64_t trailer;
+  std::memcpy(&trailer, m.data() + m.size() - 8, 8);
+  if (XXH3_64bits(m.data(), m.size() - 8) != trailer) return corrupt("checksum does not match");
+  size_t pos = 0;
+  uint32_t magic, version, count;
+  if (!Take(m, pos, &magic) || !Take(m, pos, &version) || !Take(m, pos, &count) || magic != kMetaMagic ||
+      version != kMetaVersion) {
+    return corrupt("bad header");
+  }
+  struct stat st {};
+  if (::stat(DataPath(id).c_str(), &st) != 0) return corrupt("its data file is missing");
+  std::vector<std::pair<std::string, Entry>> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t klen;
+    Entry e{id, 0, 0, 0};
+    if (!Take(m, pos, &klen) || m.size() - 8 - pos < klen) return corrupt("truncated entry");
+    std::string key = m.substr(pos, klen);
+    pos += klen;
+    if (!Take(m, pos, &e.offset) || !Take(m, pos, &e.size) || !Take(m, pos, &e.checksum)) return corrupt("truncated entry");
+    if (e.offset + e.size > static_cast<uint64_t>(st.st_size)) return corrupt("entry beyond the data file");
+    out.emplace_back(std::move(key), e);
+  }
+  return out;
+}
+
+Result<std::vector<StoredObject>> StorageEngine::Open() {
+  if (config_.path.empty()) return Status(Code::kInvalidParams, "storage path is empty");
+  if (config_.low_watermark > config_.high_watermark || config_.high_watermark > 1.0 || config_.low_watermark < 0) {
+    return Status(Code::kInvalidParams, "need 0 <= low watermark <= high watermark <= 1");
+  }
+  ::mkdir(config_.path.c_str(), 0755);
+  DIR* dir = ::opendir(config_.path.c_str());
+  if (!dir) return Status(Code::kInvalidParams, "cannot open storage directory " + config_.path);
+  std::map<uint64_t, std::pair<bool, bool>> seen;  // id -> (data, meta)
+  while (dirent* d = ::readdir(dir)) {
+    std::string name = d->d_name;
+    uint64_t id = 0;
+    char kind[16] = {};
+    if (std::sscanf(name.c_str(), "bucket-%lu.%15s", &id, kind) != 2) continue;
+    std::string k = kind;
+    if (k == "data") seen[id].first = true;
+    if (k == "meta") seen[id].second = true;
+    if (k == "meta.tmp") seen[id];  // an interrupted write: removed below
+  }
+  ::closedir(dir);
+  std::vector<StoredObject> recovered;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, files] : seen) {
+    next_id_ = std::max(next_id_, id + 1);
+    auto entries = files.first && files.second ? LoadMeta(id)
+                                               : Result<std::vector<std::pair<std::string, Entry>>>(
+                                                     Status(Code::kChecksumMismatch, "incomplete"));
+    if (!entries.ok()) {
+      YB_LOG_WARN("storage: dropping bucket {}: {}", id, entries.status().ToString());
+      DeleteFiles(id);
+      continue;
+    }
+    Bucket b;
+    b.id = id;
+    for (auto& [key, e] : *entries) {
+      b.bytes += e.size;
+      b.keys.push_back(key);
+      recovered.push_back({key, e.size, id});
+      index_[key] = e;
+    }
+    used_ += b.bytes;
+    buckets_.emplace(id, std::move(b));
+  }
+  YB_LOG_INFO("storage: {} buckets, {} objects recovered from {}", buckets_.size(), recovered.size(), config_.path);
+  return recovered;
+}
+
+Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to) {
+  std::vector<std::string_view> parts;
+  std::string meta;
+  Append(meta, kMetaMagic);
+  Append(meta, kMetaVersion);
+  Append(meta, static_cast<uint32_t>(to - from));
+  uint64_t off = 0;
+  for (size_t i = from; i < to; ++i) {
+    parts.push_back(values[i].data);
+    Append(meta, static_cast<uint32_t>(values[i].key.size()));
+    meta += values[i].key;
+    Append(meta, off);
+    Append(meta, static_cast<uint64_t>(values[i].data.size()));
+    Append(meta, XXH3_64bits(values[i].data.data(), values[i].data.size()));
+    off += values[i].data.size();
+  }
+  Append(meta, XXH3_64bits(meta.data(), meta.size()));
+  Status st = WriteDurable(DataPath(id), parts);
+  if (st.ok()) st = WriteDurable(MetaPath(id) + ".tmp", {meta});
+  if (st.ok() && ::rename((MetaPath(id) + ".tmp").c_str(), MetaPath(id).c_str()) != 0) {
+    st = IoError("cannot rename", MetaPath(id));
+  }
+  if (!st.ok()) {
+    DeleteFiles(id);
+    return st;
+  }
+  SyncDir(config_.path);
+  return Status::OK();
+}
+
+Status StorageEngine::Put(const std::vector<Value>& input) {
+  std::vector<Value> values;
+  uint64_t total = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& v : input) {
+      if (v.key.empty()) return Status(Code::kInvalidKey, "empty key");
+      if (index_.count(v.key)) continue;  // values are immutable: already on disk
+      values.push_back(v);
+      total += v.data.size();
+    }
+    if (used_ + total > config_.total_size_limit) {
+      return Status(Code::kNoAvailableHandle, "storage is full: evict buckets first");
+    }
+  }
+  for (size_t from = 0; from < values.size();) {
+    size_t to = from;
+    uint64_t bytes = 0;
+    while (to < values.size() && to - from < config_.bucket_keys_limit &&
+           (to == from || bytes + values[to].data.size() <= config_.bucket_size_limit)) {
+      bytes += values[to++].data.size();
+    }
+    uint64_t id;
+    {
+      std::lock_guard lock(mu_);
+      id = next_id_++;
+    }
+    YB_RETURN_IF_ERROR(WriteBucket(id, values, from, to));
+    std::lock_guard lock(mu_);
+    Bucket b;
+    b.id = id;
+    b.bytes = bytes;
+    b.last_read = ++read_clock_;
+    uint64_t off = 0;
+    for (size_t i = from; i < to; ++i) {
+      const auto& v = values[i];
+      index_[v.key] = Entry{id, off, v.data.size(), XXH3_64bits(v.data.data(), v.data.size())};
+      b.keys.push_back(v.key);
+      off += v.data.size();
+    }
+    used_ += bytes;
+    buckets_.emplace(id, std::move(b));
+    from = to;
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint64_t size) {
+  Entry e;
+  std::shared_ptr<std::shared_mutex> readers;
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return Status(Code::kObjectNotFound, "not on disk: " + key);
+    e = it->second;
+    auto& b = buckets_.at(e.bucket);
+    b.last_read = ++read_clock_;
+    readers = b.readers;
+  }
+  if (size < e.size) return Status(Code::kBufferOverflow, "buffer smaller than the object");
+  std::shared_lock reading(*readers);  // eviction deletes the files only after this ends
+  int fd = ::open(DataPath(e.bucket).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(Code::kInvalidRead, "cannot open " + DataPath(e.bucket));
+  uint64_t done = 0;
+  while (done < e.size) {
+    ssize_t n = ::pread(fd, static_cast<char*>(buffer) + done, e.size - done, static_cast<off_t>(e.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  if (done != e.size) return Status(Code::kInvalidRead, "short read from " + DataPath(e.bucket));
+  if (XXH3_64bits(buffer, e.size) != e.checksum) {
+    return Status(Code::kChecksumMismatch, "object " + key + " is damaged on disk");
+  }
+  return e.size;
+}
+
+bool StorageEngine::Contains(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return index_.count(key) != 0;
+}
+
+std::vector<uint64_t> StorageEngine::PickEvictions() const {
+  std::lock_guard lock(mu_);
+  double limit = static_cast<double>(config_.total_size_limit);
+  if (static_cast<double>(used_) <= config_.high_watermark * limit) return {};
+  std::vector<const Bucket*> order;
+  for (const auto& [id, b] : buckets_) order.push_back(&b);
+  if (config_.policy == BucketPolicy::kLru) {
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Bucket* a, const Bucket* b) { return a->last_read < b->last_read; });
+  }
+  std::vector<uint64_t> out;
+  double left = static_cast<double>(used_);
+  for (const Bucket* b : order) {
+    if (left <= config_.low_watermark * limit) break;
+    out.push_back(b->id);
+    left -= static_cast<double>(b->bytes);
+  }
+  return out;
+}
+
+Status StorageEngine::EvictBucket(uint64_t id,
+                                  const std::function<Status(const std::vector<std::string>&)>& tell_master) {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(mu_);
+    auto it = buckets_.find(id);
+    if (it == buckets_.end()) return Status(Code::kObjectNotFound, "no bucket " + std::to_string(id));
+    keys = it->second.keys;
+  }
+  Status told = tell_master(keys);
+  if (!told.ok()) {
+    YB_LOG_WARN("storage: keeping bucket {}: the master could not be told: {}", id, told.ToString());
+    return told;
+  }
+  std::shared_ptr<std::shared_mutex> readers;
+  uint64_t bytes = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = buckets_.find(id);
+    if (it == buckets_.end()) return Status::OK();
+    for (const auto& k : it->second.keys) index_.erase(k);
+    readers = it->second.readers;
+    bytes = it->second.bytes;
+    buckets_.erase(it);
+    used_ -= bytes;
+  }
+  std::unique_lock wait_for_readers(*readers);
+  DeleteFiles(id);
+  SyncDir(config_.path);
+  return Status::OK();
+}
+
+uint64_t StorageEngine::used_bytes() const {
+  std::lock_guard lock(mu_);
+  return used_;
+}
+
+size_t StorageEngine::bucket_count() const {
+  std::lock_guard lock(mu_);
+  return buckets_.size();
+}
+
+}  // namespace yb::storage

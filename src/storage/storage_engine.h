@@ -1,0 +1,106 @@
+// StorageEngine: a client's SSD tier over one directory (DESIGN.md section 5).
+//
+// Objects are packed into buckets: `bucket-<id>.data` holds the values back to back and
+// `bucket-<id>.meta` lists each object's key, offset, size and XXH3 checksum, followed by a checksum
+// of the list itself. A bucket is written data first (fsync), then its meta file under a temporary
+// name (fsync), then renamed into place: a bucket without a valid meta file never existed. On Open()
+// the engine scans the directory, deletes incomplete or corrupt buckets and reports the objects that
+// survived. A read checks the object's checksum. Buckets are evicted whole (FIFO or LRU) between
+// the high and low watermarks; the master is told first, and the files go only after the reads in
+// flight on them end. Thread-safe.
+//
+// Not yet wired to the client and master (issue 5 continues): offload queues, LOCAL_DISK replicas.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "yuebing/status.h"
+
+namespace yb::storage {
+
+enum class BucketPolicy { kFifo, kLru };
+
+struct StorageConfig {
+  std::string path;                       // directory, created if missing
+  uint64_t total_size_limit = 64ULL << 30;
+  uint64_t bucket_size_limit = 256ULL << 20;
+  uint64_t bucket_keys_limit = 500;
+  BucketPolicy policy = BucketPolicy::kFifo;
+  double high_watermark = 0.90;
+  double low_watermark = 0.80;
+};
+
+struct StoredObject {
+  std::string key;
+  uint64_t size = 0;
+  uint64_t bucket = 0;
+};
+
+class StorageEngine {
+ public:
+  explicit StorageEngine(StorageConfig config);
+  // Scans the directory; returns the objects of every intact bucket. Incomplete or corrupt
+  // buckets are deleted.
+  Result<std::vector<StoredObject>> Open();
+
+  struct Value {
+    std::string key;
+    std::string_view data;
+  };
+  // Writes the values as one or more new buckets (limits permitting). All or nothing per bucket.
+  Status Put(const std::vector<Value>& values);
+  // Reads a whole object; CHECKSUM_MISMATCH when its bytes on disk are damaged.
+  Result<uint64_t> Read(const std::string& key, void* buffer, uint64_t size);
+  bool Contains(const std::string& key) const;
+
+  // Buckets to evict, in policy order, to bring usage from above the high watermark to the low one.
+  std::vector<uint64_t> PickEvictions() const;
+  // Evicts one bucket: `tell_master` is called with its keys first; if it fails, nothing changes.
+  // Then waits for reads in flight on the bucket and deletes its files.
+  Status EvictBucket(uint64_t bucket, const std::function<Status(const std::vector<std::string>&)>& tell_master);
+
+  uint64_t used_bytes() const;
+  size_t bucket_count() const;
+
+ private:
+  struct Entry {
+    uint64_t bucket;
+    uint64_t offset;
+    uint64_t size;
+    uint64_t checksum;
+  };
+  struct Bucket {
+    uint64_t id = 0;
+    uint64_t bytes = 0;
+    uint64_t last_read = 0;  // LRU clock
+    std::vector<std::string> keys;
+    std::shared_ptr<std::shared_mutex> readers = std::make_shared<std::shared_mutex>();
+  };
+
+  std::string DataPath(uint64_t id) const;
+  std::string MetaPath(uint64_t id) const;
+  Status WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to);
+  Result<std::vector<std::pair<std::string, Entry>>> LoadMeta(uint64_t id) const;
+  void DeleteFiles(uint64_t id) const;
+
+  StorageConfig config_;
+  mutable std::mutex mu_;  // guards the fields below
+  std::unordered_map<std::string, Entry> index_;
+  std::map<uint64_t, Bucket> buckets_;  // by id: ascending id is FIFO order
+  uint64_t next_id_ = 1;
+  uint64_t used_ = 0;
+  uint64_t read_clock_ = 0;
+};
+
+Result<BucketPolicy> ParseBucketPolicy(std::string_view name);
+
+}  // namespace yb::storage
