@@ -2,8 +2,15 @@
 
 #include <array>
 
+#include "common/log.h"
+
 namespace yb {
 namespace {
+
+// spdlog builds its registry on first use; build it during static initialization, while the
+// process is single-threaded, so that the first log lines of two threads never race to construct
+// it. It lives here because every binary links this file (a static library drops unused objects).
+[[maybe_unused]] const bool kLoggerReady = (spdlog::default_logger_raw() != nullptr);
 
 struct CodeRow {
   Code code;
