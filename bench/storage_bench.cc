@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
   uint64_t total_mb = 1024;
   app.add_option("--dir", dir, "directory on the disk to measure (created and removed)");
   app.add_option("--total_mb", total_mb, "bytes written per object size, in MiB");
+  uint64_t batch_keys = 500;
+  std::vector<uint64_t> sizes_kib = {64, 1024, 4096};
+  app.add_option("--sizes_kib", sizes_kib, "object sizes to measure, KiB");
+  app.add_option("--batch", batch_keys, "objects per offload batch (500: a full bucket by key count)");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   std::filesystem::remove_all(dir);
@@ -60,7 +64,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove(f);
   out["disk"] = {{"dd_direct_write_GBps", dd_write / 1e9}, {"dd_direct_read_GBps", dd_read / 1e9}};
   out["tier"] = nlohmann::json::array();
-  for (uint64_t size : {64ULL << 10, 1ULL << 20, 4ULL << 20}) {
+  for (uint64_t kib : sizes_kib) {
+    uint64_t size = kib << 10;
     yb::storage::StorageConfig c;
     c.path = dir + "/tier";
     c.total_size_limit = (total_mb + 64) << 20;
@@ -71,9 +76,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> keys;
     for (uint64_t i = 0; i < n; ++i) keys.push_back("obj/" + std::to_string(i));
     auto t0 = Clock::now();
-    for (uint64_t i = 0; i < n; i += 64) {  // offload batches of 64 objects
+    for (uint64_t i = 0; i < n; i += batch_keys) {  // one offload batch fills up to a bucket
       std::vector<yb::storage::StorageEngine::Value> batch;
-      for (uint64_t j = i; j < std::min(n, i + 64); ++j) batch.push_back({keys[j], value});
+      for (uint64_t j = i; j < std::min(n, i + batch_keys); ++j) batch.push_back({keys[j], value});
       yb::Status st = engine.Put(batch);
       if (!st.ok()) {
         std::fprintf(stderr, "put: %s\n", st.ToString().c_str());

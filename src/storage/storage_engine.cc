@@ -46,7 +46,9 @@ Status WriteDurable(const std::string& path, const std::vector<std::string_view>
   for (auto part : parts) {
     size_t done = 0;
     while (done < part.size()) {
-      ssize_t n = ::pwrite(fd, part.data() + done, part.size() - done, static_cast<off_t>(off + done));
+      // At most 1 MiB per call: larger single copies into the page cache ran 5x slower here.
+      size_t len = std::min<size_t>(part.size() - done, 1 << 20);
+      ssize_t n = ::pwrite(fd, part.data() + done, len, static_cast<off_t>(off + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         Status st = IoError("cannot write", path);
