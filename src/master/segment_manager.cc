@@ -103,6 +103,7 @@ bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out)
   std::lock_guard lock(seg.mu);
   auto r = seg.alloc.Allocate(size);
   if (!r) return false;
+  seg.free_bytes.store(seg.alloc.free_bytes(), std::memory_order_relaxed);
   allocated_.fetch_add(seg.alloc.AllocationSize(r->node), std::memory_order_relaxed);
   *out = Allocation{r->offset, seg.ref, r->node};
   return true;
@@ -136,8 +137,7 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count,
   thread_local std::vector<uint32_t> order;
   candidates.clear();
   for (const auto& seg : list_) {
-    std::lock_guard seg_lock(seg->mu);
-    candidates.push_back({seg->alloc.capacity(), seg->alloc.free_bytes()});
+    candidates.push_back({seg->alloc.capacity(), seg->free_bytes.load(std::memory_order_relaxed)});
   }
   strategy_->Order(candidates, order);
   for (uint32_t i : order) {
@@ -156,6 +156,7 @@ void SegmentManager::Free(const Allocation& a) {
   std::lock_guard seg_lock(seg.mu);
   uint64_t sz = seg.alloc.AllocationSize(a.node);
   if (seg.alloc.Free(a.node)) {
+    seg.free_bytes.store(seg.alloc.free_bytes(), std::memory_order_relaxed);
     allocated_.fetch_sub(sz, std::memory_order_relaxed);
   } else {
     YB_LOG_ERROR("free of a range that is not allocated: segment {} offset {}", seg.desc.id, a.offset);

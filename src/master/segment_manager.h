@@ -71,8 +71,10 @@ class SegmentManager {
     SegmentRef ref = kNoSegment;
     mutable std::mutex mu;
     OffsetAllocator alloc;  // guarded by mu
+    // alloc.free_bytes(), readable without the lock (strategies look at every segment per Put).
+    std::atomic<uint64_t> free_bytes{0};
     Segment(const SegmentDesc& d, const ClientId& o, uint64_t alignment)
-        : desc(d), owner(o), alloc(d.size, alignment) {}
+        : desc(d), owner(o), alloc(d.size, alignment), free_bytes(alloc.free_bytes()) {}
   };
 
   bool TryAllocateOn(Segment& seg, uint64_t size, Allocation* out);
