@@ -61,11 +61,12 @@ int main(int argc, char** argv) {
       }
       size_t after = HeapInUse();
       double per_object = static_cast<double>(after - empty) / static_cast<double>(n);
-      std::printf("  {\"objects\": %llu, \"key_chars\": 64, \"master_heap_bytes\": %zu, "
-                  "\"bytes_per_object\": %.1f, \"key_heap_bytes_per_object\": %.1f, "
-                  "\"bytes_per_object_beside_key\": %.1f, \"empty_master_bytes\": %zu}%s\n",
-                  static_cast<unsigned long long>(n), after - before, per_object, key_per_object,
-                  per_object - key_per_object, empty - before, c + 1 < counts.size() ? "," : "");
+      std::printf(
+          "  {\"objects\": %llu, \"key_chars\": 64, \"master_heap_bytes\": %zu, "
+          "\"bytes_per_object\": %.1f, \"key_heap_bytes_per_object\": %.1f, "
+          "\"bytes_per_object_beside_key\": %.1f, \"empty_master_bytes\": %zu}%s\n",
+          static_cast<unsigned long long>(n), after - before, per_object, key_per_object, per_object - key_per_object,
+          empty - before, c + 1 < counts.size() ? "," : "");
       std::fflush(stdout);
     }
   }

@@ -1,9 +1,9 @@
 // yb-storage-bench: SSD-tier write and read GB/s for 64 KiB, 1 MiB and 4 MiB objects, beside the
 // disk's own sequential bandwidth measured in the same run with dd (direct I/O). Prints JSON.
 // Usage: yb-storage-bench [--dir /path/on/the/disk] [--total_mb 1024]
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>

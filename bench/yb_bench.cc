@@ -8,9 +8,9 @@
 //   - the machine: single-thread memcpy bandwidth, and iperf3's loopback bandwidth when iperf3 is
 //     installed.
 // Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf]
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -95,11 +95,13 @@ json MetadataBench(const std::string& master, double seconds) {
   std::vector<std::vector<std::string>> batches;
   for (int i = 0; i < 64; ++i) batches.push_back(batch_of(i));
   out["BatchExistKey_128"] = {
-      {"1_conn", Rate(1, seconds, kBatch, [&](int, uint64_t i) { (void)conns[0]->BatchExistKey(ctx, batches[i % 64]); })},
-      {"4_conns", Rate(4, seconds, kBatch, [&](int t, uint64_t i) { (void)conns[t]->BatchExistKey(ctx, batches[i % 64]); })}};
-  out["BatchGetReplicaList_128"] = {
       {"1_conn",
-       Rate(1, seconds, kBatch, [&](int, uint64_t i) { (void)conns[0]->BatchGetReplicaList(ctx, batches[i % 64], false); })},
+       Rate(1, seconds, kBatch, [&](int, uint64_t i) { (void)conns[0]->BatchExistKey(ctx, batches[i % 64]); })},
+      {"4_conns",
+       Rate(4, seconds, kBatch, [&](int t, uint64_t i) { (void)conns[t]->BatchExistKey(ctx, batches[i % 64]); })}};
+  out["BatchGetReplicaList_128"] = {
+      {"1_conn", Rate(1, seconds, kBatch,
+                      [&](int, uint64_t i) { (void)conns[0]->BatchGetReplicaList(ctx, batches[i % 64], false); })},
       {"4_conns", Rate(4, seconds, kBatch,
                        [&](int t, uint64_t i) { (void)conns[t]->BatchGetReplicaList(ctx, batches[i % 64], false); })}};
   auto batch_put = [&](yb::MasterApi& m) {
@@ -118,7 +120,9 @@ json MetadataBench(const std::string& master, double seconds) {
 
 json Latency(std::vector<double>& us) {
   std::sort(us.begin(), us.end());
-  auto pct = [&](double p) { return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))]; };
+  auto pct = [&](double p) {
+    return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))];
+  };
   return {{"p50_us", pct(0.50)}, {"p99_us", pct(0.99)}};
 }
 
@@ -174,7 +178,8 @@ json DataBench(const std::string& master, double seconds) {
     constexpr int kB = 32;
     std::vector<std::unique_ptr<yb::Client>> clients;
     for (int t = 0; t < threads; ++t) clients.push_back(yb::Client::Connect(c).value());
-    std::vector<std::vector<std::vector<char>>> vals(threads, std::vector<std::vector<char>>(kB, std::vector<char>(4096, 'b')));
+    std::vector<std::vector<std::vector<char>>> vals(threads,
+                                                     std::vector<std::vector<char>>(kB, std::vector<char>(4096, 'b')));
     std::vector<std::vector<std::vector<yb::Slice>>> slices(threads);
     for (int t = 0; t < threads; ++t) {
       for (auto& v : vals[t]) slices[t].push_back({{v.data(), v.size()}});
@@ -194,9 +199,8 @@ json DataBench(const std::string& master, double seconds) {
     }
     for (auto& w : writers) w.join();
     double put_rate = static_cast<double>(threads * kBatches * kB) / Since(t0);
-    double get_rate = Rate(threads, seconds, kB, [&](int t, uint64_t i) {
-      (void)clients[t]->BatchGet(keys_of(t, i % kBatches), slices[t]);
-    });
+    double get_rate = Rate(threads, seconds, kB,
+                           [&](int t, uint64_t i) { (void)clients[t]->BatchGet(keys_of(t, i % kBatches), slices[t]); });
     out.push_back({{"value_bytes", 4096},
                    {"batch", kB},
                    {"threads", threads},

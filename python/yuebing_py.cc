@@ -199,7 +199,8 @@ class Store {
 
   std::vector<int> BatchPutFromMulti(const std::vector<std::string>& keys,
                                      const std::vector<std::vector<py::object>>& all_buffers,
-                                     const std::vector<std::vector<uint64_t>>& all_sizes, const PyReplicateConfig& cfg) {
+                                     const std::vector<std::vector<uint64_t>>& all_sizes,
+                                     const PyReplicateConfig& cfg) {
     yb::Client& c = Ready();
     Lengths(keys.size(), all_buffers.size(), all_sizes.size(), "batch_put_from_multi_buffers");
     std::vector<Memory> keep;
@@ -369,7 +370,8 @@ class Store {
     std::vector<std::vector<yb::Slice>> out;
     for (size_t i = 0; i < all_buffers.size(); ++i) {
       if (all_buffers[i].size() != all_sizes[i].size()) {
-        throw py::value_error(std::string(what) + ": buffers and sizes of key " + std::to_string(i) + " differ in length");
+        throw py::value_error(std::string(what) + ": buffers and sizes of key " + std::to_string(i) +
+                              " differ in length");
       }
       std::vector<yb::Slice> slices;
       for (size_t j = 0; j < all_buffers[i].size(); ++j) {
@@ -420,7 +422,8 @@ PYBIND11_MODULE(_yuebing, m) {
       .def("get", &Store::Get, py::arg("key"))
       .def("put_batch", &Store::PutBatch, py::arg("keys"), py::arg("values"), py::arg("config") = PR())
       .def("get_batch", &Store::GetBatch, py::arg("keys"))
-      .def("put_from", &Store::PutFrom, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"), py::arg("config") = PR())
+      .def("put_from", &Store::PutFrom, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"),
+           py::arg("config") = PR())
       .def("get_into", &Store::GetInto, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"))
       .def("batch_put_from", &Store::BatchPutFrom, py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"),
            py::arg("config") = PR())

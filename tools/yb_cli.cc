@@ -5,10 +5,10 @@
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
 //   yb --master HOST:PORT segments                    (segments and their usage)
 // Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>

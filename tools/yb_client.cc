@@ -1,10 +1,11 @@
 // yb-client: the standalone daemon through which a node contributes memory to the pool, with no
 // application running. It mounts --global_segment_size, serves transfers of it on --host:--port,
 // pings the master every second (re-mounting when the master asks) and stops on SIGTERM.
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+
+#include <CLI/CLI.hpp>
 
 #include "common/units.h"
 #include "yuebing/client.h"

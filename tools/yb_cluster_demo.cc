@@ -2,9 +2,9 @@
 //   --role write: puts --objects values (two replicas each) and says where the replicas landed;
 //   --role read:  reads them back (another process, so every byte crosses TCP), checks each one.
 // Both print objects, bytes and throughput.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <map>

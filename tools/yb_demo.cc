@@ -1,9 +1,9 @@
 // yb-demo: runs a whole Yuebing store in one process and shows what it does: three clients mount
 // memory, objects are written with replicas and read back through other clients, then the pool
 // is filled past capacity so that eviction runs, and the numbers are printed.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -101,9 +101,10 @@ int main(int argc, char** argv) {
   }
   double get_s = Seconds(t0);
   double mb = static_cast<double>(*object_size) * first_batch / 1e6;
-  std::printf("\n1. wrote %d objects with 2 replicas each (%.0f MB/s of values), read back %d/%d intact through "
-              "other clients (%.0f MB/s)\n",
-              first_batch, mb / put_s, verified, first_batch, mb / get_s);
+  std::printf(
+      "\n1. wrote %d objects with 2 replicas each (%.0f MB/s of values), read back %d/%d intact through "
+      "other clients (%.0f MB/s)\n",
+      first_batch, mb / put_s, verified, first_batch, mb / get_s);
   std::printf("   replicas per node:");
   for (const auto& [node, n] : placement) std::printf(" %s=%d", node.c_str(), n);
   std::printf("\n");

@@ -2,12 +2,12 @@
 // --config_path names a YAML or JSON file with the same keys (command-line flags win).
 // Serves RPC on --rpc_port and HTTP on --metrics_port: /metrics (Prometheus text), /health,
 // /segments (JSON usage) and /get_all_segments (segment names, as SGLang polls).
-#include <CLI/CLI.hpp>
 #include <httplib.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
   app.add_option("--max_kv_soft_pin_ttl", f.max_kv_soft_pin_ttl, "upper bound of a soft pin, ms (accepted)");
   app.add_option("--allow_evict_soft_pinned_objects", f.allow_evict_soft_pinned_objects,
                  "evict soft-pinned objects after all others");
-  app.add_option("--eviction_ratio", f.eviction_ratio, "share of capacity one eviction frees")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--eviction_ratio", f.eviction_ratio, "share of capacity one eviction frees")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--eviction_high_watermark_ratio", f.eviction_high_watermark_ratio, "usage that starts eviction")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--client_ttl", f.client_ttl, "seconds of silence before a client is declared dead")
@@ -201,8 +202,9 @@ int main(int argc, char** argv) {
   yb::rpc::RpcServer::Options ro;
   ro.address = f.rpc_address;
   ro.port = static_cast<uint16_t>(f.rpc_port);
-  ro.threads = f.rpc_thread_num > 0 ? f.rpc_thread_num
-                                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  ro.threads = f.rpc_thread_num > 0
+                   ? f.rpc_thread_num
+                   : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   yb::rpc::RpcServer server(ro);
   yb::rpc::RegisterMasterService(server, *master, &rpc_metrics);
   if (auto st = server.Start(); !st.ok()) {

@@ -17,18 +17,18 @@ namespace yb {
 // Wire values are stable: append only, never renumber.
 enum class Code : uint8_t {
   kOk = 0,
-  kInternal = 1,              // a bug or an unexpected system failure
-  kBufferOverflow = 2,        // caller's buffer too small
+  kInternal = 1,        // a bug or an unexpected system failure
+  kBufferOverflow = 2,  // caller's buffer too small
   kSegmentNotFound = 3,
   kSegmentAlreadyExists = 4,
   kClientNotFound = 5,
-  kNoAvailableHandle = 6,     // no space: retry later (eviction runs)
+  kNoAvailableHandle = 6,  // no space: retry later (eviction runs)
   kInvalidKey = 7,
   kInvalidParams = 8,
   kInvalidWrite = 9,
   kInvalidRead = 10,
   kInvalidReplica = 11,
-  kReplicaNotReady = 12,      // the object is still being written
+  kReplicaNotReady = 12,  // the object is still being written
   kObjectNotFound = 13,
   kObjectAlreadyExists = 14,
   kObjectHasLease = 15,
@@ -81,7 +81,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
   Result(Code code, std::string msg) : v_(Status(code, std::move(msg))) {}
 
@@ -101,9 +101,9 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
-#define YB_RETURN_IF_ERROR(expr)           \
-  do {                                     \
-    ::yb::Status yb_status_ = (expr);      \
+#define YB_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::yb::Status yb_status_ = (expr);        \
     if (!yb_status_.ok()) return yb_status_; \
   } while (0)
 

@@ -25,13 +25,13 @@
 extern "C" {
 #endif
 
-typedef void *mooncake_store_t;
+typedef void* mooncake_store_t;
 
 struct mooncake_replicate_config {
-  size_t replica_num;                /* copies on distinct segments; 0 is taken as 1 */
-  int with_soft_pin;                 /* evicted only after unpinned objects */
-  int with_hard_pin;                 /* never evicted */
-  const char **preferred_segments;   /* segment (host) names to try first; may be NULL */
+  size_t replica_num;              /* copies on distinct segments; 0 is taken as 1 */
+  int with_soft_pin;               /* evicted only after unpinned objects */
+  int with_hard_pin;               /* never evicted */
+  const char** preferred_segments; /* segment (host) names to try first; may be NULL */
   size_t preferred_segments_count;
 };
 typedef struct mooncake_replicate_config mooncake_replicate_config_t;
@@ -40,46 +40,46 @@ typedef struct mooncake_replicate_config mooncake_replicate_config_t;
 mooncake_store_t mooncake_store_create(void);
 void mooncake_store_destroy(mooncake_store_t store);
 /* Kept for etcd connections (HA); must precede setup. NULLs disable TLS. */
-void mooncake_store_set_etcd_tls_config(mooncake_store_t store, const char *ca_file, const char *cert_file,
-                                        const char *key_file);
-int mooncake_store_setup(mooncake_store_t store, const char *local_hostname, const char *metadata_server,
-                         uint64_t global_segment_size, uint64_t local_buffer_size, const char *protocol,
-                         const char *device_name, const char *master_server_addr);
+void mooncake_store_set_etcd_tls_config(mooncake_store_t store, const char* ca_file, const char* cert_file,
+                                        const char* key_file);
+int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, const char* metadata_server,
+                         uint64_t global_segment_size, uint64_t local_buffer_size, const char* protocol,
+                         const char* device_name, const char* master_server_addr);
 /* setup("localhost", "P2PHANDSHAKE", mount_segment_size, 16 MiB, protocol, device_name, "embedded"). */
-int mooncake_store_init_all(mooncake_store_t store, const char *protocol, const char *device_name,
+int mooncake_store_init_all(mooncake_store_t store, const char* protocol, const char* device_name,
                             uint64_t mount_segment_size);
 int mooncake_store_health_check(mooncake_store_t store);
 
 /* Puts. config may be NULL (one replica, no pins). Putting an existing key again with the same
  * size returns 0; with another size, OBJECT_ALREADY_EXISTS (-705). */
-int mooncake_store_put(mooncake_store_t store, const char *key, const void *value, size_t size,
-                       const mooncake_replicate_config_t *config);
-int mooncake_store_put_from(mooncake_store_t store, const char *key, void *buffer, size_t size,
-                            const mooncake_replicate_config_t *config);
+int mooncake_store_put(mooncake_store_t store, const char* key, const void* value, size_t size,
+                       const mooncake_replicate_config_t* config);
+int mooncake_store_put_from(mooncake_store_t store, const char* key, void* buffer, size_t size,
+                            const mooncake_replicate_config_t* config);
 /* Returns 0 when the arguments were valid; per-key codes in results_out[count]. */
-int mooncake_store_batch_put_from(mooncake_store_t store, const char **keys, void **buffers, const size_t *sizes,
-                                  size_t count, const mooncake_replicate_config_t *config, int *results_out);
+int mooncake_store_batch_put_from(mooncake_store_t store, const char** keys, void** buffers, const size_t* sizes,
+                                  size_t count, const mooncake_replicate_config_t* config, int* results_out);
 
 /* Gets. Bytes read, or a negative code (a buffer smaller than the object: BUFFER_OVERFLOW -10). */
-int64_t mooncake_store_get_into(mooncake_store_t store, const char *key, void *buffer, size_t size);
-int mooncake_store_batch_get_into(mooncake_store_t store, const char **keys, void **buffers, const size_t *sizes,
-                                  size_t count, int64_t *results_out);
+int64_t mooncake_store_get_into(mooncake_store_t store, const char* key, void* buffer, size_t size);
+int mooncake_store_batch_get_into(mooncake_store_t store, const char** keys, void** buffers, const size_t* sizes,
+                                  size_t count, int64_t* results_out);
 
 /* 1 exists, 0 does not, negative on error. */
-int mooncake_store_is_exist(mooncake_store_t store, const char *key);
-int mooncake_store_batch_is_exist(mooncake_store_t store, const char **keys, size_t count, int *results_out);
-int64_t mooncake_store_get_size(mooncake_store_t store, const char *key);
+int mooncake_store_is_exist(mooncake_store_t store, const char* key);
+int mooncake_store_batch_is_exist(mooncake_store_t store, const char** keys, size_t count, int* results_out);
+int64_t mooncake_store_get_size(mooncake_store_t store, const char* key);
 /* Copies the local hostname with its terminating NUL; INVALID_PARAMS if buf_len is too small. */
-int mooncake_store_get_hostname(mooncake_store_t store, char *buf_out, size_t buf_len);
+int mooncake_store_get_hostname(mooncake_store_t store, char* buf_out, size_t buf_len);
 
 /* Removal. A leased object needs force; a missing key gives OBJECT_NOT_FOUND (-704). */
-int mooncake_store_remove(mooncake_store_t store, const char *key, int force);
-int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char *pattern, int force);
+int mooncake_store_remove(mooncake_store_t store, const char* key, int force);
+int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char* pattern, int force);
 int64_t mooncake_store_remove_all(mooncake_store_t store, int force);
 
 /* Zero-copy buffers for put_from / get_into. */
-int mooncake_store_register_buffer(mooncake_store_t store, void *buffer, size_t size);
-int mooncake_store_unregister_buffer(mooncake_store_t store, void *buffer);
+int mooncake_store_register_buffer(mooncake_store_t store, void* buffer, size_t size);
+int mooncake_store_unregister_buffer(mooncake_store_t store, void* buffer);
 
 #ifdef __cplusplus
 }

@@ -13,8 +13,8 @@ inline constexpr size_t kMaxKeyLength = 4096;
 // How many copies of an object to keep, and whether to protect it from eviction.
 struct ReplicateConfig {
   size_t replica_num = 1;
-  bool with_soft_pin = false;  // evicted only after every unpinned candidate, and only if allowed
-  bool with_hard_pin = false;  // never evicted
+  bool with_soft_pin = false;                   // evicted only after every unpinned candidate, and only if allowed
+  bool with_hard_pin = false;                   // never evicted
   std::vector<std::string> preferred_segments;  // segment names to try first, in order
 };
 
@@ -37,8 +37,8 @@ using SegmentId = uint64_t;
 
 struct SegmentDesc {
   SegmentId id = 0;
-  std::string name;      // owner's name; what preferred_segments refers to
-  uint64_t base = 0;     // owner's address of byte 0 (opaque to the master)
+  std::string name;   // owner's name; what preferred_segments refers to
+  uint64_t base = 0;  // owner's address of byte 0 (opaque to the master)
   uint64_t size = 0;
   std::string endpoint;  // where its transfer server listens ("local" in one process)
 };

@@ -19,7 +19,7 @@ using yb::Status;
 
 struct StoreHandle {
   std::mutex setup_mu;
-  std::unique_ptr<yb::Client> client;  // set once by setup, under setup_mu
+  std::unique_ptr<yb::Client> client;       // set once by setup, under setup_mu
   std::atomic<yb::Client*> ready{nullptr};  // client.get() once set up: read without the lock
   std::string etcd_ca, etcd_cert, etcd_key;
 };

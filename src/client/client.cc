@@ -13,7 +13,8 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
                                                std::shared_ptr<LocalSegmentRegistry> local_segments,
                                                std::shared_ptr<TransferEngine> engine, const std::string& endpoint,
                                                std::shared_ptr<LocalSegmentRegistry> served) {
-  if (!master || !local_segments || !engine) return Status(Code::kInvalidParams, "client needs a master and a transfer engine");
+  if (!master || !local_segments || !engine)
+    return Status(Code::kInvalidParams, "client needs a master and a transfer engine");
   if (config.local_hostname.empty()) return Status(Code::kInvalidParams, "local_hostname is empty");
   if (config.global_segment_size > 0 && config.segment_chunk_size < 4096) {
     return Status(Code::kInvalidParams, "segment_chunk_size must be at least 4096 bytes");
@@ -31,7 +32,8 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
   impl->ctx.tenant = *tenant;
   impl->staging = std::make_unique<StagingBuffer>(config.local_buffer_size);
   if (config.local_buffer_size > 0 && impl->staging->capacity() == 0) {
-    return Status(Code::kInternal, "cannot map a local buffer of " + std::to_string(config.local_buffer_size) + " bytes");
+    return Status(Code::kInternal,
+                  "cannot map a local buffer of " + std::to_string(config.local_buffer_size) + " bytes");
   }
   YB_RETURN_IF_ERROR(impl->MountPool());
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -68,7 +70,8 @@ Status Client::Impl::MountPool() {
   if (config.global_segment_size == 0) return Status::OK();
   pool = MappedRegion::Map(config.global_segment_size, config.prefault_segment);
   if (!pool) {
-    return Status(Code::kInternal, "cannot map a global segment of " + std::to_string(config.global_segment_size) + " bytes");
+    return Status(Code::kInternal,
+                  "cannot map a global segment of " + std::to_string(config.global_segment_size) + " bytes");
   }
   std::mt19937_64 rng(std::random_device{}() ^ ctx.client.lo);
   for (uint64_t off = 0; off < config.global_segment_size; off += config.segment_chunk_size) {
@@ -118,7 +121,8 @@ Status Client::Heartbeat() {
   if (!pong.ok()) return pong.status();
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
-    auto tenant = impl_->master->RegisterClient({impl_->ctx.client, impl_->config.local_hostname, impl_->config.tenant});
+    auto tenant =
+        impl_->master->RegisterClient({impl_->ctx.client, impl_->config.local_hostname, impl_->config.tenant});
     if (!tenant.ok()) return tenant.status();
     impl_->ctx.tenant = *tenant;
     std::vector<SegmentDesc> segs;

@@ -19,9 +19,9 @@ struct Client::Impl {
   std::shared_ptr<MasterApi> master;
   std::shared_ptr<LocalSegmentRegistry> local;
   std::shared_ptr<TransferEngine> engine;
-  std::shared_ptr<void> keepalive;  // whatever Connect() started for this client (master, server)
-  std::string endpoint = "local";                 // advertised for this client's segments
-  std::shared_ptr<LocalSegmentRegistry> served;   // segments its transfer server serves
+  std::shared_ptr<void> keepalive;               // whatever Connect() started for this client (master, server)
+  std::string endpoint = "local";                // advertised for this client's segments
+  std::shared_ptr<LocalSegmentRegistry> served;  // segments its transfer server serves
   CallContext ctx;
   std::shared_ptr<MappedRegion> pool;  // the memory behind this client's segments
   mutable std::mutex mounted_mu;

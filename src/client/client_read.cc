@@ -34,8 +34,8 @@ Status Client::Impl::ReadReplicas(const ObjectInfo& info, const std::vector<Slic
   for (size_t i = first; i < ordered.size(); ++i) {
     Status st = Move(TransferRequest::Op::kRead, ordered[i], target);
     if (st.ok() && info.checksum && config.verify_checksum && SlicesChecksum(target) != *info.checksum) {
-      st = Status(Code::kChecksumMismatch, "replica on segment " + std::to_string(ordered[i].segment) +
-                                               " does not match the checksum");
+      st = Status(Code::kChecksumMismatch,
+                  "replica on segment " + std::to_string(ordered[i].segment) + " does not match the checksum");
     }
     if (st.ok()) return st;
     YB_LOG_WARN("read from segment {} failed, trying the next replica: {}", ordered[i].segment, st.ToString());
@@ -119,7 +119,8 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok() || !infos[i].ok()) continue;
     const ObjectInfo& info = *infos[i];
-    bool good = ok[i] && (!info.checksum || !impl.config.verify_checksum || SlicesChecksum(targets[i]) == *info.checksum);
+    bool good =
+        ok[i] && (!info.checksum || !impl.config.verify_checksum || SlicesChecksum(targets[i]) == *info.checksum);
     // On a failed first attempt, go on from the second replica.
     Status prior = !attempted[i] ? Status(Code::kTransferFail, "no replica could be read")
                    : ok[i]       ? Status(Code::kChecksumMismatch, "first replica does not match the checksum")

@@ -46,14 +46,14 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
     return Status(Code::kNotSupported, "protocol '" + config.protocol + "' is not available; use tcp");
   }
   auto plumbing = std::make_shared<RemotePlumbing>();
-  plumbing->master = std::make_shared<rpc::MasterClient>(hp->first, hp->second,
-                                                         std::chrono::milliseconds(config.rpc_timeout_ms));
+  plumbing->master =
+      std::make_shared<rpc::MasterClient>(hp->first, hp->second, std::chrono::milliseconds(config.rpc_timeout_ms));
   plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master);
   auto engine = std::make_shared<TransferEngine>();
   engine->AddTransport(std::make_shared<MemcpyTransport>(ProcessSegments()));
   auto directory = plumbing->directory;
-  engine->AddTransport(std::make_shared<tcp::TcpTransport>(
-      [directory](SegmentId s) { return directory->Resolve(s); }, tcp::TcpTransport::Options{}));
+  engine->AddTransport(std::make_shared<tcp::TcpTransport>([directory](SegmentId s) { return directory->Resolve(s); },
+                                                           tcp::TcpTransport::Options{}));
 
   std::string endpoint = "local";
   std::shared_ptr<LocalSegmentRegistry> served;
@@ -76,8 +76,8 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
   auto client = Create(config, plumbing->master, ProcessSegments(), engine, endpoint, served);
   if (!client.ok()) return client;
   (*client)->impl_->keepalive = plumbing;
-  YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", config.local_hostname,
-              config.master_server_addr, endpoint);
+  YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", config.local_hostname, config.master_server_addr,
+              endpoint);
   return client;
 }
 

@@ -185,8 +185,8 @@ TEST_F(ClientTest, BatchCallsAnswerPerKey) {
   EXPECT_TRUE(*exist[1]);
   EXPECT_FALSE(*exist[2]);
   std::string o1(100, '\0'), o2(100, '\0'), o3(100, '\0');
-  auto got = b_->BatchGet({"b1", "b2", "b3"},
-                          {{{o1.data(), o1.size()}}, {{o2.data(), o2.size()}}, {{o3.data(), o3.size()}}});
+  auto got =
+      b_->BatchGet({"b1", "b2", "b3"}, {{{o1.data(), o1.size()}}, {{o2.data(), o2.size()}}, {{o3.data(), o3.size()}}});
   EXPECT_EQ(*got[0], 100u);
   EXPECT_EQ(o1, v1);
   EXPECT_EQ(got[1].code(), Code::kBufferOverflow);

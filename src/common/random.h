@@ -1,8 +1,8 @@
 // Injected randomness: components that choose at random take a seeded Random so tests replay.
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <random>
 
 namespace yb {

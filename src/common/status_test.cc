@@ -39,9 +39,7 @@ TEST(StatusTest, MooncakeNumbersMatchTheirPublishedValues) {
   EXPECT_EQ(ToMooncakeCode(Code::kTenantQuotaExceeded), -1700);
 }
 
-TEST(StatusTest, UnknownMooncakeNumberIsInternal) {
-  EXPECT_EQ(FromMooncakeCode(-123456), Code::kInternal);
-}
+TEST(StatusTest, UnknownMooncakeNumberIsInternal) { EXPECT_EQ(FromMooncakeCode(-123456), Code::kInternal); }
 
 TEST(StatusTest, ResultCarriesValueOrStatus) {
   Result<int> good(7);

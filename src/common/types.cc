@@ -1,7 +1,7 @@
+#include "yuebing/types.h"
+
 #include <cstdio>
 #include <random>
-
-#include "yuebing/types.h"
 
 namespace yb {
 

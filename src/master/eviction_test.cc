@@ -32,7 +32,7 @@ TEST_F(EvictionTest, LeastRecentlyReadGoesFirst) {
   Pool(10);
   PutN(0, 10);
   ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // k0 is now the most recent
-  clock_.AdvanceSec(11);                                        // past every lease
+  clock_.AdvanceSec(11);                                         // past every lease
   EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
   EXPECT_EQ(Missing(10), (std::vector<std::string>{K(1)}));
   EXPECT_EQ(master_->evictor().EvictBytes(2 * kObj), 2 * kObj);

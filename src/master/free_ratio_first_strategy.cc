@@ -21,8 +21,6 @@ class FreeRatioFirstStrategy final : public AllocationStrategy {
 
 }  // namespace
 
-std::unique_ptr<AllocationStrategy> MakeFreeRatioFirstStrategy() {
-  return std::make_unique<FreeRatioFirstStrategy>();
-}
+std::unique_ptr<AllocationStrategy> MakeFreeRatioFirstStrategy() { return std::make_unique<FreeRatioFirstStrategy>(); }
 
 }  // namespace yb

@@ -35,7 +35,7 @@ struct ClientRegistration {
 
 struct ObjectInfo {
   uint64_t size = 0;
-  std::optional<uint64_t> checksum;  // XXH3-64 of the value, when the writer gave one
+  std::optional<uint64_t> checksum;   // XXH3-64 of the value, when the writer gave one
   std::vector<ReplicaDesc> replicas;  // COMPLETE replicas only
   uint64_t read_pin = 0;              // non-zero when pinned: pass to ReadEnd
 };
@@ -58,13 +58,12 @@ class MasterApi {
   virtual Result<std::vector<SegmentUsage>> ListSegments() = 0;
 
   // Writes.
-  virtual Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key,
-                                                    uint64_t size, const ReplicateConfig& config) = 0;
+  virtual Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                                    const ReplicateConfig& config) = 0;
   // Like PutStart, but an existing COMPLETE value is replaced atomically at PutEnd.
-  virtual Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key,
-                                                       uint64_t size, const ReplicateConfig& config) = 0;
-  virtual Status PutEnd(const CallContext& ctx, const std::string& key,
-                        std::optional<uint64_t> checksum) = 0;
+  virtual Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                                       const ReplicateConfig& config) = 0;
+  virtual Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) = 0;
   virtual Status PutRevoke(const CallContext& ctx, const std::string& key) = 0;
 
   // Reads.
@@ -80,21 +79,19 @@ class MasterApi {
   virtual Result<uint64_t> RemoveAll(const CallContext& ctx, bool force) = 0;
 
   // Batch forms: one answer per key, in order.
-  virtual std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(
-      const CallContext& ctx, const std::vector<std::string>& keys, const std::vector<uint64_t>& sizes,
-      const ReplicateConfig& config) = 0;
+  virtual std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx,
+                                                                      const std::vector<std::string>& keys,
+                                                                      const std::vector<uint64_t>& sizes,
+                                                                      const ReplicateConfig& config) = 0;
   virtual std::vector<Status> BatchPutEnd(const CallContext& ctx, const std::vector<std::string>& keys,
                                           const std::vector<std::optional<uint64_t>>& checksums) = 0;
   virtual std::vector<Status> BatchPutRevoke(const CallContext& ctx, const std::vector<std::string>& keys) = 0;
   virtual std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx,
-                                                              const std::vector<std::string>& keys,
-                                                              bool pin) = 0;
+                                                              const std::vector<std::string>& keys, bool pin) = 0;
   virtual std::vector<Status> BatchReadEnd(const CallContext& ctx, const std::vector<std::string>& keys,
                                            const std::vector<uint64_t>& read_pins) = 0;
-  virtual std::vector<Result<bool>> BatchExistKey(const CallContext& ctx,
-                                                  const std::vector<std::string>& keys) = 0;
-  virtual std::vector<Status> BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys,
-                                          bool force) = 0;
+  virtual std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const std::vector<std::string>& keys) = 0;
+  virtual std::vector<Status> BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys, bool force) = 0;
 };
 
 }  // namespace yb

@@ -31,9 +31,8 @@ std::vector<Result<std::vector<ReplicaDesc>>> MasterService::BatchPutStart(const
 std::vector<Status> MasterService::BatchPutEnd(const CallContext& ctx, const std::vector<std::string>& keys,
                                                const std::vector<std::optional<uint64_t>>& checksums) {
   if (!checksums.empty() && checksums.size() != keys.size()) return SizeMismatch<Status>(keys.size(), "checksums");
-  return ForEachKey<Status>(keys, [&](size_t i) {
-    return PutEnd(ctx, keys[i], checksums.empty() ? std::nullopt : checksums[i]);
-  });
+  return ForEachKey<Status>(
+      keys, [&](size_t i) { return PutEnd(ctx, keys[i], checksums.empty() ? std::nullopt : checksums[i]); });
 }
 
 std::vector<Status> MasterService::BatchPutRevoke(const CallContext& ctx, const std::vector<std::string>& keys) {

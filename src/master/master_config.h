@@ -11,15 +11,15 @@ struct MasterConfig {
   int64_t default_kv_lease_ttl_ms = 10'000;          // lease granted to a reader
   int64_t default_kv_soft_pin_ttl_ms = 30 * 60'000;  // soft pin lifetime, renewed by reads
   bool allow_evict_soft_pinned_objects = true;
-  double eviction_ratio = 0.05;                       // share of capacity one eviction frees
-  double eviction_high_watermark_ratio = 0.90;        // usage that starts eviction
-  int64_t client_ttl_sec = 10;                        // silence before a client is declared dead
-  std::string allocation_strategy = "random";         // random | free_ratio_first
-  int64_t put_start_discard_timeout_sec = 30;         // after this another writer may take over
-  int64_t put_start_release_timeout_sec = 600;        // after this the space is reclaimed
-  uint64_t allocation_alignment = 64;                 // bytes; every replica offset is aligned
+  double eviction_ratio = 0.05;                 // share of capacity one eviction frees
+  double eviction_high_watermark_ratio = 0.90;  // usage that starts eviction
+  int64_t client_ttl_sec = 10;                  // silence before a client is declared dead
+  std::string allocation_strategy = "random";   // random | free_ratio_first
+  int64_t put_start_discard_timeout_sec = 30;   // after this another writer may take over
+  int64_t put_start_release_timeout_sec = 600;  // after this the space is reclaimed
+  uint64_t allocation_alignment = 64;           // bytes; every replica offset is aligned
   size_t object_shards = 1024;
-  uint64_t random_seed = 0;                           // 0: from std::random_device
+  uint64_t random_seed = 0;  // 0: from std::random_device
 };
 
 }  // namespace yb

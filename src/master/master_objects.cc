@@ -8,10 +8,7 @@
 namespace yb {
 namespace {
 
-
-std::string Quote(const std::string& key) {
-  return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'";
-}
+std::string Quote(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
 
 }  // namespace
 
@@ -50,8 +47,8 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, uint6
   if (allocs.empty()) {
     // A failed allocation triggers eviction now; the writer does not have to come back.
     evictor_.NoteAllocationFailure(size * n);
-    uint64_t want = std::max<uint64_t>(size * n, static_cast<uint64_t>(config_.eviction_ratio *
-                                                                       static_cast<double>(segments_.capacity())));
+    uint64_t want = std::max<uint64_t>(
+        size * n, static_cast<uint64_t>(config_.eviction_ratio * static_cast<double>(segments_.capacity())));
     if (evictor_.EvictBytes(want) > 0) allocs = segments_.Allocate(size, n, config.preferred_segments);
   }
   if (allocs.size() < n) tenants_.Release(tenant, (n - allocs.size()) * size);
@@ -62,8 +59,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, uint6
 }
 
 Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ctx, const std::string& key,
-                                                           uint64_t size, const ReplicateConfig& config,
-                                                           bool upsert) {
+                                                           uint64_t size, const ReplicateConfig& config, bool upsert) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   if (size == 0) return Status(Code::kInvalidParams, "object size is 0");
   if (config.replica_num == 0 || config.replica_num > 64) {
@@ -73,8 +69,8 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   uint64_t largest = segments_.largest_segment();
   if (size > largest) {
     return Status(Code::kInvalidParams, "object of " + std::to_string(size) +
-                                            " bytes is larger than the largest segment (" +
-                                            std::to_string(largest) + " bytes)");
+                                            " bytes is larger than the largest segment (" + std::to_string(largest) +
+                                            " bytes)");
   }
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
@@ -96,8 +92,8 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     YB_LOG_WARN("taking over key {} from client {}", Quote(key), p->second.writer.ToString());
     {
       std::lock_guard dl(discarded_mu_);
-      discarded_.push_back(Discarded{p->second.started + config_.put_start_release_timeout_sec * 1000,
-                                     p->second.tenant, p->second.size, std::move(p->second.replicas)});
+      discarded_.push_back(Discarded{p->second.started + config_.put_start_release_timeout_sec * 1000, p->second.tenant,
+                                     p->second.size, std::move(p->second.replicas)});
     }
     s.pending.erase(p);
     return Status::OK();
@@ -126,8 +122,8 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   return descs;
 }
 
-Result<std::vector<ReplicaDesc>> MasterService::PutStart(const CallContext& ctx, const std::string& key,
-                                                         uint64_t size, const ReplicateConfig& config) {
+Result<std::vector<ReplicaDesc>> MasterService::PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                                         const ReplicateConfig& config) {
   return StartWrite(ctx, key, size, config, false);
 }
 
@@ -279,8 +275,7 @@ uint64_t MasterService::RemoveMatching(const CallContext& ctx, bool force,
     for (auto it = s.objects.begin(); it != s.objects.end();) {
       const std::string& ik = it->first;
       auto next = std::next(it);
-      if (ik[0] == t0 && ik[1] == t1 && match(std::string_view(ik).substr(2)) &&
-          RemoveLocked(s, it, force, now).ok()) {
+      if (ik[0] == t0 && ik[1] == t1 && match(std::string_view(ik).substr(2)) && RemoveLocked(s, it, force, now).ok()) {
         ++removed;
       }
       it = next;
@@ -297,9 +292,8 @@ Result<uint64_t> MasterService::RemoveByRegex(const CallContext& ctx, const std:
   } catch (const std::regex_error& e) {
     return Status(Code::kInvalidParams, "bad regular expression '" + pattern + "': " + e.what());
   }
-  uint64_t n = RemoveMatching(ctx, force, [&](std::string_view k) {
-    return std::regex_search(k.begin(), k.end(), re);
-  });
+  uint64_t n =
+      RemoveMatching(ctx, force, [&](std::string_view k) { return std::regex_search(k.begin(), k.end(), re); });
   YB_LOG_INFO("removed {} objects matching '{}'", n, pattern);
   return n;
 }

@@ -32,8 +32,7 @@ class StoredReplica {
  public:
   StoredReplica() = default;
   StoredReplica(const Allocation& a, ReplicaKind kind, ReplicaStatus status)
-      : bits_((a.offset & kOffsetMask) | (static_cast<uint64_t>(kind) << 60) |
-              (static_cast<uint64_t>(status) << 56)),
+      : bits_((a.offset & kOffsetMask) | (static_cast<uint64_t>(kind) << 60) | (static_cast<uint64_t>(status) << 56)),
         segment_(a.segment),
         node_(a.node) {}
   Allocation alloc() const { return Allocation{offset(), segment_, node_}; }
@@ -41,9 +40,7 @@ class StoredReplica {
   SegmentRef segment() const { return segment_; }
   ReplicaKind kind() const { return static_cast<ReplicaKind>(bits_ >> 60); }
   ReplicaStatus status() const { return static_cast<ReplicaStatus>((bits_ >> 56) & 0xF); }
-  void set_status(ReplicaStatus s) {
-    bits_ = (bits_ & ~(0xFULL << 56)) | (static_cast<uint64_t>(s) << 56);
-  }
+  void set_status(ReplicaStatus s) { bits_ = (bits_ & ~(0xFULL << 56)) | (static_cast<uint64_t>(s) << 56); }
 
  private:
   static constexpr uint64_t kOffsetMask = (1ULL << 56) - 1;
@@ -73,7 +70,7 @@ struct ObjectMeta {
   uint64_t last_access = 0;  // global recency sequence; larger is more recent
   ObjectEntry* lru_prev = nullptr;
   ObjectEntry* lru_next = nullptr;
-  uint32_t readers = 0;      // read pins held
+  uint32_t readers = 0;  // read pins held
   TenantIndex tenant = 0;
   uint8_t flags = 0;
   uint8_t n_replicas = 0;
@@ -106,8 +103,8 @@ struct PendingPut {
   TimeMs started = 0;
   uint64_t size = 0;
   TenantIndex tenant = 0;
-  uint8_t flags = 0;      // kHardPin / kSoftPin
-  bool upsert = false;    // replaces a COMPLETE value at PutEnd
+  uint8_t flags = 0;    // kHardPin / kSoftPin
+  bool upsert = false;  // replaces a COMPLETE value at PutEnd
   std::vector<StoredReplica> replicas;
 };
 

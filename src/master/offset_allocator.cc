@@ -35,8 +35,7 @@ uint64_t OffsetAllocator::BinLowerBound(uint32_t bin) {
 }
 
 OffsetAllocator::OffsetAllocator(uint64_t capacity, uint64_t alignment)
-    : capacity_(capacity - capacity % std::max<uint64_t>(alignment, 1)),
-      alignment_(std::max<uint64_t>(alignment, 1)) {
+    : capacity_(capacity - capacity % std::max<uint64_t>(alignment, 1)), alignment_(std::max<uint64_t>(alignment, 1)) {
   bin_heads_.fill(kNoNode);
   if (capacity_ > 0) InsertFree(0, capacity_);
 }

@@ -32,9 +32,9 @@ class OffsetAllocator {
 
   struct Stats {
     uint64_t capacity = 0;
-    uint64_t allocated_bytes = 0;   // after rounding to alignment
+    uint64_t allocated_bytes = 0;  // after rounding to alignment
     uint64_t free_bytes = 0;
-    uint64_t allocations = 0;       // live allocations
+    uint64_t allocations = 0;  // live allocations
     uint64_t free_regions = 0;
     uint64_t largest_free_region = 0;
     // 1 - largest_free_region / free_bytes: 0 when free space is one range.

@@ -20,9 +20,7 @@ class RandomStrategy final : public AllocationStrategy {
 
 }  // namespace
 
-std::unique_ptr<AllocationStrategy> MakeRandomStrategy(uint64_t seed) {
-  return std::make_unique<RandomStrategy>(seed);
-}
+std::unique_ptr<AllocationStrategy> MakeRandomStrategy(uint64_t seed) { return std::make_unique<RandomStrategy>(seed); }
 
 Result<std::unique_ptr<AllocationStrategy>> MakeAllocationStrategy(std::string_view name, uint64_t seed) {
   if (name == "random") return MakeRandomStrategy(seed);

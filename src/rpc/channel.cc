@@ -3,10 +3,9 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include <cstring>
-
 #include <asio.hpp>
 #include <condition_variable>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
@@ -63,7 +62,8 @@ struct RpcChannel::Connection {
       return std::chrono::steady_clock::now() >= until ? Status(Code::kRpcTimeout, "") : Status::OK();
     }
     if (n <= 0) {
-      return Status(Code::kRpcFail, "connection to " + target + " lost" + (n < 0 ? std::string(": ") + strerror(errno) : ""));
+      return Status(Code::kRpcFail,
+                    "connection to " + target + " lost" + (n < 0 ? std::string(": ") + strerror(errno) : ""));
     }
     in_len += n;
     std::vector<std::pair<FrameHeader, std::string>> replies;

@@ -108,22 +108,38 @@ void PutReplicaLists(const std::vector<Result<std::vector<ReplicaDesc>>>& rs, pb
 
 const char* MasterMethodName(uint16_t method) {
   switch (static_cast<M>(method)) {
-    case M::kRegisterClient: return "RegisterClient";
-    case M::kPing: return "Ping";
-    case M::kMountSegment: return "MountSegment";
-    case M::kReMountSegment: return "ReMountSegment";
-    case M::kUnmountSegment: return "UnmountSegment";
-    case M::kListSegments: return "ListSegments";
-    case M::kPutStart: return "PutStart";
-    case M::kUpsertStart: return "UpsertStart";
-    case M::kPutEnd: return "PutEnd";
-    case M::kPutRevoke: return "PutRevoke";
-    case M::kGetReplicaList: return "GetReplicaList";
-    case M::kReadEnd: return "ReadEnd";
-    case M::kExistKey: return "ExistKey";
-    case M::kRemove: return "Remove";
-    case M::kRemoveByRegex: return "RemoveByRegex";
-    case M::kRemoveAll: return "RemoveAll";
+    case M::kRegisterClient:
+      return "RegisterClient";
+    case M::kPing:
+      return "Ping";
+    case M::kMountSegment:
+      return "MountSegment";
+    case M::kReMountSegment:
+      return "ReMountSegment";
+    case M::kUnmountSegment:
+      return "UnmountSegment";
+    case M::kListSegments:
+      return "ListSegments";
+    case M::kPutStart:
+      return "PutStart";
+    case M::kUpsertStart:
+      return "UpsertStart";
+    case M::kPutEnd:
+      return "PutEnd";
+    case M::kPutRevoke:
+      return "PutRevoke";
+    case M::kGetReplicaList:
+      return "GetReplicaList";
+    case M::kReadEnd:
+      return "ReadEnd";
+    case M::kExistKey:
+      return "ExistKey";
+    case M::kRemove:
+      return "Remove";
+    case M::kRemoveByRegex:
+      return "RemoveByRegex";
+    case M::kRemoveAll:
+      return "RemoveAll";
   }
   return "";
 }
@@ -257,7 +273,7 @@ std::vector<Status> Statuses(const Result<pb::MasterResponse>& r, size_t n) {
   std::vector<Status> out;
   for (size_t i = 0; i < n; ++i) {
     out.push_back(i < static_cast<size_t>(r->results_size()) ? FromPb(r->results(static_cast<int>(i)).status())
-                                                              : Status(Code::kRpcFail, "short reply"));
+                                                             : Status(Code::kRpcFail, "short reply"));
   }
   return out;
 }
@@ -284,7 +300,8 @@ Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& addres
   } catch (...) {
     return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
   }
-  if ((port == 0 && !allow_port_zero) || port > 65535) return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
+  if ((port == 0 && !allow_port_zero) || port > 65535)
+    return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
   return std::make_pair(host, static_cast<uint16_t>(port));
 }
 

@@ -107,8 +107,7 @@ TEST(RpcTest, GarbageFramesNeverCrashTheServer) {
     if (i % 2 == 0 && bytes.size() >= kHeaderSize) {  // a valid magic, the rest random
       uint8_t h[kHeaderSize];
       EncodeHeader(FrameHeader{static_cast<uint32_t>(rng() % 8192), static_cast<FrameKind>(rng() % 4),
-                               static_cast<uint8_t>(rng()), static_cast<uint16_t>(rng()),
-                               static_cast<uint32_t>(rng())},
+                               static_cast<uint8_t>(rng()), static_cast<uint16_t>(rng()), static_cast<uint32_t>(rng())},
                    h);
       std::memcpy(bytes.data(), h, kHeaderSize);
     }

@@ -82,9 +82,10 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   std::string Dispatch(const FrameHeader& req, const std::string& body) {
     FrameHeader reply{0, FrameKind::kResponse, 0, req.method, req.request_id};
     auto it = server_.handlers_.find(req.method);
-    Result<std::string> r = it == server_.handlers_.end()
-                                ? Result<std::string>(Code::kNotSupported, "unknown method " + std::to_string(req.method))
-                                : it->second(body);
+    Result<std::string> r =
+        it == server_.handlers_.end()
+            ? Result<std::string>(Code::kNotSupported, "unknown method " + std::to_string(req.method))
+            : it->second(body);
     if (r.ok()) return EncodeFrame(reply, *r);
     reply.flags = kFlagError;
     std::string err(1, static_cast<char>(r.code()));
@@ -133,8 +134,8 @@ Status RpcServer::Start() {
     acceptor_->acceptor.listen();
     port_ = acceptor_->acceptor.local_endpoint().port();
   } catch (const std::exception& e) {
-    return Status(Code::kInvalidParams, "cannot listen on " + options_.address + ":" +
-                                            std::to_string(options_.port) + ": " + e.what());
+    return Status(Code::kInvalidParams,
+                  "cannot listen on " + options_.address + ":" + std::to_string(options_.port) + ": " + e.what());
   }
   Accept();
   int n = std::max(1, options_.threads);

@@ -115,8 +115,12 @@ Result<BucketPolicy> ParseBucketPolicy(std::string_view name) {
 
 StorageEngine::StorageEngine(StorageConfig config) : config_(std::move(config)) {}
 
-std::string StorageEngine::DataPath(uint64_t id) const { return config_.path + "/bucket-" + std::to_string(id) + ".data"; }
-std::string StorageEngine::MetaPath(uint64_t id) const { return config_.path + "/bucket-" + std::to_string(id) + ".meta"; }
+std::string StorageEngine::DataPath(uint64_t id) const {
+  return config_.path + "/bucket-" + std::to_string(id) + ".data";
+}
+std::string StorageEngine::MetaPath(uint64_t id) const {
+  return config_.path + "/bucket-" + std::to_string(id) + ".meta";
+}
 
 void StorageEngine::DeleteFiles(uint64_t id) const {
   ::unlink(DataPath(id).c_str());
@@ -148,7 +152,8 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
     if (!Take(m, pos, &klen) || m.size() - 8 - pos < klen) return corrupt("truncated entry");
     std::string key = m.substr(pos, klen);
     pos += klen;
-    if (!Take(m, pos, &e.offset) || !Take(m, pos, &e.size) || !Take(m, pos, &e.checksum)) return corrupt("truncated entry");
+    if (!Take(m, pos, &e.offset) || !Take(m, pos, &e.size) || !Take(m, pos, &e.checksum))
+      return corrupt("truncated entry");
     if (e.offset + e.size > static_cast<uint64_t>(st.st_size)) return corrupt("entry beyond the data file");
     out.emplace_back(std::move(key), e);
   }
@@ -179,9 +184,10 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
   std::lock_guard lock(mu_);
   for (const auto& [id, files] : seen) {
     next_id_ = std::max(next_id_, id + 1);
-    auto entries = files.first && files.second ? LoadMeta(id)
-                                               : Result<std::vector<std::pair<std::string, Entry>>>(
-                                                     Status(Code::kChecksumMismatch, "incomplete"));
+    auto entries =
+        files.first && files.second
+            ? LoadMeta(id)
+            : Result<std::vector<std::pair<std::string, Entry>>>(Status(Code::kChecksumMismatch, "incomplete"));
     if (!entries.ok()) {
       YB_LOG_WARN("storage: dropping bucket {}: {}", id, entries.status().ToString());
       DeleteFiles(id);

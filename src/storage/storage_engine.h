@@ -30,7 +30,7 @@ namespace yb::storage {
 enum class BucketPolicy { kFifo, kLru };
 
 struct StorageConfig {
-  std::string path;                       // directory, created if missing
+  std::string path;  // directory, created if missing
   uint64_t total_size_limit = 64ULL << 30;
   uint64_t bucket_size_limit = 256ULL << 20;
   uint64_t bucket_keys_limit = 500;

@@ -125,15 +125,15 @@ TEST_F(StorageEngineTest, FifoEvictsTheOldestBucketLruTheLeastRecentlyRead) {
     config_.total_size_limit = 1000;
     auto e = OpenEngine();
     ASSERT_TRUE(PutN(*e, 0, 10, 95).ok());  // 950 bytes: above the 0.90 watermark
-    Get(*e, "k0");  // the oldest is read now
-    auto victims = e->PickEvictions();       // down to 0.80: two buckets
+    Get(*e, "k0");                          // the oldest is read now
+    auto victims = e->PickEvictions();      // down to 0.80: two buckets
     ASSERT_EQ(victims.size(), 2u);
     std::vector<std::string> told;
     for (auto id : victims) {
       ASSERT_TRUE(e->EvictBucket(id, [&](const std::vector<std::string>& keys) {
-                      told.insert(told.end(), keys.begin(), keys.end());
-                      return Status::OK();
-                    }).ok());
+                     told.insert(told.end(), keys.begin(), keys.end());
+                     return Status::OK();
+                   }).ok());
     }
     if (policy == BucketPolicy::kFifo) {
       EXPECT_EQ(told, (std::vector<std::string>{"k0", "k1"}));

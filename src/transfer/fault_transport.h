@@ -31,9 +31,9 @@ class FaultInjectingTransport final : public Transport {
   std::shared_ptr<Transport> inner_;
   bool requires_registration_;
   mutable std::mutex mu_;
-  std::set<SegmentId> failing_;   // guarded by mu_
-  std::set<SegmentId> corrupt_;   // guarded by mu_
-  std::vector<void*> seen_;       // guarded by mu_
+  std::set<SegmentId> failing_;  // guarded by mu_
+  std::set<SegmentId> corrupt_;  // guarded by mu_
+  std::vector<void*> seen_;      // guarded by mu_
 };
 
 }  // namespace yb

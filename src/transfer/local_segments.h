@@ -32,7 +32,7 @@ class MappedRegion {
 
 struct LocalSegment {
   std::shared_ptr<MappedRegion> region;  // keeps the memory alive
-  uint8_t* base = nullptr;                // start of this segment within the region
+  uint8_t* base = nullptr;               // start of this segment within the region
   uint64_t size = 0;
 };
 

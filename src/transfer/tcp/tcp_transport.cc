@@ -3,10 +3,10 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include <asio.hpp>
 #include <array>
-#include <cstring>
+#include <asio.hpp>
 #include <condition_variable>
+#include <cstring>
 
 #include "common/log.h"
 #include "transfer/tcp/wire.h"
@@ -72,8 +72,8 @@ void TcpTransport::Give(const std::string& endpoint, std::unique_ptr<Conn> c) {
   if (static_cast<int>(idle.size()) < options_.max_idle_per_endpoint) idle.push_back(std::move(c));
 }
 
-void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slice>& slices,
-                             std::vector<Status>& errors, std::mutex& errors_mu) {
+void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
+                             std::mutex& errors_mu) {
   auto fail_all = [&](const Status& st) {
     std::lock_guard lock(errors_mu);
     for (const auto& s : slices) {

@@ -24,7 +24,7 @@ class TcpTransport final : public Transport {
   using Resolver = std::function<std::optional<std::string>(SegmentId)>;  // segment -> "host:port"
   struct Options {
     uint64_t slice_size = 256ULL << 10;
-    int parallel = 2;                 // connections one batch may use per endpoint
+    int parallel = 2;  // connections one batch may use per endpoint
     int max_idle_per_endpoint = 8;
   };
 

@@ -2,8 +2,8 @@
 
 #include <sys/socket.h>
 
-#include <asio.hpp>
 #include <array>
+#include <asio.hpp>
 #include <cstring>
 #include <vector>
 
