@@ -208,7 +208,8 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
   return recovered;
 }
 
-Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to) {
+Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to,
+                                  std::vector<Entry>* written) {
   std::vector<std::string_view> parts;
   std::string meta;
   Append(meta, kMetaMagic);
@@ -217,12 +218,14 @@ Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values,
   uint64_t off = 0;
   for (size_t i = from; i < to; ++i) {
     parts.push_back(values[i].data);
+    Entry e{id, off, values[i].data.size(), XXH3_64bits(values[i].data.data(), values[i].data.size())};
     Append(meta, static_cast<uint32_t>(values[i].key.size()));
     meta += values[i].key;
-    Append(meta, off);
-    Append(meta, static_cast<uint64_t>(values[i].data.size()));
-    Append(meta, XXH3_64bits(values[i].data.data(), values[i].data.size()));
-    off += values[i].data.size();
+    Append(meta, e.offset);
+    Append(meta, e.size);
+    Append(meta, e.checksum);
+    written->push_back(e);
+    off += e.size;
   }
   Append(meta, XXH3_64bits(meta.data(), meta.size()));
   Status st = WriteDurable(DataPath(id), parts);
@@ -265,18 +268,16 @@ Status StorageEngine::Put(const std::vector<Value>& input) {
       std::lock_guard lock(mu_);
       id = next_id_++;
     }
-    YB_RETURN_IF_ERROR(WriteBucket(id, values, from, to));
+    std::vector<Entry> written;
+    YB_RETURN_IF_ERROR(WriteBucket(id, values, from, to, &written));
     std::lock_guard lock(mu_);
     Bucket b;
     b.id = id;
     b.bytes = bytes;
     b.last_read = ++read_clock_;
-    uint64_t off = 0;
     for (size_t i = from; i < to; ++i) {
-      const auto& v = values[i];
-      index_[v.key] = Entry{id, off, v.data.size(), XXH3_64bits(v.data.data(), v.data.size())};
-      b.keys.push_back(v.key);
-      off += v.data.size();
+      index_[values[i].key] = written[i - from];
+      b.keys.push_back(values[i].key);
     }
     used_ += bytes;
     buckets_.emplace(id, std::move(b));

@@ -88,7 +88,9 @@ class StorageEngine {
 
   std::string DataPath(uint64_t id) const;
   std::string MetaPath(uint64_t id) const;
-  Status WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to);
+  // Writes values[from, to) as bucket `id`; `written` receives their index entries.
+  Status WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to,
+                     std::vector<Entry>* written);
   Result<std::vector<std::pair<std::string, Entry>>> LoadMeta(uint64_t id) const;
   void DeleteFiles(uint64_t id) const;
 
