@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/units.h"
+#include "stop_signals.h"
 #include "yuebing/client.h"
 
 int main(int argc, char** argv) {
@@ -58,11 +59,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t stop_signals = yb::tools::BlockStopSignals();
 
   yb::ClientConfig c;
   c.local_hostname = local_hostname;

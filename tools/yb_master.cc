@@ -15,6 +15,7 @@
 #include "common/periodic_runner.h"
 #include "master/master_service.h"
 #include "rpc/master_rpc.h"
+#include "stop_signals.h"
 
 namespace {
 
@@ -191,12 +192,7 @@ int main(int argc, char** argv) {
   }
   auto master = std::move(created).value();
 
-  // Block the stop signals before any thread starts, so that only sigwait() below sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t stop_signals = yb::tools::BlockStopSignals();
 
   yb::rpc::RpcMetrics rpc_metrics;
   yb::rpc::RpcServer::Options ro;
