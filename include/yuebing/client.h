@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "yuebing/status.h"
@@ -46,6 +48,20 @@ struct ClientConfig {
   std::string transfer_bind_address;
   uint32_t rpc_timeout_ms = 5000;  // deadline of each call to the master
   bool prefault_segment = false;   // fault the pool memory in at mount (steady latency; costs RAM now)
+
+  // SSD tier (DESIGN.md section 5): objects in this client's segment go down to `storage_path`
+  // when the master queues them (its enable_offload / offload_on_evict). Needs a global segment.
+  bool enable_offload = false;
+  std::string storage_path;                     // directory, created if missing
+  uint64_t storage_size_limit = 64ULL << 30;    // total bytes on disk
+  uint64_t storage_bucket_size = 256ULL << 20;  // bytes per bucket
+  uint64_t storage_bucket_keys = 500;           // objects per bucket
+  std::string storage_eviction_policy = "fifo";  // fifo | lru (buckets)
+  double storage_high_watermark = 0.90;
+  double storage_low_watermark = 0.80;
+  // Tests only: a failing device. Called before each SSD write/sync/read with the operation and
+  // file; a non-zero return is the errno that operation fails with.
+  std::function<int(std::string_view op, const std::string& path)> storage_fault;
 };
 
 class Client {
@@ -114,6 +130,11 @@ class Client {
   ClientId id() const;
   std::vector<SegmentId> segments() const;
   MasterApi& master();
+  // One offload round now (fetch, write, report, evict); returns the tasks handled. The SSD tier's
+  // thread does this on its own; tests call it to step deterministically. 0 without an SSD tier.
+  size_t RunOffloadOnce();
+  // Objects in this client's SSD tier; 0 without one.
+  size_t DiskObjects() const;
 
  private:
   struct Impl;

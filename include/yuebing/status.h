@@ -43,10 +43,15 @@ enum class Code : uint8_t {
   kIllegalClient = 24,
   kWriteFail = 25,
   kObjectReplicaBusy = 26,
+  kFileNotFound = 27,
+  kFileOpenFail = 28,
+  kFileReadFail = 29,
+  kFileWriteFail = 30,  // an SSD-tier write failed (I/O error, no space left)
+  kUnableOffload = 31,  // the object cannot go down to the SSD tier
 };
 
 // Number of codes; the table in status.cc has one row per code.
-inline constexpr int kNumCodes = 27;
+inline constexpr int kNumCodes = 32;
 
 // Name of a code, e.g. "OBJECT_NOT_FOUND" (Mooncake's spelling).
 std::string_view CodeName(Code code);

@@ -27,7 +27,10 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
   impl->endpoint = endpoint;
   impl->served = std::move(served);
   impl->ctx.client = ClientId::Random();
-  auto tenant = impl->master->RegisterClient({impl->ctx.client, config.local_hostname, config.tenant});
+  if (config.enable_offload && (config.global_segment_size == 0 || config.storage_path.empty())) {
+    return Status(Code::kInvalidParams, "enable_offload needs a global segment and a storage path");
+  }
+  auto tenant = impl->master->RegisterClient(impl->Registration());
   if (!tenant.ok()) return tenant.status();
   impl->ctx.tenant = *tenant;
   impl->staging = std::make_unique<StagingBuffer>(config.local_buffer_size);
@@ -36,6 +39,13 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
                   "cannot map a local buffer of " + std::to_string(config.local_buffer_size) + " bytes");
   }
   YB_RETURN_IF_ERROR(impl->MountPool());
+  if (config.enable_offload) {
+    Status st = impl->StartOffload();
+    if (!st.ok()) {
+      impl->UnmountPool();
+      return st;
+    }
+  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
@@ -62,6 +72,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
 
 Client::~Client() {
   if (impl_->heartbeat) impl_->heartbeat->Stop();
+  impl_->StopOffload();
   impl_->UnmountPool();
   impl_->keepalive.reset();  // stops the transfer server, closes the master connection
 }
@@ -90,6 +101,48 @@ Status Client::Impl::MountPool() {
     mounted.push_back(d);
   }
   return Status::OK();
+}
+
+Status Client::Impl::StartOffload() {
+  auto policy = storage::ParseBucketPolicy(config.storage_eviction_policy);
+  if (!policy.ok()) return policy.status();
+  Offloader::Options o;
+  o.storage.path = config.storage_path;
+  o.storage.total_size_limit = config.storage_size_limit;
+  o.storage.bucket_size_limit = config.storage_bucket_size;
+  o.storage.bucket_keys_limit = config.storage_bucket_keys;
+  o.storage.policy = *policy;
+  o.storage.high_watermark = config.storage_high_watermark;
+  o.storage.low_watermark = config.storage_low_watermark;
+  o.storage.fault = config.storage_fault;
+  auto off = Offloader::Open(o, master, [this] { return ctx; }, local);
+  if (!off.ok()) return off.status();
+  offloader = std::move(off).value();
+  std::vector<SegmentDesc> segs;
+  {
+    std::lock_guard lock(mounted_mu);
+    segs = mounted;
+  }
+  // LOCAL_DISK replicas name one of our segments: serve the SSD tier under each of them.
+  for (const auto& d : segs) {
+    local->AddDisk(d.id, offloader->reader());
+    if (served) served->AddDisk(d.id, offloader->reader());
+  }
+  YB_RETURN_IF_ERROR(offloader->RegisterAll(segs.front().id));
+  offloader->Start();
+  YB_LOG_INFO("SSD tier at {}: {} objects, {} bytes", config.storage_path, offloader->engine().List().size(),
+              offloader->engine().used_bytes());
+  return Status::OK();
+}
+
+void Client::Impl::StopOffload() {
+  if (!offloader) return;
+  offloader->Stop();
+  std::lock_guard lock(mounted_mu);
+  for (const auto& d : mounted) {
+    local->RemoveDisk(d.id);
+    if (served) served->RemoveDisk(d.id);
+  }
 }
 
 void Client::Impl::UnmountPool() {
@@ -121,8 +174,7 @@ Status Client::Heartbeat() {
   if (!pong.ok()) return pong.status();
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
-    auto tenant =
-        impl_->master->RegisterClient({impl_->ctx.client, impl_->config.local_hostname, impl_->config.tenant});
+    auto tenant = impl_->master->RegisterClient(impl_->Registration());
     if (!tenant.ok()) return tenant.status();
     impl_->ctx.tenant = *tenant;
     std::vector<SegmentDesc> segs;
@@ -132,7 +184,20 @@ Status Client::Heartbeat() {
     }
     if (!segs.empty()) {
       YB_LOG_INFO("master asked client {} to re-mount {} segments", impl_->ctx.client.ToString(), segs.size());
-      return impl_->master->ReMountSegment(impl_->ctx, segs);
+      YB_RETURN_IF_ERROR(impl_->master->ReMountSegment(impl_->ctx, segs));
+      // The master forgot our disk replicas with our segments: tell it again what the SSD holds.
+      if (impl_->offloader) impl_->disk_unregistered = true;
+    }
+  }
+  if (impl_->disk_unregistered) {
+    SegmentId first;
+    {
+      std::lock_guard lock(impl_->mounted_mu);
+      first = impl_->mounted.empty() ? 0 : impl_->mounted.front().id;
+    }
+    if (first != 0) {
+      YB_RETURN_IF_ERROR(impl_->offloader->RegisterAll(first));
+      impl_->disk_unregistered = false;
     }
   }
   return Status::OK();
@@ -146,6 +211,10 @@ Status Client::HealthCheck() {
 const std::string& Client::hostname() const { return impl_->config.local_hostname; }
 ClientId Client::id() const { return impl_->ctx.client; }
 MasterApi& Client::master() { return *impl_->master; }
+
+size_t Client::RunOffloadOnce() { return impl_->offloader ? impl_->offloader->RunOnce() : 0; }
+
+size_t Client::DiskObjects() const { return impl_->offloader ? impl_->offloader->engine().List().size() : 0; }
 
 std::vector<SegmentId> Client::segments() const {
   std::lock_guard lock(impl_->mounted_mu);

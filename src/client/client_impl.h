@@ -1,11 +1,13 @@
 // Client internals, shared by client.cc (lifecycle, metadata), client_write.cc and client_read.cc.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "client/buffers.h"
+#include "client/offloader.h"
 #include "common/periodic_runner.h"
 #include "master/master_api.h"
 #include "transfer/local_segments.h"
@@ -29,6 +31,8 @@ struct Client::Impl {
   std::unique_ptr<StagingBuffer> staging;
   BufferRegistry registered;
   std::unique_ptr<PeriodicRunner> heartbeat;
+  std::unique_ptr<Offloader> offloader;  // the SSD tier, when enable_offload
+  std::atomic<bool> disk_unregistered{false};  // the master lost our disk replicas; retried each heartbeat
 
   // A segment this client mounted (its memory is ours: the cheapest replica to read).
   bool IsLocal(SegmentId s) const {
@@ -41,6 +45,8 @@ struct Client::Impl {
   // Moves a contiguous object range to or from the caller's slices, staging through the
   // registered buffer when the transport needs registered memory and the slices are not.
   Status Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices);
+  // Reads a whole object from a LOCAL_DISK replica (here or through its owner's transfer server).
+  Status ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices);
   // Requests for a whole object over `slices`, appended to `out`.
   static void AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
                              std::vector<TransferRequest>& out);
@@ -50,10 +56,16 @@ struct Client::Impl {
   Result<uint64_t> Read(const std::string& key, const std::vector<Slice>& slices);
   // Copies one object (info) into `target`, trying replicas in order from `first`; `prior` is the
   // error of the attempts already made (returned if no later replica succeeds).
-  Status ReadReplicas(const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
+  Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
                       Status prior = Status(Code::kTransferFail, "no replica could be read"));
   Status MountPool();
   void UnmountPool();
+  // Opens the SSD tier, serves it for our segments, registers what it holds, starts its thread.
+  Status StartOffload();
+  void StopOffload();
+  ClientRegistration Registration() const {
+    return {ctx.client, config.local_hostname, config.tenant, config.enable_offload};
+  }
 };
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.

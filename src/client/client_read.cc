@@ -1,7 +1,10 @@
 // Client: Get and BatchGet. A read pins the object at the master (GetReplicaList with pin) and
 // releases it with ReadEnd, so no timer can fail it; replicas are tried in DESIGN order.
 #include "client/client_impl.h"
+#include <cstring>
+
 #include "client/replica_order.h"
+#include "common/disk_key.h"
 #include "common/log.h"
 
 namespace yb {
@@ -26,19 +29,43 @@ Status TooSmall(uint64_t have, uint64_t need) {
 
 }  // namespace
 
-Status Client::Impl::ReadReplicas(const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
-                                  Status prior) {
+Status Client::Impl::ReadFromDisk(const std::string& key, const ReplicaDesc& replica,
+                                  const std::vector<Slice>& slices) {
+  const std::string disk_key = DiskKey(config.tenant, key);
+  // The object comes whole: straight into a single slice, else through a buffer and scattered.
+  std::string buffer;
+  void* dst = slices.size() == 1 ? slices[0].ptr : nullptr;
+  if (!dst) {
+    buffer.resize(replica.size);
+    dst = buffer.data();
+  }
+  TransferRequest r{TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key};
+  YB_RETURN_IF_ERROR(engine->Submit({r})[0]);
+  if (!buffer.empty()) {
+    uint64_t off = 0;
+    for (const auto& s : slices) {
+      std::memcpy(s.ptr, buffer.data() + off, s.size);
+      off += s.size;
+    }
+  }
+  return Status::OK();
+}
+
+Status Client::Impl::ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target,
+                                  size_t first, Status prior) {
   auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return IsLocal(s); });
   if (ordered.empty()) return Status(Code::kInvalidReplica, "object has no complete replica");
   Status last = std::move(prior);
   for (size_t i = first; i < ordered.size(); ++i) {
-    Status st = Move(TransferRequest::Op::kRead, ordered[i], target);
+    Status st = ordered[i].kind == ReplicaKind::kLocalDisk ? ReadFromDisk(key, ordered[i], target)
+                                                           : Move(TransferRequest::Op::kRead, ordered[i], target);
     if (st.ok() && info.checksum && config.verify_checksum && SlicesChecksum(target) != *info.checksum) {
       st = Status(Code::kChecksumMismatch,
                   "replica on segment " + std::to_string(ordered[i].segment) + " does not match the checksum");
     }
     if (st.ok()) return st;
-    YB_LOG_WARN("read from segment {} failed, trying the next replica: {}", ordered[i].segment, st.ToString());
+    YB_LOG_WARN("read of a {} replica on segment {} failed, trying the next replica: {}",
+                ordered[i].kind == ReplicaKind::kLocalDisk ? "disk" : "memory", ordered[i].segment, st.ToString());
     last = st;
   }
   return last;
@@ -49,7 +76,7 @@ Result<uint64_t> Client::Impl::Read(const std::string& key, const std::vector<Sl
   if (!total.ok()) return total.status();
   auto info = master->GetReplicaList(ctx, key, true);
   if (!info.ok()) return info.status();
-  Status st = info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(*info, Trim(slices, info->size), 0);
+  Status st = info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(key, *info, Trim(slices, info->size), 0);
   (void)master->ReadEnd(ctx, key, info->read_pin);
   if (!st.ok()) return st;
   return info->size;
@@ -68,7 +95,7 @@ Result<std::string> Client::Get(const std::string& key) {
   auto info = impl_->master->GetReplicaList(impl_->ctx, key, true);
   if (!info.ok()) return info.status();
   std::string out(info->size, '\0');
-  Status st = impl_->ReadReplicas(*info, {{out.data(), out.size()}}, 0);
+  Status st = impl_->ReadReplicas(key, *info, {{out.data(), out.size()}}, 0);
   (void)impl_->master->ReadEnd(impl_->ctx, key, info->read_pin);
   if (!st.ok()) return st;
   return out;
@@ -107,7 +134,8 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
     }
     targets[i] = Trim(buffers[i], infos[i]->size);
     ordered[i] = OrderReplicas(infos[i]->replicas, [&](SegmentId s) { return impl.IsLocal(s); });
-    if (ordered[i].empty() || impl.NeedsStaging(ordered[i][0], targets[i])) continue;  // handled below
+    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory || impl.NeedsStaging(ordered[i][0], targets[i]))
+      continue;  // handled below, one by one
     ok[i] = attempted[i] = true;
     Impl::AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs);
     owner.resize(reqs.size(), i);
@@ -125,7 +153,7 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
     Status prior = !attempted[i] ? Status(Code::kTransferFail, "no replica could be read")
                    : ok[i]       ? Status(Code::kChecksumMismatch, "first replica does not match the checksum")
                                  : Status(Code::kTransferFail, "first replica could not be read");
-    Status st = good ? Status::OK() : impl.ReadReplicas(info, targets[i], attempted[i] ? 1 : 0, prior);
+    Status st = good ? Status::OK() : impl.ReadReplicas(keys[i], info, targets[i], attempted[i] ? 1 : 0, prior);
     out[i] = st.ok() ? Result<uint64_t>(info.size) : Result<uint64_t>(st);
   }
   std::vector<std::string> pinned_keys;

@@ -11,9 +11,9 @@ std::vector<ReplicaDesc> OrderReplicas(const std::vector<ReplicaDesc>& replicas,
       case ReplicaKind::kMemory:
         return is_local(r.segment) ? 0 : 1;
       case ReplicaKind::kLocalDisk:
-        return 2;
+        return is_local(r.segment) ? 2 : 3;  // our own SSD, then another node's
       default:
-        return 3;
+        return 4;
     }
   };
   std::vector<ReplicaDesc> out = replicas;

@@ -47,6 +47,11 @@ constexpr std::array<CodeRow, kNumCodes> kTable = {{
     {Code::kIllegalClient, "ILLEGAL_CLIENT", -601},
     {Code::kWriteFail, "WRITE_FAIL", -500},
     {Code::kObjectReplicaBusy, "OBJECT_REPLICA_BUSY", -714},
+    {Code::kFileNotFound, "FILE_NOT_FOUND", -1100},
+    {Code::kFileOpenFail, "FILE_OPEN_FAIL", -1101},
+    {Code::kFileReadFail, "FILE_READ_FAIL", -1102},
+    {Code::kFileWriteFail, "FILE_WRITE_FAIL", -1103},
+    {Code::kUnableOffload, "UNABLE_OFFLOAD", -1300},
 }};
 
 constexpr bool TableInEnumOrder() {

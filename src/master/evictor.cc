@@ -10,8 +10,9 @@ constexpr size_t kCandidatesPerShard = 16;  // taken from each shard per round
 constexpr size_t kScanPerShard = 256;       // entries examined per shard per round
 }  // namespace
 
-Evictor::Evictor(ObjectTable& table, SegmentManager& segments, const Clock& clock, const MasterConfig& config)
-    : table_(table), segments_(segments), clock_(clock), config_(config) {}
+Evictor::Evictor(ObjectTable& table, SegmentManager& segments, OffloadQueues& offload, const Clock& clock,
+                 const MasterConfig& config)
+    : table_(table), segments_(segments), offload_(offload), clock_(clock), config_(config) {}
 
 void Evictor::NoteAllocationFailure(uint64_t bytes) {
   uint64_t cur = failed_bytes_.load(std::memory_order_relaxed);
@@ -21,7 +22,8 @@ void Evictor::NoteAllocationFailure(uint64_t bytes) {
 
 uint64_t Evictor::RunOnce() {
   double cap = static_cast<double>(segments_.capacity());
-  double used = static_cast<double>(segments_.allocated());
+  // Memory that offloads already queued by eviction will free does not count.
+  double used = static_cast<double>(segments_.allocated() - std::min(segments_.allocated(), offload_.evict_pending_bytes()));
   uint64_t need = 0;
   if (cap > 0 && used > config_.eviction_high_watermark_ratio * cap) {
     need = static_cast<uint64_t>(used - (config_.eviction_high_watermark_ratio - config_.eviction_ratio) * cap);
@@ -43,7 +45,8 @@ uint64_t Evictor::MemoryBytes(const ObjectMeta& m) {
 }
 
 bool Evictor::IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const {
-  if (m.hard_pinned() || m.readers > 0 || m.lease_deadline > now || MemoryBytes(m) == 0) return false;
+  if (m.hard_pinned() || m.readers > 0 || m.lease_deadline > now || (m.flags & kOffloading) || MemoryBytes(m) == 0)
+    return false;
   bool soft = (m.flags & kSoftPin) && m.soft_pin_deadline > now;
   return pass == Pass::kUnpinned ? !soft : soft;
 }
@@ -71,6 +74,14 @@ uint64_t Evictor::EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now) 
   ObjectMeta& m = it->second;
   if (!IsCandidate(m, pass, now)) return 0;
   uint64_t freed = MemoryBytes(m);
+  if (config_.offload_on_evict && !(m.flags & kNoOffload) && !m.HasKind(ReplicaKind::kLocalDisk)) {
+    Offload o = QueueOffload(*it);
+    if (o == Offload::kQueued) return freed;  // freed when the disk copy is durable
+    if (o == Offload::kQueueFull && !config_.offload_force_evict) {
+      kept_queue_full_.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+  }
   std::vector<StoredReplica> keep, gone;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
@@ -81,8 +92,37 @@ uint64_t Evictor::EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now) 
   } else {
     table_.FreeReplicas(m.tenant, m.size, gone);
     m.SetReplicas(keep);
+    table_.Relink(s, *it);
   }
   return freed;
+}
+
+Evictor::Offload Evictor::QueueOffload(ObjectEntry& e) {
+  ObjectMeta& m = e.second;
+  bool full = false;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const StoredReplica r = m.replica(i);
+    ClientId owner;
+    if (r.kind() != ReplicaKind::kMemory || !segments_.OwnerOf(r.segment(), &owner) || !offload_.Has(owner)) continue;
+    if (!offload_.Push(owner, OffloadItem{e.first, m.object_id, m.size, true})) {
+      full = true;
+      continue;
+    }
+    // Keep this replica (and any non-memory ones); the other memory replicas go now.
+    std::vector<StoredReplica> keep, gone;
+    for (size_t j = 0; j < m.n_replicas; ++j) {
+      const StoredReplica& o = m.replica(j);
+      (j == i || o.kind() != ReplicaKind::kMemory ? keep : gone).push_back(o);
+    }
+    if (!gone.empty()) {
+      table_.FreeReplicas(m.tenant, m.size, gone);
+      m.SetReplicas(keep);
+    }
+    m.flags |= kOffloading;
+    offloaded_on_evict_.fetch_add(1, std::memory_order_relaxed);
+    return Offload::kQueued;
+  }
+  return full ? Offload::kQueueFull : Offload::kNoSsdTier;
 }
 
 uint64_t Evictor::EvictBytes(uint64_t need) {

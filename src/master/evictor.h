@@ -8,6 +8,11 @@
 // Candidates: not hard-pinned, lease expired, no read pins, a COMPLETE MEMORY replica. Soft-pinned
 // objects (pin not yet expired) go only after every other candidate, and only when allowed.
 //
+// With offload_on_evict, a candidate that has no LOCAL_DISK replica and a MEMORY replica on a client
+// with an SSD tier is queued for offload instead: that replica stays (pinned from eviction) until
+// the disk copy is durable, its other MEMORY replicas are freed now. When the client's offload
+// queue is full the object stays in DRAM, unless offload_force_evict.
+//
 // RunOnce() is the background step (a scheduler calls it; tests call it directly). EvictBytes()
 // also runs inline when an allocation fails. Thread-safe; evictions are serialized.
 #pragma once
@@ -19,13 +24,15 @@
 #include "common/clock.h"
 #include "master/master_config.h"
 #include "master/object_table.h"
+#include "master/offload_queues.h"
 #include "master/segment_manager.h"
 
 namespace yb {
 
 class Evictor {
  public:
-  Evictor(ObjectTable& table, SegmentManager& segments, const Clock& clock, const MasterConfig& config);
+  Evictor(ObjectTable& table, SegmentManager& segments, OffloadQueues& offload, const Clock& clock,
+          const MasterConfig& config);
 
   // Remembers that an allocation of `bytes` failed: the next RunOnce frees at least that much.
   void NoteAllocationFailure(uint64_t bytes);
@@ -36,6 +43,9 @@ class Evictor {
 
   uint64_t evicted_objects() const { return evicted_objects_.load(std::memory_order_relaxed); }
   uint64_t evicted_bytes() const { return evicted_bytes_.load(std::memory_order_relaxed); }
+  // Objects queued for the SSD tier by eviction, and objects kept in DRAM because the queue was full.
+  uint64_t offloaded_on_evict() const { return offloaded_on_evict_.load(std::memory_order_relaxed); }
+  uint64_t kept_queue_full() const { return kept_queue_full_.load(std::memory_order_relaxed); }
 
  private:
   struct Candidate {
@@ -52,15 +62,20 @@ class Evictor {
   static uint64_t MemoryBytes(const ObjectMeta& m);
   void Collect(Pass pass, TimeMs now, std::vector<Candidate>& out);
   uint64_t EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now);
+  enum class Offload { kQueued, kQueueFull, kNoSsdTier };
+  Offload QueueOffload(ObjectEntry& e);
 
   ObjectTable& table_;
   SegmentManager& segments_;
+  OffloadQueues& offload_;
   const Clock& clock_;
   const MasterConfig& config_;
   std::mutex run_mu_;
   std::atomic<uint64_t> failed_bytes_{0};
   std::atomic<uint64_t> evicted_objects_{0};
   std::atomic<uint64_t> evicted_bytes_{0};
+  std::atomic<uint64_t> offloaded_on_evict_{0};
+  std::atomic<uint64_t> kept_queue_full_{0};
 };
 
 }  // namespace yb

@@ -31,6 +31,31 @@ struct ClientRegistration {
   ClientId id;
   std::string hostname;
   std::string tenant = "default";
+  bool ssd_tier = false;  // the client has an SSD tier: the master may queue offloads to it
+};
+
+// An object the master asks a client to copy from its own segment to its SSD tier. The bytes are
+// read-pinned for the client until it reports the task in OffloadDone.
+struct OffloadTask {
+  std::string disk_key;  // DiskKey(tenant name, key): the key to store it under
+  uint64_t object_id = 0;
+  SegmentId segment = 0;  // the client's segment holding a MEMORY replica
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  std::optional<uint64_t> checksum;
+};
+
+struct OffloadResult {
+  std::string disk_key;
+  uint64_t object_id = 0;
+  Status status;  // OK: durable on disk
+};
+
+// An object on a client's SSD tier, as registered after a restart.
+struct DiskObject {
+  std::string disk_key;
+  uint64_t size = 0;
+  uint64_t checksum = 0;  // XXH3-64 of the value
 };
 
 struct ObjectInfo {
@@ -77,6 +102,21 @@ class MasterApi {
   virtual Status Remove(const CallContext& ctx, const std::string& key, bool force) = 0;
   virtual Result<uint64_t> RemoveByRegex(const CallContext& ctx, const std::string& pattern, bool force) = 0;
   virtual Result<uint64_t> RemoveAll(const CallContext& ctx, bool force) = 0;
+
+  // SSD tier (DESIGN.md section 5).
+  // Up to `max` offload tasks queued for the caller (empty when none).
+  virtual Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) = 0;
+  // Ends offload tasks: each success adds a LOCAL_DISK replica on the task's segment (and, for an
+  // eviction, frees the memory); a failure leaves the DRAM copy as it was. One answer per result.
+  virtual std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) = 0;
+  // Records objects already on the caller's SSD tier (after a restart or a re-mount) as LOCAL_DISK
+  // replicas on its segment `segment`. A key whose current value differs is refused
+  // (OBJECT_ALREADY_EXISTS): the caller should forget its copy.
+  virtual std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                              const std::vector<DiskObject>& objects) = 0;
+  // Drops the caller's LOCAL_DISK replicas of these disk keys (its SSD tier evicts them); an object
+  // left without replicas is removed. Unknown keys are not an error.
+  virtual std::vector<Status> DropDiskReplicas(const CallContext& ctx, const std::vector<std::string>& disk_keys) = 0;
 
   // Batch forms: one answer per key, in order.
   virtual std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx,

@@ -20,6 +20,11 @@ struct MasterConfig {
   uint64_t allocation_alignment = 64;           // bytes; every replica offset is aligned
   size_t object_shards = 1024;
   uint64_t random_seed = 0;  // 0: from std::random_device
+  // SSD tier (only towards clients that registered one).
+  bool enable_offload = false;        // eager: queue each object for offload at PutEnd
+  bool offload_on_evict = false;      // eviction moves objects down instead of dropping them
+  bool offload_force_evict = false;   // with a full offload queue, evict (drop) anyway
+  size_t offload_queue_limit = 4096;  // objects queued or in flight per client
 };
 
 }  // namespace yb

@@ -165,7 +165,8 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   meta.object_id = table_.NextObjectId();
   for (auto& r : put.replicas) r.set_status(ReplicaStatus::kComplete);
   meta.SetReplicas(put.replicas);
-  table_.Insert(s, hk, std::move(meta));
+  ObjectEntry& e = table_.Insert(s, hk, std::move(meta));
+  if (config_.enable_offload) QueueEagerOffloadLocked(e);
   return Status::OK();
 }
 

@@ -46,7 +46,8 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
       clock_(clock),
       segments_(std::move(strategy), config.allocation_alignment),
       table_(segments_, tenants_, config.object_shards),
-      evictor_(table_, segments_, clock_, config_),
+      offload_(config.offload_queue_limit),
+      evictor_(table_, segments_, offload_, clock_, config_),
       clients_(clock_, config.client_ttl_sec * 1000) {}
 
 Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg) {
@@ -54,7 +55,9 @@ Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg)
   auto t = tenants_.Register(reg.tenant);
   if (!t.ok()) return t;
   clients_.Touch(reg.id);
-  YB_LOG_INFO("client {} registered (host '{}', tenant '{}')", reg.id.ToString(), reg.hostname, reg.tenant);
+  if (reg.ssd_tier) offload_.AddClient(reg.id);
+  YB_LOG_INFO("client {} registered (host '{}', tenant '{}'{})", reg.id.ToString(), reg.hostname, reg.tenant,
+              reg.ssd_tier ? ", with an SSD tier" : "");
   return t;
 }
 
@@ -154,6 +157,7 @@ uint64_t MasterService::LivenessOnce() {
       auto ref = segments_.Unmount(c, id);
       if (ref.ok()) DropSegmentEverywhere(*ref);
     }
+    ForgetOffloadsOf(c);
   }
   // End the read pins of every client the master no longer knows (dead, or never registered).
   for (size_t i = 0; i < table_.shard_count(); ++i) {
@@ -184,6 +188,14 @@ MasterStats MasterService::Stats() const {
   st.evicted_objects = evictor_.evicted_objects();
   st.evicted_bytes = evictor_.evicted_bytes();
   st.live_clients = clients_.size();
+  st.offload_queued = offload_.queued();
+  st.offload_pushed = offload_.pushed();
+  st.offloaded = offloaded_.load(std::memory_order_relaxed);
+  st.offload_failed = offload_failed_.load(std::memory_order_relaxed);
+  st.offloaded_on_evict = evictor_.offloaded_on_evict();
+  st.kept_queue_full = evictor_.kept_queue_full();
+  st.disk_registered = disk_registered_.load(std::memory_order_relaxed);
+  st.disk_dropped = disk_dropped_.load(std::memory_order_relaxed);
   auto& table = const_cast<ObjectTable&>(table_);
   for (size_t i = 0; i < table.shard_count(); ++i) {
     Shard& s = table.shard(i);

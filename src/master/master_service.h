@@ -20,6 +20,7 @@
 #include "master/master_api.h"
 #include "master/master_config.h"
 #include "master/object_table.h"
+#include "master/offload_queues.h"
 #include "master/segment_manager.h"
 #include "master/tenants.h"
 
@@ -34,6 +35,15 @@ struct MasterStats {
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t live_clients = 0;
+  // SSD tier.
+  uint64_t offload_queued = 0;       // objects queued or in flight
+  uint64_t offload_pushed = 0;       // objects ever queued
+  uint64_t offloaded = 0;            // LOCAL_DISK replicas added by offloads
+  uint64_t offload_failed = 0;       // offloads a client reported failed
+  uint64_t offloaded_on_evict = 0;   // objects eviction sent down instead of dropping
+  uint64_t kept_queue_full = 0;      // evictions skipped because the offload queue was full
+  uint64_t disk_registered = 0;      // LOCAL_DISK replicas registered by clients (restarts)
+  uint64_t disk_dropped = 0;         // LOCAL_DISK replicas dropped by SSD-tier eviction
 };
 
 class MasterService final : public MasterApi {
@@ -73,6 +83,11 @@ class MasterService final : public MasterApi {
                                    const std::vector<uint64_t>& read_pins) override;
   std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const std::vector<std::string>& keys) override;
   std::vector<Status> BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys, bool force) override;
+  Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
+  std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
+  std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                      const std::vector<DiskObject>& objects) override;
+  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const std::vector<std::string>& disk_keys) override;
 
   // Administration.
   Status SetTenantQuota(const std::string& tenant, uint64_t bytes) { return tenants_.SetQuota(tenant, bytes); }
@@ -110,16 +125,29 @@ class MasterService final : public MasterApi {
   // Removes every object of ctx's tenant whose key satisfies `match`.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
   void DropSegmentEverywhere(SegmentRef ref);
+  // SSD tier (master_offload.cc). Shard lock held for the *Locked ones.
+  bool OwnedBy(const StoredReplica& r, const ClientId& client) const;
+  void QueueEagerOffloadLocked(const ObjectEntry& e);
+  // Ends an eviction's offload: once the object has a disk copy and no reader, its memory goes.
+  void FinishEvictOffloadLocked(Shard& s, ObjectEntry& e);
+  void ForgetOffloadsOf(const ClientId& client);
+  // The table key of a disk key, or an error for a malformed one.
+  Result<std::string> TableKeyOfDiskKey(const std::string& disk_key);
 
   MasterConfig config_;
   const Clock& clock_;
   SegmentManager segments_;
   TenantRegistry tenants_;
   ObjectTable table_;
+  OffloadQueues offload_;
   Evictor evictor_;
   ClientRegistry clients_;
   std::mutex discarded_mu_;
   std::vector<Discarded> discarded_;  // guarded by discarded_mu_
+  std::atomic<uint64_t> offloaded_{0};
+  std::atomic<uint64_t> offload_failed_{0};
+  std::atomic<uint64_t> disk_registered_{0};
+  std::atomic<uint64_t> disk_dropped_{0};
 };
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.

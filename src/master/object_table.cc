@@ -91,25 +91,39 @@ ObjectEntry& ObjectTable::Insert(Shard& s, const HashedKey& key, ObjectMeta meta
   meta.last_access = NextAccess();
   auto [it, inserted] = s.objects.emplace(std::string(key.key), std::move(meta));
   objects_.fetch_add(1, std::memory_order_relaxed);
-  if (!it->second.hard_pinned()) LruAppend(s, *it);
+  if (it->second.Evictable()) LruAppend(s, *it);
   return *it;
 }
 
 void ObjectTable::Touch(Shard& s, ObjectEntry& e) {
   e.second.last_access = NextAccess();
-  if (e.second.hard_pinned() || s.lru_tail == &e) return;
+  if (!e.second.Evictable() || s.lru_tail == &e) return;
   LruUnlink(s, e);
   LruAppend(s, e);
 }
 
+void ObjectTable::Relink(Shard& s, ObjectEntry& e) {
+  bool linked = e.second.lru_prev != nullptr || s.lru_head == &e;
+  if (e.second.Evictable() && !linked) {
+    LruAppend(s, e);
+  } else if (!e.second.Evictable() && linked) {
+    LruUnlink(s, e);
+  }
+}
+
 void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas) {
-  for (const auto& r : replicas) segments_.Free(r.alloc());
-  tenants_.Release(tenant, size * replicas.size());
+  uint64_t memory = 0;
+  for (const auto& r : replicas) {
+    if (r.kind() != ReplicaKind::kMemory) continue;
+    segments_.Free(r.alloc());
+    ++memory;
+  }
+  tenants_.Release(tenant, size * memory);
 }
 
 void ObjectTable::Drop(Shard& s, ObjectMap::iterator it) {
   ObjectMeta& m = it->second;
-  if (!m.hard_pinned()) LruUnlink(s, *it);
+  LruUnlink(s, *it);  // a no-op for an object not on the list
   auto replicas = m.TakeReplicas();
   if (m.readers > 0) {
     Zombie z{m.readers, m.tenant, m.size, std::move(replicas)};
@@ -182,10 +196,10 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment) {
     std::vector<StoredReplica> keep;
     uint64_t gone = 0;
     for (size_t i = 0; i < m.n_replicas; ++i) {
-      if (m.replica(i).segment() == segment) {
-        ++gone;
-      } else {
+      if (m.replica(i).segment() != segment) {
         keep.push_back(m.replica(i));
+      } else if (m.replica(i).kind() == ReplicaKind::kMemory) {
+        ++gone;
       }
     }
     tenants_.Release(m.tenant, m.size * gone);  // the segment's memory left with its owner
@@ -197,6 +211,7 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment) {
       ++dropped;
     } else {
       m.SetReplicas(keep);
+      Relink(s, *it);
       ++it;
     }
   }
@@ -210,7 +225,7 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment) {
   for (auto& [id, z] : s.zombies) {
     std::erase_if(z.replicas, [&](const StoredReplica& r) {
       if (r.segment() != segment) return false;
-      tenants_.Release(z.tenant, z.size);
+      if (r.kind() == ReplicaKind::kMemory) tenants_.Release(z.tenant, z.size);
       return true;
     });
   }

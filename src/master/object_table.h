@@ -58,6 +58,8 @@ enum ObjectFlags : uint8_t {
   kHardPin = 1,
   kSoftPin = 2,
   kHasChecksum = 4,
+  kOffloading = 8,  // eviction queued it for the SSD tier: its MEMORY replica stays until the copy is durable
+  kNoOffload = 16,  // an offload failed: not queued again, evicted like an object without an SSD tier
 };
 
 // One published object. Kept small: the table holds tens of millions of these.
@@ -87,6 +89,14 @@ struct ObjectMeta {
   StoredReplica& replica(size_t i) { return n_replicas == 1 ? one_ : many_[i]; }
   const StoredReplica& replica(size_t i) const { return n_replicas == 1 ? one_ : many_[i]; }
   bool hard_pinned() const { return flags & kHardPin; }
+  bool HasKind(ReplicaKind kind) const {
+    for (size_t i = 0; i < n_replicas; ++i) {
+      if (replica(i).kind() == kind) return true;
+    }
+    return false;
+  }
+  // On its shard's recency list: what eviction may pick (DRAM held, not hard-pinned).
+  bool Evictable() const { return !hard_pinned() && HasKind(ReplicaKind::kMemory); }
 
  private:
   void ClearReplicas();
@@ -155,9 +165,11 @@ class ObjectTable {
   ObjectEntry& Insert(Shard& s, const HashedKey& key, ObjectMeta meta);
   // Marks an object as just used.
   void Touch(Shard& s, ObjectEntry& e);
+  // Puts an object on, or takes it off, the recency list after its replicas changed.
+  void Relink(Shard& s, ObjectEntry& e);
   // Removes an object. Its bytes are freed now, or when its last reader ends (zombie).
   void Drop(Shard& s, ObjectMap::iterator it);
-  // Frees replicas and returns their quota.
+  // Frees replicas and returns their quota. Only MEMORY replicas hold space and quota.
   void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas);
   // Ends one read pin of `client` on object `object_id`; false if there is no such pin.
   bool Unpin(Shard& s, const ClientId& client, uint64_t object_id, ObjectEntry* live);

@@ -94,6 +94,20 @@ std::vector<SegmentId> SegmentManager::SegmentsOf(const ClientId& owner) const {
   return out;
 }
 
+bool SegmentManager::OwnerOf(SegmentRef ref, ClientId* owner) const {
+  std::shared_lock lock(mu_);
+  const auto& slot = by_slot_[SlotOf(ref)];
+  if (!slot || slot->ref != ref) return false;
+  *owner = slot->owner;
+  return true;
+}
+
+SegmentRef SegmentManager::RefOf(SegmentId id, const ClientId& owner) const {
+  std::shared_lock lock(mu_);
+  auto it = by_id_.find(id);
+  return it != by_id_.end() && it->second->owner == owner ? it->second->ref : kNoSegment;
+}
+
 bool SegmentManager::Contains(SegmentId id) const {
   std::shared_lock lock(mu_);
   return by_id_.count(id) != 0;

@@ -48,6 +48,10 @@ class SegmentManager {
   // The id of a mounted segment, or 0 when the reference is stale. Lock-free.
   SegmentId IdOf(SegmentRef ref) const;
   std::vector<SegmentId> SegmentsOf(const ClientId& owner) const;
+  // The owner of a mounted segment; false when the reference is stale.
+  bool OwnerOf(SegmentRef ref, ClientId* owner) const;
+  // The reference of segment `id` if `owner` mounted it, else kNoSegment.
+  SegmentRef RefOf(SegmentId id, const ClientId& owner) const;
   bool Contains(SegmentId id) const;
 
   // Reserves up to `count` ranges of `size` bytes on segments with distinct names: `preferred`

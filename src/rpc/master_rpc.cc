@@ -140,13 +140,22 @@ const char* MasterMethodName(uint16_t method) {
       return "RemoveByRegex";
     case M::kRemoveAll:
       return "RemoveAll";
+    case M::kOffloadFetch:
+      return "OffloadFetch";
+    case M::kOffloadDone:
+      return "OffloadDone";
+    case M::kAddDiskReplicas:
+      return "AddDiskReplicas";
+    case M::kDropDiskReplicas:
+      return "DropDiskReplicas";
   }
   return "";
 }
 
 void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics) {
   Add(server, metrics, M::kRegisterClient, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
-    auto t = m.RegisterClient({FromPb(q.ctx()).client, q.text(), q.tenant().empty() ? "default" : q.tenant()});
+    auto t = m.RegisterClient(
+        {FromPb(q.ctx()).client, q.text(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier()});
     ToPb(t.status(), r.mutable_status());
     if (t.ok()) r.set_count(*t);
   });
@@ -244,6 +253,41 @@ void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics)
     ToPb(n.status(), r.mutable_status());
     if (n.ok()) r.set_count(*n);
   });
+  Add(server, metrics, M::kOffloadFetch, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+    auto tasks = m.OffloadFetch(FromPb(q.ctx()), q.max());
+    ToPb(tasks.status(), r.mutable_status());
+    if (!tasks.ok()) return;
+    for (const auto& t : *tasks) {
+      auto* k = r.add_results();
+      k->set_key(t.disk_key);
+      k->set_read_pin(t.object_id);
+      ToPb({ReplicaDesc{ReplicaKind::kMemory, ReplicaStatus::kComplete, t.segment, t.offset, t.size}}, k);
+      k->set_size(t.size);
+      k->set_has_checksum(t.checksum.has_value());
+      k->set_checksum(t.checksum.value_or(0));
+    }
+  });
+  Add(server, metrics, M::kOffloadDone, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+    if (q.values_size() != q.keys_size() || q.statuses_size() != q.keys_size()) {
+      ToPb(Status(Code::kInvalidParams, "OffloadDone needs an object id and a status per key"), r.mutable_status());
+      return;
+    }
+    std::vector<OffloadResult> results;
+    for (int i = 0; i < q.keys_size(); ++i) results.push_back({q.keys(i), q.values(i), FromPb(q.statuses(i))});
+    PutStatuses(m.OffloadDone(FromPb(q.ctx()), results), r);
+  });
+  Add(server, metrics, M::kAddDiskReplicas, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+    if (q.sizes_size() != q.keys_size() || q.values_size() != q.keys_size()) {
+      ToPb(Status(Code::kInvalidParams, "AddDiskReplicas needs a size and a checksum per key"), r.mutable_status());
+      return;
+    }
+    std::vector<DiskObject> objects;
+    for (int i = 0; i < q.keys_size(); ++i) objects.push_back({q.keys(i), q.sizes(i), q.values(i)});
+    PutStatuses(m.AddDiskReplicas(FromPb(q.ctx()), q.segment_id(), objects), r);
+  });
+  Add(server, metrics, M::kDropDiskReplicas, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+    PutStatuses(m.DropDiskReplicas(FromPb(q.ctx()), Keys(q)), r);
+  });
 }
 
 // ---- client side ----
@@ -319,6 +363,7 @@ Result<TenantIndex> MasterClient::RegisterClient(const ClientRegistration& reg) 
   pb::MasterRequest q = Request(CallContext{reg.id, 0}, {});
   q.set_text(reg.hostname);
   q.set_tenant(reg.tenant);
+  q.set_ssd_tier(reg.ssd_tier);
   auto r = Invoke(channel_, M::kRegisterClient, q, timeout_);
   if (!r.ok()) return r.status();
   YB_RETURN_IF_ERROR(FromPb(r->status()));
@@ -518,6 +563,53 @@ Result<uint64_t> MasterClient::RemoveAll(const CallContext& ctx, bool force) {
   if (!r.ok()) return r.status();
   YB_RETURN_IF_ERROR(FromPb(r->status()));
   return r->count();
+}
+
+Result<std::vector<OffloadTask>> MasterClient::OffloadFetch(const CallContext& ctx, uint32_t max) {
+  pb::MasterRequest q = Request(ctx, {});
+  q.set_max(max);
+  auto r = Invoke(channel_, M::kOffloadFetch, q, timeout_);
+  if (!r.ok()) return r.status();
+  YB_RETURN_IF_ERROR(FromPb(r->status()));
+  std::vector<OffloadTask> out;
+  for (const auto& k : r->results()) {
+    if (k.replicas_size() != 1) return Status(Code::kRpcFail, "offload task without its replica");
+    OffloadTask t;
+    t.disk_key = k.key();
+    t.object_id = k.read_pin();
+    t.segment = k.replicas(0).segment();
+    t.offset = k.replicas(0).offset();
+    t.size = k.size();
+    if (k.has_checksum()) t.checksum = k.checksum();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<Status> MasterClient::OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) {
+  pb::MasterRequest q = Request(ctx, {});
+  for (const auto& res : results) {
+    q.add_keys(res.disk_key);
+    q.add_values(res.object_id);
+    ToPb(res.status, q.add_statuses());
+  }
+  return Statuses(Invoke(channel_, M::kOffloadDone, q, timeout_), results.size());
+}
+
+std::vector<Status> MasterClient::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                                  const std::vector<DiskObject>& objects) {
+  pb::MasterRequest q = Request(ctx, {});
+  q.set_segment_id(segment);
+  for (const auto& o : objects) {
+    q.add_keys(o.disk_key);
+    q.add_sizes(o.size);
+    q.add_values(o.checksum);
+  }
+  return Statuses(Invoke(channel_, M::kAddDiskReplicas, q, timeout_), objects.size());
+}
+
+std::vector<Status> MasterClient::DropDiskReplicas(const CallContext& ctx, const std::vector<std::string>& disk_keys) {
+  return Statuses(Invoke(channel_, M::kDropDiskReplicas, Request(ctx, disk_keys), timeout_), disk_keys.size());
 }
 
 }  // namespace yb::rpc

@@ -31,6 +31,10 @@ enum class MasterMethod : uint16_t {
   kRemove = 17,
   kRemoveByRegex = 18,
   kRemoveAll = 19,
+  kOffloadFetch = 20,
+  kOffloadDone = 21,
+  kAddDiskReplicas = 22,
+  kDropDiskReplicas = 23,
 };
 
 // Calls and failed calls per method (a batch call fails when any of its keys fails). Thread-safe.
@@ -96,6 +100,11 @@ class MasterClient final : public MasterApi {
                                    const std::vector<uint64_t>& read_pins) override;
   std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const std::vector<std::string>& keys) override;
   std::vector<Status> BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys, bool force) override;
+  Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
+  std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
+  std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                      const std::vector<DiskObject>& objects) override;
+  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const std::vector<std::string>& disk_keys) override;
 
  private:
   RpcChannel channel_;

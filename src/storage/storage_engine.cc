@@ -18,8 +18,15 @@ namespace {
 constexpr uint32_t kMetaMagic = 0x4D424259;  // "YBBM"
 constexpr uint32_t kMetaVersion = 1;
 
-Status IoError(const std::string& what, const std::string& path) {
-  return Status(Code::kWriteFail, what + " " + path + ": " + std::strerror(errno));
+using FaultHook = std::function<int(std::string_view, const std::string&)>;
+
+Status IoError(const std::string& what, const std::string& path, int err = errno) {
+  return Status(Code::kFileWriteFail, what + " " + path + ": " + std::strerror(err));
+}
+
+// The errno a test's fault hook injects for `op` on `path`, or 0.
+int Injected(const FaultHook& fault, std::string_view op, const std::string& path) {
+  return fault ? fault(op, path) : 0;
 }
 
 template <typename T>
@@ -38,7 +45,7 @@ bool Take(const std::string& in, size_t& pos, T* v) {
 // Writes all of `data` to a new file and makes it durable. Writeback of each 8 MiB starts as soon
 // as it is written (sync_file_range), so the final fsync does not find a bucket's worth of dirty
 // pages and the disk works while the next bytes are copied.
-Status WriteDurable(const std::string& path, const std::vector<std::string_view>& parts) {
+Status WriteDurable(const std::string& path, const std::vector<std::string_view>& parts, const FaultHook& fault) {
   constexpr uint64_t kFlushEvery = 8ULL << 20;
   int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("cannot create", path);
@@ -48,10 +55,11 @@ Status WriteDurable(const std::string& path, const std::vector<std::string_view>
     while (done < part.size()) {
       // At most 1 MiB per call: larger single copies into the page cache ran 5x slower here.
       size_t len = std::min<size_t>(part.size() - done, 1 << 20);
-      ssize_t n = ::pwrite(fd, part.data() + done, len, static_cast<off_t>(off + done));
-      if (n < 0 && errno == EINTR) continue;
+      int injected = Injected(fault, "write", path);
+      ssize_t n = injected ? -1 : ::pwrite(fd, part.data() + done, len, static_cast<off_t>(off + done));
+      if (n < 0 && !injected && errno == EINTR) continue;
       if (n <= 0) {
-        Status st = IoError("cannot write", path);
+        Status st = IoError("cannot write", path, injected ? injected : n == 0 ? ENOSPC : errno);
         ::close(fd);
         return st;
       }
@@ -69,8 +77,9 @@ Status WriteDurable(const std::string& path, const std::vector<std::string_view>
       flushed = off;
     }
   }
-  if (::fsync(fd) != 0) {
-    Status st = IoError("cannot sync", path);
+  int injected = Injected(fault, "sync", path);
+  if (injected || ::fsync(fd) != 0) {
+    Status st = IoError("cannot sync", path, injected ? injected : errno);
     ::close(fd);
     return st;
   }
@@ -198,12 +207,12 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
     for (auto& [key, e] : *entries) {
       b.bytes += e.size;
       b.keys.push_back(key);
-      recovered.push_back({key, e.size, id});
-      index_[key] = e;
+      index_[key] = e;  // buckets load in id order: a later value of a key replaces an earlier one
     }
     used_ += b.bytes;
     buckets_.emplace(id, std::move(b));
   }
+  for (const auto& [key, e] : index_) recovered.push_back({key, e.size, e.bucket, e.checksum});
   YB_LOG_INFO("storage: {} buckets, {} objects recovered from {}", buckets_.size(), recovered.size(), config_.path);
   return recovered;
 }
@@ -228,8 +237,8 @@ Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values,
     off += e.size;
   }
   Append(meta, XXH3_64bits(meta.data(), meta.size()));
-  Status st = WriteDurable(DataPath(id), parts);
-  if (st.ok()) st = WriteDurable(MetaPath(id) + ".tmp", {meta});
+  Status st = WriteDurable(DataPath(id), parts, config_.fault);
+  if (st.ok()) st = WriteDurable(MetaPath(id) + ".tmp", {meta}, config_.fault);
   if (st.ok() && ::rename((MetaPath(id) + ".tmp").c_str(), MetaPath(id).c_str()) != 0) {
     st = IoError("cannot rename", MetaPath(id));
   }
@@ -241,19 +250,19 @@ Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values,
   return Status::OK();
 }
 
-Status StorageEngine::Put(const std::vector<Value>& input) {
-  std::vector<Value> values;
+Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored) {
+  if (stored) *stored = 0;
   uint64_t total = 0;
+  for (const auto& v : values) {
+    if (v.key.empty()) return Status(Code::kInvalidKey, "empty key");
+    total += v.data.size();
+  }
   {
     std::lock_guard lock(mu_);
-    for (const auto& v : input) {
-      if (v.key.empty()) return Status(Code::kInvalidKey, "empty key");
-      if (index_.count(v.key)) continue;  // values are immutable: already on disk
-      values.push_back(v);
-      total += v.data.size();
-    }
     if (used_ + total > config_.total_size_limit) {
-      return Status(Code::kNoAvailableHandle, "storage is full: evict buckets first");
+      return Status(Code::kNoAvailableHandle, "storage " + config_.path + " is full (" + std::to_string(used_) +
+                                                  " of " + std::to_string(config_.total_size_limit) +
+                                                  " bytes used): evict buckets first");
     }
   }
   for (size_t from = 0; from < values.size();) {
@@ -282,6 +291,7 @@ Status StorageEngine::Put(const std::vector<Value>& input) {
     used_ += bytes;
     buckets_.emplace(id, std::move(b));
     from = to;
+    if (stored) *stored = to;
   }
   return Status::OK();
 }
@@ -300,17 +310,21 @@ Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint6
   }
   if (size < e.size) return Status(Code::kBufferOverflow, "buffer smaller than the object");
   std::shared_lock reading(*readers);  // eviction deletes the files only after this ends
-  int fd = ::open(DataPath(e.bucket).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(Code::kInvalidRead, "cannot open " + DataPath(e.bucket));
+  const std::string path = DataPath(e.bucket);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(errno));
   uint64_t done = 0;
-  while (done < e.size) {
+  int err = Fault("read", path);
+  while (done < e.size && err == 0) {
     ssize_t n = ::pread(fd, static_cast<char*>(buffer) + done, e.size - done, static_cast<off_t>(e.offset + done));
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
     if (n <= 0) break;
     done += static_cast<uint64_t>(n);
   }
   ::close(fd);
-  if (done != e.size) return Status(Code::kInvalidRead, "short read from " + DataPath(e.bucket));
+  if (err) return Status(Code::kFileReadFail, "cannot read " + path + ": " + std::strerror(err));
+  if (done != e.size) return Status(Code::kFileReadFail, "short read from " + path);
   if (XXH3_64bits(buffer, e.size) != e.checksum) {
     return Status(Code::kChecksumMismatch, "object " + key + " is damaged on disk");
   }
@@ -322,10 +336,33 @@ bool StorageEngine::Contains(const std::string& key) const {
   return index_.count(key) != 0;
 }
 
-std::vector<uint64_t> StorageEngine::PickEvictions() const {
+std::vector<StoredObject> StorageEngine::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<StoredObject> out;
+  out.reserve(index_.size());
+  for (const auto& [key, e] : index_) out.push_back({key, e.size, e.bucket, e.checksum});
+  return out;
+}
+
+void StorageEngine::Forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  index_.erase(key);
+}
+
+std::vector<std::string> StorageEngine::LiveKeysLocked(const Bucket& b) const {
+  std::vector<std::string> out;
+  for (const auto& k : b.keys) {
+    auto it = index_.find(k);
+    if (it != index_.end() && it->second.bucket == b.id) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<uint64_t> StorageEngine::PickEvictions(uint64_t incoming) const {
   std::lock_guard lock(mu_);
   double limit = static_cast<double>(config_.total_size_limit);
-  if (static_cast<double>(used_) <= config_.high_watermark * limit) return {};
+  double used = static_cast<double>(used_ + incoming);
+  if (used <= config_.high_watermark * limit) return {};
   std::vector<const Bucket*> order;
   for (const auto& [id, b] : buckets_) order.push_back(&b);
   if (config_.policy == BucketPolicy::kLru) {
@@ -333,7 +370,7 @@ std::vector<uint64_t> StorageEngine::PickEvictions() const {
                      [](const Bucket* a, const Bucket* b) { return a->last_read < b->last_read; });
   }
   std::vector<uint64_t> out;
-  double left = static_cast<double>(used_);
+  double left = used;
   for (const Bucket* b : order) {
     if (left <= config_.low_watermark * limit) break;
     out.push_back(b->id);
@@ -349,9 +386,9 @@ Status StorageEngine::EvictBucket(uint64_t id,
     std::lock_guard lock(mu_);
     auto it = buckets_.find(id);
     if (it == buckets_.end()) return Status(Code::kObjectNotFound, "no bucket " + std::to_string(id));
-    keys = it->second.keys;
+    keys = LiveKeysLocked(it->second);
   }
-  Status told = tell_master(keys);
+  Status told = keys.empty() ? Status::OK() : tell_master(keys);
   if (!told.ok()) {
     YB_LOG_WARN("storage: keeping bucket {}: the master could not be told: {}", id, told.ToString());
     return told;
@@ -362,7 +399,7 @@ Status StorageEngine::EvictBucket(uint64_t id,
     std::lock_guard lock(mu_);
     auto it = buckets_.find(id);
     if (it == buckets_.end()) return Status::OK();
-    for (const auto& k : it->second.keys) index_.erase(k);
+    for (const auto& k : LiveKeysLocked(it->second)) index_.erase(k);
     readers = it->second.readers;
     bytes = it->second.bytes;
     buckets_.erase(it);

@@ -9,7 +9,9 @@
 // the high and low watermarks; the master is told first, and the files go only after the reads in
 // flight on them end. Thread-safe.
 //
-// Not yet wired to the client and master (issue 5 continues): offload queues, LOCAL_DISK replicas.
+// A key written again replaces its earlier value (the newest bucket wins, also on restart); a
+// bucket's eviction reports and removes only the keys whose current value it holds.
+// The client's Offloader (src/client/offloader.h) drives it: offload, registration, eviction.
 #pragma once
 
 #include <cstdint>
@@ -37,12 +39,16 @@ struct StorageConfig {
   BucketPolicy policy = BucketPolicy::kFifo;
   double high_watermark = 0.90;
   double low_watermark = 0.80;
+  // Fault injection for tests (a failing device): called before each write, sync and read with the
+  // operation ("write", "sync", "read") and the file; a non-zero return is the errno it fails with.
+  std::function<int(std::string_view op, const std::string& path)> fault;
 };
 
 struct StoredObject {
   std::string key;
   uint64_t size = 0;
   uint64_t bucket = 0;
+  uint64_t checksum = 0;  // XXH3-64 of the value
 };
 
 class StorageEngine {
@@ -56,19 +62,28 @@ class StorageEngine {
     std::string key;
     std::string_view data;
   };
-  // Writes the values as one or more new buckets (limits permitting). All or nothing per bucket.
-  Status Put(const std::vector<Value>& values);
+  // Writes the values as one or more new buckets, in order; all or nothing per bucket. `stored`
+  // receives how many values (a prefix) are durable, also when a later bucket fails. Errors:
+  // NO_AVAILABLE_HANDLE when the values do not fit under the size limit, FILE_WRITE_FAIL for I/O
+  // errors (including a full disk); the message names the file and the system error.
+  Status Put(const std::vector<Value>& values, size_t* stored = nullptr);
   // Reads a whole object; CHECKSUM_MISMATCH when its bytes on disk are damaged.
   Result<uint64_t> Read(const std::string& key, void* buffer, uint64_t size);
   bool Contains(const std::string& key) const;
+  // Every object in the index.
+  std::vector<StoredObject> List() const;
+  // Drops a key from the index (its bytes go with their bucket).
+  void Forget(const std::string& key);
 
-  // Buckets to evict, in policy order, to bring usage from above the high watermark to the low one.
-  std::vector<uint64_t> PickEvictions() const;
-  // Evicts one bucket: `tell_master` is called with its keys first; if it fails, nothing changes.
+  // Buckets to evict, in policy order, to bring usage (plus `incoming` bytes about to be written)
+  // from above the high watermark to the low one.
+  std::vector<uint64_t> PickEvictions(uint64_t incoming = 0) const;
+  // Evicts one bucket: `tell_master` is called with its live keys first; if it fails, nothing changes.
   // Then waits for reads in flight on the bucket and deletes its files.
   Status EvictBucket(uint64_t bucket, const std::function<Status(const std::vector<std::string>&)>& tell_master);
 
   uint64_t used_bytes() const;
+  uint64_t total_size_limit() const { return config_.total_size_limit; }
   size_t bucket_count() const;
 
  private:
@@ -92,6 +107,12 @@ class StorageEngine {
   Status WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to,
                      std::vector<Entry>* written);
   Result<std::vector<std::pair<std::string, Entry>>> LoadMeta(uint64_t id) const;
+  // The keys of a bucket whose index entry points into it. mu_ held.
+  std::vector<std::string> LiveKeysLocked(const Bucket& b) const;
+  // errno injected for `op` on `path`, or 0.
+  int Fault(std::string_view op, const std::string& path) const {
+    return config_.fault ? config_.fault(op, path) : 0;
+  }
   void DeleteFiles(uint64_t id) const;
 
   StorageConfig config_;

@@ -61,8 +61,11 @@ TEST_F(StorageEngineTest, PacksObjectsIntoBucketsAndReadsThemBack) {
   Code c;
   Get(*e, "nope", &c);
   EXPECT_EQ(c, Code::kObjectNotFound);
-  ASSERT_TRUE(PutN(*e, 0, 1).ok());  // already stored: values are immutable, nothing written
-  EXPECT_EQ(e->bucket_count(), 4u);
+  std::string v2(100, 'Z');
+  ASSERT_TRUE(e->Put({{"k0", v2}}).ok());  // written again: the new value replaces the old
+  EXPECT_EQ(e->bucket_count(), 5u);
+  EXPECT_EQ(Get(*e, "k0"), v2);
+  EXPECT_EQ(e->List().size(), 10u);
   std::string small(10, '\0');
   EXPECT_EQ(e->Read("k1", small.data(), small.size()).code(), Code::kBufferOverflow);
 }
@@ -169,6 +172,61 @@ TEST_F(StorageEngineTest, FullStorageRefusesAndBadConfigIsRefused) {
   EXPECT_EQ(StorageEngine(bad).Open().code(), Code::kInvalidParams);
   EXPECT_EQ(ParseBucketPolicy("random").code(), Code::kInvalidParams);
   EXPECT_EQ(*ParseBucketPolicy("lru"), BucketPolicy::kLru);
+}
+
+TEST_F(StorageEngineTest, ANewerValueSurvivesTheOldBucketsEvictionAndARestart) {
+  auto e = OpenEngine();
+  ASSERT_TRUE(PutN(*e, 0, 3).ok());  // bucket 1: k0 k1 k2
+  std::string v2(100, 'Z');
+  ASSERT_TRUE(e->Put({{"k1", v2}}).ok());  // bucket 2: the newer k1
+  {
+    std::vector<StoredObject> recovered;
+    auto again = OpenEngine(&recovered);  // a restart sees the newest value of k1
+    EXPECT_EQ(recovered.size(), 3u);
+    EXPECT_EQ(Get(*again, "k1"), v2);
+  }
+  std::vector<std::string> told;
+  ASSERT_TRUE(e->EvictBucket(1, [&](const std::vector<std::string>& keys) {
+                 told = keys;
+                 return Status::OK();
+               }).ok());
+  EXPECT_EQ(told, (std::vector<std::string>{"k0", "k2"}));  // k1's value is not in bucket 1
+  EXPECT_EQ(Get(*e, "k1"), v2);
+  Code c;
+  Get(*e, "k0", &c);
+  EXPECT_EQ(c, Code::kObjectNotFound);
+  e->Forget("k1");
+  EXPECT_FALSE(e->Contains("k1"));
+}
+
+TEST_F(StorageEngineTest, AFailingDeviceGivesAClearErrorAndKeepsWhatWasDurable) {
+  int writes = 0;
+  config_.fault = [&](std::string_view op, const std::string& path) {
+    // The second bucket's data file hits a full disk.
+    if (op == "write" && path.find("bucket-2.data") != std::string::npos) return ENOSPC;
+    ++writes;
+    return 0;
+  };
+  auto e = OpenEngine();
+  size_t stored = 99;
+  Status st = PutN(*e, 0, 5);  // two buckets: 3 + 2 keys
+  EXPECT_EQ(st.code(), Code::kFileWriteFail);
+  EXPECT_NE(st.message().find("No space left on device"), std::string::npos) << st.ToString();
+  EXPECT_GT(writes, 0);
+  std::vector<std::string> vals = {Val(5), Val(6)};
+  st = e->Put({{"k5", vals[0]}, {"k6", vals[1]}}, &stored);  // bucket 3 is fine
+  EXPECT_TRUE(st.ok());
+  EXPECT_EQ(stored, 2u);
+  EXPECT_EQ(Get(*e, "k0"), Val(0));  // the first bucket stayed
+  Code c;
+  Get(*e, "k3", &c);
+  EXPECT_EQ(c, Code::kObjectNotFound);
+  EXPECT_FALSE(fs::exists(dir_ + "/bucket-2.data"));  // the torn bucket is gone
+
+  config_.fault = [](std::string_view op, const std::string&) { return op == "read" ? EIO : 0; };
+  auto broken = OpenEngine();
+  Get(*broken, "k0", &c);
+  EXPECT_EQ(c, Code::kFileReadFail);
 }
 
 }  // namespace

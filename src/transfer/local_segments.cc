@@ -38,4 +38,20 @@ bool LocalSegmentRegistry::Contains(SegmentId id) const {
   return segments_.count(id) != 0;
 }
 
+void LocalSegmentRegistry::AddDisk(SegmentId id, std::shared_ptr<ObjectReader> reader) {
+  std::unique_lock lock(mu_);
+  disks_[id] = std::move(reader);
+}
+
+void LocalSegmentRegistry::RemoveDisk(SegmentId id) {
+  std::unique_lock lock(mu_);
+  disks_.erase(id);
+}
+
+std::shared_ptr<ObjectReader> LocalSegmentRegistry::FindDisk(SegmentId id) const {
+  std::shared_lock lock(mu_);
+  auto it = disks_.find(id);
+  return it == disks_.end() ? nullptr : it->second;
+}
+
 }  // namespace yb

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 
+#include "yuebing/status.h"
 #include "yuebing/types.h"
 
 namespace yb {
@@ -36,6 +38,14 @@ struct LocalSegment {
   uint64_t size = 0;
 };
 
+// Reads whole objects by key from a client's SSD tier: how LOCAL_DISK replicas are served.
+class ObjectReader {
+ public:
+  virtual ~ObjectReader() = default;
+  // Bytes read; OBJECT_NOT_FOUND if absent, CHECKSUM_MISMATCH if damaged, BUFFER_OVERFLOW if larger than `size`.
+  virtual Result<uint64_t> ReadObject(const std::string& key, void* buffer, uint64_t size) = 0;
+};
+
 class LocalSegmentRegistry {
  public:
   void Add(SegmentId id, LocalSegment seg);
@@ -44,9 +54,15 @@ class LocalSegmentRegistry {
   LocalSegment Find(SegmentId id) const;
   bool Contains(SegmentId id) const;
 
+  // The SSD tier whose LOCAL_DISK replicas name segment `id` (the owner's segment).
+  void AddDisk(SegmentId id, std::shared_ptr<ObjectReader> reader);
+  void RemoveDisk(SegmentId id);
+  std::shared_ptr<ObjectReader> FindDisk(SegmentId id) const;
+
  private:
   mutable std::shared_mutex mu_;
-  std::unordered_map<SegmentId, LocalSegment> segments_;  // guarded by mu_
+  std::unordered_map<SegmentId, LocalSegment> segments_;               // guarded by mu_
+  std::unordered_map<SegmentId, std::shared_ptr<ObjectReader>> disks_;  // guarded by mu_
 };
 
 }  // namespace yb

@@ -15,10 +15,28 @@ Status CheckBounds(const TransferRequest& r, uint64_t size) {
   return Status::OK();
 }
 
+Status ReadObjectFrom(const LocalSegmentRegistry& registry, const TransferRequest& r) {
+  if (!r.key) return Status(Code::kInvalidParams, "object read without a key");
+  if (r.length > 0 && !r.local) return Status(Code::kInvalidParams, "null local buffer");
+  auto disk = registry.FindDisk(r.segment);
+  if (!disk) return Status(Code::kObjectNotFound, "no SSD tier serves segment " + std::to_string(r.segment));
+  auto n = disk->ReadObject(*r.key, r.local, r.length);
+  if (!n.ok()) return n.status();
+  if (*n != r.length) {
+    return Status(Code::kInvalidRead, "object on disk has " + std::to_string(*n) + " bytes, expected " +
+                                          std::to_string(r.length));
+  }
+  return Status::OK();
+}
+
 std::vector<Status> MemcpyTransport::Submit(const std::vector<TransferRequest>& batch) {
   std::vector<Status> out;
   out.reserve(batch.size());
   for (const auto& r : batch) {
+    if (r.op == TransferRequest::Op::kReadObject) {
+      out.push_back(ReadObjectFrom(*registry_, r));
+      continue;
+    }
     LocalSegment seg = registry_->Find(r.segment);
     if (!seg.base) {
       out.emplace_back(Code::kTransferFail, "segment " + std::to_string(r.segment) + " is not in this process");

@@ -20,5 +20,7 @@ class MemcpyTransport final : public Transport {
 
 // Checks a request against a segment of `size` bytes: INVALID_PARAMS when out of bounds.
 Status CheckBounds(const TransferRequest& r, uint64_t size);
+// Serves a kReadObject request from the registry's SSD tier for r.segment.
+Status ReadObjectFrom(const LocalSegmentRegistry& registry, const TransferRequest& r);
 
 }  // namespace yb

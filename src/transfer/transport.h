@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "yuebing/status.h"
@@ -14,12 +15,15 @@
 namespace yb {
 
 struct TransferRequest {
-  enum class Op : uint8_t { kRead, kWrite };  // read: segment -> local; write: local -> segment
+  // read: segment -> local; write: local -> segment; read_object: a whole object, by key, from the
+  // SSD tier of the client owning `segment` (a LOCAL_DISK replica) -> local.
+  enum class Op : uint8_t { kRead, kWrite, kReadObject };
   Op op = Op::kRead;
   SegmentId segment = 0;
   uint64_t offset = 0;
   void* local = nullptr;
   uint64_t length = 0;
+  const std::string* key = nullptr;  // kReadObject: the object's key on disk; outlives the Submit
 };
 
 class Transport {

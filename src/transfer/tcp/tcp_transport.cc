@@ -90,10 +90,16 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
   std::vector<asio::const_buffer> out;
   for (size_t k = 0; k < slices.size(); ++k) {
     const auto& p = slices[k].piece;
-    WireRequest{p.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, p.segment, p.offset, p.length}.Encode(
-        hdrs[k].data());
-    out.push_back(asio::buffer(hdrs[k]));
-    if (p.op == TransferRequest::Op::kWrite) out.push_back(asio::buffer(p.local, p.length));
+    if (p.op == TransferRequest::Op::kReadObject) {
+      WireRequest{kOpReadObject, p.segment, p.key->size(), p.length}.Encode(hdrs[k].data());
+      out.push_back(asio::buffer(hdrs[k]));
+      out.push_back(asio::buffer(*p.key));
+    } else {
+      WireRequest{p.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, p.segment, p.offset, p.length}.Encode(
+          hdrs[k].data());
+      out.push_back(asio::buffer(hdrs[k]));
+      if (p.op == TransferRequest::Op::kWrite) out.push_back(asio::buffer(p.local, p.length));
+    }
     if (out.size() >= 64 || k + 1 == slices.size()) {
       asio::write(sock, out, ec);
       out.clear();
@@ -138,7 +144,7 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
       }
       continue;
     }
-    if (s.piece.op == TransferRequest::Op::kRead) {
+    if (s.piece.op != TransferRequest::Op::kWrite) {
       if (resp.length != s.piece.length) {
         healthy = false;
         fail_all(Status(Code::kTransferFail, "short read from " + endpoint));
@@ -168,12 +174,20 @@ std::vector<Status> TcpTransport::Submit(const std::vector<TransferRequest>& bat
       out[i] = Status(Code::kInvalidParams, "null local buffer");
       continue;
     }
+    if (r.op == TransferRequest::Op::kReadObject && (!r.key || r.key->empty() || r.key->size() > kMaxObjectKey)) {
+      out[i] = Status(Code::kInvalidParams, "object read needs a key of 1-" + std::to_string(kMaxObjectKey) + " bytes");
+      continue;
+    }
     auto ep = resolver_(r.segment);
     if (!ep) {
       out[i] = Status(Code::kTransferFail, "no endpoint known for segment " + std::to_string(r.segment));
       continue;
     }
     auto& slices = by_endpoint[*ep];
+    if (r.op == TransferRequest::Op::kReadObject) {  // a whole object: the server reads it in one piece
+      slices.push_back({i, r});
+      continue;
+    }
     for (uint64_t off = 0; off < r.length || (off == 0 && r.length == 0); off += options_.slice_size) {
       uint64_t n = std::min(options_.slice_size, r.length - off);
       TransferRequest piece = r;
@@ -190,7 +204,7 @@ std::vector<Status> TcpTransport::Submit(const std::vector<TransferRequest>& bat
     int ways = std::max(1, std::min<int>(options_.parallel, static_cast<int>(slices.size())));
     std::vector<std::vector<Slice>> reads(ways), writes(ways);
     for (size_t k = 0; k < slices.size(); ++k) {
-      auto& dst = slices[k].piece.op == TransferRequest::Op::kRead ? reads : writes;
+      auto& dst = slices[k].piece.op == TransferRequest::Op::kWrite ? writes : reads;
       dst[k % ways].push_back(slices[k]);
     }
     for (auto* set : {&reads, &writes}) {

@@ -137,6 +137,10 @@ void TransferServer::Serve(Socket& s) {
       return;
     }
     pos += kRequestSize;
+    if (req.op == kOpReadObject) {
+      if (!ServeObjectRead(s, req, in, len, pos, answer, flush)) return;
+      continue;
+    }
     LocalSegment seg = served_->Find(req.segment);
     TransferRequest probe{TransferRequest::Op::kRead, req.segment, req.offset, nullptr, req.length};
     Status st;
@@ -175,6 +179,52 @@ void TransferServer::Serve(Socket& s) {
       if (!answer(Code::kOk, seg.base + req.offset, req.length)) return;
     }
   }
+}
+
+// A read of a whole object from the SSD tier: the key follows the header. The object is read into
+// a buffer of its own and sent at once. Returns false when the connection must close.
+template <typename Socket, typename Answer, typename Flush>
+bool TransferServer::ServeObjectRead(Socket& s, const WireRequest& req, std::vector<uint8_t>& in, size_t& len,
+                                     size_t& pos, Answer& answer, Flush& flush) {
+  if (req.offset == 0 || req.offset > kMaxObjectKey) {
+    ++refused_;
+    YB_LOG_WARN("transfer server: object read with a key of {} bytes: closing the connection", req.offset);
+    flush();
+    return false;
+  }
+  std::string key(req.offset, '\0');
+  uint64_t have = std::min<uint64_t>(len - pos, key.size());
+  std::memcpy(key.data(), in.data() + pos, have);
+  pos += have;
+  if (have < key.size()) {
+    asio::error_code ec;
+    asio::read(s, asio::buffer(key.data() + have, key.size() - have), ec);
+    if (ec) return false;
+  }
+  Status st;
+  std::vector<uint8_t> data;
+  auto disk = served_->FindDisk(req.segment);
+  if (!disk) {
+    st = Status(Code::kObjectNotFound, "no SSD tier serves segment " + std::to_string(req.segment));
+  } else if (req.length > options_.max_object_read) {
+    st = Status(Code::kInvalidParams, "object read too long");
+  } else {
+    data.resize(req.length);
+    auto n = disk->ReadObject(key, data.data(), data.size());
+    if (!n.ok()) {
+      st = n.status();
+    } else if (*n != req.length) {
+      st = Status(Code::kInvalidRead, "object size differs");
+    }
+  }
+  if (!st.ok()) {
+    if (st.code() != Code::kObjectNotFound) {
+      YB_LOG_WARN("transfer server: object read of segment {} failed: {}", req.segment, st.ToString());
+    }
+    return answer(st.code(), nullptr, 0);
+  }
+  // The answer points into `data`: send it before `data` goes.
+  return answer(Code::kOk, data.data(), data.size()) && flush();
 }
 
 void TransferServer::Stop() {

@@ -3,7 +3,9 @@
 // Every request is checked against its segment: an unknown segment or a range outside it is
 // refused with an error and no byte outside is read or written (a refused write also closes the
 // connection, since its payload is not consumed). One thread per connection, blocking I/O: data
-// goes straight between the socket and segment memory. Thread-safe; Start/Stop from one thread.
+// goes straight between the socket and segment memory. It also serves whole-object reads of the
+// LOCAL_DISK replicas its SSD tier holds (registered with LocalSegmentRegistry::AddDisk).
+// Thread-safe; Start/Stop from one thread.
 #pragma once
 
 #include <atomic>
@@ -13,11 +15,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "transfer/local_segments.h"
 #include "yuebing/status.h"
 
 namespace yb::tcp {
+
+struct WireRequest;
 
 class TransferServer {
  public:
@@ -25,6 +30,7 @@ class TransferServer {
     std::string address = "0.0.0.0";
     uint16_t port = 0;                   // 0: any free port
     uint64_t max_request = 64ULL << 20;  // longest single request
+    uint64_t max_object_read = 1ULL << 30;  // largest object read from the SSD tier at once
     int max_connections = 256;
   };
 
@@ -39,6 +45,9 @@ class TransferServer {
   struct Impl;
   template <typename Socket>
   void Serve(Socket& s);
+  template <typename Socket, typename Answer, typename Flush>
+  bool ServeObjectRead(Socket& s, const WireRequest& req, std::vector<uint8_t>& in, size_t& len, size_t& pos,
+                       Answer& answer, Flush& flush);
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<LocalSegmentRegistry> served_;
   Options options_;

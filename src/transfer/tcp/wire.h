@@ -2,8 +2,12 @@
 // `length` bytes; a response is a 16-byte header, followed for a successful read by `length`
 // bytes. Little-endian.
 //
-//   request:  u32 magic 'YBTX' | u8 op (1 read, 2 write) | 3 pad | u64 segment | u64 offset | u64 length
+//   request:  u32 magic 'YBTX' | u8 op (1 read, 2 write, 3 read object) | 3 pad | u64 segment | u64 offset
+//             | u64 length
 //   response: u32 magic 'YBTR' | u32 code (yb::Code wire value) | u64 length
+//
+// "Read object" reads a LOCAL_DISK replica from the owner's SSD tier: `offset` carries the key's
+// length (at most kMaxObjectKey), the key's bytes follow the header, and `length` is the object's size.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,8 @@ inline constexpr size_t kRequestSize = 32;
 inline constexpr size_t kResponseSize = 16;
 inline constexpr uint8_t kOpRead = 1;
 inline constexpr uint8_t kOpWrite = 2;
+inline constexpr uint8_t kOpReadObject = 3;
+inline constexpr uint64_t kMaxObjectKey = 8192;
 
 struct WireRequest {
   uint8_t op = 0;
@@ -35,7 +41,7 @@ struct WireRequest {
   bool Decode(const uint8_t in[kRequestSize]) {
     uint32_t magic;
     std::memcpy(&magic, in, 4);
-    if (magic != kRequestMagic || (in[4] != kOpRead && in[4] != kOpWrite)) return false;
+    if (magic != kRequestMagic || in[4] < kOpRead || in[4] > kOpReadObject) return false;
     op = in[4];
     std::memcpy(&segment, in + 8, 8);
     std::memcpy(&offset, in + 16, 8);

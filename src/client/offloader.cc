@@ -1,0 +1,164 @@
+#include "client/offloader.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "common/log.h"
+
+namespace yb {
+namespace {
+
+// LOCAL_DISK reads go straight to the engine.
+class EngineReader final : public ObjectReader {
+ public:
+  explicit EngineReader(std::shared_ptr<storage::StorageEngine> e) : engine_(std::move(e)) {}
+  Result<uint64_t> ReadObject(const std::string& key, void* buffer, uint64_t size) override {
+    return engine_->Read(key, buffer, size);
+  }
+
+ private:
+  std::shared_ptr<storage::StorageEngine> engine_;
+};
+
+constexpr size_t kRegisterBatch = 1000;
+
+bool Unreachable(const Status& st) { return st.code() == Code::kRpcFail || st.code() == Code::kRpcTimeout; }
+
+}  // namespace
+
+Offloader::Offloader(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
+                     std::shared_ptr<LocalSegmentRegistry> local)
+    : options_(std::move(options)), master_(std::move(master)), ctx_(std::move(ctx)), local_(std::move(local)) {}
+
+Result<std::unique_ptr<Offloader>> Offloader::Open(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
+                                                   std::shared_ptr<LocalSegmentRegistry> local) {
+  if (options.batch == 0) return Status(Code::kInvalidParams, "offload batch must be > 0");
+  std::unique_ptr<Offloader> o(new Offloader(std::move(options), std::move(master), std::move(ctx), std::move(local)));
+  o->engine_ = std::make_shared<storage::StorageEngine>(o->options_.storage);
+  auto recovered = o->engine_->Open();
+  if (!recovered.ok()) return recovered.status();
+  o->reader_ = std::make_shared<EngineReader>(o->engine_);
+  return o;
+}
+
+Offloader::~Offloader() { Stop(); }
+
+Status Offloader::RegisterAll(SegmentId segment) {
+  std::vector<storage::StoredObject> all = engine_->List();
+  size_t registered = 0, refused = 0;
+  for (size_t from = 0; from < all.size(); from += kRegisterBatch) {
+    size_t to = std::min(all.size(), from + kRegisterBatch);
+    std::vector<DiskObject> batch;
+    for (size_t i = from; i < to; ++i) batch.push_back({all[i].key, all[i].size, all[i].checksum});
+    auto sts = master_->AddDiskReplicas(ctx_(), segment, batch);
+    for (size_t i = 0; i < sts.size(); ++i) {
+      if (Unreachable(sts[i])) return sts[i];
+      if (sts[i].ok()) {
+        ++registered;
+      } else {
+        ++refused;
+        if (sts[i].code() == Code::kObjectAlreadyExists) engine_->Forget(batch[i].disk_key);
+      }
+    }
+  }
+  if (!all.empty()) {
+    YB_LOG_INFO("SSD tier: {} objects registered with the master, {} refused (newer values elsewhere)", registered,
+                refused);
+  }
+  return Status::OK();
+}
+
+size_t Offloader::EvictIfNeeded(uint64_t incoming) {
+  size_t evicted = 0;
+  for (uint64_t bucket : engine_->PickEvictions(incoming)) {
+    Status st = engine_->EvictBucket(bucket, [this](const std::vector<std::string>& keys) {
+      for (const Status& s : master_->DropDiskReplicas(ctx_(), keys)) {
+        if (Unreachable(s)) return s;  // keep the bucket: the master still lists its replicas
+      }
+      return Status::OK();
+    });
+    if (!st.ok()) break;
+    ++evicted;
+  }
+  return evicted;
+}
+
+size_t Offloader::RunOnce() {
+  std::lock_guard round(round_mu_);
+  auto tasks = master_->OffloadFetch(ctx_(), options_.batch);
+  if (!tasks.ok() || tasks->empty()) {
+    EvictIfNeeded();
+    return 0;
+  }
+  // A key queued twice (its value replaced meanwhile) is written once, with its newest value.
+  std::unordered_map<std::string, uint64_t> newest;
+  for (const auto& t : *tasks) {
+    auto& id = newest[t.disk_key];
+    id = std::max(id, t.object_id);
+  }
+  std::vector<OffloadResult> results;
+  std::vector<storage::StorageEngine::Value> values;
+  std::vector<size_t> value_result;  // values[k] reports in results[value_result[k]]
+  std::vector<LocalSegment> holds;   // keeps the segments mapped while their bytes are written
+  uint64_t incoming = 0;
+  for (const auto& t : *tasks) {
+    results.push_back({t.disk_key, t.object_id, Status::OK()});
+    if (newest[t.disk_key] != t.object_id) {
+      results.back().status = Status(Code::kObjectNotFound, "superseded by a newer value");
+      continue;
+    }
+    LocalSegment seg = local_->Find(t.segment);
+    if (!seg.base || t.offset > seg.size || t.size > seg.size - t.offset) {
+      results.back().status = Status(Code::kSegmentNotFound, "segment " + std::to_string(t.segment) + " is not ours");
+      continue;
+    }
+    values.push_back({t.disk_key, std::string_view(reinterpret_cast<const char*>(seg.base + t.offset), t.size)});
+    value_result.push_back(results.size() - 1);
+    holds.push_back(std::move(seg));
+    incoming += t.size;
+  }
+  if (!values.empty()) {
+    EvictIfNeeded(incoming);
+    size_t stored = 0;
+    Status st = engine_->Put(values, &stored);
+    for (size_t k = stored; k < values.size(); ++k) results[value_result[k]].status = st;
+    offloaded_.fetch_add(stored, std::memory_order_relaxed);
+    if (!st.ok()) {
+      failed_.fetch_add(values.size() - stored, std::memory_order_relaxed);
+      YB_LOG_WARN("SSD tier: {} of {} objects not offloaded, their DRAM copies stay: {}", values.size() - stored,
+                  values.size(), st.ToString());
+    }
+  }
+  auto done = master_->OffloadDone(ctx_(), results);
+  for (size_t i = 0; i < done.size() && i < results.size(); ++i) {
+    // The value went away (removed or replaced) while it was written: nobody will ask for it.
+    if (results[i].status.ok() && done[i].code() == Code::kObjectNotFound) engine_->Forget(results[i].disk_key);
+  }
+  return tasks->size();
+}
+
+void Offloader::Start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      size_t n = RunOnce();
+      lock.lock();
+      if (n == 0) cv_.wait_for(lock, std::chrono::milliseconds(options_.idle_ms), [this] { return stop_; });
+    }
+  });
+}
+
+void Offloader::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace yb

@@ -1,0 +1,71 @@
+// Offloader: a client's SSD tier in motion (DESIGN.md section 5). It owns the StorageEngine over
+// the client's storage directory and, on its own thread:
+//   - fetches the offload tasks the master queued for this client (eager after PutEnd, or from
+//     eviction), copies each object from the client's own segment into a bucket, and reports the
+//     outcome (OffloadDone) so the master records the LOCAL_DISK replica or keeps the DRAM copy;
+//   - evicts whole buckets above the high watermark (telling the master first).
+// It serves LOCAL_DISK reads to this process and to the transfer server (ObjectReader), and
+// registers what is on disk with the master after start, re-mount or master restart.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "master/master_api.h"
+#include "storage/storage_engine.h"
+#include "transfer/local_segments.h"
+
+namespace yb {
+
+class Offloader {
+ public:
+  struct Options {
+    storage::StorageConfig storage;
+    uint32_t batch = 64;     // offload tasks fetched per round
+    uint32_t idle_ms = 20;   // wait between rounds that found nothing to do
+  };
+  using ContextFn = std::function<CallContext()>;
+
+  // Opens (and recovers) the storage directory. Nothing runs until Start().
+  static Result<std::unique_ptr<Offloader>> Open(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
+                                                 std::shared_ptr<LocalSegmentRegistry> local);
+  ~Offloader();
+
+  // Registers every object on disk as a LOCAL_DISK replica on `segment`. Objects whose key now has
+  // another value are forgotten. Returns the first call failure (the master unreachable).
+  Status RegisterAll(SegmentId segment);
+  // One round: fetch tasks, write them, report them, evict buckets if needed. Returns tasks handled.
+  size_t RunOnce();
+  // Brings usage under the watermarks (plus `incoming` bytes). Returns buckets evicted.
+  size_t EvictIfNeeded(uint64_t incoming = 0);
+  void Start();
+  void Stop();
+
+  std::shared_ptr<ObjectReader> reader() const { return reader_; }
+  storage::StorageEngine& engine() { return *engine_; }
+  uint64_t offloaded() const { return offloaded_.load(std::memory_order_relaxed); }
+  uint64_t failed() const { return failed_.load(std::memory_order_relaxed); }
+
+ private:
+  Offloader(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
+            std::shared_ptr<LocalSegmentRegistry> local);
+
+  Options options_;
+  std::shared_ptr<MasterApi> master_;
+  ContextFn ctx_;
+  std::shared_ptr<LocalSegmentRegistry> local_;
+  std::shared_ptr<storage::StorageEngine> engine_;
+  std::shared_ptr<ObjectReader> reader_;
+  std::mutex round_mu_;  // one round at a time (thread and tests)
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+  std::atomic<uint64_t> offloaded_{0};
+  std::atomic<uint64_t> failed_{0};
+};
+
+}  // namespace yb

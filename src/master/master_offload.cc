@@ -1,0 +1,261 @@
+// MasterService: the SSD tier's metadata. Offload tasks (eager at PutEnd, or from eviction),
+// their completion into LOCAL_DISK replicas, and the disk replicas clients register or drop.
+#include "common/disk_key.h"
+#include "common/log.h"
+#include "master/master_service.h"
+
+namespace yb {
+namespace {
+
+// The key a table key has in an offload task: tenant index and key, back to tenant name and key.
+std::string_view UserKey(const std::string& table_key) { return std::string_view(table_key).substr(2); }
+
+StoredReplica DiskReplica(SegmentRef segment) {
+  return StoredReplica(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
+                       ReplicaStatus::kComplete);
+}
+
+}  // namespace
+
+bool MasterService::OwnedBy(const StoredReplica& r, const ClientId& client) const {
+  ClientId owner;
+  return segments_.OwnerOf(r.segment(), &owner) && owner == client;
+}
+
+void MasterService::QueueEagerOffloadLocked(const ObjectEntry& e) {
+  const ObjectMeta& m = e.second;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    ClientId owner;
+    const StoredReplica& r = m.replica(i);
+    if (r.kind() != ReplicaKind::kMemory || !segments_.OwnerOf(r.segment(), &owner)) continue;
+    // Each owner with an SSD tier keeps its own copy: replica_num copies in DRAM stay replica_num
+    // copies on disk, and the bytes never cross the network on the way down.
+    offload_.Push(owner, OffloadItem{e.first, m.object_id, m.size, false});
+  }
+}
+
+void MasterService::FinishEvictOffloadLocked(Shard& s, ObjectEntry& e) {
+  ObjectMeta& m = e.second;
+  m.flags &= static_cast<uint8_t>(~kOffloading);
+  if (!m.HasKind(ReplicaKind::kLocalDisk) || m.readers > 0) return;  // eviction picks it again later
+  std::vector<StoredReplica> keep, gone;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    (m.replica(i).kind() == ReplicaKind::kMemory ? gone : keep).push_back(m.replica(i));
+  }
+  table_.FreeReplicas(m.tenant, m.size, gone);
+  m.SetReplicas(keep);
+  table_.Relink(s, e);
+}
+
+Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& ctx, uint32_t max) {
+  std::vector<OffloadTask> tasks;
+  for (OffloadItem& item : offload_.Take(ctx.client, max)) {
+    const HashedKey hk(item.table_key);
+    Shard& s = table_.ShardFor(hk);
+    std::lock_guard lock(s.mu);
+    auto it = s.objects.find(hk);
+    if (it == s.objects.end() || it->second.object_id != item.object_id) {  // removed or replaced
+      (void)offload_.Finish(ctx.client, item.object_id);
+      continue;
+    }
+    ObjectMeta& m = it->second;
+    const StoredReplica* mem = nullptr;
+    bool on_disk = false;
+    for (size_t i = 0; i < m.n_replicas; ++i) {
+      const StoredReplica& r = m.replica(i);
+      if (!OwnedBy(r, ctx.client)) continue;
+      if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete && !mem) mem = &r;
+      if (r.kind() == ReplicaKind::kLocalDisk) on_disk = true;
+    }
+    if (!mem || on_disk) {  // nothing of ours to copy, or already copied
+      (void)offload_.Finish(ctx.client, item.object_id);
+      if (item.on_evict) FinishEvictOffloadLocked(s, *it);
+      continue;
+    }
+    ++m.readers;  // the bytes stay put while the client copies them
+    ++s.pins[PinKey{m.object_id, ctx.client}];
+    OffloadTask t;
+    t.disk_key = DiskKey(tenants_.name(m.tenant), UserKey(item.table_key));
+    t.object_id = m.object_id;
+    t.segment = segments_.IdOf(mem->segment());
+    t.offset = mem->offset();
+    t.size = m.size;
+    if (m.flags & kHasChecksum) t.checksum = m.checksum;
+    tasks.push_back(std::move(t));
+  }
+  return tasks;
+}
+
+std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) {
+  std::vector<Status> out;
+  out.reserve(results.size());
+  for (const OffloadResult& res : results) {
+    auto item = offload_.Finish(ctx.client, res.object_id);
+    if (!item) {
+      out.emplace_back(Code::kInvalidParams, "no offload task " + std::to_string(res.object_id) + " for this client");
+      continue;
+    }
+    const HashedKey hk(item->table_key);
+    Shard& s = table_.ShardFor(hk);
+    std::lock_guard lock(s.mu);
+    auto it = s.objects.find(hk);
+    ObjectEntry* live = it != s.objects.end() && it->second.object_id == item->object_id ? &*it : nullptr;
+    table_.Unpin(s, ctx.client, item->object_id, live);
+    if (!live) {
+      out.emplace_back(Code::kObjectNotFound, "the object was removed or replaced during its offload");
+      continue;
+    }
+    ObjectMeta& m = live->second;
+    Status st = Status::OK();
+    if (res.status.ok()) {
+      SegmentRef seg = kNoSegment;
+      bool on_disk = false;
+      for (size_t i = 0; i < m.n_replicas; ++i) {
+        const StoredReplica& r = m.replica(i);
+        if (!OwnedBy(r, ctx.client)) continue;
+        if (r.kind() == ReplicaKind::kMemory) seg = r.segment();
+        if (r.kind() == ReplicaKind::kLocalDisk) on_disk = true;
+      }
+      if (seg == kNoSegment) {
+        st = Status(Code::kSegmentNotFound, "the client's segment was unmounted during the offload");
+      } else if (!on_disk) {
+        std::vector<StoredReplica> replicas = m.TakeReplicas();
+        replicas.push_back(DiskReplica(seg));
+        m.SetReplicas(replicas);
+        offloaded_.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else {
+      // The DRAM copy stays; eviction will treat the object as one without an SSD tier.
+      m.flags |= kNoOffload;
+      offload_failed_.fetch_add(1, std::memory_order_relaxed);
+      YB_LOG_WARN("client {} could not offload an object of {} bytes: {}", ctx.client.ToString(), m.size,
+                  res.status.ToString());
+    }
+    if (item->on_evict) FinishEvictOffloadLocked(s, *live);
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+Result<std::string> MasterService::TableKeyOfDiskKey(const std::string& disk_key) {
+  auto parts = SplitDiskKey(disk_key);
+  if (!parts || parts->second.size() > kMaxKeyLength) return Status(Code::kInvalidKey, "malformed disk key");
+  auto tenant = tenants_.Register(std::string(parts->first));
+  if (!tenant.ok()) return tenant.status();
+  return InternalKey(*tenant, parts->second);
+}
+
+std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                                   const std::vector<DiskObject>& objects) {
+  const SegmentRef ref = segments_.RefOf(segment, ctx.client);
+  if (ref == kNoSegment) {
+    return std::vector<Status>(objects.size(), Status(Code::kSegmentNotFound, "segment " + std::to_string(segment) +
+                                                                                  " is not mounted by this client"));
+  }
+  const TimeMs now = clock_.NowMs();
+  std::vector<Status> out;
+  out.reserve(objects.size());
+  for (const DiskObject& obj : objects) {
+    auto tk = TableKeyOfDiskKey(obj.disk_key);
+    if (!tk.ok()) {
+      out.push_back(tk.status());
+      continue;
+    }
+    if (obj.size == 0) {
+      out.emplace_back(Code::kInvalidParams, "object size is 0");
+      continue;
+    }
+    const HashedKey hk(*tk);
+    Shard& s = table_.ShardFor(hk);
+    std::lock_guard lock(s.mu);
+    if (s.pending.count(hk)) {
+      out.emplace_back(Code::kReplicaNotReady, "the key is being written");
+      continue;
+    }
+    auto it = s.objects.find(hk);
+    if (it != s.objects.end()) {
+      ObjectMeta& m = it->second;
+      if (m.size != obj.size || ((m.flags & kHasChecksum) && m.checksum != obj.checksum)) {
+        out.emplace_back(Code::kObjectAlreadyExists, "the key now has another value");
+        continue;
+      }
+      bool mine = false;
+      for (size_t i = 0; i < m.n_replicas && !mine; ++i) {
+        mine = m.replica(i).kind() == ReplicaKind::kLocalDisk && OwnedBy(m.replica(i), ctx.client);
+      }
+      if (!mine) {
+        std::vector<StoredReplica> replicas = m.TakeReplicas();
+        replicas.push_back(DiskReplica(ref));
+        m.SetReplicas(replicas);
+        disk_registered_.fetch_add(1, std::memory_order_relaxed);
+      }
+      out.push_back(Status::OK());
+      continue;
+    }
+    ObjectMeta meta;
+    meta.size = obj.size;
+    meta.checksum = obj.checksum;
+    meta.flags = kHasChecksum;
+    meta.tenant = static_cast<TenantIndex>((static_cast<uint8_t>((*tk)[0]) << 8) | static_cast<uint8_t>((*tk)[1]));
+    meta.lease_deadline = now;
+    meta.object_id = table_.NextObjectId();
+    meta.SetReplicas({DiskReplica(ref)});
+    table_.Insert(s, hk, std::move(meta));
+    disk_registered_.fetch_add(1, std::memory_order_relaxed);
+    out.push_back(Status::OK());
+  }
+  return out;
+}
+
+std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, const std::vector<std::string>& disk_keys) {
+  std::vector<Status> out;
+  out.reserve(disk_keys.size());
+  for (const std::string& dk : disk_keys) {
+    auto tk = TableKeyOfDiskKey(dk);
+    if (!tk.ok()) {
+      out.push_back(tk.status());
+      continue;
+    }
+    const HashedKey hk(*tk);
+    Shard& s = table_.ShardFor(hk);
+    std::lock_guard lock(s.mu);
+    auto it = s.objects.find(hk);
+    if (it == s.objects.end()) {
+      out.push_back(Status::OK());
+      continue;
+    }
+    ObjectMeta& m = it->second;
+    std::vector<StoredReplica> keep;
+    for (size_t i = 0; i < m.n_replicas; ++i) {
+      const StoredReplica& r = m.replica(i);
+      if (r.kind() == ReplicaKind::kLocalDisk && OwnedBy(r, ctx.client)) {
+        disk_dropped_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        keep.push_back(r);
+      }
+    }
+    if (keep.empty()) {
+      table_.Drop(s, it);
+    } else if (keep.size() != m.n_replicas) {
+      m.SetReplicas(keep);
+      table_.Relink(s, *it);
+    }
+    out.push_back(Status::OK());
+  }
+  return out;
+}
+
+void MasterService::ForgetOffloadsOf(const ClientId& client) {
+  for (const OffloadItem& item : offload_.RemoveClient(client)) {
+    if (!item.on_evict) continue;
+    const HashedKey hk(item.table_key);
+    Shard& s = table_.ShardFor(hk);
+    std::lock_guard lock(s.mu);
+    auto it = s.objects.find(hk);
+    if (it != s.objects.end() && it->second.object_id == item.object_id) {
+      it->second.flags &= static_cast<uint8_t>(~kOffloading);
+    }
+  }
+}
+
+}  // namespace yb

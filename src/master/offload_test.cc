@@ -1,0 +1,229 @@
+// The master's side of the SSD tier: offload queues (eager and on eviction), their completion into
+// LOCAL_DISK replicas, registration and dropping of disk replicas, and client death.
+#include <gtest/gtest.h>
+
+#include "common/disk_key.h"
+#include "master/master_test_util.h"
+
+namespace yb {
+namespace {
+
+using testing::MasterFixture;
+
+class OffloadTest : public MasterFixture {
+ protected:
+  static constexpr uint64_t kObj = 1024;
+
+  // The SSD client ssd_ owns segment "a" of `objects` objects; ctx_ (no SSD tier) writes.
+  void Start(MasterConfig config, int objects = 4) {
+    Reset(config);
+    ssd_ = CallContext{ClientId{9, 9}, 0};
+    auto t = master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
+    ASSERT_TRUE(t.ok());
+    ssd_.tenant = *t;
+    seg_ = Mount("a", kObj * objects, ssd_);
+  }
+  static MasterConfig Eager() {
+    MasterConfig c;
+    c.enable_offload = true;
+    return c;
+  }
+  static MasterConfig OnEvict(size_t queue = 4096, bool force = false) {
+    MasterConfig c;
+    c.offload_on_evict = true;
+    c.offload_queue_limit = queue;
+    c.offload_force_evict = force;
+    return c;
+  }
+  std::string K(int i) { return "k" + std::to_string(i); }
+  std::vector<ReplicaKind> Kinds(const std::string& key) {
+    auto info = master_->GetReplicaList(ctx_, key, false);
+    std::vector<ReplicaKind> out;
+    if (info.ok()) {
+      for (const auto& r : info->replicas) out.push_back(r.kind);
+    }
+    return out;
+  }
+  std::vector<OffloadTask> Fetch(uint32_t max = 64) {
+    auto t = master_->OffloadFetch(ssd_, max);
+    EXPECT_TRUE(t.ok());
+    return t.ok() ? *t : std::vector<OffloadTask>{};
+  }
+  std::vector<Status> Done(const std::vector<OffloadTask>& tasks, Status st = Status::OK()) {
+    std::vector<OffloadResult> res;
+    for (const auto& t : tasks) res.push_back({t.disk_key, t.object_id, st});
+    return master_->OffloadDone(ssd_, res);
+  }
+  uint64_t Allocated() { return master_->Stats().allocated; }
+
+  CallContext ssd_;
+  SegmentId seg_ = 0;
+};
+
+const auto kMem = ReplicaKind::kMemory;
+const auto kDisk = ReplicaKind::kLocalDisk;
+
+TEST_F(OffloadTest, EagerOffloadAddsADiskReplicaBesideTheMemoryOne) {
+  Start(Eager());
+  ASSERT_TRUE(Put(K(0), kObj).ok());
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].disk_key, DiskKey("default", K(0)));
+  EXPECT_EQ(tasks[0].segment, seg_);
+  EXPECT_EQ(tasks[0].size, kObj);
+  // While the client copies, the bytes stay: even a forced eviction cannot take them.
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), 0u);
+  for (const auto& st : Done(tasks)) EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem, kDisk}));
+  auto info = master_->GetReplicaList(ctx_, K(0), false);
+  EXPECT_EQ(info->replicas[1].segment, seg_);
+  EXPECT_TRUE(Fetch().empty());
+  EXPECT_EQ(master_->Stats().offloaded, 1u);
+  // Eviction now frees the memory and keeps the disk copy: still a hit.
+  clock_.AdvanceSec(11);  // past the lease of the reads above
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kDisk}));
+  EXPECT_EQ(Allocated(), 0u);
+}
+
+TEST_F(OffloadTest, OnlyClientsWithAnSsdTierGetTasks) {
+  Start(Eager());
+  Mount("b", kObj * 4);  // ctx_'s own segment, no SSD tier
+  ReplicateConfig cfg;
+  cfg.preferred_segments = {"b"};
+  ASSERT_TRUE(Put(K(0), kObj, cfg).ok());
+  EXPECT_TRUE(Fetch().empty());
+  auto none = master_->OffloadFetch(ctx_, 64);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(OffloadTest, EvictionQueuesTheObjectAndFreesItsMemoryOnceDurable) {
+  Start(OnEvict());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj).ok());
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  EXPECT_EQ(Allocated(), 4 * kObj);  // still in DRAM until the disk copy is durable
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
+  EXPECT_EQ(master_->Stats().offloaded_on_evict, 1u);
+  // Not picked twice: the next eviction takes the next object.
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].disk_key, DiskKey("default", K(0)));
+  for (const auto& st : Done(tasks)) EXPECT_TRUE(st.ok());
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kDisk}));
+  EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kDisk}));
+  EXPECT_EQ(Allocated(), 2 * kObj);
+  EXPECT_TRUE(Exists(K(0)));
+  EXPECT_EQ(master_->Stats().keys, 4u);
+}
+
+TEST_F(OffloadTest, AFullQueueKeepsTheObjectInDramUnlessForced) {
+  Start(OnEvict(/*queue=*/1));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj).ok());
+  clock_.AdvanceSec(11);
+  master_->evictor().EvictBytes(2 * kObj);
+  EXPECT_EQ(master_->Stats().keys, 4u);  // k0 queued, the rest kept
+  EXPECT_GE(master_->Stats().kept_queue_full, 1u);
+  EXPECT_EQ(Allocated(), 4 * kObj);
+
+  Start(OnEvict(/*queue=*/1, /*force=*/true));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj).ok());
+  clock_.AdvanceSec(11);
+  master_->evictor().EvictBytes(2 * kObj);
+  EXPECT_EQ(master_->Stats().keys, 3u);  // of k0 and k1, one queued and one dropped
+  EXPECT_NE(Exists(K(0)), Exists(K(1)));
+  EXPECT_EQ(master_->Stats().offload_queued, 1u);
+}
+
+TEST_F(OffloadTest, AFailedOffloadKeepsTheDramCopyAndIsNotRetried) {
+  Start(OnEvict());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(Put(K(i), kObj).ok());
+  clock_.AdvanceSec(11);
+  master_->evictor().EvictBytes(kObj);
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 1u);
+  for (const auto& st : Done(tasks, Status(Code::kFileWriteFail, "No space left on device"))) EXPECT_TRUE(st.ok());
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
+  EXPECT_EQ(master_->Stats().offload_failed, 1u);
+  // Evicted like an object without an SSD tier next time (k1, read last, goes after it).
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(1), false).ok());
+  clock_.AdvanceSec(11);
+  master_->evictor().EvictBytes(kObj);
+  EXPECT_FALSE(Exists(K(0)));
+  EXPECT_TRUE(Fetch().empty());
+}
+
+TEST_F(OffloadTest, ARemovedObjectsOffloadIsRefusedAndItsBytesFreedAfter) {
+  Start(Eager());
+  ASSERT_TRUE(Put(K(0), kObj).ok());
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 1u);
+  ASSERT_TRUE(master_->Remove(ctx_, K(0), true).ok());
+  EXPECT_EQ(Allocated(), kObj);  // the client may still be copying them
+  auto done = Done(tasks);
+  EXPECT_EQ(done[0].code(), Code::kObjectNotFound);
+  EXPECT_EQ(Allocated(), 0u);
+  EXPECT_EQ(Done(tasks)[0].code(), Code::kInvalidParams);  // reported twice
+}
+
+TEST_F(OffloadTest, RegisteredDiskObjectsAreHitsAndMismatchesAreRefused) {
+  Start(MasterConfig{});
+  ASSERT_TRUE(Put(K(1), kObj).ok());
+  std::vector<DiskObject> objs = {{DiskKey("default", K(0)), 100, 7},
+                                  {DiskKey("default", K(1)), kObj + 1, 7},
+                                  {DiskKey("other", K(0)), 50, 8},
+                                  {"\xff", 1, 1}};
+  auto sts = master_->AddDiskReplicas(ssd_, seg_, objs);
+  EXPECT_TRUE(sts[0].ok());
+  EXPECT_EQ(sts[1].code(), Code::kObjectAlreadyExists);
+  EXPECT_TRUE(sts[2].ok());
+  EXPECT_EQ(sts[3].code(), Code::kInvalidKey);
+  auto info = master_->GetReplicaList(ctx_, K(0), false);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 100u);
+  EXPECT_EQ(info->checksum, std::optional<uint64_t>(7));
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kDisk}));
+  CallContext other = Register(ClientId{5, 5}, "other");
+  EXPECT_EQ(master_->GetReplicaList(other, K(0), false)->size, 50u);  // the tenant comes from the disk key
+  // Registering again is harmless; a segment that is not ours is refused.
+  EXPECT_TRUE(master_->AddDiskReplicas(ssd_, seg_, {objs[0]})[0].ok());
+  EXPECT_EQ(Kinds(K(0)).size(), 1u);
+  EXPECT_EQ(master_->AddDiskReplicas(ctx_, seg_, {objs[0]})[0].code(), Code::kSegmentNotFound);
+  // Disk-only objects never count as DRAM for eviction.
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);  // takes k1, not k0
+  EXPECT_TRUE(Exists(K(0)));
+}
+
+TEST_F(OffloadTest, DroppingDiskReplicasRemovesObjectsLeftWithout) {
+  Start(Eager());
+  ASSERT_TRUE(Put(K(0), kObj).ok());
+  for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(master_->AddDiskReplicas(ssd_, seg_, {{DiskKey("default", K(1)), 10, 1}})[0].ok());
+  auto sts = master_->DropDiskReplicas(ssd_, {DiskKey("default", K(0)), DiskKey("default", K(1)),
+                                              DiskKey("default", "never")});
+  for (const auto& st : sts) EXPECT_TRUE(st.ok());
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
+  EXPECT_FALSE(Exists(K(1)));
+}
+
+TEST_F(OffloadTest, ADeadClientsQueueIsForgottenAndItsObjectsEvictableAgain) {
+  Start(OnEvict());
+  Mount("b", kObj * 4);  // ctx_ keeps pinging; ssd_ goes silent
+  ReplicateConfig cfg;
+  cfg.preferred_segments = {"a"};
+  ASSERT_TRUE(Put(K(0), kObj, cfg).ok());
+  clock_.AdvanceSec(11);
+  master_->evictor().EvictBytes(kObj);
+  EXPECT_EQ(master_->Stats().offload_queued, 1u);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->LivenessOnce();  // ssd_ silent for 11 s: dead, its segment and queue go
+  EXPECT_EQ(master_->Stats().offload_queued, 0u);
+  EXPECT_FALSE(Exists(K(0)));  // its only replica was on the dead client's segment
+}
+
+}  // namespace
+}  // namespace yb
