@@ -8,6 +8,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,13 +49,46 @@ struct Memory {
   std::optional<py::buffer_info> info;  // keeps the object's buffer exported
 };
 
+// One replica as get_replica_desc reports it.
+struct PyReplicaDescriptor {
+  yb::ReplicaDesc d;
+  static const char* KindName(yb::ReplicaKind k) {
+    switch (k) {
+      case yb::ReplicaKind::kMemory:
+        return "MEMORY";
+      case yb::ReplicaKind::kLocalDisk:
+        return "LOCAL_DISK";
+      default:
+        return "DISK";
+    }
+  }
+  static const char* StatusName(yb::ReplicaStatus s) {
+    switch (s) {
+      case yb::ReplicaStatus::kProcessing:
+        return "PROCESSING";
+      case yb::ReplicaStatus::kComplete:
+        return "COMPLETE";
+      case yb::ReplicaStatus::kFailed:
+        return "FAILED";
+      default:
+        return "REMOVED";
+    }
+  }
+};
+
 class Store {
  public:
   int Setup(const std::string& local_hostname, const std::string& metadata_server, uint64_t global_segment_size,
             uint64_t local_buffer_size, const std::string& protocol, const std::string& rdma_devices,
-            const std::string& master_server_addr, const std::string& tenant_id) {
+            const std::string& master_server_addr, const py::object& engine, bool enable_ssd_offload,
+            const std::string& ssd_offload_path, const std::string& tenant_id) {
     if (client_) return Error(yb::Status(yb::Code::kInvalidParams, "setup: this store is already set up"));
+    if (!engine.is_none()) {
+      return Error(yb::Status(yb::Code::kNotSupported, "setup: a shared transfer engine object is not supported"));
+    }
     yb::ClientConfig c;
+    c.enable_offload = enable_ssd_offload;
+    c.storage_path = ssd_offload_path;
     c.local_hostname = local_hostname;
     c.metadata_server = metadata_server;
     c.global_segment_size = global_segment_size;
@@ -90,8 +124,9 @@ class Store {
     if (!gss || !lbs) throw py::value_error("setup: global_segment_size / local_buffer_size must be bytes or \"4 GB\"");
     std::string master = str("master_server_address", str("master_server_addr", "127.0.0.1:50051"));
     return Setup(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
-                 str("protocol", "tcp"), str("device_name", str("rdma_devices", "")), master,
-                 str("tenant_id", "default"));
+                 str("protocol", "tcp"), str("device_name", str("rdma_devices", "")), master, py::none(),
+                 d.contains("enable_ssd_offload") && py::bool_(d["enable_ssd_offload"]).cast<bool>(),
+                 str("ssd_offload_path", ""), str("tenant_id", "default"));
   }
 
   int Close() {
@@ -251,6 +286,27 @@ class Store {
     return out;
   }
 
+  // Where a key's replicas are, memory or disk; empty on a miss.
+  std::vector<PyReplicaDescriptor> GetReplicaDesc(const std::string& key) {
+    yb::Client& c = Ready();
+    yb::Result<yb::Client::QueryResult> q(yb::Status(yb::Code::kInternal, ""));
+    {
+      py::gil_scoped_release unlocked;
+      q = c.Query(key);
+    }
+    std::vector<PyReplicaDescriptor> out;
+    if (q.ok()) {
+      for (const auto& r : q->replicas) out.push_back(PyReplicaDescriptor{r});
+    }
+    return out;
+  }
+
+  std::map<std::string, std::vector<PyReplicaDescriptor>> BatchGetReplicaDesc(const std::vector<std::string>& keys) {
+    std::map<std::string, std::vector<PyReplicaDescriptor>> out;
+    for (const auto& k : keys) out[k] = GetReplicaDesc(k);
+    return out;
+  }
+
   int64_t GetSize(const std::string& key) {
     yb::Client& c = Ready();
     py::gil_scoped_release unlocked;
@@ -396,6 +452,22 @@ PYBIND11_MODULE(_yuebing, m) {
   m.def(
       "set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
       py::arg("level"), "trace, debug, info, warn, error or off");
+  py::class_<PyReplicaDescriptor>(m, "ReplicaDescriptor")
+      .def("is_memory_replica", [](const PyReplicaDescriptor& r) { return r.d.kind == yb::ReplicaKind::kMemory; })
+      .def("is_disk_replica", [](const PyReplicaDescriptor& r) { return r.d.kind != yb::ReplicaKind::kMemory; })
+      .def("is_local_disk_replica",
+           [](const PyReplicaDescriptor& r) { return r.d.kind == yb::ReplicaKind::kLocalDisk; })
+      .def_property_readonly("kind", [](const PyReplicaDescriptor& r) { return PyReplicaDescriptor::KindName(r.d.kind); })
+      .def_property_readonly("status",
+                             [](const PyReplicaDescriptor& r) { return PyReplicaDescriptor::StatusName(r.d.status); })
+      .def_property_readonly("segment", [](const PyReplicaDescriptor& r) { return r.d.segment; })
+      .def_property_readonly("offset", [](const PyReplicaDescriptor& r) { return r.d.offset; })
+      .def_property_readonly("size", [](const PyReplicaDescriptor& r) { return r.d.size; })
+      .def("__repr__", [](const PyReplicaDescriptor& r) {
+        return std::string("ReplicaDescriptor(") + PyReplicaDescriptor::KindName(r.d.kind) + ", " +
+               PyReplicaDescriptor::StatusName(r.d.status) + ", segment=" + std::to_string(r.d.segment) +
+               ", size=" + std::to_string(r.d.size) + ")";
+      });
   py::class_<PyReplicateConfig>(m, "ReplicateConfig")
       .def(py::init<>())
       .def_readwrite("replica_num", &PyReplicateConfig::replica_num)
@@ -414,6 +486,7 @@ PYBIND11_MODULE(_yuebing, m) {
       .def("setup", &Store::Setup, py::arg("local_hostname"), py::arg("metadata_server"),
            py::arg("global_segment_size") = 16ULL << 20, py::arg("local_buffer_size") = 1ULL << 30,
            py::arg("protocol") = "tcp", py::arg("rdma_devices") = "", py::arg("master_server_addr") = "127.0.0.1:50051",
+           py::arg("engine") = py::none(), py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
            py::arg("tenant_id") = "default")
       .def("setup", &Store::SetupFromDict, py::arg("config"))
       .def("close", &Store::Close)
@@ -435,6 +508,8 @@ PYBIND11_MODULE(_yuebing, m) {
       .def("is_exist", &Store::IsExist, py::arg("key"))
       .def("batch_is_exist", &Store::BatchIsExist, py::arg("keys"))
       .def("get_size", &Store::GetSize, py::arg("key"))
+      .def("get_replica_desc", &Store::GetReplicaDesc, py::arg("key"))
+      .def("batch_get_replica_desc", &Store::BatchGetReplicaDesc, py::arg("keys"))
       .def("remove", &Store::Remove, py::arg("key"), py::arg("force") = false)
       .def("remove_by_regex", &Store::RemoveByRegex, py::arg("regex_pattern"), py::arg("force") = false)
       .def("remove_all", &Store::RemoveAll, py::arg("force") = false)

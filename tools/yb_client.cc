@@ -1,6 +1,7 @@
 // yb-client: the standalone daemon through which a node contributes memory to the pool, with no
 // application running. It mounts --global_segment_size, serves transfers of it on --host:--port,
-// pings the master every second (re-mounting when the master asks) and stops on SIGTERM.
+// pings the master every second (re-mounting when the master asks) and stops on SIGTERM. With
+// --enable_offload it also runs the node's SSD tier under --storage_root_dir (DESIGN.md section 5).
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -32,19 +33,35 @@ int main(int argc, char** argv) {
   app.add_option("--protocol", protocol, "tcp")->check(CLI::IsMember({"tcp"}));
   app.add_option("--device_names", device_names, "RDMA devices (unused: TCP only)");
   app.add_option("--threads", threads, "accepted for compatibility");
-  app.add_option("--enable_offload", enable_offload, "SSD offload (not available yet)");
+  std::string storage_dir, storage_limit = "64 GB", bucket_size = "256 MB", policy = "fifo";
+  uint64_t bucket_keys = 500;
+  double high = 0.90, low = 0.80;
+  app.add_option("--enable_offload", enable_offload,
+                 "run an SSD tier: objects in this node's segment go down to --storage_root_dir when the master "
+                 "queues them (its --enable_offload / --offload_on_evict)");
+  app.add_option("--storage_root_dir,--ssd_offload_path", storage_dir, "directory of the SSD tier (created if missing)");
+  app.add_option("--storage_size_limit", storage_limit, "bytes the SSD tier may use (\"64 GB\")");
+  app.add_option("--bucket_size_limit", bucket_size, "bytes per bucket file");
+  app.add_option("--bucket_keys_limit", bucket_keys, "objects per bucket")->check(CLI::PositiveNumber);
+  app.add_option("--bucket_eviction_policy", policy, "which bucket goes first: fifo (oldest) or lru (least read)")
+      ->check(CLI::IsMember({"fifo", "lru"}));
+  app.add_option("--storage_high_watermark", high, "usage share that starts bucket eviction")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--storage_low_watermark", low, "usage share bucket eviction brings it down to")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--prefault", prefault, "fault the segment's memory in at start (true: steady latency)");
   app.add_option("--log_level", log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
-  if (enable_offload) {
-    spdlog::error("--enable_offload: the SSD tier is not available in this build");
+  if (enable_offload && storage_dir.empty()) {
+    spdlog::error("--enable_offload needs --storage_root_dir");
     return 2;
   }
   auto seg = yb::ParseSize(gss);
   auto buf = yb::ParseSize(lbs);
   auto chunk_size = yb::ParseSize(chunk);
-  for (const auto* r : {&seg, &buf, &chunk_size}) {
+  auto storage_bytes = yb::ParseSize(storage_limit);
+  auto bucket_bytes = yb::ParseSize(bucket_size);
+  for (const auto* r : {&seg, &buf, &chunk_size, &storage_bytes, &bucket_bytes}) {
     if (!r->ok()) {
       spdlog::error("{}", r->status().ToString());
       return 2;
@@ -72,6 +89,14 @@ int main(int argc, char** argv) {
   c.segment_chunk_size = *chunk_size;
   c.transfer_bind_address = host + ":" + std::to_string(port);
   c.prefault_segment = prefault;
+  c.enable_offload = enable_offload;
+  c.storage_path = storage_dir;
+  c.storage_size_limit = *storage_bytes;
+  c.storage_bucket_size = *bucket_bytes;
+  c.storage_bucket_keys = bucket_keys;
+  c.storage_eviction_policy = policy;
+  c.storage_high_watermark = high;
+  c.storage_low_watermark = low;
   // A daemon waits for its master: retry every second until connected or told to stop.
   auto client = yb::Client::Connect(c);
   while (!client.ok()) {

@@ -39,6 +39,10 @@ struct Flags {
   bool enable_ha = false;
   std::string etcd_endpoints;
   std::string cluster_id = "mooncake_cluster";
+  bool enable_offload = false;
+  bool offload_on_evict = false;
+  bool offload_force_evict = false;
+  size_t offload_queue_limit = 4096;
   std::string config_path;
   std::string log_level = "info";
 };
@@ -105,12 +109,25 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc) {
   gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
   gauge("yb_master_segments", "Mounted segments.", st.segments);
   gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
-  line("# HELP yb_master_evicted_objects_total Objects evicted from memory.");
-  line("# TYPE yb_master_evicted_objects_total counter");
-  line(fmt::format("yb_master_evicted_objects_total {}", st.evicted_objects));
-  line("# HELP yb_master_evicted_bytes_total Bytes evicted from memory.");
-  line("# TYPE yb_master_evicted_bytes_total counter");
-  line(fmt::format("yb_master_evicted_bytes_total {}", st.evicted_bytes));
+  gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    line(fmt::format("# HELP {} {}", name, help));
+    line(fmt::format("# TYPE {} counter", name));
+    line(fmt::format("{} {}", name, v));
+  };
+  counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
+  counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
+  counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);
+  counter("yb_master_offload_failures_total", "Offloads a client reported failed (the DRAM copy stayed).",
+          st.offload_failed);
+  counter("yb_master_offloaded_on_evict_total", "Objects eviction sent to an SSD tier instead of dropping.",
+          st.offloaded_on_evict);
+  counter("yb_master_offload_queue_full_total", "Evictions skipped because the offload queue was full.",
+          st.kept_queue_full);
+  counter("yb_master_disk_replicas_registered_total", "LOCAL_DISK replicas registered by clients (restarts).",
+          st.disk_registered);
+  counter("yb_master_disk_replicas_dropped_total", "LOCAL_DISK replicas dropped by SSD-tier bucket eviction.",
+          st.disk_dropped);
   return out;
 }
 
@@ -164,6 +181,15 @@ int main(int argc, char** argv) {
   app.add_option("--enable_ha", f.enable_ha, "leader election through etcd (not available yet)");
   app.add_option("--etcd_endpoints,--ha_backend_connstring", f.etcd_endpoints, "etcd endpoints for HA");
   app.add_option("--cluster_id", f.cluster_id, "cluster name (HA)");
+  app.add_option("--enable_offload", f.enable_offload,
+                 "SSD tier, eager: queue every new object for offload to the SSD tiers of the clients holding it");
+  app.add_option("--offload_on_evict", f.offload_on_evict,
+                 "SSD tier: eviction moves objects down to a client's SSD tier instead of dropping them");
+  app.add_option("--offload_force_evict", f.offload_force_evict,
+                 "with --offload_on_evict: when a client's offload queue is full, evict (drop) anyway instead of "
+                 "keeping the object in DRAM");
+  app.add_option("--offload_queue_limit", f.offload_queue_limit, "objects queued or in flight per client")
+      ->check(CLI::PositiveNumber);
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
@@ -184,6 +210,10 @@ int main(int argc, char** argv) {
   mc.allocation_strategy = f.allocation_strategy;
   mc.put_start_discard_timeout_sec = f.put_start_discard_timeout_sec;
   mc.put_start_release_timeout_sec = f.put_start_release_timeout_sec;
+  mc.enable_offload = f.enable_offload;
+  mc.offload_on_evict = f.offload_on_evict;
+  mc.offload_force_evict = f.offload_force_evict;
+  mc.offload_queue_limit = f.offload_queue_limit;
   yb::RealClock clock;
   auto created = yb::MasterService::Create(mc, clock);
   if (!created.ok()) {

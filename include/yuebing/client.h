@@ -59,6 +59,7 @@ struct ClientConfig {
   std::string storage_eviction_policy = "fifo";  // fifo | lru (buckets)
   double storage_high_watermark = 0.90;
   double storage_low_watermark = 0.80;
+  uint32_t offload_interval_ms = 20;  // SSD-tier thread's pause when idle; 0: no thread (RunOffloadOnce)
   // Tests only: a failing device. Called before each SSD write/sync/read with the operation and
   // file; a non-zero return is the errno that operation fails with.
   std::function<int(std::string_view op, const std::string& path)> storage_fault;

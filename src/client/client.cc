@@ -115,6 +115,7 @@ Status Client::Impl::StartOffload() {
   o.storage.high_watermark = config.storage_high_watermark;
   o.storage.low_watermark = config.storage_low_watermark;
   o.storage.fault = config.storage_fault;
+  o.idle_ms = config.offload_interval_ms;
   auto off = Offloader::Open(o, master, [this] { return ctx; }, local);
   if (!off.ok()) return off.status();
   offloader = std::move(off).value();
@@ -129,7 +130,7 @@ Status Client::Impl::StartOffload() {
     if (served) served->AddDisk(d.id, offloader->reader());
   }
   YB_RETURN_IF_ERROR(offloader->RegisterAll(segs.front().id));
-  offloader->Start();
+  if (config.offload_interval_ms > 0) offloader->Start();
   YB_LOG_INFO("SSD tier at {}: {} objects, {} bytes", config.storage_path, offloader->engine().List().size(),
               offloader->engine().used_bytes());
   return Status::OK();

@@ -302,7 +302,7 @@ Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint6
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(key);
-    if (it == index_.end()) return Status(Code::kObjectNotFound, "not on disk: " + key);
+    if (it == index_.end()) return Status(Code::kObjectNotFound, "key not on this SSD tier");
     e = it->second;
     auto& b = buckets_.at(e.bucket);
     b.last_read = ++read_clock_;
@@ -326,7 +326,8 @@ Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint6
   if (err) return Status(Code::kFileReadFail, "cannot read " + path + ": " + std::strerror(err));
   if (done != e.size) return Status(Code::kFileReadFail, "short read from " + path);
   if (XXH3_64bits(buffer, e.size) != e.checksum) {
-    return Status(Code::kChecksumMismatch, "object " + key + " is damaged on disk");
+    return Status(Code::kChecksumMismatch, "object at offset " + std::to_string(e.offset) + " of " + path +
+                                               " is damaged (checksum mismatch)");
   }
   return e.size;
 }

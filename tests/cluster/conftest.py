@@ -47,22 +47,22 @@ class Cluster:
         log = open(self.tmp / f"{name}.log", "ab")
         return subprocess.Popen((prefix or []) + args, stdout=log, stderr=subprocess.STDOUT)
 
-    def start_master(self, prefix=None, bind="127.0.0.1"):
+    def start_master(self, prefix=None, bind="127.0.0.1", extra=()):
         self.master = self._spawn("master", [
             f"{BIN}/yb-master", "--rpc_address", bind, "--rpc_port", str(self.rpc_port),
             "--metrics_address", bind, "--metrics_port", str(self.http_port),
-            "--client_ttl", str(self.client_ttl)], prefix)
+            "--client_ttl", str(self.client_ttl)] + list(extra), prefix)
         wait_until(lambda: self.http_ok(prefix), 10, "yb-master to serve")
 
     def stop_master(self, sig=signal.SIGTERM):
         self.master.send_signal(sig)
         assert self.master.wait(10) == (0 if sig == signal.SIGTERM else -sig)
 
-    def start_client(self, name, size="32MB", prefix=None, host="127.0.0.1"):
+    def start_client(self, name, size="32MB", prefix=None, host="127.0.0.1", extra=()):
         self.clients[name] = self._spawn(name, [
             f"{BIN}/yb-client", "--host", host, "--port", "0", "--local_hostname", name,
             "--master_server_address", self.address, "--global_segment_size", size,
-            "--local_buffer_size", "4MB"], prefix)
+            "--local_buffer_size", "4MB"] + list(extra), prefix)
         wait_until(lambda: name in self.segment_names(prefix), 10, f"{name} to mount")
 
     def kill_client(self, name):
@@ -80,6 +80,13 @@ class Cluster:
     def http(self, path):
         with urllib.request.urlopen(f"http://{self.master_host}:{self.http_port}{path}", timeout=2) as r:
             return r.read().decode()
+
+    def metric(self, name):
+        """The value of an unlabelled metric on /metrics, or None."""
+        for line in self.http("/metrics").splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
 
     def segments(self, prefix=None):
         if prefix:

@@ -1,0 +1,138 @@
+"""The SSD tier across processes: yb-client daemons with --enable_offload, a yb-master that queues
+offloads, and a caller (the Python package, no segment of its own) reading LOCAL_DISK replicas
+through the owner's transfer server."""
+import os
+import signal
+import subprocess
+
+import pytest
+
+from conftest import wait_until
+
+yuebing = pytest.importorskip("yuebing")
+from yuebing import MooncakeDistributedStore  # noqa: E402
+
+KB = 1 << 10
+
+
+def value(n, seed):
+    return bytes((i * 131 + seed) & 0xFF for i in range(n))
+
+
+def ssd_client(cluster, name, root, size="4MB", extra=()):
+    cluster.start_client(name, size=size, extra=["--enable_offload", "true", "--storage_root_dir", str(root),
+                                                 "--prefault", "false"] + list(extra))
+
+
+def caller(cluster):
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", cluster.address) == 0
+    return s
+
+
+def kinds(store, key):
+    return sorted(d.kind for d in store.get_replica_desc(key))
+
+
+def test_eager_offload_then_eviction_serves_disk_hits_to_another_process(cluster, tmp_path):
+    cluster.start_master(extra=["--enable_offload", "true"])
+    ssd_client(cluster, "node-a", tmp_path / "ssd-a")
+    s = caller(cluster)
+    vals = {f"k{i}": value(256 * KB, i) for i in range(24)}
+    for i in range(12):  # 3 MB: under the 90% watermark of the 4 MB segment
+        assert s.put(f"k{i}", vals[f"k{i}"]) == 0
+    wait_until(lambda: cluster.metric("yb_master_offloaded_total") == 12, 10, "12 objects offloaded")
+    assert kinds(s, "k11") == ["LOCAL_DISK", "MEMORY"]  # (a lookup is a read: k11 is now recent)
+    for i in range(12, 24):  # past the watermark: eviction frees DRAM copies that are on disk
+        assert s.put(f"k{i}", vals[f"k{i}"]) == 0
+    wait_until(lambda: cluster.metric("yb_master_evicted_objects_total") > 0, 10, "eviction")
+    assert kinds(s, "k0") == ["LOCAL_DISK"]
+    for k, v in vals.items():  # every object is a hit: from DRAM, or from node-a's SSD over TCP
+        assert s.get(k) == v, k
+    assert s.close() == 0
+
+
+def test_eviction_offloads_instead_of_dropping(cluster, tmp_path):
+    cluster.start_master(extra=["--offload_on_evict", "true"])
+    ssd_client(cluster, "node-a", tmp_path / "ssd-a")
+    s = caller(cluster)
+    vals = {f"k{i}": value(256 * KB, i + 50) for i in range(40)}  # 10 MB through a 4 MB segment
+    for k, v in vals.items():
+        # A full pool answers NO_AVAILABLE_HANDLE until the offloads free memory: retry, as vLLM does.
+        wait_until(lambda: s.put(k, v) == 0, 20, f"put {k}")
+    wait_until(lambda: cluster.metric("yb_master_offloaded_on_evict_total") > 0, 10, "offload on evict")
+    assert cluster.metric("yb_master_keys") == 40  # nothing was dropped
+    for k, v in vals.items():
+        assert s.get(k) == v, k
+    assert s.close() == 0
+
+
+def test_kill9_during_offload_leaves_no_torn_object_and_restart_serves_the_rest(cluster, tmp_path):
+    cluster.start_master(extra=["--enable_offload", "true"])
+    root = tmp_path / "ssd-a"
+    ssd_client(cluster, "node-a", root, size="64MB")  # one 4 MB bucket per round of 64 objects
+    s = caller(cluster)
+    vals = {f"k{i}": value(64 * KB, i) for i in range(400)}
+    assert s.put_batch(list(vals), list(vals.values())) == 0
+    while (cluster.metric("yb_master_offloaded_total") or 0) < 64:  # no sleep: kill while it writes
+        pass
+    cluster.kill_client("node-a")
+    offloaded_before = cluster.metric("yb_master_offloaded_total")
+    ssd_client(cluster, "node-a", root, size="64MB")  # same directory: recovers and registers
+    wait_until(lambda: cluster.metric("yb_master_disk_replicas_registered_total") is not None and
+               cluster.metric("yb_master_disk_replicas_registered_total") > 0, 10, "disk objects registered")
+    assert not [p for p in os.listdir(root) if p.endswith(".tmp")]  # interrupted buckets are gone
+    # Once the dead client is dropped, what survives is exactly what reached the SSD tier intact.
+    wait_until(lambda: len(cluster.segments()) == 1, cluster.client_ttl + 5, "the dead client to be dropped")
+    present = [k for k in vals if s.is_exist(k) == 1]
+    assert len(present) >= offloaded_before > 0
+    for k in present:
+        assert s.get(k) == vals[k], k
+    assert s.close() == 0
+
+
+def test_master_restart_learns_the_ssd_contents_again(cluster, tmp_path):
+    cluster.start_master(extra=["--enable_offload", "true"])
+    ssd_client(cluster, "node-a", tmp_path / "ssd-a")
+    s = caller(cluster)
+    vals = {f"k{i}": value(100 * KB, i) for i in range(10)}
+    for k, v in vals.items():
+        assert s.put(k, v) == 0
+    wait_until(lambda: cluster.metric("yb_master_offloaded_total") == 10, 10, "offloads")
+    assert s.close() == 0
+    cluster.stop_master()
+    cluster.start_master(extra=["--enable_offload", "true"])  # starts empty
+    s = caller(cluster)
+    wait_until(lambda: s.is_exist("k9") == 1, 10, "node-a to re-register its disk objects")
+    for k, v in vals.items():
+        assert kinds(s, k) == ["LOCAL_DISK"]
+        assert s.get(k) == v, k
+    assert s.close() == 0
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs: a disk that fills up. Needs root."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    d = tmp_path / "tiny"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    yield d
+    subprocess.run(["umount", "-l", str(d)])
+
+
+def test_a_full_disk_keeps_the_dram_copies(cluster, tiny_disk):
+    cluster.start_master(extra=["--enable_offload", "true"])
+    ssd_client(cluster, "node-a", tiny_disk, size="16MB")
+    s = caller(cluster)
+    vals = {f"k{i}": value(256 * KB, i) for i in range(8)}  # 2 MB for a 1 MB disk
+    for k, v in vals.items():
+        assert s.put(k, v) == 0
+    wait_until(lambda: (cluster.metric("yb_master_offload_failures_total") or 0) > 0, 10, "a failed offload")
+    for k, v in vals.items():
+        assert s.get(k) == v, k
+    log = (cluster.tmp / "node-a.log").read_text()
+    assert "No space left on device" in log
+    assert s.close() == 0
