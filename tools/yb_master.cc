@@ -122,7 +122,9 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc) {
           st.offload_failed);
   counter("yb_master_offloaded_on_evict_total", "Objects eviction sent to an SSD tier instead of dropping.",
           st.offloaded_on_evict);
-  counter("yb_master_offload_queue_full_total", "Evictions skipped because the offload queue was full.",
+  counter("yb_master_offload_queue_full_total", "Objects not queued for offload: the client's queue was full.",
+          st.offload_refused);
+  counter("yb_master_offload_kept_in_dram_total", "Evictions that kept an object in DRAM: its offload queue was full.",
           st.kept_queue_full);
   counter("yb_master_disk_replicas_registered_total", "LOCAL_DISK replicas registered by clients (restarts).",
           st.disk_registered);

@@ -194,6 +194,7 @@ MasterStats MasterService::Stats() const {
   st.offload_failed = offload_failed_.load(std::memory_order_relaxed);
   st.offloaded_on_evict = evictor_.offloaded_on_evict();
   st.kept_queue_full = evictor_.kept_queue_full();
+  st.offload_refused = offload_.refused();
   st.disk_registered = disk_registered_.load(std::memory_order_relaxed);
   st.disk_dropped = disk_dropped_.load(std::memory_order_relaxed);
   auto& table = const_cast<ObjectTable&>(table_);

@@ -53,8 +53,10 @@ Status WriteDurable(const std::string& path, const std::vector<std::string_view>
   for (auto part : parts) {
     size_t done = 0;
     while (done < part.size()) {
-      // At most 1 MiB per call: larger single copies into the page cache ran 5x slower here.
-      size_t len = std::min<size_t>(part.size() - done, 1 << 20);
+      // At most 128 KiB per call: the copy into the page cache stays in the CPU cache. Measured on
+      // this VM: 1 MiB calls wrote 1 MiB objects at 0.5-0.65 GB/s, 128 KiB calls at 1.5-1.6 GB/s
+      // (larger calls were slower still).
+      size_t len = std::min<size_t>(part.size() - done, 128 << 10);
       int injected = Injected(fault, "write", path);
       ssize_t n = injected ? -1 : ::pwrite(fd, part.data() + done, len, static_cast<off_t>(off + done));
       if (n < 0 && !injected && errno == EINTR) continue;
