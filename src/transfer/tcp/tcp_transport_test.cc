@@ -105,5 +105,48 @@ TEST_F(TcpTransportTest, AStoppedServerFailsTransfersCleanly) {
   EXPECT_EQ(r[0].code(), Code::kTransferFail);
 }
 
+// A stand-in SSD tier: one object.
+class OneObject final : public ObjectReader {
+ public:
+  Result<uint64_t> ReadObject(const std::string& key, void* buffer, uint64_t size) override {
+    if (key != "disk-key") return Status(Code::kObjectNotFound, "absent");
+    if (size < value.size()) return Status(Code::kBufferOverflow, "small");
+    std::memcpy(buffer, value.data(), value.size());
+    return value.size();
+  }
+  std::string value = std::string(300000, 'v');
+};
+
+TEST_F(TcpTransportTest, ObjectReadsServeTheSsdTierByKey) {
+  auto disk = std::make_shared<OneObject>();
+  served_->AddDisk(5, disk);
+  std::string key = "disk-key", other = "other-key", out(disk->value.size(), '\0'), small(10, '\0');
+  auto r = transport_->Submit({{Op::kReadObject, 5, 0, out.data(), out.size(), &key},
+                               {Op::kReadObject, 5, 0, out.data(), out.size(), &other},
+                               {Op::kReadObject, 6, 0, out.data(), out.size(), &key},
+                               {Op::kReadObject, 5, 0, small.data(), small.size(), &key}});
+  EXPECT_TRUE(r[0].ok()) << r[0].ToString();
+  EXPECT_EQ(out, disk->value);
+  EXPECT_EQ(r[1].code(), Code::kObjectNotFound);
+  EXPECT_EQ(r[2].code(), Code::kObjectNotFound);  // segment 6 has no SSD tier here
+  EXPECT_EQ(r[3].code(), Code::kBufferOverflow);
+  std::string huge(kMaxObjectKey + 1, 'k');
+  EXPECT_EQ(transport_->Submit({{Op::kReadObject, 5, 0, out.data(), out.size(), &huge}})[0].code(),
+            Code::kInvalidParams);
+  // A raw request whose key length is out of bounds closes its connection; others go on.
+  asio::io_context io;
+  asio::ip::tcp::socket sock(io);
+  sock.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  uint8_t hdr[kRequestSize];
+  WireRequest{kOpReadObject, 5, kMaxObjectKey + 1, 10}.Encode(hdr);
+  asio::write(sock, asio::buffer(hdr));
+  char c;
+  asio::error_code ec;
+  sock.read_some(asio::buffer(&c, 1), ec);
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset);
+  EXPECT_TRUE(transport_->Submit({{Op::kReadObject, 5, 0, out.data(), out.size(), &key}})[0].ok());
+  EXPECT_GE(server_->refused_requests(), 1u);
+}
+
 }  // namespace
 }  // namespace yb::tcp
