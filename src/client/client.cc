@@ -26,13 +26,13 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
   impl->engine = std::move(engine);
   impl->endpoint = endpoint;
   impl->served = std::move(served);
-  impl->ctx.client = ClientId::Random();
+  impl->id = ClientId::Random();
   if (config.enable_offload && (config.global_segment_size == 0 || config.storage_path.empty())) {
     return Status(Code::kInvalidParams, "enable_offload needs a global segment and a storage path");
   }
   auto tenant = impl->master->RegisterClient(impl->Registration());
   if (!tenant.ok()) return tenant.status();
-  impl->ctx.tenant = *tenant;
+  impl->tenant = *tenant;
   impl->staging = std::make_unique<StagingBuffer>(config.local_buffer_size);
   if (config.local_buffer_size > 0 && impl->staging->capacity() == 0) {
     return Status(Code::kInternal,
@@ -84,13 +84,13 @@ Status Client::Impl::MountPool() {
     return Status(Code::kInternal,
                   "cannot map a global segment of " + std::to_string(config.global_segment_size) + " bytes");
   }
-  std::mt19937_64 rng(std::random_device{}() ^ ctx.client.lo);
+  std::mt19937_64 rng(std::random_device{}() ^ id.lo);
   for (uint64_t off = 0; off < config.global_segment_size; off += config.segment_chunk_size) {
     uint64_t size = std::min(config.segment_chunk_size, config.global_segment_size - off);
     SegmentDesc d{rng() | 1, config.local_hostname, reinterpret_cast<uint64_t>(pool->data() + off), size, endpoint};
     local->Add(d.id, LocalSegment{pool, pool->data() + off, size});
     if (served) served->Add(d.id, LocalSegment{pool, pool->data() + off, size});
-    Status st = master->MountSegment(ctx, d);
+    Status st = master->MountSegment(ctx(), d);
     if (!st.ok()) {
       local->Remove(d.id);
       if (served) served->Remove(d.id);
@@ -116,7 +116,7 @@ Status Client::Impl::StartOffload() {
   o.storage.low_watermark = config.storage_low_watermark;
   o.storage.fault = config.storage_fault;
   o.idle_ms = config.offload_interval_ms;
-  auto off = Offloader::Open(o, master, [this] { return ctx; }, local);
+  auto off = Offloader::Open(o, master, [this] { return ctx(); }, local);
   if (!off.ok()) return off.status();
   offloader = std::move(off).value();
   std::vector<SegmentDesc> segs;
@@ -155,7 +155,7 @@ void Client::Impl::UnmountPool() {
   bool master_reachable = true;
   for (const auto& d : segs) {
     if (master_reachable) {
-      Status st = master->UnmountSegment(ctx, d.id);
+      Status st = master->UnmountSegment(ctx(), d.id);
       if (st.code() == Code::kRpcFail || st.code() == Code::kRpcTimeout) {
         // Do not wait a deadline per segment: the master drops them when our pings stop.
         YB_LOG_WARN("master unreachable while unmounting ({}); it will drop our segments after client_ttl",
@@ -171,21 +171,21 @@ void Client::Impl::UnmountPool() {
 }
 
 Status Client::Heartbeat() {
-  auto pong = impl_->master->Ping(impl_->ctx);
+  auto pong = impl_->master->Ping(impl_->ctx());
   if (!pong.ok()) return pong.status();
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
     auto tenant = impl_->master->RegisterClient(impl_->Registration());
     if (!tenant.ok()) return tenant.status();
-    impl_->ctx.tenant = *tenant;
+    impl_->tenant = *tenant;
     std::vector<SegmentDesc> segs;
     {
       std::lock_guard lock(impl_->mounted_mu);
       segs = impl_->mounted;
     }
     if (!segs.empty()) {
-      YB_LOG_INFO("master asked client {} to re-mount {} segments", impl_->ctx.client.ToString(), segs.size());
-      YB_RETURN_IF_ERROR(impl_->master->ReMountSegment(impl_->ctx, segs));
+      YB_LOG_INFO("master asked client {} to re-mount {} segments", impl_->id.ToString(), segs.size());
+      YB_RETURN_IF_ERROR(impl_->master->ReMountSegment(impl_->ctx(), segs));
       // The master forgot our disk replicas with our segments: tell it again what the SSD holds.
       if (impl_->offloader) impl_->disk_unregistered = true;
     }
@@ -205,12 +205,12 @@ Status Client::Heartbeat() {
 }
 
 Status Client::HealthCheck() {
-  auto pong = impl_->master->Ping(impl_->ctx);
+  auto pong = impl_->master->Ping(impl_->ctx());
   return pong.ok() ? Status::OK() : pong.status();
 }
 
 const std::string& Client::hostname() const { return impl_->config.local_hostname; }
-ClientId Client::id() const { return impl_->ctx.client; }
+ClientId Client::id() const { return impl_->id; }
 MasterApi& Client::master() { return *impl_->master; }
 
 size_t Client::RunOffloadOnce() { return impl_->offloader ? impl_->offloader->RunOnce() : 0; }
@@ -229,33 +229,33 @@ Status Client::UnregisterBuffer(void* ptr) { return impl_->registered.Unregister
 bool Client::IsRegistered(const void* ptr, uint64_t size) const { return impl_->registered.Contains(ptr, size); }
 
 Result<Client::QueryResult> Client::Query(const std::string& key) {
-  auto info = impl_->master->GetReplicaList(impl_->ctx, key, false);
+  auto info = impl_->master->GetReplicaList(impl_->ctx(), key, false);
   if (!info.ok()) return info.status();
   return QueryResult{info->size, info->checksum, std::move(info->replicas)};
 }
 
-Result<bool> Client::IsExist(const std::string& key) { return impl_->master->ExistKey(impl_->ctx, key); }
+Result<bool> Client::IsExist(const std::string& key) { return impl_->master->ExistKey(impl_->ctx(), key); }
 
 std::vector<Result<bool>> Client::BatchIsExist(const std::vector<std::string>& keys) {
-  return impl_->master->BatchExistKey(impl_->ctx, keys);
+  return impl_->master->BatchExistKey(impl_->ctx(), keys);
 }
 
 Result<uint64_t> Client::GetSize(const std::string& key) {
-  auto info = impl_->master->GetReplicaList(impl_->ctx, key, false);
+  auto info = impl_->master->GetReplicaList(impl_->ctx(), key, false);
   if (!info.ok()) return info.status();
   return info->size;
 }
 
-Status Client::Remove(const std::string& key, bool force) { return impl_->master->Remove(impl_->ctx, key, force); }
+Status Client::Remove(const std::string& key, bool force) { return impl_->master->Remove(impl_->ctx(), key, force); }
 
 std::vector<Status> Client::BatchRemove(const std::vector<std::string>& keys, bool force) {
-  return impl_->master->BatchRemove(impl_->ctx, keys, force);
+  return impl_->master->BatchRemove(impl_->ctx(), keys, force);
 }
 
 Result<uint64_t> Client::RemoveByRegex(const std::string& pattern, bool force) {
-  return impl_->master->RemoveByRegex(impl_->ctx, pattern, force);
+  return impl_->master->RemoveByRegex(impl_->ctx(), pattern, force);
 }
 
-Result<uint64_t> Client::RemoveAll(bool force) { return impl_->master->RemoveAll(impl_->ctx, force); }
+Result<uint64_t> Client::RemoveAll(bool force) { return impl_->master->RemoveAll(impl_->ctx(), force); }
 
 }  // namespace yb

@@ -24,7 +24,10 @@ struct Client::Impl {
   std::shared_ptr<void> keepalive;               // whatever Connect() started for this client (master, server)
   std::string endpoint = "local";                // advertised for this client's segments
   std::shared_ptr<LocalSegmentRegistry> served;  // segments its transfer server serves
-  CallContext ctx;
+  ClientId id;
+  std::atomic<TenantIndex> tenant{0};  // changes when the client registers again
+  // Who is calling, for the master. Safe from any thread.
+  CallContext ctx() const { return {id, tenant.load(std::memory_order_relaxed)}; }
   std::shared_ptr<MappedRegion> pool;  // the memory behind this client's segments
   mutable std::mutex mounted_mu;
   std::vector<SegmentDesc> mounted;  // guarded by mounted_mu
@@ -64,7 +67,7 @@ struct Client::Impl {
   Status StartOffload();
   void StopOffload();
   ClientRegistration Registration() const {
-    return {ctx.client, config.local_hostname, config.tenant, config.enable_offload};
+    return {id, config.local_hostname, config.tenant, config.enable_offload};
   }
 };
 

@@ -74,10 +74,10 @@ Status Client::Impl::ReadReplicas(const std::string& key, const ObjectInfo& info
 Result<uint64_t> Client::Impl::Read(const std::string& key, const std::vector<Slice>& slices) {
   auto total = SlicesSize(slices);
   if (!total.ok()) return total.status();
-  auto info = master->GetReplicaList(ctx, key, true);
+  auto info = master->GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
   Status st = info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(key, *info, Trim(slices, info->size), 0);
-  (void)master->ReadEnd(ctx, key, info->read_pin);
+  (void)master->ReadEnd(ctx(), key, info->read_pin);
   if (!st.ok()) return st;
   return info->size;
 }
@@ -92,11 +92,11 @@ Result<uint64_t> Client::Get(const std::string& key, const std::vector<Slice>& s
 }
 
 Result<std::string> Client::Get(const std::string& key) {
-  auto info = impl_->master->GetReplicaList(impl_->ctx, key, true);
+  auto info = impl_->master->GetReplicaList(impl_->ctx(), key, true);
   if (!info.ok()) return info.status();
   std::string out(info->size, '\0');
   Status st = impl_->ReadReplicas(key, *info, {{out.data(), out.size()}}, 0);
-  (void)impl_->master->ReadEnd(impl_->ctx, key, info->read_pin);
+  (void)impl_->master->ReadEnd(impl_->ctx(), key, info->read_pin);
   if (!st.ok()) return st;
   return out;
 }
@@ -115,7 +115,7 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
     if (!t.ok()) out[i] = t.status();
     totals[i] = t.ok() ? *t : 0;
   }
-  auto infos = impl.master->BatchGetReplicaList(impl.ctx, keys, true);
+  auto infos = impl.master->BatchGetReplicaList(impl.ctx(), keys, true);
   // First attempt: every object from its best replica, in one batch.
   std::vector<TransferRequest> reqs;
   std::vector<size_t> owner;
@@ -164,13 +164,13 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
       pins.push_back(infos[i]->read_pin);
     }
   }
-  if (!pinned_keys.empty()) (void)impl.master->BatchReadEnd(impl.ctx, pinned_keys, pins);
+  if (!pinned_keys.empty()) (void)impl.master->BatchReadEnd(impl.ctx(), pinned_keys, pins);
   return out;
 }
 
 std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>& keys) {
   std::vector<Result<std::string>> out(keys.size(), Result<std::string>(std::string()));
-  auto sizes = impl_->master->BatchGetReplicaList(impl_->ctx, keys, false);
+  auto sizes = impl_->master->BatchGetReplicaList(impl_->ctx(), keys, false);
   std::vector<std::string> found_keys;
   std::vector<size_t> where;
   std::vector<std::string> values;

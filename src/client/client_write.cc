@@ -27,11 +27,11 @@ Status Client::Impl::Write(const std::string& key, const std::vector<Slice>& sli
   if (*size == 0) return Status(Code::kInvalidParams, "value is empty");
   std::optional<uint64_t> checksum;
   if (impl.config.enable_checksum) checksum = SlicesChecksum(slices);
-  auto replicas = upsert ? impl.master->UpsertStart(impl.ctx, key, *size, config)
-                         : impl.master->PutStart(impl.ctx, key, *size, config);
+  auto replicas = upsert ? impl.master->UpsertStart(impl.ctx(), key, *size, config)
+                         : impl.master->PutStart(impl.ctx(), key, *size, config);
   if (!replicas.ok()) {
     if (replicas.code() == Code::kObjectAlreadyExists && !upsert) {
-      return SameSizeIsSuccess(*impl.master, impl.ctx, key, *size, replicas.status());
+      return SameSizeIsSuccess(*impl.master, impl.ctx(), key, *size, replicas.status());
     }
     return replicas.status();
   }
@@ -39,11 +39,11 @@ Status Client::Impl::Write(const std::string& key, const std::vector<Slice>& sli
     Status st = impl.Move(TransferRequest::Op::kWrite, r, slices);
     if (!st.ok()) {
       YB_LOG_WARN("put of '{}' failed writing segment {}: {}", key, r.segment, st.ToString());
-      (void)impl.master->PutRevoke(impl.ctx, key);
+      (void)impl.master->PutRevoke(impl.ctx(), key);
       return Status(Code::kTransferFail, "writing a replica failed: " + st.ToString());
     }
   }
-  return impl.master->PutEnd(impl.ctx, key, checksum);
+  return impl.master->PutEnd(impl.ctx(), key, checksum);
 }
 
 Status Client::Put(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config) {
@@ -79,7 +79,7 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
       start_idx.push_back(i);
     }
   }
-  auto starts = impl.master->BatchPutStart(impl.ctx, start_keys, start_sizes, config);
+  auto starts = impl.master->BatchPutStart(impl.ctx(), start_keys, start_sizes, config);
 
   // Copy every replica of every started key in one batch (or one by one when staging is needed).
   std::vector<TransferRequest> reqs;
@@ -89,7 +89,7 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
     size_t i = start_idx[j];
     if (!starts[j].ok()) {
       out[i] = starts[j].code() == Code::kObjectAlreadyExists
-                   ? SameSizeIsSuccess(*impl.master, impl.ctx, keys[i], sizes[i], starts[j].status())
+                   ? SameSizeIsSuccess(*impl.master, impl.ctx(), keys[i], sizes[i], starts[j].status())
                    : starts[j].status();
       continue;
     }
@@ -123,8 +123,8 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
       checksums.push_back(impl.config.enable_checksum ? std::optional(SlicesChecksum(values[i])) : std::nullopt);
     }
   }
-  if (!revoke_keys.empty()) (void)impl.master->BatchPutRevoke(impl.ctx, revoke_keys);
-  auto ends = impl.master->BatchPutEnd(impl.ctx, end_keys, checksums);
+  if (!revoke_keys.empty()) (void)impl.master->BatchPutRevoke(impl.ctx(), revoke_keys);
+  auto ends = impl.master->BatchPutEnd(impl.ctx(), end_keys, checksums);
   for (size_t k = 0; k < ends.size(); ++k) out[end_idx[k]] = ends[k];
   return out;
 }
