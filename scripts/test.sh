@@ -15,7 +15,8 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== build (ASan + UBSan) =="
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
+    -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python"
   cmake --build build-asan -j"$jobs"
   echo "== tests under ASan + UBSan =="
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -24,7 +25,8 @@ fi
 
 if [ "${YB_TSAN:-0}" = 1 ]; then
   echo "== build (TSan) =="
-  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_SANITIZE=thread -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_SANITIZE=thread -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
+    -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python"
   cmake --build build-tsan -j"$jobs"
   echo "== tests under TSan =="
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs"
