@@ -98,11 +98,13 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc) {
     if (*name) line(fmt::format("yb_master_failures_total{{op=\"{}\"}} {}", name, rpc.failures(m)));
   }
   auto st = master.Stats();
-  auto gauge = [&](const char* name, const char* help, uint64_t v) {
+  auto metric = [&](const char* type, const char* name, const char* help, uint64_t v) {
     line(fmt::format("# HELP {} {}", name, help));
-    line(fmt::format("# TYPE {} gauge", name));
+    line(fmt::format("# TYPE {} {}", name, type));
     line(fmt::format("{} {}", name, v));
   };
+  auto gauge = [&](const char* name, const char* help, uint64_t v) { metric("gauge", name, help, v); };
+  auto counter = [&](const char* name, const char* help, uint64_t v) { metric("counter", name, help, v); };
   gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
   gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
   gauge("yb_master_keys", "Published objects.", st.keys);
@@ -110,11 +112,6 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc) {
   gauge("yb_master_segments", "Mounted segments.", st.segments);
   gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
   gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
-  auto counter = [&](const char* name, const char* help, uint64_t v) {
-    line(fmt::format("# HELP {} {}", name, help));
-    line(fmt::format("# TYPE {} counter", name));
-    line(fmt::format("{} {}", name, v));
-  };
   counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
   counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
   counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);
