@@ -457,7 +457,8 @@ PYBIND11_MODULE(_yuebing, m) {
       .def("is_disk_replica", [](const PyReplicaDescriptor& r) { return r.d.kind != yb::ReplicaKind::kMemory; })
       .def("is_local_disk_replica",
            [](const PyReplicaDescriptor& r) { return r.d.kind == yb::ReplicaKind::kLocalDisk; })
-      .def_property_readonly("kind", [](const PyReplicaDescriptor& r) { return PyReplicaDescriptor::KindName(r.d.kind); })
+      .def_property_readonly("kind",
+                             [](const PyReplicaDescriptor& r) { return PyReplicaDescriptor::KindName(r.d.kind); })
       .def_property_readonly("status",
                              [](const PyReplicaDescriptor& r) { return PyReplicaDescriptor::StatusName(r.d.status); })
       .def_property_readonly("segment", [](const PyReplicaDescriptor& r) { return r.d.segment; })

@@ -39,13 +39,15 @@ int main(int argc, char** argv) {
   app.add_option("--enable_offload", enable_offload,
                  "run an SSD tier: objects in this node's segment go down to --storage_root_dir when the master "
                  "queues them (its --enable_offload / --offload_on_evict)");
-  app.add_option("--storage_root_dir,--ssd_offload_path", storage_dir, "directory of the SSD tier (created if missing)");
+  app.add_option("--storage_root_dir,--ssd_offload_path", storage_dir,
+                 "directory of the SSD tier (created if missing)");
   app.add_option("--storage_size_limit", storage_limit, "bytes the SSD tier may use (\"64 GB\")");
   app.add_option("--bucket_size_limit", bucket_size, "bytes per bucket file");
   app.add_option("--bucket_keys_limit", bucket_keys, "objects per bucket")->check(CLI::PositiveNumber);
   app.add_option("--bucket_eviction_policy", policy, "which bucket goes first: fifo (oldest) or lru (least read)")
       ->check(CLI::IsMember({"fifo", "lru"}));
-  app.add_option("--storage_high_watermark", high, "usage share that starts bucket eviction")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--storage_high_watermark", high, "usage share that starts bucket eviction")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--storage_low_watermark", low, "usage share bucket eviction brings it down to")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--prefault", prefault, "fault the segment's memory in at start (true: steady latency)");

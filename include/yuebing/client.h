@@ -52,10 +52,10 @@ struct ClientConfig {
   // SSD tier (DESIGN.md section 5): objects in this client's segment go down to `storage_path`
   // when the master queues them (its enable_offload / offload_on_evict). Needs a global segment.
   bool enable_offload = false;
-  std::string storage_path;                     // directory, created if missing
-  uint64_t storage_size_limit = 64ULL << 30;    // total bytes on disk
-  uint64_t storage_bucket_size = 256ULL << 20;  // bytes per bucket
-  uint64_t storage_bucket_keys = 500;           // objects per bucket
+  std::string storage_path;                      // directory, created if missing
+  uint64_t storage_size_limit = 64ULL << 30;     // total bytes on disk
+  uint64_t storage_bucket_size = 256ULL << 20;   // bytes per bucket
+  uint64_t storage_bucket_keys = 500;            // objects per bucket
   std::string storage_eviction_policy = "fifo";  // fifo | lru (buckets)
   double storage_high_watermark = 0.90;
   double storage_low_watermark = 0.80;

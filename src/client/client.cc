@@ -116,7 +116,8 @@ Status Client::Impl::StartOffload() {
   o.storage.low_watermark = config.storage_low_watermark;
   o.storage.fault = config.storage_fault;
   o.idle_ms = config.offload_interval_ms;
-  auto off = Offloader::Open(o, master, [this] { return ctx(); }, local);
+  auto off = Offloader::Open(
+      o, master, [this] { return ctx(); }, local);
   if (!off.ok()) return off.status();
   offloader = std::move(off).value();
   std::vector<SegmentDesc> segs;

@@ -34,7 +34,7 @@ struct Client::Impl {
   std::unique_ptr<StagingBuffer> staging;
   BufferRegistry registered;
   std::unique_ptr<PeriodicRunner> heartbeat;
-  std::unique_ptr<Offloader> offloader;  // the SSD tier, when enable_offload
+  std::unique_ptr<Offloader> offloader;        // the SSD tier, when enable_offload
   std::atomic<bool> disk_unregistered{false};  // the master lost our disk replicas; retried each heartbeat
 
   // A segment this client mounted (its memory is ours: the cheapest replica to read).
@@ -66,9 +66,7 @@ struct Client::Impl {
   // Opens the SSD tier, serves it for our segments, registers what it holds, starts its thread.
   Status StartOffload();
   void StopOffload();
-  ClientRegistration Registration() const {
-    return {id, config.local_hostname, config.tenant, config.enable_offload};
-  }
+  ClientRegistration Registration() const { return {id, config.local_hostname, config.tenant, config.enable_offload}; }
 };
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.

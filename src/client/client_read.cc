@@ -1,8 +1,8 @@
 // Client: Get and BatchGet. A read pins the object at the master (GetReplicaList with pin) and
 // releases it with ReadEnd, so no timer can fail it; replicas are tried in DESIGN order.
-#include "client/client_impl.h"
 #include <cstring>
 
+#include "client/client_impl.h"
 #include "client/replica_order.h"
 #include "common/disk_key.h"
 #include "common/log.h"
@@ -76,7 +76,8 @@ Result<uint64_t> Client::Impl::Read(const std::string& key, const std::vector<Sl
   if (!total.ok()) return total.status();
   auto info = master->GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
-  Status st = info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(key, *info, Trim(slices, info->size), 0);
+  Status st =
+      info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(key, *info, Trim(slices, info->size), 0);
   (void)master->ReadEnd(ctx(), key, info->read_pin);
   if (!st.ok()) return st;
   return info->size;
@@ -134,7 +135,8 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
     }
     targets[i] = Trim(buffers[i], infos[i]->size);
     ordered[i] = OrderReplicas(infos[i]->replicas, [&](SegmentId s) { return impl.IsLocal(s); });
-    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory || impl.NeedsStaging(ordered[i][0], targets[i]))
+    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory ||
+        impl.NeedsStaging(ordered[i][0], targets[i]))
       continue;  // handled below, one by one
     ok[i] = attempted[i] = true;
     Impl::AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs);

@@ -36,15 +36,15 @@ struct MasterStats {
   uint64_t evicted_bytes = 0;
   uint64_t live_clients = 0;
   // SSD tier.
-  uint64_t offload_queued = 0;       // objects queued or in flight
-  uint64_t offload_pushed = 0;       // objects ever queued
-  uint64_t offloaded = 0;            // LOCAL_DISK replicas added by offloads
-  uint64_t offload_failed = 0;       // offloads a client reported failed
-  uint64_t offloaded_on_evict = 0;   // objects eviction sent down instead of dropping
-  uint64_t kept_queue_full = 0;      // evictions that kept an object in DRAM: its client's queue was full
-  uint64_t offload_refused = 0;      // objects not queued (eager or eviction): the queue was full
-  uint64_t disk_registered = 0;      // LOCAL_DISK replicas registered by clients (restarts)
-  uint64_t disk_dropped = 0;         // LOCAL_DISK replicas dropped by SSD-tier eviction
+  uint64_t offload_queued = 0;      // objects queued or in flight
+  uint64_t offload_pushed = 0;      // objects ever queued
+  uint64_t offloaded = 0;           // LOCAL_DISK replicas added by offloads
+  uint64_t offload_failed = 0;      // offloads a client reported failed
+  uint64_t offloaded_on_evict = 0;  // objects eviction sent down instead of dropping
+  uint64_t kept_queue_full = 0;     // evictions that kept an object in DRAM: its client's queue was full
+  uint64_t offload_refused = 0;     // objects not queued (eager or eviction): the queue was full
+  uint64_t disk_registered = 0;     // LOCAL_DISK replicas registered by clients (restarts)
+  uint64_t disk_dropped = 0;        // LOCAL_DISK replicas dropped by SSD-tier eviction
 };
 
 class MasterService final : public MasterApi {

@@ -203,8 +203,8 @@ TEST_F(OffloadTest, DroppingDiskReplicasRemovesObjectsLeftWithout) {
   ASSERT_TRUE(Put(K(0), kObj).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
   ASSERT_TRUE(master_->AddDiskReplicas(ssd_, seg_, {{DiskKey("default", K(1)), 10, 1}})[0].ok());
-  auto sts = master_->DropDiskReplicas(ssd_, {DiskKey("default", K(0)), DiskKey("default", K(1)),
-                                              DiskKey("default", "never")});
+  auto sts = master_->DropDiskReplicas(
+      ssd_, {DiskKey("default", K(0)), DiskKey("default", K(1)), DiskKey("default", "never")});
   for (const auto& st : sts) EXPECT_TRUE(st.ok());
   EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
   EXPECT_FALSE(Exists(K(1)));

@@ -154,8 +154,8 @@ const char* MasterMethodName(uint16_t method) {
 
 void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics) {
   Add(server, metrics, M::kRegisterClient, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
-    auto t = m.RegisterClient(
-        {FromPb(q.ctx()).client, q.text(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier()});
+    auto t =
+        m.RegisterClient({FromPb(q.ctx()).client, q.text(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier()});
     ToPb(t.status(), r.mutable_status());
     if (t.ok()) r.set_count(*t);
   });

@@ -328,8 +328,8 @@ Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint6
   if (err) return Status(Code::kFileReadFail, "cannot read " + path + ": " + std::strerror(err));
   if (done != e.size) return Status(Code::kFileReadFail, "short read from " + path);
   if (XXH3_64bits(buffer, e.size) != e.checksum) {
-    return Status(Code::kChecksumMismatch, "object at offset " + std::to_string(e.offset) + " of " + path +
-                                               " is damaged (checksum mismatch)");
+    return Status(Code::kChecksumMismatch,
+                  "object at offset " + std::to_string(e.offset) + " of " + path + " is damaged (checksum mismatch)");
   }
   return e.size;
 }

@@ -110,9 +110,7 @@ class StorageEngine {
   // The keys of a bucket whose index entry points into it. mu_ held.
   std::vector<std::string> LiveKeysLocked(const Bucket& b) const;
   // errno injected for `op` on `path`, or 0.
-  int Fault(std::string_view op, const std::string& path) const {
-    return config_.fault ? config_.fault(op, path) : 0;
-  }
+  int Fault(std::string_view op, const std::string& path) const { return config_.fault ? config_.fault(op, path) : 0; }
   void DeleteFiles(uint64_t id) const;
 
   StorageConfig config_;

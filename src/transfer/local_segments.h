@@ -61,7 +61,7 @@ class LocalSegmentRegistry {
 
  private:
   mutable std::shared_mutex mu_;
-  std::unordered_map<SegmentId, LocalSegment> segments_;               // guarded by mu_
+  std::unordered_map<SegmentId, LocalSegment> segments_;                // guarded by mu_
   std::unordered_map<SegmentId, std::shared_ptr<ObjectReader>> disks_;  // guarded by mu_
 };
 

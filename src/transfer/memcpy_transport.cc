@@ -23,8 +23,8 @@ Status ReadObjectFrom(const LocalSegmentRegistry& registry, const TransferReques
   auto n = disk->ReadObject(*r.key, r.local, r.length);
   if (!n.ok()) return n.status();
   if (*n != r.length) {
-    return Status(Code::kInvalidRead, "object on disk has " + std::to_string(*n) + " bytes, expected " +
-                                          std::to_string(r.length));
+    return Status(Code::kInvalidRead,
+                  "object on disk has " + std::to_string(*n) + " bytes, expected " + std::to_string(r.length));
   }
   return Status::OK();
 }

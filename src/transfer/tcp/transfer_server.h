@@ -28,8 +28,8 @@ class TransferServer {
  public:
   struct Options {
     std::string address = "0.0.0.0";
-    uint16_t port = 0;                   // 0: any free port
-    uint64_t max_request = 64ULL << 20;  // longest single request
+    uint16_t port = 0;                      // 0: any free port
+    uint64_t max_request = 64ULL << 20;     // longest single request
     uint64_t max_object_read = 1ULL << 30;  // largest object read from the SSD tier at once
     int max_connections = 256;
   };
