@@ -1,0 +1,171 @@
+// The Offloader against a scripted master: bucket eviction when the master cannot be told, FIFO
+// versus LRU through the client's SSD tier, and a round whose objects are replaced meanwhile.
+#include "client/offloader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace yb {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::_;
+using ::testing::NiceMock;
+using ::testing::Return;
+
+class MockMaster : public MasterApi {
+ public:
+  MOCK_METHOD(Result<TenantIndex>, RegisterClient, (const ClientRegistration&), (override));
+  MOCK_METHOD(Result<PingResponse>, Ping, (const CallContext&), (override));
+  MOCK_METHOD(Status, MountSegment, (const CallContext&, const SegmentDesc&), (override));
+  MOCK_METHOD(Status, ReMountSegment, (const CallContext&, const std::vector<SegmentDesc>&), (override));
+  MOCK_METHOD(Status, UnmountSegment, (const CallContext&, SegmentId), (override));
+  MOCK_METHOD(Result<std::vector<SegmentUsage>>, ListSegments, (), (override));
+  MOCK_METHOD(Result<std::vector<ReplicaDesc>>, PutStart,
+              (const CallContext&, const std::string&, uint64_t, const ReplicateConfig&), (override));
+  MOCK_METHOD(Result<std::vector<ReplicaDesc>>, UpsertStart,
+              (const CallContext&, const std::string&, uint64_t, const ReplicateConfig&), (override));
+  MOCK_METHOD(Status, PutEnd, (const CallContext&, const std::string&, std::optional<uint64_t>), (override));
+  MOCK_METHOD(Status, PutRevoke, (const CallContext&, const std::string&), (override));
+  MOCK_METHOD(Result<ObjectInfo>, GetReplicaList, (const CallContext&, const std::string&, bool), (override));
+  MOCK_METHOD(Status, ReadEnd, (const CallContext&, const std::string&, uint64_t), (override));
+  MOCK_METHOD(Result<bool>, ExistKey, (const CallContext&, const std::string&), (override));
+  MOCK_METHOD(Status, Remove, (const CallContext&, const std::string&, bool), (override));
+  MOCK_METHOD(Result<uint64_t>, RemoveByRegex, (const CallContext&, const std::string&, bool), (override));
+  MOCK_METHOD(Result<uint64_t>, RemoveAll, (const CallContext&, bool), (override));
+  MOCK_METHOD(Result<std::vector<OffloadTask>>, OffloadFetch, (const CallContext&, uint32_t), (override));
+  MOCK_METHOD(std::vector<Status>, OffloadDone, (const CallContext&, const std::vector<OffloadResult>&), (override));
+  MOCK_METHOD(std::vector<Status>, AddDiskReplicas, (const CallContext&, SegmentId, const std::vector<DiskObject>&),
+              (override));
+  MOCK_METHOD(std::vector<Status>, DropDiskReplicas, (const CallContext&, const std::vector<std::string>&), (override));
+  MOCK_METHOD(std::vector<Result<std::vector<ReplicaDesc>>>, BatchPutStart,
+              (const CallContext&, const std::vector<std::string>&, const std::vector<uint64_t>&,
+               const ReplicateConfig&),
+              (override));
+  MOCK_METHOD(std::vector<Status>, BatchPutEnd,
+              (const CallContext&, const std::vector<std::string>&, const std::vector<std::optional<uint64_t>>&),
+              (override));
+  MOCK_METHOD(std::vector<Status>, BatchPutRevoke, (const CallContext&, const std::vector<std::string>&), (override));
+  MOCK_METHOD(std::vector<Result<ObjectInfo>>, BatchGetReplicaList,
+              (const CallContext&, const std::vector<std::string>&, bool), (override));
+  MOCK_METHOD(std::vector<Status>, BatchReadEnd,
+              (const CallContext&, const std::vector<std::string>&, const std::vector<uint64_t>&), (override));
+  MOCK_METHOD(std::vector<Result<bool>>, BatchExistKey, (const CallContext&, const std::vector<std::string>&),
+              (override));
+  MOCK_METHOD(std::vector<Status>, BatchRemove, (const CallContext&, const std::vector<std::string>&, bool),
+              (override));
+};
+
+class OffloaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/yb-offloader-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    region_ = MappedRegion::Map(1 << 20);
+    local_ = std::make_shared<LocalSegmentRegistry>();
+    local_->Add(kSeg, LocalSegment{region_, region_->data(), region_->size()});
+    master_ = std::make_shared<NiceMock<MockMaster>>();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Offloader> Open(storage::BucketPolicy policy) {
+    Offloader::Options o;
+    o.storage.path = dir_;
+    o.storage.total_size_limit = 10 * 1000;
+    o.storage.bucket_keys_limit = 2;
+    o.storage.policy = policy;
+    auto off = Offloader::Open(
+        o, master_,
+        [] {
+          return CallContext{ClientId{1, 2}, 0};
+        },
+        local_);
+    EXPECT_TRUE(off.ok()) << off.status().ToString();
+    return std::move(off).value();
+  }
+  // Buckets of two 1000-byte objects each: keys b<N>-0 and b<N>-1.
+  void Fill(Offloader& o, int buckets) {
+    std::string v(1000, 'x');
+    for (int b = 0; b < buckets; ++b) {
+      ASSERT_TRUE(o.engine().Put({{"b" + std::to_string(b) + "-0", v}, {"b" + std::to_string(b) + "-1", v}}).ok());
+    }
+  }
+
+  static constexpr SegmentId kSeg = 77;
+  std::string dir_;
+  std::shared_ptr<MappedRegion> region_;
+  std::shared_ptr<LocalSegmentRegistry> local_;
+  std::shared_ptr<NiceMock<MockMaster>> master_;
+};
+
+TEST_F(OffloaderTest, AnUnreachableMasterKeepsEveryBucketUntilItCanBeTold) {
+  auto off = Open(storage::BucketPolicy::kFifo);
+  Fill(*off, 5);  // 10 KB of 10 KB: above the 0.90 watermark
+  EXPECT_CALL(*master_, DropDiskReplicas(_, _))
+      .WillOnce(Return(std::vector<Status>{Status(Code::kRpcTimeout, "down"), Status(Code::kRpcTimeout, "down")}));
+  EXPECT_EQ(off->EvictIfNeeded(), 0u);
+  EXPECT_EQ(off->engine().List().size(), 10u);  // nothing dropped locally
+  std::vector<std::vector<std::string>> told;
+  EXPECT_CALL(*master_, DropDiskReplicas(_, _))
+      .WillRepeatedly([&](const CallContext&, const std::vector<std::string>& k) {
+        told.push_back(k);
+        return std::vector<Status>(k.size());
+      });
+  EXPECT_EQ(off->EvictIfNeeded(), 1u);  // down to 0.80: the oldest bucket
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0], (std::vector<std::string>{"b0-0", "b0-1"}));
+  EXPECT_EQ(off->engine().List().size(), 8u);
+  // Objects about to be written count: room for 3 KB more means two more buckets go.
+  EXPECT_EQ(off->EvictIfNeeded(3000), 2u);
+  EXPECT_EQ(told.back(), (std::vector<std::string>{"b2-0", "b2-1"}));
+}
+
+TEST_F(OffloaderTest, LruKeepsTheBucketsBeingRead) {
+  auto off = Open(storage::BucketPolicy::kLru);
+  Fill(*off, 5);
+  std::string buf(1000, '\0');
+  ASSERT_TRUE(off->reader()->ReadObject("b0-0", buf.data(), buf.size()).ok());  // b0 and b2 read lately
+  ASSERT_TRUE(off->reader()->ReadObject("b2-1", buf.data(), buf.size()).ok());
+  std::vector<std::string> told;
+  EXPECT_CALL(*master_, DropDiskReplicas(_, _))
+      .WillRepeatedly([&](const CallContext&, const std::vector<std::string>& k) {
+        told.insert(told.end(), k.begin(), k.end());
+        return std::vector<Status>(k.size());
+      });
+  EXPECT_EQ(off->EvictIfNeeded(3000), 3u);  // the three least recently read, oldest read first
+  EXPECT_EQ(told, (std::vector<std::string>{"b1-0", "b1-1", "b3-0", "b3-1", "b4-0", "b4-1"}));
+}
+
+TEST_F(OffloaderTest, ARoundWritesFromTheSegmentAndForgetsValuesReplacedMeanwhile) {
+  auto off = Open(storage::BucketPolicy::kFifo);
+  std::memset(region_->data(), 'a', 100);
+  std::memset(region_->data() + 100, 'b', 100);
+  std::vector<OffloadTask> tasks = {{"k1", 10, kSeg, 0, 100, std::nullopt},
+                                    {"k2", 11, kSeg, 100, 100, std::nullopt},
+                                    {"k1", 12, kSeg, 100, 100, std::nullopt},              // k1 again, newer
+                                    {"k3", 13, kSeg, (1 << 20) - 10, 100, std::nullopt}};  // outside
+  EXPECT_CALL(*master_, OffloadFetch(_, _)).WillOnce(Return(tasks));
+  std::vector<OffloadResult> reported;
+  EXPECT_CALL(*master_, OffloadDone(_, _)).WillOnce([&](const CallContext&, const std::vector<OffloadResult>& r) {
+    reported = r;
+    // k2 was removed while it was written.
+    return std::vector<Status>{Status(), Status(Code::kObjectNotFound, "gone"), Status(), Status()};
+  });
+  EXPECT_EQ(off->RunOnce(), 4u);
+  ASSERT_EQ(reported.size(), 4u);
+  EXPECT_EQ(reported[0].status.code(), Code::kObjectNotFound);  // superseded by object 12
+  EXPECT_TRUE(reported[1].status.ok());
+  EXPECT_TRUE(reported[2].status.ok());
+  EXPECT_EQ(reported[3].status.code(), Code::kSegmentNotFound);
+  EXPECT_FALSE(off->engine().Contains("k2"));  // forgotten: nobody will ask for it
+  std::string buf(100, '\0');
+  ASSERT_TRUE(off->reader()->ReadObject("k1", buf.data(), buf.size()).ok());
+  EXPECT_EQ(buf, std::string(100, 'b'));  // the newer value
+}
+
+}  // namespace
+}  // namespace yb
