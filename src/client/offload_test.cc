@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/clock.h"
+#include "common/temp_dir.h"
 #include "master/master_service.h"
 #include "transfer/memcpy_transport.h"
 #include "transfer/transfer_engine.h"
@@ -19,14 +20,7 @@ namespace fs = std::filesystem;
 
 class ClientOffloadTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/yb-offload-XXXXXX";
-    root_ = mkdtemp(tmpl);
-  }
-  void TearDown() override {
-    clients_.clear();
-    fs::remove_all(root_);
-  }
+  void TearDown() override { clients_.clear(); }  // before their directories go
 
   void StartMaster(bool eager, bool on_evict) {
     MasterConfig mc;
@@ -91,7 +85,8 @@ class ClientOffloadTest : public ::testing::Test {
     }
   }
 
-  std::string root_;
+  TempDir tmp_{"yb-offload"};
+  const std::string root_ = tmp_.path();
   ManualClock clock_;
   std::shared_ptr<MasterService> master_;
   std::shared_ptr<LocalSegmentRegistry> local_;

@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
+
+#include "common/temp_dir.h"
 
 namespace yb {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::_;
 using ::testing::NiceMock;
 using ::testing::Return;
@@ -63,14 +63,11 @@ class MockMaster : public MasterApi {
 class OffloaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/yb-offloader-XXXXXX";
-    dir_ = mkdtemp(tmpl);
     region_ = MappedRegion::Map(1 << 20);
     local_ = std::make_shared<LocalSegmentRegistry>();
     local_->Add(kSeg, LocalSegment{region_, region_->data(), region_->size()});
     master_ = std::make_shared<NiceMock<MockMaster>>();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<Offloader> Open(storage::BucketPolicy policy) {
     Offloader::Options o;
@@ -96,7 +93,8 @@ class OffloaderTest : public ::testing::Test {
   }
 
   static constexpr SegmentId kSeg = 77;
-  std::string dir_;
+  TempDir tmp_{"yb-offloader"};
+  const std::string dir_ = tmp_.path();
   std::shared_ptr<MappedRegion> region_;
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<NiceMock<MockMaster>> master_;

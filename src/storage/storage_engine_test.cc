@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/temp_dir.h"
+
 namespace yb::storage {
 namespace {
 
@@ -15,13 +17,10 @@ namespace fs = std::filesystem;
 class StorageEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/yb-storage-XXXXXX";
-    dir_ = mkdtemp(tmpl);
     config_.path = dir_;
     config_.bucket_keys_limit = 3;
     config_.total_size_limit = 10000;
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<StorageEngine> OpenEngine(std::vector<StoredObject>* recovered = nullptr) {
     auto e = std::make_unique<StorageEngine>(config_);
@@ -48,7 +47,8 @@ class StorageEngineTest : public ::testing::Test {
     return r.ok() ? buf.substr(0, *r) : "";
   }
 
-  std::string dir_;
+  TempDir tmp_{"yb-storage"};
+  const std::string dir_ = tmp_.path();
   StorageConfig config_;
 };
 
