@@ -132,7 +132,7 @@ Status Client::Impl::StartOffload() {
   }
   YB_RETURN_IF_ERROR(offloader->RegisterAll(segs.front().id));
   if (config.offload_interval_ms > 0) offloader->Start();
-  YB_LOG_INFO("SSD tier at {}: {} objects, {} bytes", config.storage_path, offloader->engine().List().size(),
+  YB_LOG_INFO("SSD tier at {}: {} objects, {} bytes", config.storage_path, offloader->engine().object_count(),
               offloader->engine().used_bytes());
   return Status::OK();
 }
@@ -216,7 +216,7 @@ MasterApi& Client::master() { return *impl_->master; }
 
 size_t Client::RunOffloadOnce() { return impl_->offloader ? impl_->offloader->RunOnce() : 0; }
 
-size_t Client::DiskObjects() const { return impl_->offloader ? impl_->offloader->engine().List().size() : 0; }
+size_t Client::DiskObjects() const { return impl_->offloader ? impl_->offloader->engine().object_count() : 0; }
 
 std::vector<SegmentId> Client::segments() const {
   std::lock_guard lock(impl_->mounted_mu);

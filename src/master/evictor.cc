@@ -83,18 +83,7 @@ uint64_t Evictor::EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now) 
       return 0;
     }
   }
-  std::vector<StoredReplica> keep, gone;
-  for (size_t i = 0; i < m.n_replicas; ++i) {
-    const auto& r = m.replica(i);
-    (r.kind() == ReplicaKind::kMemory ? gone : keep).push_back(r);
-  }
-  if (keep.empty()) {
-    table_.Drop(s, it);
-  } else {
-    table_.FreeReplicas(m.tenant, m.size, gone);
-    m.SetReplicas(keep);
-    table_.Relink(s, *it);
-  }
+  table_.DropMemoryReplicas(s, it);  // an object with a disk copy stays, without DRAM
   return freed;
 }
 

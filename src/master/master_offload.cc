@@ -10,9 +10,12 @@ namespace {
 // The key a table key has in an offload task: tenant index and key, back to tenant name and key.
 std::string_view UserKey(const std::string& table_key) { return std::string_view(table_key).substr(2); }
 
-StoredReplica DiskReplica(SegmentRef segment) {
-  return StoredReplica(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
-                       ReplicaStatus::kComplete);
+// Adds a LOCAL_DISK replica naming `segment` (its owner's).
+void AddDiskReplica(ObjectMeta& m, SegmentRef segment) {
+  std::vector<StoredReplica> replicas = m.TakeReplicas();
+  replicas.emplace_back(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
+                        ReplicaStatus::kComplete);
+  m.SetReplicas(replicas);
 }
 
 }  // namespace
@@ -20,6 +23,17 @@ StoredReplica DiskReplica(SegmentRef segment) {
 bool MasterService::OwnedBy(const StoredReplica& r, const ClientId& client) const {
   ClientId owner;
   return segments_.OwnerOf(r.segment(), &owner) && owner == client;
+}
+
+MasterService::ClientReplicas MasterService::ReplicasOn(const ObjectMeta& m, const ClientId& client) const {
+  ClientReplicas out;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const StoredReplica& r = m.replica(i);
+    if (!OwnedBy(r, client)) continue;
+    if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete && !out.memory) out.memory = &r;
+    if (r.kind() == ReplicaKind::kLocalDisk) out.on_disk = true;
+  }
+  return out;
 }
 
 void MasterService::QueueEagerOffloadLocked(const ObjectEntry& e) {
@@ -34,17 +48,11 @@ void MasterService::QueueEagerOffloadLocked(const ObjectEntry& e) {
   }
 }
 
-void MasterService::FinishEvictOffloadLocked(Shard& s, ObjectEntry& e) {
-  ObjectMeta& m = e.second;
+void MasterService::FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it) {
+  ObjectMeta& m = it->second;
   m.flags &= static_cast<uint8_t>(~kOffloading);
   if (!m.HasKind(ReplicaKind::kLocalDisk) || m.readers > 0) return;  // eviction picks it again later
-  std::vector<StoredReplica> keep, gone;
-  for (size_t i = 0; i < m.n_replicas; ++i) {
-    (m.replica(i).kind() == ReplicaKind::kMemory ? gone : keep).push_back(m.replica(i));
-  }
-  table_.FreeReplicas(m.tenant, m.size, gone);
-  m.SetReplicas(keep);
-  table_.Relink(s, e);
+  table_.DropMemoryReplicas(s, it);
 }
 
 Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& ctx, uint32_t max) {
@@ -59,17 +67,11 @@ Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& 
       continue;
     }
     ObjectMeta& m = it->second;
-    const StoredReplica* mem = nullptr;
-    bool on_disk = false;
-    for (size_t i = 0; i < m.n_replicas; ++i) {
-      const StoredReplica& r = m.replica(i);
-      if (!OwnedBy(r, ctx.client)) continue;
-      if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete && !mem) mem = &r;
-      if (r.kind() == ReplicaKind::kLocalDisk) on_disk = true;
-    }
-    if (!mem || on_disk) {  // nothing of ours to copy, or already copied
+    const ClientReplicas mine = ReplicasOn(m, ctx.client);
+    const StoredReplica* mem = mine.memory;
+    if (!mem || mine.on_disk) {  // nothing of ours to copy, or already copied
       (void)offload_.Finish(ctx.client, item.object_id);
-      if (item.on_evict) FinishEvictOffloadLocked(s, *it);
+      if (item.on_evict) FinishEvictOffloadLocked(s, it);
       continue;
     }
     ++m.readers;  // the bytes stay put while the client copies them
@@ -108,20 +110,11 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
     ObjectMeta& m = live->second;
     Status st = Status::OK();
     if (res.status.ok()) {
-      SegmentRef seg = kNoSegment;
-      bool on_disk = false;
-      for (size_t i = 0; i < m.n_replicas; ++i) {
-        const StoredReplica& r = m.replica(i);
-        if (!OwnedBy(r, ctx.client)) continue;
-        if (r.kind() == ReplicaKind::kMemory) seg = r.segment();
-        if (r.kind() == ReplicaKind::kLocalDisk) on_disk = true;
-      }
-      if (seg == kNoSegment) {
+      const ClientReplicas mine = ReplicasOn(m, ctx.client);
+      if (!mine.memory) {
         st = Status(Code::kSegmentNotFound, "the client's segment was unmounted during the offload");
-      } else if (!on_disk) {
-        std::vector<StoredReplica> replicas = m.TakeReplicas();
-        replicas.push_back(DiskReplica(seg));
-        m.SetReplicas(replicas);
+      } else if (!mine.on_disk) {
+        AddDiskReplica(m, mine.memory->segment());
         offloaded_.fetch_add(1, std::memory_order_relaxed);
       }
     } else {
@@ -131,18 +124,18 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
       YB_LOG_WARN("client {} could not offload an object of {} bytes: {}", ctx.client.ToString(), m.size,
                   res.status.ToString());
     }
-    if (item->on_evict) FinishEvictOffloadLocked(s, *live);
+    if (item->on_evict) FinishEvictOffloadLocked(s, it);
     out.push_back(std::move(st));
   }
   return out;
 }
 
-Result<std::string> MasterService::TableKeyOfDiskKey(const std::string& disk_key) {
+Result<MasterService::DiskTableKey> MasterService::TableKeyOfDiskKey(const std::string& disk_key) {
   auto parts = SplitDiskKey(disk_key);
   if (!parts || parts->second.size() > kMaxKeyLength) return Status(Code::kInvalidKey, "malformed disk key");
   auto tenant = tenants_.Register(std::string(parts->first));
   if (!tenant.ok()) return tenant.status();
-  return InternalKey(*tenant, parts->second);
+  return DiskTableKey{*tenant, InternalKey(*tenant, parts->second)};
 }
 
 std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
@@ -165,7 +158,7 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
       out.emplace_back(Code::kInvalidParams, "object size is 0");
       continue;
     }
-    const HashedKey hk(*tk);
+    const HashedKey hk(tk->key);
     Shard& s = table_.ShardFor(hk);
     std::lock_guard lock(s.mu);
     if (s.pending.count(hk)) {
@@ -179,14 +172,8 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
         out.emplace_back(Code::kObjectAlreadyExists, "the key now has another value");
         continue;
       }
-      bool mine = false;
-      for (size_t i = 0; i < m.n_replicas && !mine; ++i) {
-        mine = m.replica(i).kind() == ReplicaKind::kLocalDisk && OwnedBy(m.replica(i), ctx.client);
-      }
-      if (!mine) {
-        std::vector<StoredReplica> replicas = m.TakeReplicas();
-        replicas.push_back(DiskReplica(ref));
-        m.SetReplicas(replicas);
+      if (!ReplicasOn(m, ctx.client).on_disk) {
+        AddDiskReplica(m, ref);
         disk_registered_.fetch_add(1, std::memory_order_relaxed);
       }
       out.push_back(Status::OK());
@@ -196,10 +183,10 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
     meta.size = obj.size;
     meta.checksum = obj.checksum;
     meta.flags = kHasChecksum;
-    meta.tenant = static_cast<TenantIndex>((static_cast<uint8_t>((*tk)[0]) << 8) | static_cast<uint8_t>((*tk)[1]));
+    meta.tenant = tk->tenant;
     meta.lease_deadline = now;
     meta.object_id = table_.NextObjectId();
-    meta.SetReplicas({DiskReplica(ref)});
+    AddDiskReplica(meta, ref);
     table_.Insert(s, hk, std::move(meta));
     disk_registered_.fetch_add(1, std::memory_order_relaxed);
     out.push_back(Status::OK());
@@ -216,7 +203,7 @@ std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, cons
       out.push_back(tk.status());
       continue;
     }
-    const HashedKey hk(*tk);
+    const HashedKey hk(tk->key);
     Shard& s = table_.ShardFor(hk);
     std::lock_guard lock(s.mu);
     auto it = s.objects.find(hk);

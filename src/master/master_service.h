@@ -128,12 +128,23 @@ class MasterService final : public MasterApi {
   void DropSegmentEverywhere(SegmentRef ref);
   // SSD tier (master_offload.cc). Shard lock held for the *Locked ones.
   bool OwnedBy(const StoredReplica& r, const ClientId& client) const;
+  // What of an object lives on `client`: its first COMPLETE MEMORY replica there, and whether it
+  // has a LOCAL_DISK replica there.
+  struct ClientReplicas {
+    const StoredReplica* memory = nullptr;
+    bool on_disk = false;
+  };
+  ClientReplicas ReplicasOn(const ObjectMeta& m, const ClientId& client) const;
   void QueueEagerOffloadLocked(const ObjectEntry& e);
   // Ends an eviction's offload: once the object has a disk copy and no reader, its memory goes.
-  void FinishEvictOffloadLocked(Shard& s, ObjectEntry& e);
+  void FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it);
   void ForgetOffloadsOf(const ClientId& client);
-  // The table key of a disk key, or an error for a malformed one.
-  Result<std::string> TableKeyOfDiskKey(const std::string& disk_key);
+  // The tenant and table key of a disk key (registering the tenant), or an error for a malformed one.
+  struct DiskTableKey {
+    TenantIndex tenant;
+    std::string key;
+  };
+  Result<DiskTableKey> TableKeyOfDiskKey(const std::string& disk_key);
 
   MasterConfig config_;
   const Clock& clock_;

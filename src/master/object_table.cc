@@ -135,6 +135,18 @@ void ObjectTable::Drop(Shard& s, ObjectMap::iterator it) {
   objects_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void ObjectTable::DropMemoryReplicas(Shard& s, ObjectMap::iterator it) {
+  ObjectMeta& m = it->second;
+  std::vector<StoredReplica> keep, gone;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    (m.replica(i).kind() == ReplicaKind::kMemory ? gone : keep).push_back(m.replica(i));
+  }
+  if (keep.empty()) return Drop(s, it);
+  FreeReplicas(m.tenant, m.size, gone);
+  m.SetReplicas(keep);
+  Relink(s, *it);
+}
+
 bool ObjectTable::Unpin(Shard& s, const ClientId& client, uint64_t object_id, ObjectEntry* live) {
   auto pin = s.pins.find(PinKey{object_id, client});
   if (pin == s.pins.end()) return false;

@@ -169,6 +169,9 @@ class ObjectTable {
   void Relink(Shard& s, ObjectEntry& e);
   // Removes an object. Its bytes are freed now, or when its last reader ends (zombie).
   void Drop(Shard& s, ObjectMap::iterator it);
+  // Frees an object's MEMORY replicas and keeps the others (disk copies); an object left with no
+  // replica is dropped. The caller makes sure no reader holds the memory.
+  void DropMemoryReplicas(Shard& s, ObjectMap::iterator it);
   // Frees replicas and returns their quota. Only MEMORY replicas hold space and quota.
   void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas);
   // Ends one read pin of `client` on object `object_id`; false if there is no such pin.

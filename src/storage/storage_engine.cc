@@ -419,6 +419,11 @@ uint64_t StorageEngine::used_bytes() const {
   return used_;
 }
 
+size_t StorageEngine::object_count() const {
+  std::lock_guard lock(mu_);
+  return index_.size();
+}
+
 size_t StorageEngine::bucket_count() const {
   std::lock_guard lock(mu_);
   return buckets_.size();

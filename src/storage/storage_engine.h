@@ -83,6 +83,7 @@ class StorageEngine {
   Status EvictBucket(uint64_t bucket, const std::function<Status(const std::vector<std::string>&)>& tell_master);
 
   uint64_t used_bytes() const;
+  size_t object_count() const;
   uint64_t total_size_limit() const { return config_.total_size_limit; }
   size_t bucket_count() const;
 
