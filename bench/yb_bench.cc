@@ -1,13 +1,15 @@
 // yb-bench: measures a running cluster and this machine's limits, and prints one JSON document.
 //   - master RPC ops/s: ExistKey, GetReplicaList, PutStart+PutEnd; single keys with 1 call in
-//     flight on 1 connection, 1 call in flight on each of 16 connections, 16 in flight pipelined on
-//     1 connection; batches of 128;
+//     flight on 1 connection, 1 call in flight on each of 16 (and 64) connections, from a thread per
+//     connection and from one event-loop thread driving all of them (event_callers.h), 16 in flight
+//     pipelined on 1 connection; batches of 128;
 //   - put and get between this process (a pure caller) and the segments of the cluster's clients,
 //     over TCP: GB/s, ops/s, p50 and p99 latency for 4 KiB, 64 KiB, 1 MiB, 4 MiB values, and
 //     4 KiB values in batches of 32;
 //   - the machine: single-thread memcpy bandwidth, and iperf3's loopback bandwidth when iperf3 is
 //     installed.
 // Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf]
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -17,8 +19,11 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
+#include "event_callers.h"
+#include "master.pb.h"
 #include "master/master_api.h"
 #include "rpc/master_rpc.h"
 #include "yuebing/client.h"
@@ -51,7 +56,53 @@ double Rate(int threads, double seconds, uint64_t per_call, Op op) {
   return static_cast<double>(total.load()) / Since(t0);
 }
 
-json MetadataBench(const std::string& master, double seconds) {
+// Single-key calls from one event-loop thread over `conns` connections, one call in flight on
+// each (event_callers.h); ops/s of replies that succeeded. PutStart+PutEnd counts pairs.
+double EventLoopRate(const std::string& host, uint16_t port, int conns, double seconds, const std::string& op,
+                     const yb::CallContext& ctx, const std::vector<std::string>& keys, std::atomic<uint64_t>& put_seq) {
+  using yb::rpc::MasterMethod;
+  const bool put = op == "PutStart+PutEnd";
+  const auto method = static_cast<uint16_t>(op == "ExistKey" ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
+  uint64_t put_base = put_seq.fetch_add(1ULL << 32);  // fresh keys for this run
+  auto next = [&](int c, uint64_t n, uint16_t* m, std::string* body) {
+    yb::pb::MasterRequest q;
+    q.mutable_ctx()->set_client_hi(ctx.client.hi);
+    q.mutable_ctx()->set_client_lo(ctx.client.lo);
+    q.mutable_ctx()->set_tenant(ctx.tenant);
+    if (put) {
+      q.add_keys("bench/eput/" + std::to_string(put_base + (n / 2) * conns + c));
+      if (n % 2 == 0) {
+        *m = static_cast<uint16_t>(MasterMethod::kPutStart);
+        q.add_sizes(4096);
+        q.mutable_config()->set_replica_num(1);
+      } else {
+        *m = static_cast<uint16_t>(MasterMethod::kPutEnd);
+        q.add_has_values(false);
+        q.add_values(0);
+      }
+    } else {
+      *m = method;
+      q.add_keys(keys[(n * conns + c) % keys.size()]);
+    }
+    *body = q.SerializeAsString();
+  };
+  auto check = [&](int, uint64_t, const std::string& body) {
+    yb::pb::MasterResponse r;
+    if (!r.ParseFromString(body) || r.results_size() != 1 || r.results(0).status().code() != 0) return false;
+    if (op == "ExistKey") return r.results(0).exists();
+    if (op == "GetReplicaList") return r.results(0).replicas_size() > 0;
+    return true;
+  };
+  auto r = yb::bench::RunEventCallers(host, port, conns, seconds, next, check);
+  if (!r.ok()) {
+    spdlog::error("{} from an event loop over {} connections: {}", op, conns, r.status().ToString());
+    return 0;
+  }
+  if (r->failures > 0) spdlog::warn("{} from an event loop: {} calls failed", op, r->failures);
+  return static_cast<double>(r->calls) / (put ? 2 : 1) / r->seconds;
+}
+
+json MetadataBench(const std::string& master, double seconds, const std::regex& filter) {
   constexpr int kKeys = 20000, kBatch = 128;
   auto hp = yb::rpc::ParseHostPort(master).value();
   auto timeout = std::chrono::milliseconds(5000);
@@ -78,15 +129,23 @@ json MetadataBench(const std::string& master, double seconds) {
     const char* name;
     std::function<void(yb::MasterApi&, uint64_t)> fn;
   };
+  // Runs a case when its "operation/case" name matches --meta_cases.
+  auto run = [&](const std::string& op, const std::string& name, const std::function<double()>& measure) {
+    if (std::regex_search(op + "/" + name, filter)) out[op][name] = measure();
+  };
   for (const Op& op : {Op{"ExistKey", exist}, Op{"GetReplicaList", grl}, Op{"PutStart+PutEnd", put}}) {
-    json r;
-    r["1_conn_1_in_flight"] = Rate(1, seconds, 1, [&](int, uint64_t i) { op.fn(*conns[0], i); });
-    r["16_conns_1_in_flight_each"] = Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * 16 + t); });
-    r["64_conns_1_in_flight_each"] = Rate(64, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * 64 + t); });
-    r["1_conn_16_in_flight"] = Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[0], i * 16 + t); });
-    out[op.name] = r;
+    run(op.name, "1_conn_1_in_flight",
+        [&] { return Rate(1, seconds, 1, [&](int, uint64_t i) { op.fn(*conns[0], i); }); });
+    for (int n : {16, 64}) {
+      run(op.name, std::to_string(n) + "_conns_1_in_flight_each",
+          [&] { return Rate(n, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * n + t); }); });
+      run(op.name, std::to_string(n) + "_conns_1_in_flight_each_event_loop",
+          [&] { return EventLoopRate(hp.first, hp.second, n, seconds, op.name, ctx, keys, put_seq); });
+    }
+    run(op.name, "1_conn_16_in_flight",
+        [&] { return Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[0], i * 16 + t); }); });
   }
-  // Batches of 128 keys.
+  // Batches of 128 keys, on 1 and 4 connections.
   auto batch_of = [&](uint64_t i) {
     std::vector<std::string> b;
     for (int j = 0; j < kBatch; ++j) b.push_back(keys[(i * kBatch + j * 131) % kKeys]);
@@ -94,16 +153,6 @@ json MetadataBench(const std::string& master, double seconds) {
   };
   std::vector<std::vector<std::string>> batches;
   for (int i = 0; i < 64; ++i) batches.push_back(batch_of(i));
-  out["BatchExistKey_128"] = {
-      {"1_conn",
-       Rate(1, seconds, kBatch, [&](int, uint64_t i) { (void)conns[0]->BatchExistKey(ctx, batches[i % 64]); })},
-      {"4_conns",
-       Rate(4, seconds, kBatch, [&](int t, uint64_t i) { (void)conns[t]->BatchExistKey(ctx, batches[i % 64]); })}};
-  out["BatchGetReplicaList_128"] = {
-      {"1_conn", Rate(1, seconds, kBatch,
-                      [&](int, uint64_t i) { (void)conns[0]->BatchGetReplicaList(ctx, batches[i % 64], false); })},
-      {"4_conns", Rate(4, seconds, kBatch,
-                       [&](int t, uint64_t i) { (void)conns[t]->BatchGetReplicaList(ctx, batches[i % 64], false); })}};
   auto batch_put = [&](yb::MasterApi& m) {
     std::vector<std::string> b;
     uint64_t base = put_seq.fetch_add(kBatch);
@@ -111,9 +160,20 @@ json MetadataBench(const std::string& master, double seconds) {
     (void)m.BatchPutStart(ctx, b, std::vector<uint64_t>(kBatch, 4096), {});
     (void)m.BatchPutEnd(ctx, b, {});
   };
-  out["BatchPutStart+PutEnd_128"] = {
-      {"1_conn", Rate(1, seconds, kBatch, [&](int, uint64_t) { batch_put(*conns[0]); })},
-      {"4_conns", Rate(4, seconds, kBatch, [&](int t, uint64_t) { batch_put(*conns[t]); })}};
+  struct BatchOp {
+    const char* name;
+    std::function<void(yb::MasterApi&, uint64_t)> fn;
+  };
+  for (const BatchOp& op :
+       {BatchOp{"BatchExistKey_128", [&](yb::MasterApi&m, uint64_t i) { (void)m.BatchExistKey(ctx, batches[i % 64]); }},
+        BatchOp{"BatchGetReplicaList_128",
+                [&](yb::MasterApi&m, uint64_t i) { (void)m.BatchGetReplicaList(ctx, batches[i % 64], false); }},
+        BatchOp{"BatchPutStart+PutEnd_128", [&](yb::MasterApi&m, uint64_t) { batch_put(m); }}}) {
+    for (int n : {1, 4}) {
+      run(op.name, n == 1 ? "1_conn" : "4_conns",
+          [&] { return Rate(n, seconds, kBatch, [&](int t, uint64_t i) { op.fn(*conns[t], i); }); });
+    }
+  }
   (void)conns[0]->RemoveByRegex(ctx, "^bench/", true);
   return out;
 }
@@ -245,17 +305,29 @@ int main(int argc, char** argv) {
   std::string master = "127.0.0.1:50051";
   double seconds = 1.5;
   bool skip_iperf = false, skip_meta = false, skip_data = false;
+  std::string meta_cases = ".";
   app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
   app.add_option("--seconds", seconds, "duration of each measurement");
   app.add_flag("--skip_iperf", skip_iperf, "do not run iperf3");
   app.add_flag("--skip_meta", skip_meta, "skip the master RPC benchmark");
   app.add_flag("--skip_data", skip_data, "skip the put/get benchmark");
+  app.add_option("--meta_cases", meta_cases,
+                 "master RPC cases to run: a regex searched in \"operation/case\", e.g. "
+                 "\"ExistKey/16_conns.*event_loop\" (default: all)");
   CLI11_PARSE(app, argc, argv);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("yb-bench"));  // stdout carries the JSON
   spdlog::set_level(spdlog::level::warn);
   json out;
   out["machine"] = {{"cores", std::thread::hardware_concurrency()}, {"memcpy_single_thread_GBps", MemcpyGBps()}};
   if (!skip_iperf) out["machine"]["iperf3"] = Iperf3();
-  if (!skip_meta) out["master_rpc_ops_per_s"] = MetadataBench(master, seconds);
+  std::regex filter;
+  try {
+    filter = std::regex(meta_cases);
+  } catch (const std::regex_error& e) {
+    std::fprintf(stderr, "--meta_cases: not a regex: %s\n", e.what());
+    return 2;
+  }
+  if (!skip_meta) out["master_rpc_ops_per_s"] = MetadataBench(master, seconds, filter);
   if (!skip_data) out["put_get_over_tcp"] = DataBench(master, seconds);
   std::printf("%s\n", out.dump(2).c_str());
   return 0;

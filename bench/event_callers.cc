@@ -1,0 +1,135 @@
+#include "event_callers.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "rpc/frame.h"
+
+namespace yb::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Conn {
+  int fd = -1;
+  uint64_t n = 0;  // calls completed on this connection
+  std::vector<char> in = std::vector<char>(65536);
+  size_t in_len = 0;
+};
+
+// A blocking connect, then non-blocking with Nagle off.
+Result<int> Dial(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    return Status(Code::kRpcFail, "cannot resolve " + host + ": " + gai_strerror(rc));
+  }
+  int fd = -1;
+  for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return Status(Code::kRpcFail, "cannot connect to " + host + ":" + std::to_string(port));
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+Status Send(Conn& c, int index, const NextRequest& next) {
+  uint16_t method = 0;
+  std::string body;
+  next(index, c.n, &method, &body);
+  std::string frame =
+      rpc::EncodeFrame(rpc::FrameHeader{0, rpc::FrameKind::kRequest, 0, method, static_cast<uint32_t>(c.n)}, body);
+  // A small frame into an empty send buffer (the previous reply has been read): written whole.
+  ssize_t w = write(c.fd, frame.data(), frame.size());
+  if (w != static_cast<ssize_t>(frame.size())) return Status(Code::kRpcFail, "short write");
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, int conns, double seconds,
+                                        const NextRequest& next, const CheckReply& check) {
+  std::vector<Conn> cs(conns);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  auto cleanup = [&] {
+    for (auto& c : cs) {
+      if (c.fd >= 0) close(c.fd);
+    }
+    close(ep);
+  };
+  for (int i = 0; i < conns; ++i) {
+    auto fd = Dial(host, port);
+    if (!fd.ok()) {
+      cleanup();
+      return fd.status();
+    }
+    cs[i].fd = *fd;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = static_cast<uint32_t>(i);
+    epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev);
+  }
+  EventCallResult out;
+  Status failed = Status::OK();
+  auto t0 = Clock::now();
+  auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  for (int i = 0; i < conns && failed.ok(); ++i) failed = Send(cs[i], i, next);
+  std::vector<epoll_event> evs(conns);
+  while (failed.ok() && Clock::now() < until) {
+    int k = epoll_wait(ep, evs.data(), conns, 100);
+    if (k < 0 && errno != EINTR) failed = Status(Code::kInternal, std::string("epoll_wait: ") + strerror(errno));
+    for (int e = 0; e < k && failed.ok(); ++e) {
+      int i = static_cast<int>(evs[e].data.u32);
+      Conn& c = cs[i];
+      ssize_t r = read(c.fd, c.in.data() + c.in_len, c.in.size() - c.in_len);
+      if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (r <= 0) {
+        failed = Status(Code::kRpcFail, "connection lost");
+        break;
+      }
+      c.in_len += r;
+      if (c.in_len < rpc::kHeaderSize) continue;
+      auto h = rpc::DecodeHeader(reinterpret_cast<const uint8_t*>(c.in.data()), rpc::kDefaultMaxBody);
+      if (!h || h->kind != rpc::FrameKind::kResponse || h->request_id != static_cast<uint32_t>(c.n)) {
+        failed = Status(Code::kRpcFail, "malformed reply");
+        break;
+      }
+      size_t whole = rpc::kHeaderSize + h->body_len;
+      if (c.in.size() < whole) c.in.resize(whole);
+      if (c.in_len < whole) continue;
+      if (c.in_len > whole) {  // one call in flight: nothing may follow its reply
+        failed = Status(Code::kRpcFail, "unexpected bytes after a reply");
+        break;
+      }
+      bool ok =
+          !(h->flags & rpc::kFlagError) && check(i, c.n, std::string(c.in.data() + rpc::kHeaderSize, h->body_len));
+      ++(ok ? out.calls : out.failures);
+      c.in_len = 0;
+      ++c.n;
+      failed = Send(c, i, next);
+    }
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  cleanup();
+  if (!failed.ok()) return failed;
+  return out;
+}
+
+}  // namespace yb::bench
