@@ -78,16 +78,20 @@ bool Failed(const pb::MasterResponse& r) {
 
 void Add(RpcServer& server, RpcMetrics* metrics, M method, Fn fn) {
   auto m = static_cast<uint16_t>(method);
-  server.Register(m, [fn = std::move(fn), metrics, m](const std::string& body) -> Result<std::string> {
-    pb::MasterRequest req;
-    if (!req.ParseFromString(body)) {
+  server.Register(m, [fn = std::move(fn), metrics, m](std::string_view body, std::string& reply) -> Status {
+    // One request and one response message per server thread, cleared and refilled on each call:
+    // their strings and repeated fields keep their memory, so a call allocates little.
+    thread_local pb::MasterRequest req;
+    thread_local pb::MasterResponse resp;
+    if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
       if (metrics) metrics->Record(m, true);
       return Status(Code::kInvalidParams, "request does not parse");
     }
-    pb::MasterResponse resp;
+    resp.Clear();
     fn(req, resp);
     if (metrics) metrics->Record(m, Failed(resp));
-    return resp.SerializeAsString();
+    resp.AppendToString(&reply);
+    return Status::OK();
   });
 }
 

@@ -2,7 +2,6 @@
 
 #include <asio.hpp>
 #include <cstring>
-#include <deque>
 
 #include "common/log.h"
 
@@ -13,7 +12,7 @@ struct RpcServer::Acceptor {
   explicit Acceptor(asio::io_context& io) : acceptor(io) {}
 };
 
-// One connection: a read loop on a strand, and a queue of replies written in order.
+// One connection: a read loop on a strand; replies are written in order, one write at a time.
 class RpcServer::Session : public std::enable_shared_from_this<Session> {
  public:
   Session(RpcServer& server, asio::ip::tcp::socket socket)
@@ -50,10 +49,10 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
                        }));
   }
 
-  // Handles the complete frames in the input buffer; false on a malformed frame.
+  // Handles the complete frames in the input buffer; false on a malformed frame. Replies are
+  // appended to pending_ and go out in one write (or after the write in flight).
   bool Consume() {
     size_t pos = 0;
-    std::string out;
     while (in_len_ - pos >= kHeaderSize) {
       auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in_.data() + pos), server_.options_.max_body);
       if (!h || h->kind != FrameKind::kRequest) {
@@ -65,41 +64,48 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
         if (in_.size() < kHeaderSize + h->body_len) in_.resize(kHeaderSize + h->body_len);
         break;
       }
-      out += Dispatch(*h, std::string(in_.data() + pos + kHeaderSize, h->body_len));
+      Dispatch(*h, std::string_view(in_.data() + pos + kHeaderSize, h->body_len));
       pos += kHeaderSize + h->body_len;
     }
     if (pos > 0) {
       std::memmove(in_.data(), in_.data() + pos, in_len_ - pos);
       in_len_ -= pos;
     }
-    if (!out.empty()) {
-      writes_.push_back(std::move(out));
-      if (writes_.size() == 1) Write();
-    }
+    if (!pending_.empty() && !writing_) Write();
     return true;
   }
 
-  std::string Dispatch(const FrameHeader& req, const std::string& body) {
+  // Appends the reply frame to pending_: a header slot, the handler's body, then the header.
+  void Dispatch(const FrameHeader& req, std::string_view body) {
     FrameHeader reply{0, FrameKind::kResponse, 0, req.method, req.request_id};
+    const size_t start = pending_.size();
+    pending_.append(kHeaderSize, '\0');
     auto it = server_.handlers_.find(req.method);
-    Result<std::string> r =
-        it == server_.handlers_.end()
-            ? Result<std::string>(Code::kNotSupported, "unknown method " + std::to_string(req.method))
-            : it->second(body);
-    if (r.ok()) return EncodeFrame(reply, *r);
-    reply.flags = kFlagError;
-    std::string err(1, static_cast<char>(r.code()));
-    err += r.status().message();
-    return EncodeFrame(reply, err);
+    Status st = it == server_.handlers_.end()
+                    ? Status(Code::kNotSupported, "unknown method " + std::to_string(req.method))
+                    : it->second(body, pending_);
+    if (!st.ok()) {
+      pending_.resize(start + kHeaderSize);
+      reply.flags = kFlagError;
+      pending_.push_back(static_cast<char>(st.code()));
+      pending_ += st.message();
+    }
+    reply.body_len = static_cast<uint32_t>(pending_.size() - start - kHeaderSize);
+    EncodeHeader(reply, reinterpret_cast<uint8_t*>(pending_.data() + start));
   }
 
+  // Sends everything pending; replies that come meanwhile wait for the next write. The two
+  // buffers swap roles, so their memory is reused from call to call.
   void Write() {
+    writing_ = true;
+    out_.swap(pending_);
+    pending_.clear();
     auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(writes_.front()),
+    asio::async_write(socket_, asio::buffer(out_),
                       asio::bind_executor(strand_, [this, self](asio::error_code ec, size_t) {
+                        writing_ = false;
                         if (ec) return Close();
-                        writes_.pop_front();
-                        if (!writes_.empty()) Write();
+                        if (!pending_.empty()) Write();
                       }));
   }
 
@@ -115,7 +121,9 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   std::string peer_;
   std::vector<char> in_;
   size_t in_len_ = 0;
-  std::deque<std::string> writes_;
+  std::string pending_;  // replies not yet handed to a write
+  std::string out_;      // the bytes of the write in flight
+  bool writing_ = false;
 };
 
 RpcServer::RpcServer(Options options) : options_(std::move(options)), io_(std::make_unique<asio::io_context>()) {}

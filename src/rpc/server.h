@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -27,8 +28,10 @@ namespace yb::rpc {
 
 class RpcServer {
  public:
-  // Turns a request body into a reply body, or an error Status sent back as such.
-  using Handler = std::function<Result<std::string>(const std::string& body)>;
+  // Answers a request: appends the reply body to `reply` and returns OK, or returns an error Status,
+  // sent back as such (whatever it appended is dropped). `body` is valid only during the call.
+  // `reply` is the connection's output buffer: append to it, never read or shrink it.
+  using Handler = std::function<Status(std::string_view body, std::string& reply)>;
 
   struct Options {
     std::string address = "0.0.0.0";
