@@ -12,14 +12,17 @@ struct RpcServer::Acceptor {
   explicit Acceptor(asio::io_context& io) : acceptor(io) {}
 };
 
-// One connection: a read loop on a strand; replies are written in order, one write at a time.
+// One connection: a read loop on the connection's own server thread (its socket's io_context),
+// so its handlers never run concurrently and need no strand; replies are written in order, one
+// write at a time.
 class RpcServer::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(RpcServer& server, asio::ip::tcp::socket socket)
-      : server_(server), strand_(asio::make_strand(*server.io_)), socket_(std::move(socket)) {
+  Session(RpcServer& server, asio::ip::tcp::socket socket) : server_(server), socket_(std::move(socket)) {
     ++server_.connections_;
   }
   ~Session() { --server_.connections_; }
+
+  asio::any_io_executor executor() { return socket_.get_executor(); }
 
   void Start() {
     asio::error_code ec;
@@ -37,8 +40,7 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
     auto self = shared_from_this();
     // Wait for readiness, then read without blocking: an async read would first try a read that,
     // between a reply and the next request, always finds nothing (one wasted system call each).
-    socket_.async_wait(asio::ip::tcp::socket::wait_read,
-                       asio::bind_executor(strand_, [this, self](asio::error_code ec) {
+    socket_.async_wait(asio::ip::tcp::socket::wait_read, [this, self](asio::error_code ec) {
                          if (ec) return Close();
                          size_t n = socket_.read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_), ec);
                          if (ec == asio::error::would_block || ec == asio::error::try_again) return Read();
@@ -46,7 +48,7 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
                          in_len_ += n;
                          if (!Consume()) return Close();
                          Read();
-                       }));
+                       });
   }
 
   // Handles the complete frames in the input buffer; false on a malformed frame. Replies are
@@ -101,12 +103,11 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
     out_.swap(pending_);
     pending_.clear();
     auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(out_),
-                      asio::bind_executor(strand_, [this, self](asio::error_code ec, size_t) {
-                        writing_ = false;
-                        if (ec) return Close();
-                        if (!pending_.empty()) Write();
-                      }));
+    asio::async_write(socket_, asio::buffer(out_), [this, self](asio::error_code ec, size_t) {
+      writing_ = false;
+      if (ec) return Close();
+      if (!pending_.empty()) Write();
+    });
   }
 
   void Close() {
@@ -116,7 +117,6 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   }
 
   RpcServer& server_;
-  asio::strand<asio::io_context::executor_type> strand_;
   asio::ip::tcp::socket socket_;
   std::string peer_;
   std::vector<char> in_;
@@ -126,15 +126,24 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   bool writing_ = false;
 };
 
-RpcServer::RpcServer(Options options) : options_(std::move(options)), io_(std::make_unique<asio::io_context>()) {}
+RpcServer::RpcServer(Options options) : options_(std::move(options)) {}
 
-RpcServer::~RpcServer() { Stop(); }
+RpcServer::~RpcServer() {
+  Stop();
+  acceptor_.reset();  // before the io_context it belongs to
+  ios_.clear();       // destroys the sessions' pending handlers while the server is still whole
+}
 
 void RpcServer::Register(uint16_t method, Handler handler) { handlers_[method] = std::move(handler); }
 
 Status RpcServer::Start() {
+  // One io_context per thread, each run by its thread alone: a connection stays on one thread,
+  // and a ready socket is served by the thread that waited on it, with no hand-off between
+  // threads (one shared io_context costs a wake-up of a second thread per request).
+  const int n = std::max(1, options_.threads);
+  for (int i = static_cast<int>(ios_.size()); i < n; ++i) ios_.push_back(std::make_unique<asio::io_context>(1));
   try {
-    acceptor_ = std::make_unique<Acceptor>(*io_);
+    acceptor_ = std::make_unique<Acceptor>(*ios_[0]);
     asio::ip::tcp::endpoint ep(asio::ip::make_address(options_.address), options_.port);
     acceptor_->acceptor.open(ep.protocol());
     acceptor_->acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
@@ -146,19 +155,27 @@ Status RpcServer::Start() {
                   "cannot listen on " + options_.address + ":" + std::to_string(options_.port) + ": " + e.what());
   }
   Accept();
-  int n = std::max(1, options_.threads);
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_->run(); });
+  for (auto& io : ios_) {
+    io->restart();
+    threads_.emplace_back([io = io.get()] {
+      auto work = asio::make_work_guard(*io);  // keeps a thread with no connection yet running
+      io->run();
+    });
+  }
   started_ = true;
   return Status::OK();
 }
 
 void RpcServer::Accept() {
-  acceptor_->acceptor.async_accept(asio::make_strand(*io_), [this](asio::error_code ec, asio::ip::tcp::socket s) {
+  // New connections go to the threads in turn.
+  asio::io_context& target = *ios_[next_thread_++ % ios_.size()];
+  acceptor_->acceptor.async_accept(target, [this](asio::error_code ec, asio::ip::tcp::socket s) {
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
       YB_LOG_WARN("rpc: accept failed: {}", ec.message());
     } else {
-      std::make_shared<Session>(*this, std::move(s))->Start();
+      auto session = std::make_shared<Session>(*this, std::move(s));
+      asio::post(session->executor(), [session] { session->Start(); });  // on the connection's thread
     }
     Accept();
   });
@@ -167,11 +184,11 @@ void RpcServer::Accept() {
 void RpcServer::Stop() {
   if (!started_) return;
   started_ = false;
-  asio::post(*io_, [this] {
+  asio::post(*ios_[0], [this] {
     asio::error_code ec;
     acceptor_->acceptor.close(ec);
   });
-  io_->stop();
+  for (auto& io : ios_) io->stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }

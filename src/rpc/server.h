@@ -1,8 +1,9 @@
 // RpcServer: accepts connections and answers framed requests (frame.h) with registered handlers.
 //
 // Each connection reads frames in a loop and answers each request in order of arrival, so a
-// client may pipeline many requests on one connection; several connections are served in
-// parallel by the server's threads. A malformed or oversized frame closes that connection (and is
+// client may pipeline many requests on one connection. Each thread runs its own event loop and
+// connections are dealt to the threads in turn, so several connections are served in parallel
+// and a connection is always served by the same thread. A malformed or oversized frame closes that connection (and is
 // logged); other connections are unaffected. Handlers run on the server's threads and must be
 // thread-safe. Start/Stop from one thread.
 #pragma once
@@ -60,7 +61,7 @@ class RpcServer {
 
   Options options_;
   std::unordered_map<uint16_t, Handler> handlers_;
-  std::unique_ptr<asio::io_context> io_;
+  std::vector<std::unique_ptr<asio::io_context>> ios_;  // one per thread
   struct Acceptor;
   std::unique_ptr<Acceptor> acceptor_;
   std::vector<std::thread> threads_;
@@ -68,6 +69,7 @@ class RpcServer {
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> connections_{0};
   bool started_ = false;
+  size_t next_thread_ = 0;  // the thread the next connection goes to (accept handler only)
 };
 
 }  // namespace yb::rpc
