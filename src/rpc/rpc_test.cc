@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -73,6 +75,46 @@ TEST(RpcTest, ManyCallsInFlightFromManyThreads) {
   }
   for (auto& t : ts) t.join();
   EXPECT_EQ(good.load(), 8 * 500);
+}
+
+// Connections are dealt to the server's threads in turn: with two threads, a call that blocks its
+// thread on one connection leaves the next connection served by the other thread.
+TEST(RpcTest, ConnectionsAreSpreadOverTheServerThreads) {
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.threads = 2;
+  RpcServer server(o);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  server.Register(1, [](std::string_view b, std::string& reply) {
+    reply += b;
+    return Status::OK();
+  });
+  server.Register(3, [&](std::string_view, std::string&) {
+    std::unique_lock lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return Status::OK();
+  });
+  ASSERT_TRUE(server.Start().ok());
+  RpcChannel slow("127.0.0.1", server.port());
+  std::thread blocked([&] { EXPECT_TRUE(slow.Call(3, "", 10s).ok()); });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 5s, [&] { return entered; }));
+  }
+  RpcChannel other("127.0.0.1", server.port());  // the second connection: the other thread
+  auto r = other.Call(1, "served", 2s);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  blocked.join();
+  EXPECT_EQ(server.open_connections(), 2u);
 }
 
 TEST(RpcTest, ListenerThatNeverAnswersTimesOutWithinTheDeadline) {

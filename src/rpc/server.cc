@@ -41,14 +41,14 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
     // Wait for readiness, then read without blocking: an async read would first try a read that,
     // between a reply and the next request, always finds nothing (one wasted system call each).
     socket_.async_wait(asio::ip::tcp::socket::wait_read, [this, self](asio::error_code ec) {
-                         if (ec) return Close();
-                         size_t n = socket_.read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_), ec);
-                         if (ec == asio::error::would_block || ec == asio::error::try_again) return Read();
-                         if (ec) return Close();
-                         in_len_ += n;
-                         if (!Consume()) return Close();
-                         Read();
-                       });
+      if (ec) return Close();
+      size_t n = socket_.read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return Read();
+      if (ec) return Close();
+      in_len_ += n;
+      if (!Consume()) return Close();
+      Read();
+    });
   }
 
   // Handles the complete frames in the input buffer; false on a malformed frame. Replies are
@@ -131,7 +131,8 @@ RpcServer::RpcServer(Options options) : options_(std::move(options)) {}
 RpcServer::~RpcServer() {
   Stop();
   acceptor_.reset();  // before the io_context it belongs to
-  ios_.clear();       // destroys the sessions' pending handlers while the server is still whole
+  accept_io_.reset();
+  ios_.clear();  // destroys the sessions' pending handlers while the server is still whole
 }
 
 void RpcServer::Register(uint16_t method, Handler handler) { handlers_[method] = std::move(handler); }
@@ -139,11 +140,13 @@ void RpcServer::Register(uint16_t method, Handler handler) { handlers_[method] =
 Status RpcServer::Start() {
   // One io_context per thread, each run by its thread alone: a connection stays on one thread,
   // and a ready socket is served by the thread that waited on it, with no hand-off between
-  // threads (one shared io_context costs a wake-up of a second thread per request).
+  // threads (one shared io_context costs a wake-up of a second thread per request). Accepting
+  // has a thread of its own, so a long handler never holds up new connections.
   const int n = std::max(1, options_.threads);
   for (int i = static_cast<int>(ios_.size()); i < n; ++i) ios_.push_back(std::make_unique<asio::io_context>(1));
+  if (!accept_io_) accept_io_ = std::make_unique<asio::io_context>(1);
   try {
-    acceptor_ = std::make_unique<Acceptor>(*ios_[0]);
+    acceptor_ = std::make_unique<Acceptor>(*accept_io_);
     asio::ip::tcp::endpoint ep(asio::ip::make_address(options_.address), options_.port);
     acceptor_->acceptor.open(ep.protocol());
     acceptor_->acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
@@ -155,13 +158,15 @@ Status RpcServer::Start() {
                   "cannot listen on " + options_.address + ":" + std::to_string(options_.port) + ": " + e.what());
   }
   Accept();
-  for (auto& io : ios_) {
+  auto run = [](asio::io_context* io) {
     io->restart();
-    threads_.emplace_back([io = io.get()] {
+    return std::thread([io] {
       auto work = asio::make_work_guard(*io);  // keeps a thread with no connection yet running
       io->run();
     });
-  }
+  };
+  for (auto& io : ios_) threads_.push_back(run(io.get()));
+  threads_.push_back(run(accept_io_.get()));
   started_ = true;
   return Status::OK();
 }
@@ -184,13 +189,12 @@ void RpcServer::Accept() {
 void RpcServer::Stop() {
   if (!started_) return;
   started_ = false;
-  asio::post(*ios_[0], [this] {
-    asio::error_code ec;
-    acceptor_->acceptor.close(ec);
-  });
+  accept_io_->stop();  // no connection comes in from here on
   for (auto& io : ios_) io->stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  asio::error_code ec;
+  acceptor_->acceptor.close(ec);
 }
 
 }  // namespace yb::rpc

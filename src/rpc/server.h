@@ -61,7 +61,8 @@ class RpcServer {
 
   Options options_;
   std::unordered_map<uint16_t, Handler> handlers_;
-  std::vector<std::unique_ptr<asio::io_context>> ios_;  // one per thread
+  std::vector<std::unique_ptr<asio::io_context>> ios_;  // one per serving thread
+  std::unique_ptr<asio::io_context> accept_io_;         // the accepting thread's
   struct Acceptor;
   std::unique_ptr<Acceptor> acceptor_;
   std::vector<std::thread> threads_;
