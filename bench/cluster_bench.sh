@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Starts a yb-master and one yb-client (the storage) on 127.0.0.1, runs yb-bench against them
 # from a third process, prints its JSON, and stops what it started.
-# Usage: bench/cluster_bench.sh [build dir] [yb-bench flags...]; YB_MASTER_FLAGS adds yb-master flags.
+# Usage: bench/cluster_bench.sh [build dir] [yb-bench flags...]; YB_MASTER_FLAGS sets yb-master flags.
+# By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
+# storage daemon and the callers, a second RPC thread competes with the callers for the cores
+# instead of adding capacity (docs/performance.md has the comparison).
 set -euo pipefail
 BUILD=${1:-build}
 shift || true
 BIN="$BUILD/bin"
 PORT=${YB_BENCH_PORT:-50651}
 LOG=$(mktemp -d)
-"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 ${YB_MASTER_FLAGS:-} >"$LOG/master.log" 2>&1 &
+"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 ${YB_MASTER_FLAGS:---rpc_thread_num 1} >"$LOG/master.log" 2>&1 &
 MASTER=$!
 trap 'kill $CLIENT $MASTER 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
 "$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \

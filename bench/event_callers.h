@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "yuebing/status.h"
 
@@ -21,10 +22,11 @@ struct EventCallResult {
   double seconds = 0;
 };
 
-// The request a connection sends as its n-th call: method and body.
-using NextRequest = std::function<void(int conn, uint64_t n, uint16_t* method, std::string* body)>;
+// The request a connection sends as its n-th call: sets the method and returns the body, which
+// must stay valid until the next call of the function (pre-built bodies keep the caller cheap).
+using NextRequest = std::function<std::string_view(int conn, uint64_t n, uint16_t* method)>;
 // Accepts a reply body (of a reply without the error flag) to the n-th call of a connection.
-using CheckReply = std::function<bool(int conn, uint64_t n, const std::string& body)>;
+using CheckReply = std::function<bool(int conn, uint64_t n, std::string_view body)>;
 
 // Runs for `seconds`; fails when a connection cannot be made, a reply is malformed, or a
 // connection is lost.

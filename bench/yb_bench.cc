@@ -6,11 +6,14 @@
 //   - put and get between this process (a pure caller) and the segments of the cluster's clients,
 //     over TCP: GB/s, ops/s, p50 and p99 latency for 4 KiB, 64 KiB, 1 MiB, 4 MiB values, and
 //     4 KiB values in batches of 32;
-//   - the machine: single-thread memcpy bandwidth, and iperf3's loopback bandwidth when iperf3 is
-//     installed.
+//   - the machine: single-thread memcpy bandwidth, iperf3's loopback bandwidth when iperf3 is
+//     installed, and the same event-loop caller against an RPC server (a child process, one
+//     thread) whose handler does nothing: the ceiling for the master's single-key figures.
 // Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf]
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -57,41 +60,62 @@ double Rate(int threads, double seconds, uint64_t per_call, Op op) {
 }
 
 // Single-key calls from one event-loop thread over `conns` connections, one call in flight on
-// each (event_callers.h); ops/s of replies that succeeded. PutStart+PutEnd counts pairs.
+// each (event_callers.h); ops/s of replies that succeeded. PutStart+PutEnd counts pairs. With
+// check_replies false any reply counts (for the no-op server).
 double EventLoopRate(const std::string& host, uint16_t port, int conns, double seconds, const std::string& op,
-                     const yb::CallContext& ctx, const std::vector<std::string>& keys, std::atomic<uint64_t>& put_seq) {
+                     const yb::CallContext& ctx, const std::vector<std::string>& keys, std::atomic<uint64_t>& put_seq,
+                     bool check_replies = true) {
   using yb::rpc::MasterMethod;
-  const bool put = op == "PutStart+PutEnd";
+  const bool put = op == "PutStart+PutEnd", exist = op == "ExistKey";
   const auto method = static_cast<uint16_t>(op == "ExistKey" ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
   uint64_t put_base = put_seq.fetch_add(1ULL << 32);  // fresh keys for this run
-  auto next = [&](int c, uint64_t n, uint16_t* m, std::string* body) {
-    yb::pb::MasterRequest q;
-    q.mutable_ctx()->set_client_hi(ctx.client.hi);
-    q.mutable_ctx()->set_client_lo(ctx.client.lo);
-    q.mutable_ctx()->set_tenant(ctx.tenant);
-    if (put) {
-      q.add_keys("bench/eput/" + std::to_string(put_base + (n / 2) * conns + c));
-      if (n % 2 == 0) {
-        *m = static_cast<uint16_t>(MasterMethod::kPutStart);
-        q.add_sizes(4096);
-        q.mutable_config()->set_replica_num(1);
-      } else {
-        *m = static_cast<uint16_t>(MasterMethod::kPutEnd);
-        q.add_has_values(false);
-        q.add_values(0);
-      }
-    } else {
-      *m = method;
-      q.add_keys(keys[(n * conns + c) % keys.size()]);
+  yb::pb::MasterRequest q;
+  q.mutable_ctx()->set_client_hi(ctx.client.hi);
+  q.mutable_ctx()->set_client_lo(ctx.client.lo);
+  q.mutable_ctx()->set_tenant(ctx.tenant);
+  // Reads of existing keys: every request body is built before the clock starts.
+  std::vector<std::string> bodies;
+  if (!put) {
+    for (const auto& k : keys) {
+      q.clear_keys();
+      q.add_keys(k);
+      bodies.push_back(q.SerializeAsString());
     }
-    *body = q.SerializeAsString();
+  }
+  std::vector<std::string> put_bodies(conns);  // a put's body, alive until its connection's next call
+  auto next = [&](int c, uint64_t n, uint16_t* m) -> std::string_view {
+    if (!put) {
+      *m = method;
+      return bodies[(n * conns + c) % bodies.size()];
+    }
+    q.clear_keys();
+    q.clear_sizes();
+    q.clear_values();
+    q.clear_has_values();
+    q.clear_config();
+    q.add_keys("bench/eput/" + std::to_string(put_base + (n / 2) * conns + c));
+    if (n % 2 == 0) {
+      *m = static_cast<uint16_t>(MasterMethod::kPutStart);
+      q.add_sizes(4096);
+      q.mutable_config()->set_replica_num(1);
+    } else {
+      *m = static_cast<uint16_t>(MasterMethod::kPutEnd);
+      q.add_has_values(false);
+      q.add_values(0);
+    }
+    q.SerializeToString(&put_bodies[c]);
+    return put_bodies[c];
   };
-  auto check = [&](int, uint64_t, const std::string& body) {
-    yb::pb::MasterResponse r;
-    if (!r.ParseFromString(body) || r.results_size() != 1 || r.results(0).status().code() != 0) return false;
-    if (op == "ExistKey") return r.results(0).exists();
-    if (op == "GetReplicaList") return r.results(0).replicas_size() > 0;
-    return true;
+  yb::pb::MasterResponse resp;
+  auto check = [&](int, uint64_t, std::string_view body) {
+    if (!check_replies) return true;
+    yb::pb::MasterResponse& r = resp;
+    if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())) || r.results_size() != 1 ||
+        r.results(0).status().code() != 0) {
+      return false;
+    }
+    if (put) return true;
+    return exist ? r.results(0).exists() : r.results(0).replicas_size() > 0;
   };
   auto r = yb::bench::RunEventCallers(host, port, conns, seconds, next, check);
   if (!r.ok()) {
@@ -271,6 +295,55 @@ json DataBench(const std::string& master, double seconds) {
   return out;
 }
 
+// A child process serving the RPC layer on one thread, with a handler that does nothing. The same
+// event-loop caller against it shows, in the same run, what the RPC layer and this machine's
+// loopback allow without the master's work: the ceiling for the master's single-key figures.
+class NoopRpcServer {
+ public:
+  // Call before any thread is started (it forks).
+  bool Start() {
+    int down[2], up[2];
+    if (pipe(down) != 0) return false;
+    if (pipe(up) != 0) return false;
+    pid_ = fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+      close(down[1]);
+      close(up[0]);
+      yb::rpc::RpcServer::Options o;
+      o.address = "127.0.0.1";
+      o.threads = 1;
+      yb::rpc::RpcServer server(o);
+      server.Register(static_cast<uint16_t>(yb::rpc::MasterMethod::kExistKey),
+                      [](std::string_view, std::string&) { return yb::Status::OK(); });
+      uint16_t port = server.Start().ok() ? server.port() : 0;
+      if (write(up[1], &port, sizeof(port)) != sizeof(port)) _exit(1);
+      char c;
+      while (read(down[0], &c, 1) > 0) {
+      }  // until the parent closes its end (or dies)
+      server.Stop();
+      _exit(0);
+    }
+    close(down[0]);
+    close(up[1]);
+    to_child_ = down[1];
+    bool ok = read(up[0], &port_, sizeof(port_)) == sizeof(port_) && port_ != 0;
+    close(up[0]);
+    return ok;
+  }
+  uint16_t port() const { return port_; }
+  ~NoopRpcServer() {
+    if (pid_ <= 0) return;
+    close(to_child_);
+    waitpid(pid_, nullptr, 0);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  uint16_t port_ = 0;
+};
+
 double MemcpyGBps() {
   const size_t n = 256ULL << 20;
   std::vector<char> a(n, 1), b(n, 2);
@@ -315,6 +388,8 @@ int main(int argc, char** argv) {
                  "master RPC cases to run: a regex searched in \"operation/case\", e.g. "
                  "\"ExistKey/16_conns.*event_loop\" (default: all)");
   CLI11_PARSE(app, argc, argv);
+  NoopRpcServer noop;
+  bool have_noop = !skip_meta && noop.Start();                      // forks: before any thread
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb-bench"));  // stdout carries the JSON
   spdlog::set_level(spdlog::level::warn);
   json out;
@@ -327,7 +402,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--meta_cases: not a regex: %s\n", e.what());
     return 2;
   }
-  if (!skip_meta) out["master_rpc_ops_per_s"] = MetadataBench(master, seconds, filter);
+  if (!skip_meta) {
+    if (have_noop) {
+      std::atomic<uint64_t> unused{0};
+      std::vector<std::string> key{"bench/noop"};
+      for (int n : {16, 64}) {
+        out["machine"]["rpc_noop_server_ops_per_s"][std::to_string(n) + "_conns_1_in_flight_each_event_loop"] =
+            EventLoopRate("127.0.0.1", noop.port(), n, seconds, "ExistKey", {}, key, unused, false);
+      }
+    }
+    out["master_rpc_ops_per_s"] = MetadataBench(master, seconds, filter);
+  }
   if (!skip_data) out["put_get_over_tcp"] = DataBench(master, seconds);
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
