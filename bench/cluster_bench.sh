@@ -23,4 +23,4 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [[ $out == *storage* ]] || { echo "storage client did not mount:" >&2; cat "$LOG"/*.log >&2; exit 1; }
-"$BIN/yb-bench" --master "127.0.0.1:$PORT" "$@"
+"$BIN/yb-bench" --master "127.0.0.1:$PORT" --master_pid "$MASTER" "$@"

@@ -22,7 +22,9 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "event_callers.h"
@@ -59,12 +61,34 @@ double Rate(int threads, double seconds, uint64_t per_call, Op op) {
   return static_cast<double>(total.load()) / Since(t0);
 }
 
+// CPU seconds a process on this host has used so far, user and system, from /proc/PID/stat.
+std::optional<std::pair<double, double>> ProcessCpu(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return std::nullopt;
+  char buf[4096];
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
+  if (!p) return std::nullopt;
+  // After the name come the fields from 3 (state) on; utime and stime are fields 14 and 15.
+  std::istringstream in(p + 1);
+  std::string field;
+  for (int i = 3; i < 14 && in >> field; ++i) {
+  }
+  unsigned long utime = 0, stime = 0;
+  if (!(in >> utime >> stime)) return std::nullopt;
+  double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return std::make_pair(utime / tick, stime / tick);
+}
+
 // Single-key calls from one event-loop thread over `conns` connections, one call in flight on
 // each (event_callers.h); ops/s of replies that succeeded. PutStart+PutEnd counts pairs. With
-// check_replies false any reply counts (for the no-op server).
+// check_replies false any reply counts (for the no-op server). When server_pid names the serving
+// process on this host, *cpu gets its user and system CPU microseconds per call over the run.
 double EventLoopRate(const std::string& host, uint16_t port, int conns, double seconds, const std::string& op,
                      const yb::CallContext& ctx, const std::vector<std::string>& keys, std::atomic<uint64_t>& put_seq,
-                     bool check_replies = true) {
+                     bool check_replies = true, pid_t server_pid = 0, json* cpu = nullptr) {
   using yb::rpc::MasterMethod;
   const bool put = op == "PutStart+PutEnd", exist = op == "ExistKey";
   const auto method = static_cast<uint16_t>(op == "ExistKey" ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
@@ -117,16 +141,23 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
     if (put) return true;
     return exist ? r.results(0).exists() : r.results(0).replicas_size() > 0;
   };
+  auto cpu0 = server_pid > 0 ? ProcessCpu(server_pid) : std::nullopt;
   auto r = yb::bench::RunEventCallers(host, port, conns, seconds, next, check);
+  auto cpu1 = server_pid > 0 ? ProcessCpu(server_pid) : std::nullopt;
   if (!r.ok()) {
     spdlog::error("{} from an event loop over {} connections: {}", op, conns, r.status().ToString());
     return 0;
   }
   if (r->failures > 0) spdlog::warn("{} from an event loop: {} calls failed", op, r->failures);
+  if (cpu && cpu0 && cpu1 && r->calls + r->failures > 0) {
+    double calls = static_cast<double>(r->calls + r->failures);
+    *cpu = {{"user_us_per_call", (cpu1->first - cpu0->first) * 1e6 / calls},
+            {"sys_us_per_call", (cpu1->second - cpu0->second) * 1e6 / calls}};
+  }
   return static_cast<double>(r->calls) / (put ? 2 : 1) / r->seconds;
 }
 
-json MetadataBench(const std::string& master, double seconds, const std::regex& filter) {
+json MetadataBench(const std::string& master, double seconds, const std::regex& filter, pid_t master_pid) {
   constexpr int kKeys = 20000, kBatch = 128;
   auto hp = yb::rpc::ParseHostPort(master).value();
   auto timeout = std::chrono::milliseconds(5000);
@@ -163,8 +194,14 @@ json MetadataBench(const std::string& master, double seconds, const std::regex& 
     for (int n : {16, 64}) {
       run(op.name, std::to_string(n) + "_conns_1_in_flight_each",
           [&] { return Rate(n, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * n + t); }); });
-      run(op.name, std::to_string(n) + "_conns_1_in_flight_each_event_loop",
-          [&] { return EventLoopRate(hp.first, hp.second, n, seconds, op.name, ctx, keys, put_seq); });
+      const std::string name = std::to_string(n) + "_conns_1_in_flight_each_event_loop";
+      run(op.name, name, [&] {
+        json cpu;
+        double rate =
+            EventLoopRate(hp.first, hp.second, n, seconds, op.name, ctx, keys, put_seq, true, master_pid, &cpu);
+        if (!cpu.is_null()) out["master_cpu_us_per_call"][op.name][name] = cpu;
+        return rate;
+      });
     }
     run(op.name, "1_conn_16_in_flight",
         [&] { return Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[0], i * 16 + t); }); });
@@ -332,6 +369,7 @@ class NoopRpcServer {
     return ok;
   }
   uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   ~NoopRpcServer() {
     if (pid_ <= 0) return;
     close(to_child_);
@@ -379,6 +417,7 @@ int main(int argc, char** argv) {
   double seconds = 1.5;
   bool skip_iperf = false, skip_meta = false, skip_data = false;
   std::string meta_cases = ".";
+  pid_t master_pid = 0;
   app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
   app.add_option("--seconds", seconds, "duration of each measurement");
   app.add_flag("--skip_iperf", skip_iperf, "do not run iperf3");
@@ -387,6 +426,9 @@ int main(int argc, char** argv) {
   app.add_option("--meta_cases", meta_cases,
                  "master RPC cases to run: a regex searched in \"operation/case\", e.g. "
                  "\"ExistKey/16_conns.*event_loop\" (default: all)");
+  app.add_option("--master_pid", master_pid,
+                 "the yb-master's process id when it runs on this host: the event-loop cases then report its CPU "
+                 "time per call (master_cpu_us_per_call)");
   CLI11_PARSE(app, argc, argv);
   NoopRpcServer noop;
   bool have_noop = !skip_meta && noop.Start();                      // forks: before any thread
@@ -407,11 +449,19 @@ int main(int argc, char** argv) {
       std::atomic<uint64_t> unused{0};
       std::vector<std::string> key{"bench/noop"};
       for (int n : {16, 64}) {
-        out["machine"]["rpc_noop_server_ops_per_s"][std::to_string(n) + "_conns_1_in_flight_each_event_loop"] =
-            EventLoopRate("127.0.0.1", noop.port(), n, seconds, "ExistKey", {}, key, unused, false);
+        const std::string name = std::to_string(n) + "_conns_1_in_flight_each_event_loop";
+        json cpu;
+        out["machine"]["rpc_noop_server_ops_per_s"][name] =
+            EventLoopRate("127.0.0.1", noop.port(), n, seconds, "ExistKey", {}, key, unused, false, noop.pid(), &cpu);
+        if (!cpu.is_null()) out["machine"]["rpc_noop_server_cpu_us_per_call"][name] = cpu;
       }
     }
-    out["master_rpc_ops_per_s"] = MetadataBench(master, seconds, filter);
+    json meta = MetadataBench(master, seconds, filter, master_pid);
+    if (meta.contains("master_cpu_us_per_call")) {
+      out["master_cpu_us_per_call"] = meta["master_cpu_us_per_call"];
+      meta.erase("master_cpu_us_per_call");
+    }
+    out["master_rpc_ops_per_s"] = meta;
   }
   if (!skip_data) out["put_get_over_tcp"] = DataBench(master, seconds);
   std::printf("%s\n", out.dump(2).c_str());
