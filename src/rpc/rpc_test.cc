@@ -117,6 +117,59 @@ TEST(RpcTest, ConnectionsAreSpreadOverTheServerThreads) {
   EXPECT_EQ(server.open_connections(), 2u);
 }
 
+// A peer that sends requests but does not read the replies: the server stops reading that
+// connection once its unsent replies pass the bound, serves other connections meanwhile, and
+// answers every request once the peer reads.
+TEST(RpcTest, PeerThatDoesNotReadIsThrottledAndThenServedInFull) {
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.max_pending_reply_bytes = 64 << 10;
+  RpcServer server(o);
+  server.Register(1, [](std::string_view b, std::string& reply) {
+    reply += b;
+    return Status::OK();
+  });
+  ASSERT_TRUE(server.Start().ok());
+  constexpr int kCalls = 8000;
+  const std::string body(1024, 'r');
+  asio::io_context io;
+  asio::ip::tcp::socket sock(io);
+  sock.open(asio::ip::tcp::v4());
+  sock.set_option(asio::socket_base::receive_buffer_size(16 << 10));  // no autotuning: fills fast
+  sock.connect({asio::ip::make_address("127.0.0.1"), server.port()});
+  std::thread writer([&] {
+    std::string all;
+    for (int i = 0; i < kCalls; ++i) all += EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, 1, uint32_t(i)}, body);
+    asio::error_code ec;
+    asio::write(sock, asio::buffer(all), ec);
+    EXPECT_FALSE(ec) << ec.message();
+  });
+  for (int i = 0; i < 500 && server.reads_paused() == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_GT(server.reads_paused(), 0u);
+  RpcChannel other("127.0.0.1", server.port());
+  auto r = other.Call(1, "meanwhile", 2s);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  auto read_all = [&]() -> ::testing::AssertionResult {
+    uint8_t h[kHeaderSize];
+    std::string got(body.size(), '\0');
+    for (int i = 0; i < kCalls; ++i) {
+      asio::error_code ec;
+      asio::read(sock, asio::buffer(h, kHeaderSize), ec);
+      auto hdr = ec ? std::nullopt : DecodeHeader(h, kDefaultMaxBody);
+      if (!hdr || hdr->request_id != uint32_t(i) || hdr->body_len != body.size()) {
+        return ::testing::AssertionFailure() << "bad reply header at call " << i;
+      }
+      asio::read(sock, asio::buffer(got), ec);
+      if (ec || got != body) return ::testing::AssertionFailure() << "bad reply body at call " << i;
+    }
+    return ::testing::AssertionSuccess();
+  };
+  EXPECT_TRUE(read_all());
+  asio::error_code ec;
+  sock.shutdown(asio::ip::tcp::socket::shutdown_both, ec);  // unblocks the writer if reading failed
+  writer.join();
+}
+
 TEST(RpcTest, ListenerThatNeverAnswersTimesOutWithinTheDeadline) {
   asio::io_context io;
   asio::ip::tcp::acceptor acc(io, {asio::ip::make_address("127.0.0.1"), 0});

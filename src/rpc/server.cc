@@ -47,9 +47,16 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
       if (ec) return Close();
       in_len_ += n;
       if (!Consume()) return Close();
+      if (Throttled()) {
+        paused_ = true;  // Write() reads again once the replies have drained
+        ++server_.reads_paused_;
+        return;
+      }
       Read();
     });
   }
+
+  bool Throttled() const { return writing_ && pending_.size() >= server_.options_.max_pending_reply_bytes; }
 
   // Handles the complete frames in the input buffer; false on a malformed frame. Replies are
   // appended to pending_ and go out in one write (or after the write in flight).
@@ -107,6 +114,10 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
       writing_ = false;
       if (ec) return Close();
       if (!pending_.empty()) Write();
+      if (paused_ && !Throttled()) {
+        paused_ = false;
+        Read();
+      }
     });
   }
 
@@ -123,6 +134,7 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
   size_t in_len_ = 0;
   std::string pending_;  // replies not yet handed to a write
   std::string out_;      // the bytes of the write in flight
+  bool paused_ = false;  // not reading: too many replies wait for the peer to read
   bool writing_ = false;
 };
 

@@ -39,6 +39,9 @@ class RpcServer {
     uint16_t port = 0;  // 0: any free port (see port())
     int threads = 2;
     uint32_t max_body = kDefaultMaxBody;
+    // A connection whose unsent replies reach this many bytes (its peer sends but does not read)
+    // is not read from until they drain: a bound on the memory one connection can hold.
+    size_t max_pending_reply_bytes = 64u << 20;
   };
 
   explicit RpcServer(Options options);
@@ -54,6 +57,8 @@ class RpcServer {
 
   uint64_t malformed_frames() const { return malformed_.load(); }
   uint64_t open_connections() const { return connections_.load(); }
+  // Times a connection stopped being read because its peer was not reading its replies.
+  uint64_t reads_paused() const { return reads_paused_.load(); }
 
  private:
   class Session;
@@ -69,6 +74,7 @@ class RpcServer {
   uint16_t port_ = 0;
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> reads_paused_{0};
   bool started_ = false;
   size_t next_thread_ = 0;  // the thread the next connection goes to (accept handler only)
 };
