@@ -91,6 +91,10 @@ void Add(RpcServer& server, RpcMetrics* metrics, M method, Fn fn) {
     fn(req, resp);
     if (metrics) metrics->Record(m, Failed(resp));
     resp.AppendToString(&reply);
+    if (body.size() + static_cast<size_t>(resp.GetCachedSize()) > (256u << 10)) {  // a big batch: drop its memory
+      pb::MasterRequest().Swap(&req);
+      pb::MasterResponse().Swap(&resp);
+    }
     return Status::OK();
   });
 }
