@@ -49,7 +49,15 @@ bool Evictor::IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const {
   if (m.hard_pinned() || m.readers > 0 || m.lease_deadline > now || (m.flags & kOffloading) || MemoryBytes(m) == 0)
     return false;
   bool soft = (m.flags & kSoftPin) && m.soft_pin_deadline > now;
-  return pass == Pass::kUnpinned ? !soft : soft;
+  switch (pass) {
+    case Pass::kOnDisk:
+      return !soft && m.HasKind(ReplicaKind::kLocalDisk);
+    case Pass::kUnpinned:
+      return !soft;
+    case Pass::kSoftPinned:
+      return soft;
+  }
+  return false;
 }
 
 void Evictor::Collect(Pass pass, TimeMs now, std::vector<Candidate>& out) {
@@ -120,7 +128,8 @@ uint64_t Evictor::EvictBytes(uint64_t need) {
   TimeMs now = clock_.NowMs();
   uint64_t freed = 0, objects = 0;
   std::vector<Candidate> cands;
-  for (Pass pass : {Pass::kUnpinned, Pass::kSoftPinned}) {
+  for (Pass pass : {Pass::kOnDisk, Pass::kUnpinned, Pass::kSoftPinned}) {
+    if (pass == Pass::kOnDisk && !offload_.Any()) continue;  // no SSD tier: no disk copies to prefer
     if (pass == Pass::kSoftPinned && !config_.allow_evict_soft_pinned_objects) break;
     while (freed < need) {
       Collect(pass, now, cands);

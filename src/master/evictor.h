@@ -5,7 +5,9 @@
 // and an eviction merges the shards' oldest candidates. Leases do not order eviction, and
 // existence probes touch neither recency nor leases, so probing can never pin the pool full.
 //
-// Candidates: not hard-pinned, lease expired, no read pins, a COMPLETE MEMORY replica. Soft-pinned
+// Candidates: not hard-pinned, lease expired, no read pins, a COMPLETE MEMORY replica. Objects that
+// also have a LOCAL_DISK replica go first (dropping their DRAM copies loses nothing; with eager
+// offload the newest objects may not be on disk yet), then the other unpinned ones. Soft-pinned
 // objects (pin not yet expired) go only after every other candidate, and only when allowed.
 //
 // With offload_on_evict, a candidate that has no LOCAL_DISK replica and a MEMORY replica on a client
@@ -56,7 +58,7 @@ class Evictor {
     uint64_t bytes;
     std::string key;
   };
-  enum class Pass { kUnpinned, kSoftPinned };
+  enum class Pass { kOnDisk, kUnpinned, kSoftPinned };
 
   bool IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const;
   static uint64_t MemoryBytes(const ObjectMeta& m);

@@ -7,6 +7,11 @@ void OffloadQueues::AddClient(const ClientId& c) {
   queues_.try_emplace(c);
 }
 
+bool OffloadQueues::Any() const {
+  std::lock_guard lock(mu_);
+  return !queues_.empty();
+}
+
 bool OffloadQueues::Has(const ClientId& c) const {
   std::lock_guard lock(mu_);
   return queues_.count(c) != 0;

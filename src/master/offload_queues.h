@@ -32,6 +32,8 @@ class OffloadQueues {
   // The client has an SSD tier (again): it gets an empty queue if it had none.
   void AddClient(const ClientId& c);
   bool Has(const ClientId& c) const;
+  // Whether any client has an SSD tier.
+  bool Any() const;
   // False when the client has no SSD tier or its queue is full.
   bool Push(const ClientId& c, OffloadItem item);
   // Hands out up to `max` queued items; they stay counted until Finish.

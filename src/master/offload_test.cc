@@ -87,6 +87,29 @@ TEST_F(OffloadTest, EagerOffloadAddsADiskReplicaBesideTheMemoryOne) {
   EXPECT_EQ(Allocated(), 0u);
 }
 
+// Eviction takes the DRAM copies of objects that are also on disk first, older objects that are
+// only in DRAM after: with eager offload, the newest objects may not have reached the disk yet.
+TEST_F(OffloadTest, EvictionFreesCopiesThatAreOnDiskBeforeOlderDramOnlyObjects) {
+  Start(Eager());
+  ASSERT_TRUE(Put(K(0), kObj).ok());  // the older object; its offload fails: DRAM only
+  ASSERT_TRUE(Put(K(1), kObj).ok());
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 2u);
+  ASSERT_EQ(tasks[0].disk_key, DiskKey("default", K(0)));
+  EXPECT_TRUE(Done({tasks[0]}, Status(Code::kFileWriteFail, "disk full"))[0].ok());
+  EXPECT_TRUE(Done({tasks[1]})[0].ok());
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
+  EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kMem, kDisk}));
+  clock_.AdvanceSec(11);  // past the leases of those reads
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));  // kept, though older
+  EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kDisk}));
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);  // then the DRAM-only one
+  EXPECT_FALSE(Exists(K(0)));
+  EXPECT_TRUE(Exists(K(1)));
+}
+
 TEST_F(OffloadTest, OnlyClientsWithAnSsdTierGetTasks) {
   Start(Eager());
   Mount("b", kObj * 4);  // ctx_'s own segment, no SSD tier
