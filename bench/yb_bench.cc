@@ -91,7 +91,7 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
                      bool check_replies = true, pid_t server_pid = 0, json* cpu = nullptr) {
   using yb::rpc::MasterMethod;
   const bool put = op == "PutStart+PutEnd", exist = op == "ExistKey";
-  const auto method = static_cast<uint16_t>(op == "ExistKey" ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
+  const auto method = static_cast<uint16_t>(exist ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
   uint64_t put_base = put_seq.fetch_add(1ULL << 32);  // fresh keys for this run
   yb::pb::MasterRequest q;
   q.mutable_ctx()->set_client_hi(ctx.client.hi);

@@ -124,6 +124,14 @@ TEST(RpcTest, PeerThatDoesNotReadIsThrottledAndThenServedInFull) {
   RpcServer::Options o;
   o.address = "127.0.0.1";
   o.max_pending_reply_bytes = 64 << 10;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool paused = false;
+  o.on_reads_paused = [&] {
+    std::lock_guard lock(mu);
+    paused = true;
+    cv.notify_all();
+  };
   RpcServer server(o);
   server.Register(1, [](std::string_view b, std::string& reply) {
     reply += b;
@@ -144,7 +152,10 @@ TEST(RpcTest, PeerThatDoesNotReadIsThrottledAndThenServedInFull) {
     asio::write(sock, asio::buffer(all), ec);
     EXPECT_FALSE(ec) << ec.message();
   });
-  for (int i = 0; i < 500 && server.reads_paused() == 0; ++i) std::this_thread::sleep_for(10ms);
+  {
+    std::unique_lock lock(mu);  // the peer reads nothing until the server has stopped reading it
+    EXPECT_TRUE(cv.wait_for(lock, 10s, [&] { return paused; }));
+  }
   EXPECT_GT(server.reads_paused(), 0u);
   RpcChannel other("127.0.0.1", server.port());
   auto r = other.Call(1, "meanwhile", 2s);

@@ -50,6 +50,7 @@ class RpcServer::Session : public std::enable_shared_from_this<Session> {
       if (Throttled()) {
         paused_ = true;  // Write() reads again once the replies have drained
         ++server_.reads_paused_;
+        if (server_.options_.on_reads_paused) server_.options_.on_reads_paused();
         return;
       }
       Read();

@@ -42,6 +42,8 @@ class RpcServer {
     // A connection whose unsent replies reach this many bytes (its peer sends but does not read)
     // is not read from until they drain: a bound on the memory one connection can hold.
     size_t max_pending_reply_bytes = 64u << 20;
+    // Called (on the connection's thread) each time a connection stops being read for that reason.
+    std::function<void()> on_reads_paused;
   };
 
   explicit RpcServer(Options options);
