@@ -1,11 +1,11 @@
 // RpcServer: accepts connections and answers framed requests (frame.h) with registered handlers.
 //
 // Each connection reads frames in a loop and answers each request in order of arrival, so a
-// client may pipeline many requests on one connection. Each thread runs its own event loop and
-// connections are dealt to the threads in turn, so several connections are served in parallel
-// and a connection is always served by the same thread. A malformed or oversized frame closes that connection (and is
-// logged); other connections are unaffected. Handlers run on the server's threads and must be
-// thread-safe. Start/Stop from one thread.
+// client may pipeline many requests on one connection. Each serving thread runs its own event
+// loop (an epoll set) and connections are dealt to the threads in turn, so several connections
+// are served in parallel and a connection is always served by the same thread. A malformed or
+// oversized frame closes that connection (and is logged); other connections are unaffected.
+// Handlers run on the server's threads and must be thread-safe. Start/Stop from one thread.
 #pragma once
 
 #include <atomic>
@@ -64,21 +64,22 @@ class RpcServer {
 
  private:
   class Session;
+  class Loop;
   void Accept();
 
   Options options_;
   std::unordered_map<uint16_t, Handler> handlers_;
-  std::vector<std::unique_ptr<asio::io_context>> ios_;  // one per serving thread
-  std::unique_ptr<asio::io_context> accept_io_;         // the accepting thread's
+  std::vector<std::unique_ptr<Loop>> loops_;     // one per serving thread
+  std::unique_ptr<asio::io_context> accept_io_;  // the accepting thread's
   struct Acceptor;
   std::unique_ptr<Acceptor> acceptor_;
-  std::vector<std::thread> threads_;
+  std::thread accept_thread_;
   uint16_t port_ = 0;
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> reads_paused_{0};
   bool started_ = false;
-  size_t next_thread_ = 0;  // the thread the next connection goes to (accept handler only)
+  size_t next_loop_ = 0;  // the loop the next connection goes to (accept handler only)
 };
 
 }  // namespace yb::rpc
