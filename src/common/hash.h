@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace yb {
 
@@ -22,12 +23,21 @@ struct HashedKey {
 
 // Transparent hasher/equality for unordered containers keyed by std::string: lookups with a
 // HashedKey reuse its hash.
+//
+// The string overloads are deliberately not noexcept: libstdc++ stores each node's hash in the
+// node only for a hasher that may throw (or is not "fast"), and without the stored hash a lookup
+// walking a bucket re-hashes the key of every node it passes, and compares the keys of nodes with
+// another hash, each a cache miss on a large table (a third of the master's user time per
+// ExistKey). With it, other keys are told apart by their stored hash.
 struct KeyHash {
   using is_transparent = void;
-  size_t operator()(const std::string& k) const noexcept { return HashKey(k); }
-  size_t operator()(std::string_view k) const noexcept { return HashKey(k); }
+  size_t operator()(const std::string& k) const { return HashKey(k); }
+  size_t operator()(std::string_view k) const { return HashKey(k); }
   size_t operator()(const HashedKey& k) const noexcept { return k.hash; }
 };
+#if defined(__GLIBCXX__)
+static_assert(std::__cache_default<std::string, KeyHash>::value, "tables keyed with KeyHash should store hashes");
+#endif
 struct KeyEq {
   using is_transparent = void;
   static std::string_view View(const std::string& s) { return s; }
