@@ -77,6 +77,25 @@ TEST(RpcTest, ManyCallsInFlightFromManyThreads) {
   EXPECT_EQ(good.load(), 8 * 500);
 }
 
+// Bodies far larger than a socket buffer arrive over many reads and leave over many writes (the
+// server waits for the socket to drain between them), byte for byte, in both directions.
+TEST(RpcTest, LargeRequestsAndRepliesCrossWhole) {
+  auto server = EchoServer();
+  RpcChannel ch("127.0.0.1", server->port());
+  std::mt19937 rng(5);
+  for (size_t size : {size_t{1} << 20, size_t{24} << 20}) {
+    std::string body(size, '\0');
+    for (auto& c : body) c = static_cast<char>(rng());
+    auto r = ch.Call(1, body, 30s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->size(), body.size() + 5);
+    EXPECT_TRUE(r->compare(5, std::string::npos, body) == 0) << "reply of " << size << " bytes differs";
+  }
+  auto small = ch.Call(1, "after", 5s);  // the connection is still in step
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(*small, "echo:after");
+}
+
 // Connections are dealt to the server's threads in turn: with two threads, a call that blocks its
 // thread on one connection leaves the next connection served by the other thread.
 TEST(RpcTest, ConnectionsAreSpreadOverTheServerThreads) {
