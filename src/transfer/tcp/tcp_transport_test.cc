@@ -63,6 +63,23 @@ TEST_F(TcpTransportTest, LargeWriteAndReadInSlicesOverSeveralConnections) {
   EXPECT_TRUE(GuardsIntact());
 }
 
+// A batch of many small requests is pipelined on each connection; the server answers those that
+// are already waiting together (and in several sends past its answer buffer's 256 entries).
+TEST_F(TcpTransportTest, ManySmallRequestsInOneBatchAreAnsweredInOrder) {
+  constexpr size_t kN = 600, kLen = 1000;
+  std::vector<std::vector<uint8_t>> in(kN, std::vector<uint8_t>(kLen)), out(kN, std::vector<uint8_t>(kLen));
+  std::vector<TransferRequest> writes, reads;
+  for (size_t i = 0; i < kN; ++i) {
+    for (size_t j = 0; j < kLen; ++j) in[i][j] = static_cast<uint8_t>(i * 7 + j);
+    writes.push_back({Op::kWrite, 5, i * 1024, in[i].data(), kLen});
+    reads.push_back({Op::kRead, 5, i * 1024, out[i].data(), kLen});
+  }
+  for (const auto& st : transport_->Submit(writes)) ASSERT_TRUE(st.ok()) << st.ToString();
+  for (const auto& st : transport_->Submit(reads)) ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(in, out);
+  EXPECT_TRUE(GuardsIntact());
+}
+
 TEST_F(TcpTransportTest, OutOfBoundsAndForeignSegmentsAreRefused) {
   std::vector<uint8_t> buf(8192, 0x11);
   auto res = transport_->Submit({{Op::kWrite, 5, kSeg - 100, buf.data(), 200}});

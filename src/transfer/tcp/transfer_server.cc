@@ -119,10 +119,20 @@ void TransferServer::Serve(Socket& s) {
   };
   for (;;) {
     if (len - pos < kRequestSize) {
-      if (!flush()) return;  // nothing more to answer until the client sends more
       std::memmove(in.data(), in.data() + pos, len - pos);
       len -= pos;
       pos = 0;
+      if (!out.empty()) {
+        // Requests already waiting in the socket are answered together with these: a pipelined
+        // batch of writes gets its acknowledgements in a few sends, not one per slice.
+        ssize_t n = ::recv(s.native_handle(), in.data() + len, in.size() - len, MSG_DONTWAIT);
+        if (n > 0) {
+          len += static_cast<size_t>(n);
+          continue;
+        }
+        if (!flush()) return;  // nothing more to answer until the client sends more
+        if (n == 0) return;    // the client closed
+      }
       asio::error_code ec;
       size_t n = s.read_some(asio::buffer(in.data() + len, in.size() - len), ec);
       if (ec) return;
