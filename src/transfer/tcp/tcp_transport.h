@@ -23,7 +23,9 @@ class TcpTransport final : public Transport {
  public:
   using Resolver = std::function<std::optional<std::string>(SegmentId)>;  // segment -> "host:port"
   struct Options {
-    uint64_t slice_size = 256ULL << 10;
+    // 64 KiB, as Mooncake: with two connections per batch, a 1 MiB read came back ~12% sooner
+    // than with 256 KiB slices (docs/performance.md).
+    uint64_t slice_size = 64ULL << 10;
     int parallel = 2;  // connections one batch may use per endpoint
     int max_idle_per_endpoint = 8;
   };
