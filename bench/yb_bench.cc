@@ -5,7 +5,8 @@
 //     pipelined on 1 connection; batches of 128;
 //   - put and get between this process (a pure caller) and the segments of the cluster's clients,
 //     over TCP: GB/s, ops/s, p50 and p99 latency for 4 KiB, 64 KiB, 1 MiB, 4 MiB values, and
-//     4 KiB values in batches of 32;
+//     4 KiB values in batches of 32; for 1 MiB gets, also five short get windows each right after
+//     an iperf3 measurement (get.vs_iperf3_adjacent: the ratio at the machine's speed of the moment);
 //   - the machine: single-thread memcpy bandwidth, iperf3's loopback bandwidth when iperf3 is
 //     installed, and the same event-loop caller against an RPC server (a child process, one
 //     thread) whose handler does nothing: the ceiling for the master's single-key figures.
