@@ -26,7 +26,9 @@ namespace yb::rpc {
 
 struct RpcServer::Acceptor {
   asio::ip::tcp::acceptor acceptor;
-  explicit Acceptor(asio::io_context& io) : acceptor(io) {}
+  asio::steady_timer retry;  // the pause after a failed accept
+  std::chrono::milliseconds backoff{0};
+  explicit Acceptor(asio::io_context& io) : acceptor(io), retry(io) {}
 };
 
 // One connection, owned by its loop and only ever touched by the loop's thread: its handlers
@@ -148,7 +150,7 @@ class RpcServer::Session {
   const std::string peer_;
   std::vector<char> in_;
   size_t in_len_ = 0;
-  std::string out_;      // replies; the bytes before out_off_ have been sent
+  std::string out_;  // replies; the bytes before out_off_ have been sent
   size_t out_off_ = 0;
   bool paused_ = false;  // not reading: too many replies wait for the peer to read
 };
@@ -324,20 +326,32 @@ void RpcServer::Accept() {
   acceptor_->acceptor.async_accept([this](asio::error_code ec, asio::ip::tcp::socket s) {
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
-      YB_LOG_WARN("rpc: accept failed: {}", ec.message());
+      // Out of descriptors or memory: the connection stays queued, so accepting again at once
+      // would fail again at once, in a loop. Wait, longer each time (10 ms to 1 s), and retry.
+      auto& a = *acceptor_;
+      a.backoff = std::min<std::chrono::milliseconds>(std::max(a.backoff * 2, std::chrono::milliseconds(10)),
+                                                      std::chrono::seconds(1));
+      ++accept_failures_;
+      YB_LOG_WARN("rpc: accept failed: {}; retrying in {} ms", ec.message(), a.backoff.count());
+      if (options_.on_accept_failed) options_.on_accept_failed();
+      a.retry.expires_after(a.backoff);
+      a.retry.async_wait([this](asio::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
+    }
+    acceptor_->backoff = std::chrono::milliseconds(0);
+    std::string peer = s.remote_endpoint(ec).address().to_string();
+    s.set_option(asio::ip::tcp::no_delay(true), ec);
+    s.non_blocking(true, ec);
+    int fd = s.release(ec);
+    if (ec) {
+      YB_LOG_WARN("rpc: cannot take over a new connection: {}", ec.message());
     } else {
-      std::string peer = s.remote_endpoint(ec).address().to_string();
-      s.set_option(asio::ip::tcp::no_delay(true), ec);
-      s.non_blocking(true, ec);
-      int fd = s.release(ec);
-      if (ec) {
-        YB_LOG_WARN("rpc: cannot take over a new connection: {}", ec.message());
-      } else {
-        // Asio's non_blocking() may only have been recorded; the loop needs the socket itself
-        // non-blocking.
-        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-        loops_[next_loop_++ % loops_.size()]->Adopt(fd, std::move(peer));  // dealt in turn
-      }
+      // Asio's non_blocking() may only have been recorded; the loop needs the socket itself
+      // non-blocking.
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      loops_[next_loop_++ % loops_.size()]->Adopt(fd, std::move(peer));  // dealt in turn
     }
     Accept();
   });

@@ -44,6 +44,8 @@ class RpcServer {
     size_t max_pending_reply_bytes = 64u << 20;
     // Called (on the connection's thread) each time a connection stops being read for that reason.
     std::function<void()> on_reads_paused;
+    // Called (on the accepting thread) after each failed accept, before the pause that follows it.
+    std::function<void()> on_accept_failed;
   };
 
   explicit RpcServer(Options options);
@@ -61,6 +63,9 @@ class RpcServer {
   uint64_t open_connections() const { return connections_.load(); }
   // Times a connection stopped being read because its peer was not reading its replies.
   uint64_t reads_paused() const { return reads_paused_.load(); }
+  // Accepts that failed (e.g. out of file descriptors); each is followed by a pause of 10 ms,
+  // doubling up to 1 s while they keep failing.
+  uint64_t accept_failures() const { return accept_failures_.load(); }
 
  private:
   class Session;
@@ -78,6 +83,7 @@ class RpcServer {
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> reads_paused_{0};
+  std::atomic<uint64_t> accept_failures_{0};
   bool started_ = false;
   size_t next_loop_ = 0;  // the loop the next connection goes to (accept handler only)
 };

@@ -1,0 +1,68 @@
+// For tests: leaves this process with no file descriptor to spare and one connection queued on a
+// local port, so that the listener's next accept fails (EMFILE). It lowers the soft RLIMIT_NOFILE
+// to a little above the descriptors open now, fills the rest with eventfds (no connection yet, so
+// the listener takes none of them), then frees one and connects with it. The destructor closes
+// them and restores the limit.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace yb::test_util {
+
+class DescriptorExhaustion {
+ public:
+  explicit DescriptorExhaustion(uint16_t port) {
+    if (getrlimit(RLIMIT_NOFILE, &saved_) != 0) return;
+    int open_now = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) open_now += e.is_symlink() ? 1 : 0;
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(open_now + 16);
+    if (setrlimit(RLIMIT_NOFILE, &low) != 0) return;
+    lowered_ = true;
+    addr_.sin_family = AF_INET;
+    addr_.sin_port = htons(port);
+    addr_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int fd; (fd = eventfd(0, EFD_CLOEXEC)) >= 0;) fds_.push_back(fd);
+    if (fds_.empty()) return;
+    ::close(fds_.back());
+    fds_.back() = Dial();
+    ok_ = fds_.back() >= 0;
+  }
+  ~DescriptorExhaustion() {
+    for (int fd : fds_) {
+      if (fd >= 0) ::close(fd);
+    }
+    if (lowered_) setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  DescriptorExhaustion(const DescriptorExhaustion&) = delete;
+  DescriptorExhaustion& operator=(const DescriptorExhaustion&) = delete;
+
+  // True once a connection is queued with no descriptor left to accept it.
+  bool ok() const { return ok_; }
+
+ private:
+  int Dial() {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr_), sizeof(addr_)) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
+  rlimit saved_{};
+  bool lowered_ = false;
+  bool ok_ = false;
+  sockaddr_in addr_{};
+  std::vector<int> fds_;
+};
+
+}  // namespace yb::test_util
