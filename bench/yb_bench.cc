@@ -11,12 +11,12 @@
 //     installed, and the same event-loop caller against an RPC server (a child process, one
 //     thread) whose handler does nothing: the ceiling for the master's single-key figures.
 // Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf]
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>

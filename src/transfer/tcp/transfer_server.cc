@@ -59,12 +59,23 @@ Status TransferServer::Start() {
                                             std::to_string(options_.port) + ": " + e.what());
   }
   impl_->accept_thread = std::thread([this] {
+    std::chrono::milliseconds backoff{0};
     for (;;) {
       auto sock = std::make_shared<asio::ip::tcp::socket>(impl_->io);
       asio::error_code ec;
       impl_->acceptor.accept(*sock, ec);
       if (impl_->stopping) return;
-      if (ec) continue;
+      if (ec) {
+        // Out of descriptors or memory: the connection stays queued and an immediate retry would
+        // fail at once, in a loop. Pause, longer each time (10 ms to 1 s).
+        backoff = std::min<std::chrono::milliseconds>(std::max(backoff * 2, std::chrono::milliseconds(10)),
+                                                      std::chrono::seconds(1));
+        YB_LOG_WARN("transfer server: accept failed: {}; retrying in {} ms", ec.message(), backoff.count());
+        if (options_.on_accept_failed) options_.on_accept_failed();
+        std::this_thread::sleep_for(backoff);
+        continue;
+      }
+      backoff = std::chrono::milliseconds(0);
       impl_->Reap();
       if (impl_->active.load() >= options_.max_connections) {
         YB_LOG_WARN("transfer server: too many connections, refusing one");

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,9 @@ class TransferServer {
     uint64_t max_request = 64ULL << 20;     // longest single request
     uint64_t max_object_read = 1ULL << 30;  // largest object read from the SSD tier at once
     int max_connections = 256;
+    // Called (on the accepting thread) after each failed accept, before the pause that follows it
+    // (10 ms, doubling up to 1 s while accepts keep failing, e.g. out of file descriptors).
+    std::function<void()> on_accept_failed;
   };
 
   TransferServer(std::shared_ptr<LocalSegmentRegistry> served, Options options);
