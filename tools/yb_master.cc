@@ -82,7 +82,7 @@ bool ApplyConfigFile(CLI::App& app, const std::string& path) {
   return true;
 }
 
-std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc) {
+std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, const yb::rpc::RpcServer& server) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line("# HELP yb_master_requests_total RPC calls per operation.");
@@ -105,6 +105,13 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc) {
   };
   auto gauge = [&](const char* name, const char* help, uint64_t v) { metric("gauge", name, help, v); };
   auto counter = [&](const char* name, const char* help, uint64_t v) { metric("counter", name, help, v); };
+  gauge("yb_master_rpc_connections", "Open RPC connections.", server.open_connections());
+  counter("yb_master_rpc_malformed_frames_total", "RPC frames refused as malformed (each closed its connection).",
+          server.malformed_frames());
+  counter("yb_master_rpc_reads_paused_total", "Times a connection stopped being read: its peer did not read replies.",
+          server.reads_paused());
+  counter("yb_master_rpc_accept_failures_total",
+          "Failed accepts (e.g. out of file descriptors), each followed by a pause.", server.accept_failures());
   gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
   gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
   gauge("yb_master_keys", "Published objects.", st.keys);
@@ -241,7 +248,7 @@ int main(int argc, char** argv) {
   std::thread http_thread;
   if (f.metrics_port > 0) {
     http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Metrics(*master, rpc_metrics), "text/plain; version=0.0.4");
+      res.set_content(Metrics(*master, rpc_metrics, server), "text/plain; version=0.0.4");
     });
     http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("OK\n", "text/plain"); });
     http.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {

@@ -103,6 +103,7 @@ def test_malformed_rpc_frames_are_refused_and_the_master_keeps_serving(cluster):
     assert get(cluster, "still") == (0, b"alive")
     metrics = cluster.http("/metrics")
     assert 'yb_master_requests_total{op="PutStart"}' in metrics
+    assert cluster.metric("yb_master_rpc_malformed_frames_total") == 3
 
 
 def transfer_endpoint(cluster, name):
