@@ -4,6 +4,7 @@
 
 #include <array>
 #include <asio.hpp>
+#include <condition_variable>
 #include <cstring>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct TransferServer::Impl {
     }
   }
   std::atomic<bool> stopping{false};
+  std::condition_variable stop_cv;  // wakes the accept thread from a pause after a failed accept (with mu)
   std::atomic<int> active{0};
 };
 
@@ -72,7 +74,8 @@ Status TransferServer::Start() {
                                                       std::chrono::seconds(1));
         YB_LOG_WARN("transfer server: accept failed: {}; retrying in {} ms", ec.message(), backoff.count());
         if (options_.on_accept_failed) options_.on_accept_failed();
-        std::this_thread::sleep_for(backoff);
+        std::unique_lock lock(impl_->mu);
+        if (impl_->stop_cv.wait_for(lock, backoff, [this] { return impl_->stopping.load(); })) return;
         continue;
       }
       backoff = std::chrono::milliseconds(0);
@@ -249,7 +252,11 @@ bool TransferServer::ServeObjectRead(Socket& s, const WireRequest& req, std::vec
 }
 
 void TransferServer::Stop() {
-  if (impl_->stopping.exchange(true)) return;
+  {
+    std::lock_guard lock(impl_->mu);  // so a pausing accept thread cannot miss the wake-up
+    if (impl_->stopping.exchange(true)) return;
+  }
+  impl_->stop_cv.notify_all();
   asio::error_code ec;
   // Wake the accept thread with a connection to ourselves; it sees `stopping` and returns. The
   // acceptor is closed only after that thread is gone.
