@@ -110,7 +110,7 @@ RpcChannel::RpcChannel(std::string host, uint16_t port, Options options)
       port_(port),
       target_(host_ + ":" + std::to_string(port)),
       options_(options),
-      backoff_(options.backoff_min) {}
+      backoff_(options.backoff_min, options.backoff_max) {}
 
 RpcChannel::~RpcChannel() {
   std::lock_guard lock(mu_);
@@ -134,8 +134,7 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   c->max_body = options_.max_body;
   asio::error_code ec = asio::error::timed_out;
   auto fail = [&](Code code, const std::string& msg) -> Status {
-    next_attempt_ = now + backoff_;
-    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
+    next_attempt_ = now + backoff_.Next();
     return Status(code, msg);
   };
   try {
@@ -155,7 +154,7 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   c->socket.native_non_blocking(false, ec);  // reads below block (up to the slice)
   timeval slice{0, kReadSliceUs};
   setsockopt(c->socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice));
-  backoff_ = options_.backoff_min;
+  backoff_.Reset();
   next_attempt_ = {};
   conn_ = c;
   return c;

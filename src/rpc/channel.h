@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/backoff.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
 
@@ -51,7 +52,7 @@ class RpcChannel {
   std::mutex mu_;  // guards everything below
   std::shared_ptr<Connection> conn_;
   std::chrono::steady_clock::time_point next_attempt_{};
-  std::chrono::milliseconds backoff_;
+  Backoff backoff_;
   uint32_t next_id_ = 1;
 };
 

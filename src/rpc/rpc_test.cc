@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "common/fd_exhaustion.h"
+#include "common/test_util.h"
 #include "master/master_service.h"
 #include "rpc/channel.h"
 #include "rpc/master_rpc.h"
@@ -34,6 +34,14 @@ std::unique_ptr<RpcServer> EchoServer(uint32_t max_body = kDefaultMaxBody) {
   });
   EXPECT_TRUE(s->Start().ok());
   return s;
+}
+
+// Method 1 answers with the request body.
+void RegisterPlainEcho(RpcServer& server) {
+  server.Register(1, [](std::string_view b, std::string& reply) {
+    reply += b;
+    return Status::OK();
+  });
 }
 
 // Sends raw bytes on a fresh connection and reports whether the server closed it.
@@ -107,10 +115,7 @@ TEST(RpcTest, ConnectionsAreSpreadOverTheServerThreads) {
   std::mutex mu;
   std::condition_variable cv;
   bool entered = false, release = false;
-  server.Register(1, [](std::string_view b, std::string& reply) {
-    reply += b;
-    return Status::OK();
-  });
+  RegisterPlainEcho(server);
   server.Register(3, [&](std::string_view, std::string&) {
     std::unique_lock lock(mu);
     entered = true;
@@ -144,19 +149,10 @@ TEST(RpcTest, PeerThatDoesNotReadIsThrottledAndThenServedInFull) {
   RpcServer::Options o;
   o.address = "127.0.0.1";
   o.max_pending_reply_bytes = 64 << 10;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool paused = false;
-  o.on_reads_paused = [&] {
-    std::lock_guard lock(mu);
-    paused = true;
-    cv.notify_all();
-  };
+  test_util::CallTimes paused;
+  o.on_reads_paused = paused.Recorder();
   RpcServer server(o);
-  server.Register(1, [](std::string_view b, std::string& reply) {
-    reply += b;
-    return Status::OK();
-  });
+  RegisterPlainEcho(server);
   ASSERT_TRUE(server.Start().ok());
   constexpr int kCalls = 8000;
   const std::string body(1024, 'r');
@@ -172,10 +168,8 @@ TEST(RpcTest, PeerThatDoesNotReadIsThrottledAndThenServedInFull) {
     asio::write(sock, asio::buffer(all), ec);
     EXPECT_FALSE(ec) << ec.message();
   });
-  {
-    std::unique_lock lock(mu);  // the peer reads nothing until the server has stopped reading it
-    EXPECT_TRUE(cv.wait_for(lock, 10s, [&] { return paused; }));
-  }
+  // The peer reads nothing until the server has stopped reading it.
+  EXPECT_EQ(paused.WaitFor(1, 10s).size(), 1u);
   EXPECT_GT(server.reads_paused(), 0u);
   RpcChannel other("127.0.0.1", server.port());
   auto r = other.Call(1, "meanwhile", 2s);
@@ -205,38 +199,23 @@ TEST(RpcTest, PeerThatDoesNotReadIsThrottledAndThenServedInFull) {
 // queued connection would make it fail again immediately); connections already open are served
 // meanwhile, and queued ones are taken once descriptors are free again.
 TEST(RpcTest, AcceptFailuresPauseAndRecover) {
-#if defined(__SANITIZE_ADDRESS__)
-  // UBSan's vptr check reads memory through a pipe: in a process with no descriptor left it
-  // reports valid objects as invalid. The test runs in the plain and ThreadSanitizer builds.
-  GTEST_SKIP() << "needs a process with no free descriptor, which the ASan+UBSan runtime cannot work in";
-#endif
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::chrono::steady_clock::time_point> failures;
+  if (test_util::kSanitizerNeedsFreeDescriptors) GTEST_SKIP() << "the ASan+UBSan runtime needs free descriptors";
+  test_util::CallTimes failures;
   RpcServer::Options o;
   o.address = "127.0.0.1";
-  o.on_accept_failed = [&] {
-    std::lock_guard lock(mu);
-    failures.push_back(std::chrono::steady_clock::now());
-    cv.notify_all();
-  };
+  o.on_accept_failed = failures.Recorder();
   RpcServer server(o);
-  server.Register(1, [](std::string_view b, std::string& reply) {
-    reply += b;
-    return Status::OK();
-  });
+  RegisterPlainEcho(server);
   ASSERT_TRUE(server.Start().ok());
   RpcChannel open_before("127.0.0.1", server.port());
   ASSERT_TRUE(open_before.Call(1, "x", 5s).ok());
 
   auto exhausted = std::make_unique<test_util::DescriptorExhaustion>(server.port());
   ASSERT_TRUE(exhausted->ok());
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return failures.size() >= 2; }));
-    // A retry at once would fail within microseconds; the pause makes it at least 10 ms.
-    EXPECT_GE(failures[1] - failures[0], 9ms);
-  }
+  auto times = failures.WaitFor(2, 10s);
+  ASSERT_EQ(times.size(), 2u);
+  // A retry at once would fail within microseconds; the pause makes it at least 10 ms.
+  EXPECT_GE(times[1] - times[0], 9ms);
   EXPECT_TRUE(open_before.Call(1, "still served", 5s).ok());
   exhausted.reset();  // descriptors and the limit back
   RpcChannel after("127.0.0.1", server.port());

@@ -1,6 +1,5 @@
 #include "rpc/server.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/backoff.h"
 #include "common/log.h"
 
 namespace yb::rpc {
@@ -27,7 +27,7 @@ namespace yb::rpc {
 struct RpcServer::Acceptor {
   asio::ip::tcp::acceptor acceptor;
   asio::steady_timer retry;  // the pause after a failed accept
-  std::chrono::milliseconds backoff{0};
+  Backoff backoff{std::chrono::milliseconds(10), std::chrono::seconds(1)};
   explicit Acceptor(asio::io_context& io) : acceptor(io), retry(io) {}
 };
 
@@ -172,10 +172,7 @@ class RpcServer::Loop {
     ep_ = epoll_create1(EPOLL_CLOEXEC);
     wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ep_ < 0 || wake_ < 0) return Status(Code::kInternal, std::string("rpc: epoll/eventfd: ") + strerror(errno));
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = nullptr;  // the wake-up descriptor
-    if (epoll_ctl(ep_, EPOLL_CTL_ADD, wake_, &ev) != 0) {
+    if (!Watch(EPOLL_CTL_ADD, wake_, EPOLLIN, nullptr)) {  // a null pointer marks the wake-up descriptor
       return Status(Code::kInternal, std::string("rpc: epoll_ctl: ") + strerror(errno));
     }
     thread_ = std::thread([this] { Run(); });
@@ -202,6 +199,14 @@ class RpcServer::Loop {
   }
 
  private:
+  // Adds a descriptor to the set or changes what it waits for; `ptr` comes back with its events.
+  bool Watch(int op, int fd, uint32_t events, void* ptr) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = ptr;
+    return epoll_ctl(ep_, op, fd, &ev) == 0;
+  }
+
   void Wake() {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t w = ::write(wake_, &one, sizeof(one));
@@ -227,12 +232,7 @@ class RpcServer::Loop {
           Close(s);
           continue;
         }
-        if (uint32_t now = s->interest(); now != before) {
-          epoll_event ev{};
-          ev.events = now;
-          ev.data.ptr = s;
-          if (epoll_ctl(ep_, EPOLL_CTL_MOD, s->fd(), &ev) != 0) Close(s);
-        }
+        if (uint32_t now = s->interest(); now != before && !Watch(EPOLL_CTL_MOD, s->fd(), now, s)) Close(s);
       }
     }
   }
@@ -249,10 +249,7 @@ class RpcServer::Loop {
     }
     for (auto& [fd, peer] : in) {
       auto s = std::make_unique<Session>(server_, fd, std::move(peer));
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.ptr = s.get();
-      if (epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      if (!Watch(EPOLL_CTL_ADD, fd, EPOLLIN, s.get())) {
         YB_LOG_WARN("rpc: cannot watch a new connection: {}", strerror(errno));
         continue;  // s closes it
       }
@@ -329,28 +326,24 @@ void RpcServer::Accept() {
       // Out of descriptors or memory: the connection stays queued, so accepting again at once
       // would fail again at once, in a loop. Wait, longer each time (10 ms to 1 s), and retry.
       auto& a = *acceptor_;
-      a.backoff = std::min<std::chrono::milliseconds>(std::max(a.backoff * 2, std::chrono::milliseconds(10)),
-                                                      std::chrono::seconds(1));
+      const auto pause = a.backoff.Next();
       ++accept_failures_;
-      YB_LOG_WARN("rpc: accept failed: {}; retrying in {} ms", ec.message(), a.backoff.count());
+      YB_LOG_WARN("rpc: accept failed: {}; retrying in {} ms", ec.message(), pause.count());
       if (options_.on_accept_failed) options_.on_accept_failed();
-      a.retry.expires_after(a.backoff);
+      a.retry.expires_after(pause);
       a.retry.async_wait([this](asio::error_code wait_ec) {
         if (!wait_ec) Accept();
       });
       return;
     }
-    acceptor_->backoff = std::chrono::milliseconds(0);
+    acceptor_->backoff.Reset();
     std::string peer = s.remote_endpoint(ec).address().to_string();
     s.set_option(asio::ip::tcp::no_delay(true), ec);
-    s.non_blocking(true, ec);
+    s.non_blocking(true, ec);  // sets the descriptor itself non-blocking, which it stays once released
     int fd = s.release(ec);
     if (ec) {
       YB_LOG_WARN("rpc: cannot take over a new connection: {}", ec.message());
     } else {
-      // Asio's non_blocking() may only have been recorded; the loop needs the socket itself
-      // non-blocking.
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
       loops_[next_loop_++ % loops_.size()]->Adopt(fd, std::move(peer));  // dealt in turn
     }
     Accept();

@@ -3,11 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 
-#include "common/fd_exhaustion.h"
+#include "common/test_util.h"
 #include "transfer/tcp/transfer_server.h"
 #include "transfer/tcp/wire.h"
 
@@ -131,21 +129,11 @@ TEST_F(TcpTransportTest, AStoppedServerFailsTransfersCleanly) {
 // connection already open keeps transferring, and a queued one is served once descriptors are
 // free again.
 TEST_F(TcpTransportTest, AcceptFailuresPauseAndRecover) {
-#if defined(__SANITIZE_ADDRESS__)
-  // UBSan's vptr check reads memory through a pipe: in a process with no descriptor left it
-  // reports valid objects as invalid. The test runs in the plain and ThreadSanitizer builds.
-  GTEST_SKIP() << "needs a process with no free descriptor, which the ASan+UBSan runtime cannot work in";
-#endif
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::chrono::steady_clock::time_point> failures;
+  if (test_util::kSanitizerNeedsFreeDescriptors) GTEST_SKIP() << "the ASan+UBSan runtime needs free descriptors";
+  test_util::CallTimes failures;
   TransferServer::Options o;
   o.address = "127.0.0.1";
-  o.on_accept_failed = [&] {
-    std::lock_guard lock(mu);
-    failures.push_back(std::chrono::steady_clock::now());
-    cv.notify_all();
-  };
+  o.on_accept_failed = failures.Recorder();
   TransferServer server(served_, o);
   ASSERT_TRUE(server.Start().ok());
   std::string ep = "127.0.0.1:" + std::to_string(server.port());
@@ -156,11 +144,9 @@ TEST_F(TcpTransportTest, AcceptFailuresPauseAndRecover) {
 
   auto exhausted = std::make_unique<test_util::DescriptorExhaustion>(server.port());
   ASSERT_TRUE(exhausted->ok());
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return failures.size() >= 2; }));
-    EXPECT_GE(failures[1] - failures[0], 9ms);  // a retry at once would fail within microseconds
-  }
+  auto times = failures.WaitFor(2, 10s);
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_GE(times[1] - times[0], 9ms);  // a retry at once would fail within microseconds
   auto r = before.Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
   ASSERT_TRUE(r[0].ok()) << r[0].ToString();
   EXPECT_EQ(back, buf);

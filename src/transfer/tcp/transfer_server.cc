@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/log.h"
 #include "transfer/memcpy_transport.h"
 #include "transfer/tcp/wire.h"
@@ -61,7 +62,7 @@ Status TransferServer::Start() {
                                             std::to_string(options_.port) + ": " + e.what());
   }
   impl_->accept_thread = std::thread([this] {
-    std::chrono::milliseconds backoff{0};
+    Backoff backoff(std::chrono::milliseconds(10), std::chrono::seconds(1));
     for (;;) {
       auto sock = std::make_shared<asio::ip::tcp::socket>(impl_->io);
       asio::error_code ec;
@@ -70,15 +71,14 @@ Status TransferServer::Start() {
       if (ec) {
         // Out of descriptors or memory: the connection stays queued and an immediate retry would
         // fail at once, in a loop. Pause, longer each time (10 ms to 1 s).
-        backoff = std::min<std::chrono::milliseconds>(std::max(backoff * 2, std::chrono::milliseconds(10)),
-                                                      std::chrono::seconds(1));
-        YB_LOG_WARN("transfer server: accept failed: {}; retrying in {} ms", ec.message(), backoff.count());
+        const auto pause = backoff.Next();
+        YB_LOG_WARN("transfer server: accept failed: {}; retrying in {} ms", ec.message(), pause.count());
         if (options_.on_accept_failed) options_.on_accept_failed();
         std::unique_lock lock(impl_->mu);
-        if (impl_->stop_cv.wait_for(lock, backoff, [this] { return impl_->stopping.load(); })) return;
+        if (impl_->stop_cv.wait_for(lock, pause, [this] { return impl_->stopping.load(); })) return;
         continue;
       }
-      backoff = std::chrono::milliseconds(0);
+      backoff.Reset();
       impl_->Reap();
       if (impl_->active.load() >= options_.max_connections) {
         YB_LOG_WARN("transfer server: too many connections, refusing one");

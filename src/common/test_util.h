@@ -1,4 +1,6 @@
-// For tests: leaves this process with no file descriptor to spare and one connection queued on a
+// Helpers for tests.
+//
+// DescriptorExhaustion leaves this process with no file descriptor to spare and one connection queued on a
 // local port, so that the listener's next accept fails (EMFILE). It lowers the soft RLIMIT_NOFILE
 // to a little above the descriptors open now, fills the rest with eventfds (no connection yet, so
 // the listener takes none of them), then frees one and connects with it. The destructor closes
@@ -11,11 +13,48 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <vector>
 
 namespace yb::test_util {
+
+// UBSan's vptr check reads memory through a pipe: in a process with no descriptor left it reports
+// valid objects as invalid, so tests that exhaust descriptors skip themselves in that build.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitizerNeedsFreeDescriptors = true;
+#else
+inline constexpr bool kSanitizerNeedsFreeDescriptors = false;
+#endif
+
+// Records when a callback is called (e.g. a server's on_accept_failed), from any thread, and
+// lets a test wait for the calls.
+class CallTimes {
+ public:
+  using Time = std::chrono::steady_clock::time_point;
+  std::function<void()> Recorder() {
+    return [this] {
+      std::lock_guard lock(mu_);
+      times_.push_back(std::chrono::steady_clock::now());
+      cv_.notify_all();
+    };
+  }
+  // The times of the first `n` calls once there have been that many, or empty after `timeout`.
+  std::vector<Time> WaitFor(size_t n, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return times_.size() >= n; })) return {};
+    return {times_.begin(), times_.begin() + static_cast<std::ptrdiff_t>(n)};
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Time> times_;
+};
 
 class DescriptorExhaustion {
  public:
