@@ -192,8 +192,9 @@ int main(int argc, char** argv) {
   app.add_option("--offload_on_evict", f.offload_on_evict,
                  "SSD tier: eviction moves objects down to a client's SSD tier instead of dropping them");
   app.add_option("--offload_force_evict", f.offload_force_evict,
-                 "with --offload_on_evict: when a client's offload queue is full, evict (drop) anyway instead of "
-                 "keeping the object in DRAM");
+                 "SSD tier: eviction drops objects whose disk copy is not made instead of keeping them in DRAM "
+                 "(with --offload_on_evict, when a client's offload queue is full; with --enable_offload, while the "
+                 "eager copy is queued or running)");
   app.add_option("--offload_queue_limit", f.offload_queue_limit, "objects queued or in flight per client")
       ->check(CLI::PositiveNumber);
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");

@@ -48,6 +48,8 @@ uint64_t Evictor::MemoryBytes(const ObjectMeta& m) {
 bool Evictor::IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const {
   if (m.hard_pinned() || m.readers > 0 || m.lease_deadline > now || (m.flags & kOffloading) || MemoryBytes(m) == 0)
     return false;
+  // On its way to the disk (eager offload): taken once the copy is durable, not dropped before.
+  if ((m.flags & kDiskCopyPending) && !config_.offload_force_evict) return false;
   bool soft = (m.flags & kSoftPin) && m.soft_pin_deadline > now;
   switch (pass) {
     case Pass::kOnDisk:

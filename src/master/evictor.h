@@ -9,6 +9,9 @@
 // also have a LOCAL_DISK replica go first (dropping their DRAM copies loses nothing; with eager
 // offload the newest objects may not be on disk yet), then the other unpinned ones. Soft-pinned
 // objects (pin not yet expired) go only after every other candidate, and only when allowed.
+// An object whose eager offload is queued or running (no disk copy yet) is not a candidate: it
+// becomes one, among the first, once its copy is durable. With offload_force_evict it is an
+// ordinary candidate (and is lost if picked).
 //
 // With offload_on_evict, a candidate that has no LOCAL_DISK replica and a MEMORY replica on a client
 // with an SSD tier is queued for offload instead: that replica stays (pinned from eviction) until

@@ -12,6 +12,7 @@ std::string_view UserKey(const std::string& table_key) { return std::string_view
 
 // Adds a LOCAL_DISK replica naming `segment` (its owner's).
 void AddDiskReplica(ObjectMeta& m, SegmentRef segment) {
+  m.flags &= static_cast<uint8_t>(~kDiskCopyPending);
   std::vector<StoredReplica> replicas = m.TakeReplicas();
   replicas.emplace_back(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
                         ReplicaStatus::kComplete);
@@ -36,15 +37,17 @@ MasterService::ClientReplicas MasterService::ReplicasOn(const ObjectMeta& m, con
   return out;
 }
 
-void MasterService::QueueEagerOffloadLocked(const ObjectEntry& e) {
-  const ObjectMeta& m = e.second;
+void MasterService::QueueEagerOffloadLocked(ObjectEntry& e) {
+  ObjectMeta& m = e.second;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     ClientId owner;
     const StoredReplica& r = m.replica(i);
     if (r.kind() != ReplicaKind::kMemory || !segments_.OwnerOf(r.segment(), &owner)) continue;
     // Each owner with an SSD tier keeps its own copy: replica_num copies in DRAM stay replica_num
     // copies on disk, and the bytes never cross the network on the way down.
-    offload_.Push(owner, OffloadItem{e.first, m.object_id, m.size, false});
+    // Until a copy is on disk, eviction leaves the object alone (DESIGN.md section 5): dropping
+    // it now would lose what is about to be kept.
+    if (offload_.Push(owner, OffloadItem{e.first, m.object_id, m.size, false})) m.flags |= kDiskCopyPending;
   }
 }
 
@@ -71,6 +74,7 @@ Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& 
     const StoredReplica* mem = mine.memory;
     if (!mem || mine.on_disk) {  // nothing of ours to copy, or already copied
       (void)offload_.Finish(ctx.client, item.object_id);
+      m.flags &= static_cast<uint8_t>(~kDiskCopyPending);
       if (item.on_evict) FinishEvictOffloadLocked(s, it);
       continue;
     }
@@ -119,7 +123,7 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
       }
     } else {
       // The DRAM copy stays; eviction will treat the object as one without an SSD tier.
-      m.flags |= kNoOffload;
+      m.flags = static_cast<uint8_t>((m.flags | kNoOffload) & ~kDiskCopyPending);
       offload_failed_.fetch_add(1, std::memory_order_relaxed);
       YB_LOG_WARN("client {} could not offload an object of {} bytes: {}", ctx.client.ToString(), m.size,
                   res.status.ToString());
@@ -233,14 +237,16 @@ std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, cons
 }
 
 void MasterService::ForgetOffloadsOf(const ClientId& client) {
+  // The client's copies will not come: its objects are evictable again (eager offload) and no
+  // longer wait for a disk copy to free their memory (offload on evict).
   for (const OffloadItem& item : offload_.RemoveClient(client)) {
-    if (!item.on_evict) continue;
     const HashedKey hk(item.table_key);
     Shard& s = table_.ShardFor(hk);
     std::lock_guard lock(s.mu);
     auto it = s.objects.find(hk);
     if (it != s.objects.end() && it->second.object_id == item.object_id) {
-      it->second.flags &= static_cast<uint8_t>(~kOffloading);
+      const int clear = kDiskCopyPending | (item.on_evict ? kOffloading : 0);
+      it->second.flags &= static_cast<uint8_t>(~clear);
     }
   }
 }

@@ -135,7 +135,7 @@ class MasterService final : public MasterApi {
     bool on_disk = false;
   };
   ClientReplicas ReplicasOn(const ObjectMeta& m, const ClientId& client) const;
-  void QueueEagerOffloadLocked(const ObjectEntry& e);
+  void QueueEagerOffloadLocked(ObjectEntry& e);
   // Ends an eviction's offload: once the object has a disk copy and no reader, its memory goes.
   void FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it);
   void ForgetOffloadsOf(const ClientId& client);

@@ -110,6 +110,64 @@ TEST_F(OffloadTest, EvictionFreesCopiesThatAreOnDiskBeforeOlderDramOnlyObjects) 
   EXPECT_TRUE(Exists(K(1)));
 }
 
+// An object whose eager offload has not finished is on its way to the disk: eviction waits for the
+// copy instead of dropping it, and a writer that finds the pool full of such objects is refused
+// (NO_AVAILABLE_HANDLE) until copies land. Before, the newest object could be dropped whole while
+// the older ones it was evicted for were leased by readers.
+TEST_F(OffloadTest, ObjectsWaitingForTheirEagerDiskCopyAreNotEvicted) {
+  Start(Eager());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj).ok());  // the segment is full
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(4 * kObj), 0u);
+  EXPECT_EQ(master_->evictor().RunOnce(), 0u);  // over the watermark, nothing to take
+  EXPECT_EQ(Put(K(4), kObj).code(), Code::kNoAvailableHandle);
+  EXPECT_EQ(master_->Stats().keys, 4u);
+  // k0 and k1 reach the disk; k2's copy fails (it stays, evictable as DRAM-only); k3's is running.
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 4u);
+  for (const auto& st : Done({tasks[0], tasks[1]})) EXPECT_TRUE(st.ok());
+  EXPECT_TRUE(Done({tasks[2]}, Status(Code::kFileWriteFail, "disk full"))[0].ok());
+  ASSERT_TRUE(Put(K(4), kObj).ok());  // inline eviction takes k0's DRAM copy
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kDisk}));
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(3 * kObj), 2 * kObj);  // k1's copy, then k2 (DRAM only)
+  EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kDisk}));
+  EXPECT_FALSE(Exists(K(2)));
+  EXPECT_EQ(Kinds(K(3)), (std::vector<ReplicaKind>{kMem}));  // copy still running: kept
+  EXPECT_TRUE(Done({tasks[3]})[0].ok());
+  EXPECT_EQ(Kinds(K(3)), (std::vector<ReplicaKind>{kMem, kDisk}));
+}
+
+TEST_F(OffloadTest, ForcedEvictionDropsObjectsWaitingForTheirDiskCopy) {
+  MasterConfig c = Eager();
+  c.offload_force_evict = true;
+  Start(c);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj).ok());
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  EXPECT_FALSE(Exists(K(0)));
+  EXPECT_EQ(Fetch().size(), 3u);  // k0's task is dropped: nothing left to copy
+}
+
+// The eager copy of a dead client will not come: the object (its replica on a live client) is an
+// ordinary eviction candidate again.
+TEST_F(OffloadTest, ADeadSsdClientsPendingCopiesNoLongerHoldTheirObjects) {
+  Start(Eager());
+  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
+  ReplicateConfig cfg;
+  cfg.replica_num = 2;
+  ASSERT_TRUE(Put(K(0), kObj, cfg).ok());
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), 0u);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->LivenessOnce();  // ssd_ silent for 11 s: dead
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  EXPECT_FALSE(Exists(K(0)));
+}
+
 TEST_F(OffloadTest, OnlyClientsWithAnSsdTierGetTasks) {
   Start(Eager());
   Mount("b", kObj * 4);  // ctx_'s own segment, no SSD tier
