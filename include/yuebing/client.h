@@ -47,6 +47,9 @@ struct ClientConfig {
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;
   uint32_t rpc_timeout_ms = 5000;  // deadline of each call to the master
+  // Bytes per slice of a TCP transfer (4 KiB - 64 MiB). 0: Mooncake's MC_SLICE_SIZE from the
+  // environment when set, else 64 KiB.
+  uint64_t transfer_slice_size = 0;
   bool prefault_segment = false;   // fault the pool memory in at mount (steady latency; costs RAM now)
 
   // SSD tier (DESIGN.md section 5): objects in this client's segment go down to `storage_path`

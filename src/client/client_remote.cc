@@ -1,5 +1,7 @@
 // Client::ConnectRemote: a client of a yb-master over the network, with a TCP transfer server for
 // the segments it mounts, and memcpy for segments mapped in this process.
+#include <cstdlib>
+
 #include "client/client_impl.h"
 #include "client/segment_directory.h"
 #include "common/log.h"
@@ -45,6 +47,9 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
   if (config.protocol != "tcp") {
     return Status(Code::kNotSupported, "protocol '" + config.protocol + "' is not available; use tcp");
   }
+  auto transport_options = tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size,
+                                                                     std::getenv("MC_SLICE_SIZE"));
+  if (!transport_options.ok()) return transport_options.status();
   auto plumbing = std::make_shared<RemotePlumbing>();
   plumbing->master =
       std::make_shared<rpc::MasterClient>(hp->first, hp->second, std::chrono::milliseconds(config.rpc_timeout_ms));
@@ -53,7 +58,7 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
   engine->AddTransport(std::make_shared<MemcpyTransport>(ProcessSegments()));
   auto directory = plumbing->directory;
   engine->AddTransport(std::make_shared<tcp::TcpTransport>([directory](SegmentId s) { return directory->Resolve(s); },
-                                                           tcp::TcpTransport::Options{}));
+                                                           *transport_options));
 
   std::string endpoint = "local";
   std::shared_ptr<LocalSegmentRegistry> served;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/units.h"
 #include "transfer/tcp/wire.h"
 
 namespace yb::tcp {
@@ -43,6 +44,28 @@ Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s) {
 }
 
 }  // namespace
+
+Result<TcpTransport::Options> TcpTransport::Options::WithSliceSize(uint64_t configured, const char* mc_slice_size) {
+  Options o;
+  if (configured != 0) {
+    if (configured < kMinSlice || configured > kMaxSlice) {
+      return Status(Code::kInvalidParams, "transfer slice size " + std::to_string(configured) + " is outside " +
+                                              std::to_string(kMinSlice) + "-" + std::to_string(kMaxSlice));
+    }
+    o.slice_size = configured;
+    return o;
+  }
+  if (mc_slice_size == nullptr || *mc_slice_size == '\0') return o;
+  auto size = ParseSize(mc_slice_size);
+  if (!size.ok() || *size < kMinSlice || *size > kMaxSlice) {
+    YB_LOG_WARN("MC_SLICE_SIZE='{}' is not a size in {}-{} bytes: using {} byte slices", mc_slice_size, kMinSlice,
+                kMaxSlice, o.slice_size);
+    return o;
+  }
+  o.slice_size = *size;
+  YB_LOG_INFO("TCP transfers in slices of {} bytes (MC_SLICE_SIZE)", o.slice_size);
+  return o;
+}
 
 TcpTransport::TcpTransport(Resolver resolver, Options options)
     : resolver_(std::move(resolver)), options_(options), pool_(std::max(1, options.parallel)) {}

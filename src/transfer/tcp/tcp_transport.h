@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "transfer/tcp/wire.h"
 #include "transfer/transport.h"
 
 namespace yb::tcp {
@@ -28,6 +29,14 @@ class TcpTransport final : public Transport {
     uint64_t slice_size = 64ULL << 10;
     int parallel = 2;  // connections one batch may use per endpoint
     int max_idle_per_endpoint = 8;
+
+    static constexpr uint64_t kMinSlice = 4ULL << 10;
+    static constexpr uint64_t kMaxSlice = kDefaultMaxRequest;  // what a transfer server accepts
+    // Options with the slice size a client configured (`configured`, 0 for none) or else the one
+    // Mooncake's users set in MC_SLICE_SIZE (`mc_slice_size`, the variable's value or null). A
+    // configured size outside kMinSlice-kMaxSlice is an error (INVALID_PARAMS); a bad MC_SLICE_SIZE
+    // is logged and the default kept, since an environment variable should not stop a client.
+    static Result<Options> WithSliceSize(uint64_t configured, const char* mc_slice_size);
   };
 
   TcpTransport(Resolver resolver, Options options);

@@ -66,6 +66,38 @@ TEST_F(TcpTransportTest, LargeWriteAndReadInSlicesOverSeveralConnections) {
   EXPECT_TRUE(GuardsIntact());
 }
 
+// Each slice is one request on the wire: slices longer than the server's bound are refused, and
+// MC_SLICE_SIZE's value is the size that is sent.
+TEST_F(TcpTransportTest, TheSliceSizeIsTheRequestSizeOnTheWire) {
+  std::string ep = "127.0.0.1:" + std::to_string(server_->port());
+  auto resolve = [ep](SegmentId) -> std::optional<std::string> { return ep; };
+  std::vector<uint8_t> in(10 << 20, 0x5A);
+  TcpTransport::Options big;
+  big.slice_size = 8 << 20;  // over the fixture server's 4 MiB bound
+  auto refused = TcpTransport(resolve, big).Submit({{Op::kWrite, 5, 0, in.data(), in.size()}});
+  EXPECT_FALSE(refused[0].ok());
+  EXPECT_TRUE(GuardsIntact());
+  auto env = TcpTransport::Options::WithSliceSize(0, "2MB");
+  ASSERT_TRUE(env.ok());
+  auto w = TcpTransport(resolve, *env).Submit({{Op::kWrite, 5, 0, in.data(), in.size()}});
+  ASSERT_TRUE(w[0].ok()) << w[0].ToString();
+  EXPECT_EQ(std::memcmp(region_->data() + kGuard, in.data(), in.size()), 0);
+}
+
+TEST(TcpTransportOptionsTest, SliceSizeComesFromTheConfigElseMcSliceSize) {
+  using O = TcpTransport::Options;
+  EXPECT_EQ(O::WithSliceSize(0, nullptr)->slice_size, 64u << 10);
+  EXPECT_EQ(O::WithSliceSize(0, "")->slice_size, 64u << 10);
+  EXPECT_EQ(O::WithSliceSize(0, "1048576")->slice_size, 1u << 20);
+  EXPECT_EQ(O::WithSliceSize(0, "16MB")->slice_size, 16u << 20);
+  EXPECT_EQ(O::WithSliceSize(128 << 10, "1MB")->slice_size, 128u << 10);  // the config wins
+  // A bad variable keeps the default; a bad configured size is an error.
+  for (const char* bad : {"abc", "-1", "1", "1GB", "0"}) EXPECT_EQ(O::WithSliceSize(0, bad)->slice_size, 64u << 10) << bad;
+  EXPECT_EQ(O::WithSliceSize(100, nullptr).status().code(), Code::kInvalidParams);
+  EXPECT_EQ(O::WithSliceSize(O::kMaxSlice + 1, nullptr).status().code(), Code::kInvalidParams);
+  EXPECT_EQ(O::WithSliceSize(O::kMaxSlice, nullptr)->slice_size, O::kMaxSlice);
+}
+
 // A batch of many small requests is pipelined on each connection; the server answers those that
 // are already waiting together (and in several sends past its answer buffer's 256 entries).
 TEST_F(TcpTransportTest, ManySmallRequestsInOneBatchAreAnsweredInOrder) {

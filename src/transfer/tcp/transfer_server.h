@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "transfer/local_segments.h"
+#include "transfer/tcp/wire.h"
 #include "yuebing/status.h"
 
 namespace yb::tcp {
@@ -30,7 +31,7 @@ class TransferServer {
   struct Options {
     std::string address = "0.0.0.0";
     uint16_t port = 0;                      // 0: any free port
-    uint64_t max_request = 64ULL << 20;     // longest single request
+    uint64_t max_request = kDefaultMaxRequest;  // longest single request
     uint64_t max_object_read = 1ULL << 30;  // largest object read from the SSD tier at once
     int max_connections = 256;
     // Called (on the accepting thread) after each failed accept, before the pause that follows it

@@ -23,6 +23,8 @@ inline constexpr uint8_t kOpRead = 1;
 inline constexpr uint8_t kOpWrite = 2;
 inline constexpr uint8_t kOpReadObject = 3;
 inline constexpr uint64_t kMaxObjectKey = 8192;
+// The transfer server's default bound on one read or write request (a slice).
+inline constexpr uint64_t kDefaultMaxRequest = 64ULL << 20;
 
 struct WireRequest {
   uint8_t op = 0;
