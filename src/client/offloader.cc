@@ -102,7 +102,7 @@ size_t Offloader::RunOnce() {
   std::vector<LocalSegment> holds;   // keeps the segments mapped while their bytes are written
   uint64_t incoming = 0;
   for (const auto& t : *tasks) {
-    results.push_back({t.disk_key, t.object_id, Status::OK()});
+    results.push_back({t.disk_key, t.object_id, Status::OK(), std::nullopt});
     if (newest[t.disk_key] != t.object_id) {
       results.back().status = Status(Code::kObjectNotFound, "superseded by a newer value");
       continue;
@@ -120,7 +120,9 @@ size_t Offloader::RunOnce() {
   if (!values.empty()) {
     EvictIfNeeded(incoming);
     size_t stored = 0;
-    Status st = engine_->Put(values, &stored);
+    std::vector<uint64_t> sums;
+    Status st = engine_->Put(values, &stored, &sums);
+    for (size_t k = 0; k < stored && k < sums.size(); ++k) results[value_result[k]].checksum = sums[k];
     for (size_t k = stored; k < values.size(); ++k) results[value_result[k]].status = st;
     offloaded_.fetch_add(stored, std::memory_order_relaxed);
     if (!st.ok()) {
@@ -131,8 +133,11 @@ size_t Offloader::RunOnce() {
   }
   auto done = master_->OffloadDone(ctx_(), results);
   for (size_t i = 0; i < done.size() && i < results.size(); ++i) {
-    // The value went away (removed or replaced) while it was written: nobody will ask for it.
-    if (results[i].status.ok() && done[i].code() == Code::kObjectNotFound) engine_->Forget(results[i].disk_key);
+    // The value went away (removed or replaced) while it was written, or the bytes written are not
+    // the value's (its recorded checksum differs): nobody will ask for this copy.
+    if (results[i].status.ok() && (done[i].code() == Code::kObjectNotFound || done[i].code() == Code::kChecksumMismatch)) {
+      engine_->Forget(results[i].disk_key);
+    }
   }
   return tasks->size();
 }

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cstring>
 
@@ -160,9 +161,27 @@ TEST_F(OffloaderTest, ARoundWritesFromTheSegmentAndForgetsValuesReplacedMeanwhil
   EXPECT_TRUE(reported[2].status.ok());
   EXPECT_EQ(reported[3].status.code(), Code::kSegmentNotFound);
   EXPECT_FALSE(off->engine().Contains("k2"));  // forgotten: nobody will ask for it
+  // Each copy made is reported with the checksum of the bytes written, for the master to match.
+  const uint64_t b_sum = XXH3_64bits(std::string(100, 'b').data(), 100);
+  EXPECT_EQ(reported[1].checksum, std::optional<uint64_t>(b_sum));
+  EXPECT_EQ(reported[2].checksum, std::optional<uint64_t>(b_sum));
+  EXPECT_FALSE(reported[0].checksum);
+  EXPECT_FALSE(reported[3].checksum);
   std::string buf(100, '\0');
   ASSERT_TRUE(off->reader()->ReadObject("k1", buf.data(), buf.size()).ok());
   EXPECT_EQ(buf, std::string(100, 'b'));  // the newer value
+}
+
+TEST_F(OffloaderTest, ACopyTheMasterCannotMatchToTheValueIsForgotten) {
+  auto off = Open(storage::BucketPolicy::kFifo);
+  std::memset(region_->data(), 'a', 100);
+  EXPECT_CALL(*master_, OffloadFetch(_, _))
+      .WillOnce(Return(std::vector<OffloadTask>{{"k1", 10, kSeg, 0, 100, uint64_t{42}}}));
+  EXPECT_CALL(*master_, OffloadDone(_, _)).WillOnce([](const CallContext&, const std::vector<OffloadResult>&) {
+    return std::vector<Status>{Status(Code::kChecksumMismatch, "not the value")};
+  });
+  EXPECT_EQ(off->RunOnce(), 1u);
+  EXPECT_FALSE(off->engine().Contains("k1"));
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ struct OffloadResult {
   std::string disk_key;
   uint64_t object_id = 0;
   Status status;  // OK: durable on disk
+  std::optional<uint64_t> checksum;  // with OK: XXH3-64 of the bytes written
 };
 
 // An object on a client's SSD tier, as registered after a restart.

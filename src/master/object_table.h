@@ -61,6 +61,7 @@ enum ObjectFlags : uint8_t {
   kOffloading = 8,  // eviction queued it for the SSD tier: its MEMORY replica stays until the copy is durable
   kNoOffload = 16,  // an offload failed: not queued again, evicted like an object without an SSD tier
   kDiskCopyPending = 32,  // an eager offload is queued or running and no disk copy exists yet
+  kDiskChecksum = 64,     // `checksum` was computed by an offload (readers are not given it)
 };
 
 // One published object. Kept small: the table holds tens of millions of these.

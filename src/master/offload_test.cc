@@ -49,9 +49,11 @@ class OffloadTest : public MasterFixture {
     EXPECT_TRUE(t.ok());
     return t.ok() ? *t : std::vector<OffloadTask>{};
   }
-  std::vector<Status> Done(const std::vector<OffloadTask>& tasks, Status st = Status::OK()) {
+  static constexpr uint64_t kSum = 0xC0FFEE;  // what the client's storage engine computed
+  std::vector<Status> Done(const std::vector<OffloadTask>& tasks, Status st = Status::OK(),
+                           std::optional<uint64_t> sum = kSum) {
     std::vector<OffloadResult> res;
-    for (const auto& t : tasks) res.push_back({t.disk_key, t.object_id, st});
+    for (const auto& t : tasks) res.push_back({t.disk_key, t.object_id, st, st.ok() ? sum : std::nullopt});
     return master_->OffloadDone(ssd_, res);
   }
   uint64_t Allocated() { return master_->Stats().allocated; }
@@ -166,6 +168,65 @@ TEST_F(OffloadTest, ADeadSsdClientsPendingCopiesNoLongerHoldTheirObjects) {
   ASSERT_TRUE(master_->Ping(ctx_).ok());
   EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
   EXPECT_FALSE(Exists(K(0)));
+}
+
+// After a restart, an SSD client registers what its disk holds. A copy joins a key the master
+// still has only when its checksum proves it holds that key's value: the one recorded when the
+// offload was reported, or the writer's. Before, a copy of an older value of the same size (the key
+// put again while the client was away) joined the new value, and a read could return the old bytes.
+TEST_F(OffloadTest, ARestartedClientsDiskCopiesJoinOnlyTheValuesTheyHold) {
+  Start(Eager());
+  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
+  ReplicateConfig on_a, on_both;
+  on_a.preferred_segments = {"a"};
+  on_both.replica_num = 2;
+  ASSERT_TRUE(Put(K(0), kObj, on_a).ok());
+  ASSERT_TRUE(Put(K(1), kObj, on_both).ok());
+  for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kMem, kMem, kDisk}));
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->LivenessOnce();  // ssd_ dies: k0 goes with it, k1 keeps its copy on b
+  EXPECT_FALSE(Exists(K(0)));
+  ReplicateConfig on_b;
+  on_b.preferred_segments = {"b"};
+  ASSERT_TRUE(Put(K(0), kObj, on_b).ok());  // a new value of k0, same size, no checksum
+
+  // The client comes back (a new process: a new id) with the same disk.
+  ssd_ = CallContext{ClientId{9, 10}, 0};
+  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
+  seg_ = Mount("a", kObj * 4, ssd_);
+  auto sts = master_->AddDiskReplicas(
+      ssd_, seg_, {{DiskKey("default", K(0)), kObj, kSum}, {DiskKey("default", K(1)), kObj, kSum}});
+  EXPECT_EQ(sts[0].code(), Code::kObjectAlreadyExists) << "an old value must not join the new one";
+  EXPECT_TRUE(sts[1].ok()) << sts[1].ToString();
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
+  EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kMem, kDisk}));
+  // A copy whose checksum differs from the one recorded is refused too.
+  ASSERT_TRUE(master_->Remove(ctx_, K(1), true).ok());
+  ASSERT_TRUE(Put(K(1), kObj, on_b).ok());
+  ASSERT_TRUE(master_->PutStart(ctx_, K(2), kObj, on_b).ok());
+  ASSERT_TRUE(master_->PutEnd(ctx_, K(2), uint64_t{42}).ok());  // the writer's checksum
+  sts = master_->AddDiskReplicas(ssd_, seg_, {{DiskKey("default", K(2)), kObj, 43}, {DiskKey("default", K(2)), kObj, 42}});
+  EXPECT_EQ(sts[0].code(), Code::kObjectAlreadyExists);
+  EXPECT_TRUE(sts[1].ok());
+  EXPECT_EQ(Kinds(K(2)), (std::vector<ReplicaKind>{kMem, kDisk}));
+}
+
+// An offload whose bytes do not hash to the writer's checksum is not a replica: the client is told
+// (CHECKSUM_MISMATCH, it drops the copy) and the DRAM copy stays, not queued again.
+TEST_F(OffloadTest, AnOffloadThatDoesNotMatchTheWritersChecksumIsRefused) {
+  Start(Eager());
+  ASSERT_TRUE(master_->PutStart(ctx_, K(0), kObj, {}).ok());
+  ASSERT_TRUE(master_->PutEnd(ctx_, K(0), uint64_t{42}).ok());
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].checksum, std::optional<uint64_t>(42));
+  EXPECT_EQ(Done(tasks, Status::OK(), 41)[0].code(), Code::kChecksumMismatch);
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
+  EXPECT_EQ(master_->Stats().offload_failed, 1u);
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);  // an ordinary DRAM-only object now
 }
 
 TEST_F(OffloadTest, OnlyClientsWithAnSsdTierGetTasks) {

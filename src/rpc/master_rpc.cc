@@ -281,7 +281,11 @@ void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics)
       return;
     }
     std::vector<OffloadResult> results;
-    for (int i = 0; i < q.keys_size(); ++i) results.push_back({q.keys(i), q.values(i), FromPb(q.statuses(i))});
+    const bool sums = q.checksums_size() == q.keys_size();
+    for (int i = 0; i < q.keys_size(); ++i) {
+      results.push_back({q.keys(i), q.values(i), FromPb(q.statuses(i)), std::nullopt});
+      if (sums && results.back().status.ok()) results.back().checksum = q.checksums(i);
+    }
     PutStatuses(m.OffloadDone(FromPb(q.ctx()), results), r);
   });
   Add(server, metrics, M::kAddDiskReplicas, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
@@ -599,6 +603,7 @@ std::vector<Status> MasterClient::OffloadDone(const CallContext& ctx, const std:
   for (const auto& res : results) {
     q.add_keys(res.disk_key);
     q.add_values(res.object_id);
+    q.add_checksums(res.checksum.value_or(0));
     ToPb(res.status, q.add_statuses());
   }
   return Statuses(Invoke(channel_, M::kOffloadDone, q, timeout_), results.size());

@@ -252,8 +252,9 @@ Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values,
   return Status::OK();
 }
 
-Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored) {
+Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored, std::vector<uint64_t>* checksums) {
   if (stored) *stored = 0;
+  if (checksums) checksums->clear();
   uint64_t total = 0;
   for (const auto& v : values) {
     if (v.key.empty()) return Status(Code::kInvalidKey, "empty key");
@@ -289,6 +290,7 @@ Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored) {
     for (size_t i = from; i < to; ++i) {
       index_[values[i].key] = written[i - from];
       b.keys.push_back(values[i].key);
+      if (checksums) checksums->push_back(written[i - from].checksum);
     }
     used_ += bytes;
     buckets_.emplace(id, std::move(b));

@@ -66,7 +66,8 @@ class StorageEngine {
   // receives how many values (a prefix) are durable, also when a later bucket fails. Errors:
   // NO_AVAILABLE_HANDLE when the values do not fit under the size limit, FILE_WRITE_FAIL for I/O
   // errors (including a full disk); the message names the file and the system error.
-  Status Put(const std::vector<Value>& values, size_t* stored = nullptr);
+  // `checksums`, when given, receives the XXH3-64 of each stored value.
+  Status Put(const std::vector<Value>& values, size_t* stored = nullptr, std::vector<uint64_t>* checksums = nullptr);
   // Reads a whole object; CHECKSUM_MISMATCH when its bytes on disk are damaged.
   Result<uint64_t> Read(const std::string& key, void* buffer, uint64_t size);
   bool Contains(const std::string& key) const;
