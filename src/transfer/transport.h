@@ -32,7 +32,8 @@ class Transport {
   // Whether this transport can reach the segment at all.
   virtual bool Reaches(SegmentId segment) const = 0;
   // Runs a batch; one Status per request, in order. A request outside its segment's bounds fails
-  // with INVALID_PARAMS and touches no byte.
+  // with INVALID_PARAMS and touches no byte. The requests of a batch may run concurrently and in
+  // any order: a batch must not write bytes that another of its requests reads or writes.
   virtual std::vector<Status> Submit(const std::vector<TransferRequest>& batch) = 0;
   // True when local memory must be registered (RDMA-like); callers then stage through the
   // client's registered buffer.
