@@ -43,6 +43,15 @@ Result<std::unique_ptr<Offloader>> Offloader::Open(Options options, std::shared_
 
 Offloader::~Offloader() { Stop(); }
 
+void Offloader::ForgetCopies(const std::vector<std::string>& disk_keys) {
+  if (disk_keys.empty()) return;
+  Status st = engine_->Forget(disk_keys);
+  if (!st.ok()) {
+    YB_LOG_WARN("SSD tier: {} copies dropped for now, but they may be registered again after a restart: {}",
+                disk_keys.size(), st.ToString());
+  }
+}
+
 Status Offloader::RegisterAll(SegmentId segment) {
   std::vector<storage::StoredObject> all = engine_->List();
   size_t registered = 0, refused = 0;
@@ -51,15 +60,17 @@ Status Offloader::RegisterAll(SegmentId segment) {
     std::vector<DiskObject> batch;
     for (size_t i = from; i < to; ++i) batch.push_back({all[i].key, all[i].size, all[i].checksum});
     auto sts = master_->AddDiskReplicas(ctx_(), segment, batch);
+    std::vector<std::string> stale;
     for (size_t i = 0; i < sts.size(); ++i) {
       if (Unreachable(sts[i])) return sts[i];
       if (sts[i].ok()) {
         ++registered;
       } else {
         ++refused;
-        if (sts[i].code() == Code::kObjectAlreadyExists) engine_->Forget(batch[i].disk_key);
+        if (sts[i].code() == Code::kObjectAlreadyExists) stale.push_back(batch[i].disk_key);
       }
     }
+    ForgetCopies(stale);
   }
   if (!all.empty()) {
     YB_LOG_INFO("SSD tier: {} objects registered with the master, {} refused (newer values elsewhere)", registered,
@@ -90,9 +101,17 @@ size_t Offloader::RunOnce() {
     EvictIfNeeded();
     return 0;
   }
+  // Copies of removed or replaced keys go first: a newer value of the same key in this round is
+  // written after, into a later bucket, and survives.
+  std::vector<std::string> dropped;
+  for (const auto& t : *tasks) {
+    if (t.drop) dropped.push_back(t.disk_key);
+  }
+  ForgetCopies(dropped);
   // A key queued twice (its value replaced meanwhile) is written once, with its newest value.
   std::unordered_map<std::string, uint64_t> newest;
   for (const auto& t : *tasks) {
+    if (t.drop) continue;
     auto& id = newest[t.disk_key];
     id = std::max(id, t.object_id);
   }
@@ -102,6 +121,7 @@ size_t Offloader::RunOnce() {
   std::vector<LocalSegment> holds;   // keeps the segments mapped while their bytes are written
   uint64_t incoming = 0;
   for (const auto& t : *tasks) {
+    if (t.drop) continue;
     results.push_back({t.disk_key, t.object_id, Status::OK(), std::nullopt});
     if (newest[t.disk_key] != t.object_id) {
       results.back().status = Status(Code::kObjectNotFound, "superseded by a newer value");
@@ -131,14 +151,17 @@ size_t Offloader::RunOnce() {
                   values.size(), st.ToString());
     }
   }
+  if (results.empty()) return tasks->size();
   auto done = master_->OffloadDone(ctx_(), results);
+  std::vector<std::string> unwanted;
   for (size_t i = 0; i < done.size() && i < results.size(); ++i) {
     // The value went away (removed or replaced) while it was written, or the bytes written are not
     // the value's (its recorded checksum differs): nobody will ask for this copy.
     if (results[i].status.ok() && (done[i].code() == Code::kObjectNotFound || done[i].code() == Code::kChecksumMismatch)) {
-      engine_->Forget(results[i].disk_key);
+      unwanted.push_back(results[i].disk_key);
     }
   }
+  ForgetCopies(unwanted);
   return tasks->size();
 }
 

@@ -52,6 +52,8 @@ class Offloader {
   uint64_t failed() const { return failed_.load(std::memory_order_relaxed); }
 
  private:
+  // Drops disk copies nobody will ask for, durably (logged if that fails).
+  void ForgetCopies(const std::vector<std::string>& disk_keys);
   Offloader(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
             std::shared_ptr<LocalSegmentRegistry> local);
 

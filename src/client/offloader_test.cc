@@ -184,5 +184,36 @@ TEST_F(OffloaderTest, ACopyTheMasterCannotMatchToTheValueIsForgotten) {
   EXPECT_FALSE(off->engine().Contains("k1"));
 }
 
+// A drop (the key was removed or replaced on the master) deletes the copy for good: a restarted
+// client does not find it, so it cannot register the old value again. A new value of the key in
+// the same round is written after the drop and survives. Drops are not reported.
+TEST_F(OffloaderTest, ADroppedCopyIsGoneAfterARestartAndANewValueInTheSameRoundStays) {
+  {
+    auto off = Open(storage::BucketPolicy::kFifo);
+    Fill(*off, 1);  // b0-0, b0-1
+    std::memset(region_->data(), 'n', 100);
+    OffloadTask drop0, drop1;
+    drop0.disk_key = "b0-0";
+    drop0.drop = true;
+    drop1.disk_key = "b0-1";
+    drop1.drop = true;
+    EXPECT_CALL(*master_, OffloadFetch(_, _))
+        .WillOnce(Return(std::vector<OffloadTask>{drop0, drop1, {"b0-1", 5, kSeg, 0, 100, std::nullopt}}));
+    std::vector<OffloadResult> reported;
+    EXPECT_CALL(*master_, OffloadDone(_, _)).WillOnce([&](const CallContext&, const std::vector<OffloadResult>& r) {
+      reported = r;
+      return std::vector<Status>(r.size());
+    });
+    EXPECT_EQ(off->RunOnce(), 3u);
+    ASSERT_EQ(reported.size(), 1u);
+    EXPECT_EQ(reported[0].disk_key, "b0-1");
+  }
+  auto off = Open(storage::BucketPolicy::kFifo);  // the client restarts on the same directory
+  EXPECT_FALSE(off->engine().Contains("b0-0"));
+  std::string buf(100, '\0');
+  ASSERT_TRUE(off->reader()->ReadObject("b0-1", buf.data(), buf.size()).ok());
+  EXPECT_EQ(buf, std::string(100, 'n'));
+}
+
 }  // namespace
 }  // namespace yb

@@ -43,6 +43,9 @@ struct OffloadTask {
   uint64_t offset = 0;
   uint64_t size = 0;
   std::optional<uint64_t> checksum;
+  // The key was removed or replaced: drop the disk copy stored under disk_key, durably (other
+  // fields unset; not reported in OffloadDone).
+  bool drop = false;
 };
 
 struct OffloadResult {

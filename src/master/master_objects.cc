@@ -148,7 +148,10 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
     return Status(Code::kInvalidWrite, "every replica of key " + Quote(key) + " was lost to an unmount");
   }
   auto old = s.objects.find(hk);
-  if (old != s.objects.end()) table_.Drop(s, old);  // upsert: readers of the old value keep its bytes
+  if (old != s.objects.end()) {  // upsert: readers of the old value keep its bytes
+    DropDiskCopiesLocked(*old);
+    table_.Drop(s, old);
+  }
 
   ObjectMeta meta;
   meta.size = put.size;
@@ -245,6 +248,7 @@ Status MasterService::RemoveLocked(Shard& s, ObjectMap::iterator it, bool force,
   if (!force && (m.lease_deadline > now || m.readers > 0)) {
     return Status(Code::kObjectHasLease, "object is leased by a reader");
   }
+  DropDiskCopiesLocked(*it);
   table_.Drop(s, it);  // bytes still being read stay reserved until their reads end
   return Status::OK();
 }

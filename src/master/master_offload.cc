@@ -51,6 +51,27 @@ void MasterService::QueueEagerOffloadLocked(ObjectEntry& e) {
   }
 }
 
+void MasterService::DropDiskCopiesLocked(const ObjectEntry& e) {
+  const ObjectMeta& m = e.second;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    ClientId owner;
+    const StoredReplica& r = m.replica(i);
+    if (r.kind() != ReplicaKind::kLocalDisk || !segments_.OwnerOf(r.segment(), &owner)) continue;
+    OffloadItem item;
+    item.table_key = DiskKey(tenants_.name(m.tenant), UserKey(e.first));
+    item.object_id = m.object_id;
+    item.drop = true;
+    if (!offload_.Push(owner, std::move(item))) {
+      const uint64_t n = drops_refused_.fetch_add(1, std::memory_order_relaxed) + 1;
+      if ((n & (n - 1)) == 0) {  // 1st, 2nd, 4th, ...: a burst does not flood the log
+        YB_LOG_WARN("client {}'s offload queue is full: its disk copy of a removed object stays until its bucket is "
+                    "evicted, and comes back if the client restarts meanwhile ({} such copies so far)",
+                    owner.ToString(), n);
+      }
+    }
+  }
+}
+
 void MasterService::FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it) {
   ObjectMeta& m = it->second;
   m.flags &= static_cast<uint8_t>(~kOffloading);
@@ -61,6 +82,14 @@ void MasterService::FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it) {
 Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& ctx, uint32_t max) {
   std::vector<OffloadTask> tasks;
   for (OffloadItem& item : offload_.Take(ctx.client, max)) {
+    if (item.drop) {
+      OffloadTask t;
+      t.disk_key = std::move(item.table_key);  // queued as the disk key already
+      t.object_id = item.object_id;
+      t.drop = true;
+      tasks.push_back(std::move(t));
+      continue;
+    }
     const HashedKey hk(item.table_key);
     Shard& s = table_.ShardFor(hk);
     std::lock_guard lock(s.mu);
@@ -258,6 +287,7 @@ void MasterService::ForgetOffloadsOf(const ClientId& client) {
   // The client's copies will not come: its objects are evictable again (eager offload) and no
   // longer wait for a disk copy to free their memory (offload on evict).
   for (const OffloadItem& item : offload_.RemoveClient(client)) {
+    if (item.drop) continue;  // names a disk key, not an object
     const HashedKey hk(item.table_key);
     Shard& s = table_.ShardFor(hk);
     std::lock_guard lock(s.mu);

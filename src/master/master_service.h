@@ -136,6 +136,9 @@ class MasterService final : public MasterApi {
   };
   ClientReplicas ReplicasOn(const ObjectMeta& m, const ClientId& client) const;
   void QueueEagerOffloadLocked(ObjectEntry& e);
+  // The key of `e` is going away (removed, or replaced by a new value): each owner of a LOCAL_DISK
+  // replica is told to drop its copy, so that a restart does not bring the old value back.
+  void DropDiskCopiesLocked(const ObjectEntry& e);
   // Ends an eviction's offload: once the object has a disk copy and no reader, its memory goes.
   void FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it);
   void ForgetOffloadsOf(const ClientId& client);
@@ -158,6 +161,7 @@ class MasterService final : public MasterApi {
   std::vector<Discarded> discarded_;  // guarded by discarded_mu_
   std::atomic<uint64_t> offloaded_{0};
   std::atomic<uint64_t> offload_failed_{0};
+  std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};
   std::atomic<uint64_t> disk_dropped_{0};
 };

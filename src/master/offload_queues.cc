@@ -22,10 +22,14 @@ bool OffloadQueues::Push(const ClientId& c, OffloadItem item) {
   auto it = queues_.find(c);
   if (it == queues_.end()) return false;
   Queue& q = it->second;
-  if (q.waiting.size() + q.handed_out.size() >= limit_) {
+  // Drops (a key name each) have their own, larger bound: they must not keep copies from being made.
+  const bool full = item.drop ? q.drops >= limit_ * kDropsPerTask
+                              : q.waiting.size() - q.drops + q.handed_out.size() >= limit_;
+  if (full) {
     refused_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  if (item.drop) ++q.drops;
   if (item.on_evict) evict_pending_.fetch_add(item.bytes, std::memory_order_relaxed);
   q.waiting.push_back(std::move(item));
   pushed_.fetch_add(1, std::memory_order_relaxed);
@@ -40,6 +44,12 @@ std::vector<OffloadItem> OffloadQueues::Take(const ClientId& c, size_t max) {
   Queue& q = it->second;
   while (!q.waiting.empty() && out.size() < max) {
     OffloadItem& item = q.waiting.front();
+    if (item.drop) {  // handed out once, never reported
+      --q.drops;
+      out.push_back(std::move(item));
+      q.waiting.pop_front();
+      continue;
+    }
     // An object queued twice (eager, then again by eviction) is handed out once; the eviction's
     // intent (free the memory when done) carries over.
     auto [h, fresh] = q.handed_out.emplace(item.object_id, item);

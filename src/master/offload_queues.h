@@ -1,7 +1,8 @@
 // OffloadQueues: per client, the objects the master wants copied down to that client's SSD tier
 // (DESIGN.md section 5). Only clients that registered an SSD tier have a queue. A queue holds at
 // most `limit` objects, counting those already handed out and not yet reported: when it is full,
-// eager offload skips the object and eviction keeps it in DRAM (unless offload_force_evict).
+// eager offload skips the object and eviction keeps it in DRAM (unless offload_force_evict). It
+// also carries drops (disk copies of removed or replaced keys to delete), up to 64 x `limit`.
 // Thread-safe; never calls out while holding its lock (callers may hold a shard lock).
 #pragma once
 
@@ -23,6 +24,7 @@ struct OffloadItem {
   uint64_t object_id = 0;
   uint64_t bytes = 0;
   bool on_evict = false;  // eviction picked it: its memory is freed once the disk copy is durable
+  bool drop = false;      // the key was removed or replaced: the client drops its disk copy (no report)
 };
 
 class OffloadQueues {
@@ -56,7 +58,9 @@ class OffloadQueues {
   struct Queue {
     std::deque<OffloadItem> waiting;
     std::unordered_map<uint64_t, OffloadItem> handed_out;  // by object id
+    size_t drops = 0;                                      // drop items in `waiting`
   };
+  static constexpr size_t kDropsPerTask = 64;  // drop items allowed per unit of `limit`
   void Forget(const OffloadItem& item);  // mu_ held
 
   const size_t limit_;

@@ -229,6 +229,49 @@ TEST_F(OffloadTest, AnOffloadThatDoesNotMatchTheWritersChecksumIsRefused) {
   EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);  // an ordinary DRAM-only object now
 }
 
+// Removing or replacing a key tells the owner of each disk copy to drop it, so that a restart of
+// the owner or the master does not register the old value again. A drop is handed out once and is
+// never reported; it does not take the room of offloads in the queue.
+TEST_F(OffloadTest, RemovedAndReplacedKeysHaveTheirDiskCopiesDropped) {
+  Start(Eager());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Put(K(i), kObj).ok());
+  for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Remove(ctx_, K(0), false).ok());
+  EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^k1$", false), 1u);
+  ASSERT_TRUE(master_->UpsertStart(ctx_, K(2), kObj, {}).ok());
+  ASSERT_TRUE(master_->PutEnd(ctx_, K(2), std::nullopt).ok());  // replaces k2: its old copy goes
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(tasks[i].drop);
+    EXPECT_EQ(tasks[i].disk_key, DiskKey("default", K(i)));
+  }
+  EXPECT_FALSE(tasks[3].drop);  // the new k2, queued after the drop of the old one
+  EXPECT_EQ(tasks[3].disk_key, DiskKey("default", K(2)));
+  EXPECT_EQ(master_->Stats().offload_queued, 1u);  // only the copy in progress
+  EXPECT_TRUE(Fetch().empty());
+  // An object only in DRAM has no copy to drop.
+  ASSERT_TRUE(Put(K(5), kObj).ok());
+  ASSERT_EQ(Fetch().size(), 1u);  // its offload, handed out and never reported
+  ASSERT_TRUE(master_->Remove(ctx_, K(5), true).ok());
+  EXPECT_TRUE(Fetch().empty());
+}
+
+TEST_F(OffloadTest, DropsDoNotTakeTheRoomOfOffloads) {
+  MasterConfig c = Eager();
+  c.offload_queue_limit = 1;
+  Start(c);
+  ASSERT_TRUE(Put(K(0), kObj).ok());
+  for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(master_->Remove(ctx_, K(0), true).ok());  // one drop queued
+  ASSERT_TRUE(Put(K(1), kObj).ok());                    // its offload still fits
+  auto tasks = Fetch();
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_TRUE(tasks[0].drop);
+  EXPECT_FALSE(tasks[1].drop);
+}
+
 TEST_F(OffloadTest, OnlyClientsWithAnSsdTierGetTasks) {
   Start(Eager());
   Mount("b", kObj * 4);  // ctx_'s own segment, no SSD tier

@@ -269,6 +269,10 @@ void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics)
       auto* k = r.add_results();
       k->set_key(t.disk_key);
       k->set_read_pin(t.object_id);
+      if (t.drop) {
+        k->set_drop(true);
+        continue;
+      }
       ToPb({ReplicaDesc{ReplicaKind::kMemory, ReplicaStatus::kComplete, t.segment, t.offset, t.size}}, k);
       k->set_size(t.size);
       k->set_has_checksum(t.checksum.has_value());
@@ -585,10 +589,15 @@ Result<std::vector<OffloadTask>> MasterClient::OffloadFetch(const CallContext& c
   YB_RETURN_IF_ERROR(FromPb(r->status()));
   std::vector<OffloadTask> out;
   for (const auto& k : r->results()) {
-    if (k.replicas_size() != 1) return Status(Code::kRpcFail, "offload task without its replica");
     OffloadTask t;
     t.disk_key = k.key();
     t.object_id = k.read_pin();
+    if (k.drop()) {
+      t.drop = true;
+      out.push_back(std::move(t));
+      continue;
+    }
+    if (k.replicas_size() != 1) return Status(Code::kRpcFail, "offload task without its replica");
     t.segment = k.replicas(0).segment();
     t.offset = k.replicas(0).offset();
     t.size = k.size();

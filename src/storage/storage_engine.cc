@@ -17,6 +17,7 @@ namespace {
 
 constexpr uint32_t kMetaMagic = 0x4D424259;  // "YBBM"
 constexpr uint32_t kMetaVersion = 1;
+constexpr uint32_t kForgottenMagic = 0x46424259;  // "YBBF": one record of the forgotten log
 
 using FaultHook = std::function<int(std::string_view, const std::string&)>;
 
@@ -192,6 +193,9 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
   }
   ::closedir(dir);
   std::vector<StoredObject> recovered;
+  bool log_intact = true;
+  ::unlink((ForgottenPath() + ".tmp").c_str());  // an interrupted rewrite: the log itself is whole
+  std::unordered_map<std::string, uint64_t> forgotten = LoadForgotten(&log_intact);
   std::lock_guard lock(mu_);
   for (const auto& [id, files] : seen) {
     next_id_ = std::max(next_id_, id + 1);
@@ -209,10 +213,20 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
     for (auto& [key, e] : *entries) {
       b.bytes += e.size;
       b.keys.push_back(key);
+      auto f = forgotten.find(key);
+      if (f != forgotten.end() && id <= f->second) continue;  // forgotten: removed or replaced
       index_[key] = e;  // buckets load in id order: a later value of a key replaces an earlier one
     }
     used_ += b.bytes;
     buckets_.emplace(id, std::move(b));
+  }
+  // Records about buckets that are all gone are no longer needed; a torn tail is cut off.
+  const size_t before = forgotten.size();
+  const uint64_t oldest = buckets_.empty() ? next_id_ : buckets_.begin()->first;
+  std::erase_if(forgotten, [&](const auto& r) { return r.second < oldest; });
+  if (!log_intact || forgotten.size() != before) {
+    Status st = WriteForgotten(forgotten);
+    if (!st.ok()) YB_LOG_WARN("storage: cannot rewrite the forgotten log: {}", st.ToString());
   }
   for (const auto& [key, e] : index_) recovered.push_back({key, e.size, e.bucket, e.checksum});
   YB_LOG_INFO("storage: {} buckets, {} objects recovered from {}", buckets_.size(), recovered.size(), config_.path);
@@ -349,9 +363,102 @@ std::vector<StoredObject> StorageEngine::List() const {
   return out;
 }
 
-void StorageEngine::Forget(const std::string& key) {
-  std::lock_guard lock(mu_);
-  index_.erase(key);
+std::string StorageEngine::ForgottenPath() const { return config_.path + "/forgotten.log"; }
+
+namespace {
+void AppendForgotten(std::string& out, const std::string& key, uint64_t bucket) {
+  const size_t start = out.size();
+  Append(out, kForgottenMagic);
+  Append(out, static_cast<uint32_t>(key.size()));
+  out.append(key);
+  Append(out, bucket);
+  Append(out, XXH3_64bits(out.data() + start, out.size() - start));
+}
+}  // namespace
+
+Status StorageEngine::Forget(const std::vector<std::string>& keys) {
+  std::string records;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& key : keys) {
+      auto it = index_.find(key);
+      if (it == index_.end()) continue;  // never stored, or forgotten already (recorded then)
+      AppendForgotten(records, key, it->second.bucket);
+      index_.erase(it);
+    }
+  }
+  if (records.empty()) return Status::OK();
+  const std::string path = ForgottenPath();
+  if (int injected = Injected(config_.fault, "write", path)) return IoError("cannot append to", path, injected);
+  int fd = ::open(path.c_str(), O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot open", path);
+  size_t done = 0;
+  while (done < records.size()) {
+    ssize_t n = ::write(fd, records.data() + done, records.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status st = IoError("cannot append to", path, n == 0 ? ENOSPC : errno);
+      ::close(fd);
+      return st;
+    }
+    done += static_cast<size_t>(n);
+  }
+  Status st = ::fdatasync(fd) == 0 ? Status::OK() : IoError("cannot sync", path);
+  ::close(fd);
+  return st;
+}
+
+std::unordered_map<std::string, uint64_t> StorageEngine::LoadForgotten(bool* intact) const {
+  std::unordered_map<std::string, uint64_t> out;
+  *intact = true;
+  int fd = ::open(ForgottenPath().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  std::string data;
+  char buf[64 << 10];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *intact = false;
+      break;
+    }
+    data.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t pos = 0;
+  while (pos < data.size()) {
+    const size_t start = pos;
+    uint32_t magic = 0, klen = 0;
+    uint64_t bucket = 0, sum = 0;
+    if (!Take(data, pos, &magic) || magic != kForgottenMagic || !Take(data, pos, &klen) ||
+        data.size() - pos < klen) {
+      *intact = false;
+      break;
+    }
+    std::string key = data.substr(pos, klen);
+    pos += klen;
+    if (!Take(data, pos, &bucket)) {
+      *intact = false;
+      break;
+    }
+    const uint64_t expect = XXH3_64bits(data.data() + start, pos - start);
+    if (!Take(data, pos, &sum) || sum != expect) {
+      *intact = false;
+      break;
+    }
+    uint64_t& b = out[key];
+    b = std::max(b, bucket);
+  }
+  if (!*intact) YB_LOG_WARN("storage: {} ends in a torn or damaged record; the records before it hold", ForgottenPath());
+  return out;
+}
+
+Status StorageEngine::WriteForgotten(const std::unordered_map<std::string, uint64_t>& records) const {
+  std::string data;
+  for (const auto& [key, bucket] : records) AppendForgotten(data, key, bucket);
+  const std::string path = ForgottenPath(), tmp = path + ".tmp";
+  YB_RETURN_IF_ERROR(WriteDurable(tmp, {data}, config_.fault));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename", tmp);
+  return Status::OK();
 }
 
 std::vector<std::string> StorageEngine::LiveKeysLocked(const Bucket& b) const {

@@ -73,8 +73,12 @@ class StorageEngine {
   bool Contains(const std::string& key) const;
   // Every object in the index.
   std::vector<StoredObject> List() const;
-  // Drops a key from the index (its bytes go with their bucket).
-  void Forget(const std::string& key);
+  // Drops keys from the index (their bytes go with their buckets), durably: each is recorded in the
+  // directory's `forgotten` log with the bucket it was in, so that a restart does not recover that
+  // copy or an older one (a newer value in a later bucket survives). On error the keys are gone
+  // from the index but may come back after a restart.
+  Status Forget(const std::vector<std::string>& keys);
+  Status Forget(const std::string& key) { return Forget(std::vector<std::string>{key}); }
 
   // Buckets to evict, in policy order, to bring usage (plus `incoming` bytes about to be written)
   // from above the high watermark to the low one.
@@ -114,6 +118,12 @@ class StorageEngine {
   // errno injected for `op` on `path`, or 0.
   int Fault(std::string_view op, const std::string& path) const { return config_.fault ? config_.fault(op, path) : 0; }
   void DeleteFiles(uint64_t id) const;
+  std::string ForgottenPath() const;
+  // Reads the forgotten log: key -> the newest bucket whose copy of it is dead. `intact` is false
+  // when its tail is torn or damaged (the records before it count).
+  std::unordered_map<std::string, uint64_t> LoadForgotten(bool* intact) const;
+  // Rewrites the forgotten log with `records` (write to a temporary file, fsync, rename).
+  Status WriteForgotten(const std::unordered_map<std::string, uint64_t>& records) const;
 
   StorageConfig config_;
   mutable std::mutex mu_;  // guards the fields below

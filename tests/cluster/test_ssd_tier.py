@@ -110,6 +110,46 @@ def test_master_restart_learns_the_ssd_contents_again(cluster, tmp_path):
     assert s.close() == 0
 
 
+def test_removed_and_replaced_keys_stay_so_after_restarts(cluster, tmp_path):
+    """A removed key's disk copy is dropped by its owner: neither a restart of the owner nor one of
+    the master brings the old value back (before, both did)."""
+    cluster.start_master(extra=["--enable_offload", "true"])
+    root = tmp_path / "ssd-a"
+    ssd_client(cluster, "node-a", root)
+    s = caller(cluster)
+    vals = {f"k{i}": value(100 * KB, i) for i in range(4)}
+    for k, v in vals.items():
+        assert s.put(k, v) == 0
+    wait_until(lambda: cluster.metric("yb_master_offloaded_total") == 4, 10, "offloads")
+    assert s.remove("k0") == 0
+    assert s.remove("k1") == 0
+    vals["k1"] = value(100 * KB, 99)  # the same size, another value
+    assert s.put("k1", vals["k1"]) == 0
+    wait_until(lambda: cluster.metric("yb_master_offloaded_total") == 5, 10, "the new k1 offloaded")
+    wait_until(lambda: cluster.metric("yb_master_offload_queued") == 0, 10, "the drops taken by node-a")
+    assert s.close() == 0
+
+    def check(s):
+        assert s.is_exist("k0") == 0
+        assert s.get("k1") == vals["k1"]
+        assert s.get("k2") == vals["k2"]
+
+    cluster.kill_client("node-a")
+    wait_until(lambda: cluster.segments() == [], cluster.client_ttl + 5, "the dead client to be dropped")
+    assert cluster.metric("yb_master_keys") == 0  # its objects went with it
+    ssd_client(cluster, "node-a", root)  # restarts on the same directory and registers what it holds
+    wait_until(lambda: cluster.metric("yb_master_disk_replicas_registered_total") == 3, 10, "k1, k2 and k3 registered")
+    s = caller(cluster)
+    check(s)
+    assert s.close() == 0
+    cluster.stop_master()
+    cluster.start_master(extra=["--enable_offload", "true"])  # starts empty: learns the disk again
+    s = caller(cluster)
+    wait_until(lambda: s.is_exist("k3") == 1, 10, "node-a to re-register its disk objects")
+    check(s)
+    assert s.close() == 0
+
+
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 1 MiB tmpfs: a disk that fills up. Needs root."""
