@@ -134,6 +134,9 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
           st.disk_registered);
   counter("yb_master_disk_replicas_dropped_total", "LOCAL_DISK replicas dropped by SSD-tier bucket eviction.",
           st.disk_dropped);
+  counter("yb_master_disk_drops_refused_total",
+          "Disk copies of removed or replaced keys not sent to their owner for deletion: its queue was full.",
+          st.disk_drops_refused);
   return out;
 }
 

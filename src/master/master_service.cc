@@ -192,6 +192,7 @@ MasterStats MasterService::Stats() const {
   st.offload_pushed = offload_.pushed();
   st.offloaded = offloaded_.load(std::memory_order_relaxed);
   st.offload_failed = offload_failed_.load(std::memory_order_relaxed);
+  st.disk_drops_refused = drops_refused_.load(std::memory_order_relaxed);
   st.offloaded_on_evict = evictor_.offloaded_on_evict();
   st.kept_queue_full = evictor_.kept_queue_full();
   st.offload_refused = offload_.refused();

@@ -40,6 +40,7 @@ struct MasterStats {
   uint64_t offload_pushed = 0;      // objects ever queued
   uint64_t offloaded = 0;           // LOCAL_DISK replicas added by offloads
   uint64_t offload_failed = 0;      // offloads a client reported failed
+  uint64_t disk_drops_refused = 0;  // disk copies of removed keys a full queue kept from their owner
   uint64_t offloaded_on_evict = 0;  // objects eviction sent down instead of dropping
   uint64_t kept_queue_full = 0;     // evictions that kept an object in DRAM: its client's queue was full
   uint64_t offload_refused = 0;     // objects not queued (eager or eviction): the queue was full

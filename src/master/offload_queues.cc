@@ -26,7 +26,7 @@ bool OffloadQueues::Push(const ClientId& c, OffloadItem item) {
   const bool full = item.drop ? q.drops >= limit_ * kDropsPerTask
                               : q.waiting.size() - q.drops + q.handed_out.size() >= limit_;
   if (full) {
-    refused_.fetch_add(1, std::memory_order_relaxed);
+    if (!item.drop) refused_.fetch_add(1, std::memory_order_relaxed);  // the caller counts refused drops
     return false;
   }
   if (item.drop) ++q.drops;

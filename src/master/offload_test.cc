@@ -270,6 +270,21 @@ TEST_F(OffloadTest, DropsDoNotTakeTheRoomOfOffloads) {
   ASSERT_EQ(tasks.size(), 2u);
   EXPECT_TRUE(tasks[0].drop);
   EXPECT_FALSE(tasks[1].drop);
+  EXPECT_EQ(master_->Stats().disk_drops_refused, 0u);
+  EXPECT_EQ(master_->Stats().offload_refused, 0u);
+}
+
+TEST_F(OffloadTest, DropsBeyondTheirBoundAreCounted) {
+  MasterConfig c = Eager();
+  c.offload_queue_limit = 1;  // drops: 64
+  Start(c, /*objects=*/66);
+  for (int i = 0; i < 65; ++i) {
+    ASSERT_TRUE(Put(K(i), kObj).ok());
+    for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  }
+  EXPECT_EQ(*master_->RemoveAll(ctx_, true), 65u);
+  EXPECT_EQ(master_->Stats().disk_drops_refused, 1u);
+  EXPECT_EQ(Fetch(100).size(), 64u);
 }
 
 TEST_F(OffloadTest, OnlyClientsWithAnSsdTierGetTasks) {
