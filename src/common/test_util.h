@@ -70,10 +70,20 @@ class DescriptorExhaustion {
     addr_.sin_port = htons(port);
     addr_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     for (int fd; (fd = eventfd(0, EFD_CLOEXEC)) >= 0;) fds_.push_back(fd);
-    if (fds_.empty()) return;
-    ::close(fds_.back());
-    fds_.back() = Dial();
-    ok_ = fds_.back() >= 0;
+    // Free one descriptor for the connection. Another thread (a sanitizer's runtime) may take it
+    // first: then free one more.
+    while (!fds_.empty() && !ok_) {
+      ::close(fds_.back());
+      fds_.pop_back();
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) continue;
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr_), sizeof(addr_)) != 0) {
+        ::close(fd);
+        return;
+      }
+      fds_.push_back(fd);
+      ok_ = true;
+    }
   }
   ~DescriptorExhaustion() {
     for (int fd : fds_) {
@@ -88,15 +98,6 @@ class DescriptorExhaustion {
   bool ok() const { return ok_; }
 
  private:
-  int Dial() {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr_), sizeof(addr_)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
-
   rlimit saved_{};
   bool lowered_ = false;
   bool ok_ = false;
