@@ -11,6 +11,7 @@
 //     installed, and the same event-loop caller against an RPC server (a child process, one
 //     thread) whose handler does nothing: the ceiling for the master's single-key figures.
 // Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf]
+#include <cstdlib>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -321,6 +322,7 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf) {
   c.master_server_addr = master;
   c.global_segment_size = 0;  // a pure caller: every byte crosses TCP to another process
   c.local_buffer_size = 64ULL << 20;
+  if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
   auto client = yb::Client::Connect(c).value();
   json out = json::array();
   for (uint64_t size : {4096ULL, 65536ULL, 1ULL << 20, 4ULL << 20}) {

@@ -3,6 +3,7 @@
 // for get, empty on a miss). It converts arguments and calls yb::Client; the GIL is released while
 // bytes move. Buffers are integer addresses (which must lie in a registered buffer) or
 // buffer-protocol objects (numpy arrays, bytearray, memoryview).
+#include <cstdlib>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -97,6 +98,7 @@ class Store {
     c.device_name = rdma_devices;
     c.master_server_addr = master_server_addr;
     c.tenant = tenant_id;
+    if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
     yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;

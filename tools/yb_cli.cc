@@ -5,6 +5,7 @@
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
 //   yb --master HOST:PORT segments                    (segments and their usage)
 // Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
+#include <cstdlib>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   c.master_server_addr = master;
   c.global_segment_size = 0;
   c.local_buffer_size = 0;
+  if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
   auto client = yb::Client::Connect(c);
   if (!client.ok()) return Fail(client.status());
   yb::Client& cl = **client;

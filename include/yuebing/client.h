@@ -47,9 +47,13 @@ struct ClientConfig {
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;
   uint32_t rpc_timeout_ms = 5000;  // deadline of each call to the master
-  // Bytes per slice of a TCP transfer (4 KiB - 64 MiB). 0: Mooncake's MC_SLICE_SIZE from the
-  // environment when set, else 64 KiB.
+  // Bytes per slice of a TCP transfer (4 KiB - 64 MiB); a size outside fails setup. 0: from
+  // mc_slice_size, else 64 KiB.
   uint64_t transfer_slice_size = 0;
+  // The value of Mooncake's MC_SLICE_SIZE environment variable, as the entry points read it (the
+  // tools' main(), the C API's and the Python binding's setup); the library reads no environment.
+  // A value that is not a size in 4 KiB - 64 MiB is logged and ignored.
+  std::string mc_slice_size;
   bool prefault_segment = false;   // fault the pool memory in at mount (steady latency; costs RAM now)
 
   // SSD tier (DESIGN.md section 5): objects in this client's segment go down to `storage_path`

@@ -1,6 +1,7 @@
 // The C API: converts arguments and calls yb::Client. No logic lives here.
 #include "yuebing/store_c.h"
 
+#include <cstdlib>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -96,6 +97,9 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
     c.protocol = proto;
     c.device_name = Or(device_name, "");
     c.master_server_addr = Or(master_server_addr, "embedded");
+    // A C program has no main() of ours: this setup is its entry point, and Mooncake's users tune
+    // the transport through this variable. The library under it reads no environment.
+    if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;
     std::lock_guard lock(h->setup_mu);
     if (h->client) {
       YB_LOG_ERROR("setup: this store is already set up");

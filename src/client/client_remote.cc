@@ -1,7 +1,5 @@
 // Client::ConnectRemote: a client of a yb-master over the network, with a TCP transfer server for
 // the segments it mounts, and memcpy for segments mapped in this process.
-#include <cstdlib>
-
 #include "client/client_impl.h"
 #include "client/segment_directory.h"
 #include "common/log.h"
@@ -47,8 +45,8 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
   if (config.protocol != "tcp") {
     return Status(Code::kNotSupported, "protocol '" + config.protocol + "' is not available; use tcp");
   }
-  auto transport_options = tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size,
-                                                                     std::getenv("MC_SLICE_SIZE"));
+  auto transport_options =
+      tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size, config.mc_slice_size);
   if (!transport_options.ok()) return transport_options.status();
   auto plumbing = std::make_shared<RemotePlumbing>();
   plumbing->master =

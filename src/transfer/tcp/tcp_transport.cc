@@ -45,7 +45,8 @@ Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s) {
 
 }  // namespace
 
-Result<TcpTransport::Options> TcpTransport::Options::WithSliceSize(uint64_t configured, const char* mc_slice_size) {
+Result<TcpTransport::Options> TcpTransport::Options::WithSliceSize(uint64_t configured,
+                                                                  std::string_view mc_slice_size) {
   Options o;
   if (configured != 0) {
     if (configured < kMinSlice || configured > kMaxSlice) {
@@ -55,7 +56,7 @@ Result<TcpTransport::Options> TcpTransport::Options::WithSliceSize(uint64_t conf
     o.slice_size = configured;
     return o;
   }
-  if (mc_slice_size == nullptr || *mc_slice_size == '\0') return o;
+  if (mc_slice_size.empty()) return o;
   auto size = ParseSize(mc_slice_size);
   if (!size.ok() || *size < kMinSlice || *size > kMaxSlice) {
     YB_LOG_WARN("MC_SLICE_SIZE='{}' is not a size in {}-{} bytes: using {} byte slices", mc_slice_size, kMinSlice,

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -33,10 +34,11 @@ class TcpTransport final : public Transport {
     static constexpr uint64_t kMinSlice = 4ULL << 10;
     static constexpr uint64_t kMaxSlice = kDefaultMaxRequest;  // what a transfer server accepts
     // Options with the slice size a client configured (`configured`, 0 for none) or else the one
-    // Mooncake's users set in MC_SLICE_SIZE (`mc_slice_size`, the variable's value or null). A
-    // configured size outside kMinSlice-kMaxSlice is an error (INVALID_PARAMS); a bad MC_SLICE_SIZE
-    // is logged and the default kept, since an environment variable should not stop a client.
-    static Result<Options> WithSliceSize(uint64_t configured, const char* mc_slice_size);
+    // Mooncake's users set in MC_SLICE_SIZE (`mc_slice_size`, the variable's value; empty when
+    // unset). A configured size outside kMinSlice-kMaxSlice is an error (INVALID_PARAMS); a bad
+    // MC_SLICE_SIZE is logged and the default kept, since an environment variable should not stop
+    // a client.
+    static Result<Options> WithSliceSize(uint64_t configured, std::string_view mc_slice_size);
   };
 
   TcpTransport(Resolver resolver, Options options);
