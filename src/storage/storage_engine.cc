@@ -390,7 +390,9 @@ Status StorageEngine::Forget(const std::vector<std::string>& keys) {
   if (records.empty()) return Status::OK();
   const std::string path = ForgottenPath();
   if (int injected = Injected(config_.fault, "write", path)) return IoError("cannot append to", path, injected);
-  int fd = ::open(path.c_str(), O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_APPEND | O_WRONLY | O_CLOEXEC);
+  const bool created = fd < 0 && errno == ENOENT;
+  if (created) fd = ::open(path.c_str(), O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("cannot open", path);
   size_t done = 0;
   while (done < records.size()) {
@@ -405,50 +407,45 @@ Status StorageEngine::Forget(const std::vector<std::string>& keys) {
   }
   Status st = ::fdatasync(fd) == 0 ? Status::OK() : IoError("cannot sync", path);
   ::close(fd);
+  if (created) SyncDir(config_.path);  // the new file's name is durable too
   return st;
 }
 
 std::unordered_map<std::string, uint64_t> StorageEngine::LoadForgotten(bool* intact) const {
   std::unordered_map<std::string, uint64_t> out;
   *intact = true;
-  int fd = ::open(ForgottenPath().c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  std::string data;
-  char buf[64 << 10];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      *intact = false;
-      break;
-    }
-    data.append(buf, static_cast<size_t>(n));
+  auto data = ReadWhole(ForgottenPath());
+  if (!data.ok()) {
+    // None yet, or unreadable: then it is left as it is (a rewrite would lose its records).
+    if (data.status().code() != Code::kObjectNotFound) YB_LOG_WARN("storage: {}", data.status().ToString());
+    return out;
   }
-  ::close(fd);
-  size_t pos = 0;
-  while (pos < data.size()) {
+  // A record: magic, key length, key, bucket, then the XXH3-64 of those fields.
+  auto take = [&data](size_t& pos, std::string* key, uint64_t* bucket) {
     const size_t start = pos;
     uint32_t magic = 0, klen = 0;
-    uint64_t bucket = 0, sum = 0;
-    if (!Take(data, pos, &magic) || magic != kForgottenMagic || !Take(data, pos, &klen) ||
-        data.size() - pos < klen) {
-      *intact = false;
-      break;
+    uint64_t sum = 0;
+    if (!Take(*data, pos, &magic) || magic != kForgottenMagic || !Take(*data, pos, &klen) ||
+        data->size() - pos < klen) {
+      return false;
     }
-    std::string key = data.substr(pos, klen);
+    key->assign(*data, pos, klen);
     pos += klen;
-    if (!Take(data, pos, &bucket)) {
+    if (!Take(*data, pos, bucket)) return false;
+    const uint64_t expect = XXH3_64bits(data->data() + start, pos - start);
+    return Take(*data, pos, &sum) && sum == expect;
+  };
+  std::string key;
+  uint64_t bucket = 0;
+  for (size_t pos = 0; pos < data->size();) {
+    if (!take(pos, &key, &bucket)) {
       *intact = false;
-      break;
-    }
-    const uint64_t expect = XXH3_64bits(data.data() + start, pos - start);
-    if (!Take(data, pos, &sum) || sum != expect) {
-      *intact = false;
+      YB_LOG_WARN("storage: {} ends in a torn or damaged record; the records before it hold", ForgottenPath());
       break;
     }
     uint64_t& b = out[key];
     b = std::max(b, bucket);
   }
-  if (!*intact) YB_LOG_WARN("storage: {} ends in a torn or damaged record; the records before it hold", ForgottenPath());
   return out;
 }
 
@@ -458,6 +455,7 @@ Status StorageEngine::WriteForgotten(const std::unordered_map<std::string, uint6
   const std::string path = ForgottenPath(), tmp = path + ".tmp";
   YB_RETURN_IF_ERROR(WriteDurable(tmp, {data}, config_.fault));
   if (::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename", tmp);
+  SyncDir(config_.path);
   return Status::OK();
 }
 

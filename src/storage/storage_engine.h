@@ -120,7 +120,7 @@ class StorageEngine {
   void DeleteFiles(uint64_t id) const;
   std::string ForgottenPath() const;
   // Reads the forgotten log: key -> the newest bucket whose copy of it is dead. `intact` is false
-  // when its tail is torn or damaged (the records before it count).
+  // when its tail is torn or damaged (the records before it count, and the log wants a rewrite).
   std::unordered_map<std::string, uint64_t> LoadForgotten(bool* intact) const;
   // Rewrites the forgotten log with `records` (write to a temporary file, fsync, rename).
   Status WriteForgotten(const std::unordered_map<std::string, uint64_t>& records) const;
