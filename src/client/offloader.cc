@@ -101,17 +101,18 @@ size_t Offloader::RunOnce() {
     EvictIfNeeded();
     return 0;
   }
+  const size_t fetched = tasks->size();
   // Copies of removed or replaced keys go first: a newer value of the same key in this round is
   // written after, into a later bucket, and survives.
   std::vector<std::string> dropped;
-  for (const auto& t : *tasks) {
-    if (t.drop) dropped.push_back(t.disk_key);
-  }
+  std::erase_if(*tasks, [&](OffloadTask& t) {
+    if (t.drop) dropped.push_back(std::move(t.disk_key));
+    return t.drop;
+  });
   ForgetCopies(dropped);
   // A key queued twice (its value replaced meanwhile) is written once, with its newest value.
   std::unordered_map<std::string, uint64_t> newest;
   for (const auto& t : *tasks) {
-    if (t.drop) continue;
     auto& id = newest[t.disk_key];
     id = std::max(id, t.object_id);
   }
@@ -121,7 +122,6 @@ size_t Offloader::RunOnce() {
   std::vector<LocalSegment> holds;   // keeps the segments mapped while their bytes are written
   uint64_t incoming = 0;
   for (const auto& t : *tasks) {
-    if (t.drop) continue;
     results.push_back({t.disk_key, t.object_id, Status::OK(), std::nullopt});
     if (newest[t.disk_key] != t.object_id) {
       results.back().status = Status(Code::kObjectNotFound, "superseded by a newer value");
@@ -151,7 +151,7 @@ size_t Offloader::RunOnce() {
                   values.size(), st.ToString());
     }
   }
-  if (results.empty()) return tasks->size();
+  if (results.empty()) return fetched;
   auto done = master_->OffloadDone(ctx_(), results);
   std::vector<std::string> unwanted;
   for (size_t i = 0; i < done.size() && i < results.size(); ++i) {
@@ -162,7 +162,7 @@ size_t Offloader::RunOnce() {
     }
   }
   ForgetCopies(unwanted);
-  return tasks->size();
+  return fetched;
 }
 
 void Offloader::Start() {

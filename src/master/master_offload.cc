@@ -142,15 +142,13 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
     }
     ObjectMeta& m = live->second;
     Status st = Status::OK();
-    const bool known = m.flags & (kHasChecksum | kDiskChecksum);
-    if (res.status.ok() && res.checksum && known && *res.checksum != m.checksum) {
-      // The bytes copied are not the value's: keep the DRAM copy and tell the client to drop its own.
-      st = Status(Code::kChecksumMismatch, "the disk copy's checksum differs from the value's");
-      m.flags = static_cast<uint8_t>((m.flags | kNoOffload) & ~kDiskCopyPending);
-      offload_failed_.fetch_add(1, std::memory_order_relaxed);
-      YB_LOG_ERROR("client {} offloaded an object of {} bytes whose checksum does not match its value's",
-                   ctx.client.ToString(), m.size);
-    } else if (res.status.ok()) {
+    Status copy = res.status;
+    if (copy.ok() && res.checksum && m.checksum_known() && *res.checksum != m.checksum) {
+      // The bytes copied are not the value's: the client is told to drop its copy.
+      copy = Status(Code::kChecksumMismatch, "the disk copy's checksum differs from the value's");
+      st = copy;
+    }
+    if (copy.ok()) {
       const ClientReplicas mine = ReplicasOn(m, ctx.client);
       if (!mine.memory) {
         st = Status(Code::kSegmentNotFound, "the client's segment was unmounted during the offload");
@@ -159,7 +157,7 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
         offloaded_.fetch_add(1, std::memory_order_relaxed);
       }
       // Remembered so that a disk copy registered later (after a restart) can be matched to this value.
-      if (!known && res.checksum) {
+      if (!m.checksum_known() && res.checksum) {
         m.checksum = *res.checksum;
         m.flags |= kDiskChecksum;
       }
@@ -168,7 +166,7 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
       m.flags = static_cast<uint8_t>((m.flags | kNoOffload) & ~kDiskCopyPending);
       offload_failed_.fetch_add(1, std::memory_order_relaxed);
       YB_LOG_WARN("client {} could not offload an object of {} bytes: {}", ctx.client.ToString(), m.size,
-                  res.status.ToString());
+                  copy.ToString());
     }
     if (item->on_evict) FinishEvictOffloadLocked(s, it);
     out.push_back(std::move(st));
@@ -217,8 +215,8 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
       // The copy joins the live object only when it provably holds its value. Without a checksum to
       // compare (a value neither the writer nor an offload checksummed), it may be an older value of
       // the key, put again while this client was away: refused, rather than risk serving it.
-      if (m.size != obj.size || !(m.flags & (kHasChecksum | kDiskChecksum)) || m.checksum != obj.checksum) {
-        out.emplace_back(Code::kObjectAlreadyExists, (m.flags & (kHasChecksum | kDiskChecksum)) || m.size != obj.size
+      if (m.size != obj.size || !m.checksum_known() || m.checksum != obj.checksum) {
+        out.emplace_back(Code::kObjectAlreadyExists, m.checksum_known() || m.size != obj.size
                                                          ? "the key now has another value"
                                                          : "the key has a value this copy cannot be matched to");
         continue;

@@ -91,6 +91,8 @@ struct ObjectMeta {
   StoredReplica& replica(size_t i) { return n_replicas == 1 ? one_ : many_[i]; }
   const StoredReplica& replica(size_t i) const { return n_replicas == 1 ? one_ : many_[i]; }
   bool hard_pinned() const { return flags & kHardPin; }
+  // `checksum` holds the value's XXH3-64: given by the writer, or computed by an offload.
+  bool checksum_known() const { return flags & (kHasChecksum | kDiskChecksum); }
   bool HasKind(ReplicaKind kind) const {
     for (size_t i = 0; i < n_replicas; ++i) {
       if (replica(i).kind() == kind) return true;
