@@ -1,4 +1,4 @@
-// Helpers for tests.
+// Helpers for tests (gtest).
 //
 // DescriptorExhaustion leaves this process with no file descriptor to spare and one connection queued on a
 // local port, so that the listener's next accept fails (EMFILE). It lowers the soft RLIMIT_NOFILE
@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -104,5 +106,20 @@ class DescriptorExhaustion {
   sockaddr_in addr_{};
   std::vector<int> fds_;
 };
+
+// Exhausts descriptors with a connection queued on `port` and checks that the server's failed
+// accepts, recorded by `failures`, come at least 9 ms apart (a retry at once would fail within
+// microseconds). Returns the exhaustion, to be reset to give the descriptors back; null when the
+// checks could not be made (they have failed the test).
+inline std::unique_ptr<DescriptorExhaustion> ExhaustAndExpectAcceptPauses(uint16_t port, CallTimes& failures) {
+  auto exhausted = std::make_unique<DescriptorExhaustion>(port);
+  EXPECT_TRUE(exhausted->ok());
+  if (!exhausted->ok()) return nullptr;
+  auto times = failures.WaitFor(2, std::chrono::seconds(10));
+  EXPECT_EQ(times.size(), 2u);
+  if (times.size() != 2) return nullptr;
+  EXPECT_GE(times[1] - times[0], std::chrono::milliseconds(9));
+  return exhausted;
+}
 
 }  // namespace yb::test_util
