@@ -43,6 +43,7 @@ struct Flags {
   bool offload_on_evict = false;
   bool offload_force_evict = false;
   size_t offload_queue_limit = 4096;
+  size_t disk_away_copies_limit = yb::MasterConfig{}.disk_away_copies_limit;
   std::string config_path;
   std::string log_level = "info";
 };
@@ -137,6 +138,11 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
   counter("yb_master_disk_drops_refused_total",
           "Disk copies of removed or replaced keys not sent to their owner for deletion: its queue was full.",
           st.disk_drops_refused);
+  gauge("yb_master_disk_away_copies",
+        "Disk copies remembered while their owner is away, so that stale ones are refused when it returns.",
+        st.disk_away_copies);
+  counter("yb_master_disk_away_untracked_total",
+          "Disk copies of absent owners not remembered: --disk_away_copies_limit was reached.", st.disk_away_untracked);
   return out;
 }
 
@@ -200,6 +206,9 @@ int main(int argc, char** argv) {
                  "eager copy is queued or running)");
   app.add_option("--offload_queue_limit", f.offload_queue_limit, "objects queued or in flight per client")
       ->check(CLI::PositiveNumber);
+  app.add_option("--disk_away_copies_limit", f.disk_away_copies_limit,
+                 "SSD tier: disk copies remembered while their owner is away (dead or unmounted), so that copies of "
+                 "keys removed or rewritten meanwhile are refused when it returns; about 100 bytes plus the key each");
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
@@ -224,6 +233,7 @@ int main(int argc, char** argv) {
   mc.offload_on_evict = f.offload_on_evict;
   mc.offload_force_evict = f.offload_force_evict;
   mc.offload_queue_limit = f.offload_queue_limit;
+  mc.disk_away_copies_limit = f.disk_away_copies_limit;
   yb::RealClock clock;
   auto created = yb::MasterService::Create(mc, clock);
   if (!created.ok()) {

@@ -149,9 +149,10 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   }
   auto old = s.objects.find(hk);
   if (old != s.objects.end()) {  // upsert: readers of the old value keep its bytes
-    DropDiskCopiesLocked(*old);
+    DropDiskCopiesLocked(s, *old);
     table_.Drop(s, old);
   }
+  SupersedeAwayCopiesLocked(s, tk.key);
 
   ObjectMeta meta;
   meta.size = put.size;
@@ -248,7 +249,8 @@ Status MasterService::RemoveLocked(Shard& s, ObjectMap::iterator it, bool force,
   if (!force && (m.lease_deadline > now || m.readers > 0)) {
     return Status(Code::kObjectHasLease, "object is leased by a reader");
   }
-  DropDiskCopiesLocked(*it);
+  DropDiskCopiesLocked(s, *it);
+  SupersedeAwayCopiesLocked(s, it->first);
   table_.Drop(s, it);  // bytes still being read stay reserved until their reads end
   return Status::OK();
 }
@@ -262,6 +264,7 @@ Status MasterService::Remove(const CallContext& ctx, const std::string& key, boo
   auto it = s.objects.find(hk);
   if (it == s.objects.end()) {
     if (s.pending.count(hk)) return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
+    SupersedeAwayCopiesLocked(s, tk.key);  // a copy on an absent client's disk does not come back either
     return Status(Code::kObjectNotFound, "key " + Quote(key));
   }
   Status st = RemoveLocked(s, it, force, clock_.NowMs());
@@ -284,6 +287,11 @@ uint64_t MasterService::RemoveMatching(const CallContext& ctx, bool force,
         ++removed;
       }
       it = next;
+    }
+    for (auto& [ik, copies] : s.away) {  // nor do copies of matching keys on absent clients' disks
+      if (ik[0] == t0 && ik[1] == t1 && match(std::string_view(ik).substr(2))) {
+        for (AwayCopy& c : copies) c.superseded = true;
+      }
     }
   }
   return removed;

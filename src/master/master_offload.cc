@@ -1,5 +1,7 @@
 // MasterService: the SSD tier's metadata. Offload tasks (eager at PutEnd, or from eviction),
 // their completion into LOCAL_DISK replicas, and the disk replicas clients register or drop.
+#include <algorithm>
+
 #include "common/disk_key.h"
 #include "common/log.h"
 #include "master/master_service.h"
@@ -51,7 +53,7 @@ void MasterService::QueueEagerOffloadLocked(ObjectEntry& e) {
   }
 }
 
-void MasterService::DropDiskCopiesLocked(const ObjectEntry& e) {
+void MasterService::DropDiskCopiesLocked(Shard& s, const ObjectEntry& e) {
   const ObjectMeta& m = e.second;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     ClientId owner;
@@ -64,12 +66,55 @@ void MasterService::DropDiskCopiesLocked(const ObjectEntry& e) {
     if (!offload_.Push(owner, std::move(item))) {
       const uint64_t n = drops_refused_.fetch_add(1, std::memory_order_relaxed) + 1;
       if ((n & (n - 1)) == 0) {  // 1st, 2nd, 4th, ...: a burst does not flood the log
-        YB_LOG_WARN("client {}'s offload queue is full: its disk copy of a removed object stays until its bucket is "
-                    "evicted, and comes back if the client restarts meanwhile ({} such copies so far)",
-                    owner.ToString(), n);
+        YB_LOG_WARN(
+            "client {}'s offload queue is full: its disk copy of a removed object stays until its bucket is "
+            "evicted, and is refused if the client registers it again ({} such copies so far)",
+            owner.ToString(), n);
       }
+      NoteAwayCopyLocked(s, e.first, m.known_checksum(), true);
     }
   }
+}
+
+void MasterService::NoteAwayCopyLocked(Shard& s, std::string_view table_key, std::optional<uint64_t> checksum,
+                                       bool superseded) {
+  if (away_copies_.load(std::memory_order_relaxed) >= config_.disk_away_copies_limit) {
+    const uint64_t n = away_untracked_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if ((n & (n - 1)) == 0) {
+      YB_LOG_WARN(
+          "{} disk copies of absent clients are remembered (--disk_away_copies_limit): {} more are not, and "
+          "such a copy of a key removed or rewritten meanwhile would be registered again if its owner returns",
+          config_.disk_away_copies_limit, n);
+    }
+    return;
+  }
+  auto it = s.away.find(HashedKey(table_key));
+  if (it == s.away.end()) it = s.away.emplace(std::string(table_key), std::vector<AwayCopy>{}).first;
+  it->second.push_back(AwayCopy{checksum, superseded});
+  away_copies_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void MasterService::SupersedeAwayCopiesLocked(Shard& s, std::string_view table_key) {
+  if (s.away.empty()) return;  // the common case: no hashing
+  auto it = s.away.find(HashedKey(table_key));
+  if (it == s.away.end()) return;
+  for (AwayCopy& c : it->second) c.superseded = true;
+}
+
+std::optional<bool> MasterService::TakeAwayCopyLocked(Shard& s, const HashedKey& hk, uint64_t checksum) {
+  auto it = s.away.find(hk);
+  if (it == s.away.end()) return std::nullopt;
+  std::vector<AwayCopy>& copies = it->second;
+  auto match = std::find_if(copies.begin(), copies.end(), [&](const AwayCopy& c) { return c.checksum == checksum; });
+  if (match == copies.end()) {
+    match = std::find_if(copies.begin(), copies.end(), [](const AwayCopy& c) { return !c.checksum; });
+  }
+  if (match == copies.end()) return std::nullopt;
+  const bool superseded = match->superseded;
+  copies.erase(match);
+  if (copies.empty()) s.away.erase(it);
+  away_copies_.fetch_sub(1, std::memory_order_relaxed);
+  return superseded;
 }
 
 void MasterService::FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it) {
@@ -209,6 +254,8 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
       out.emplace_back(Code::kReplicaNotReady, "the key is being written");
       continue;
     }
+    // The copy is back: the master no longer needs to remember it.
+    const std::optional<bool> superseded = s.away.empty() ? std::nullopt : TakeAwayCopyLocked(s, hk, obj.checksum);
     auto it = s.objects.find(hk);
     if (it != s.objects.end()) {
       ObjectMeta& m = it->second;
@@ -226,6 +273,10 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
         disk_registered_.fetch_add(1, std::memory_order_relaxed);
       }
       out.push_back(Status::OK());
+      continue;
+    }
+    if (superseded.value_or(false)) {
+      out.emplace_back(Code::kObjectAlreadyExists, "removed or given another value while the copy's owner was away");
       continue;
     }
     ObjectMeta meta;
@@ -285,7 +336,16 @@ void MasterService::ForgetOffloadsOf(const ClientId& client) {
   // The client's copies will not come: its objects are evictable again (eager offload) and no
   // longer wait for a disk copy to free their memory (offload on evict).
   for (const OffloadItem& item : offload_.RemoveClient(client)) {
-    if (item.drop) continue;  // names a disk key, not an object
+    if (item.drop) {
+      // The client may still have the copy of a key since removed or rewritten: remembered, so
+      // that the copy is refused if its owner registers it again.
+      auto tk = TableKeyOfDiskKey(item.table_key);
+      if (!tk.ok()) continue;
+      Shard& s = table_.ShardFor(HashedKey(tk->key));
+      std::lock_guard lock(s.mu);
+      NoteAwayCopyLocked(s, tk->key, std::nullopt, true);
+      continue;
+    }
     const HashedKey hk(item.table_key);
     Shard& s = table_.ShardFor(hk);
     std::lock_guard lock(s.mu);

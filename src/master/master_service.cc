@@ -95,7 +95,9 @@ void MasterService::DropSegmentEverywhere(SegmentRef id) {
   for (size_t i = 0; i < table_.shard_count(); ++i) {
     Shard& s = table_.shard(i);
     std::lock_guard lock(s.mu);
-    dropped += table_.DropSegmentReplicas(s, id);
+    // The owner keeps its disk copies: they come back when it registers them again.
+    dropped += table_.DropSegmentReplicas(
+        s, id, [&](const ObjectEntry& e) { NoteAwayCopyLocked(s, e.first, e.second.known_checksum(), false); });
   }
   {
     std::lock_guard lock(discarded_mu_);
@@ -198,6 +200,8 @@ MasterStats MasterService::Stats() const {
   st.offload_refused = offload_.refused();
   st.disk_registered = disk_registered_.load(std::memory_order_relaxed);
   st.disk_dropped = disk_dropped_.load(std::memory_order_relaxed);
+  st.disk_away_copies = away_copies_.load(std::memory_order_relaxed);
+  st.disk_away_untracked = away_untracked_.load(std::memory_order_relaxed);
   auto& table = const_cast<ObjectTable&>(table_);
   for (size_t i = 0; i < table.shard_count(); ++i) {
     Shard& s = table.shard(i);

@@ -36,16 +36,18 @@ struct MasterStats {
   uint64_t evicted_bytes = 0;
   uint64_t live_clients = 0;
   // SSD tier.
-  uint64_t offload_queued = 0;      // objects queued or in flight
-  uint64_t offload_pushed = 0;      // objects ever queued
-  uint64_t offloaded = 0;           // LOCAL_DISK replicas added by offloads
-  uint64_t offload_failed = 0;      // offloads a client reported failed
-  uint64_t disk_drops_refused = 0;  // disk copies of removed keys a full queue kept from their owner
-  uint64_t offloaded_on_evict = 0;  // objects eviction sent down instead of dropping
-  uint64_t kept_queue_full = 0;     // evictions that kept an object in DRAM: its client's queue was full
-  uint64_t offload_refused = 0;     // objects not queued (eager or eviction): the queue was full
-  uint64_t disk_registered = 0;     // LOCAL_DISK replicas registered by clients (restarts)
-  uint64_t disk_dropped = 0;        // LOCAL_DISK replicas dropped by SSD-tier eviction
+  uint64_t offload_queued = 0;       // objects queued or in flight
+  uint64_t offload_pushed = 0;       // objects ever queued
+  uint64_t offloaded = 0;            // LOCAL_DISK replicas added by offloads
+  uint64_t offload_failed = 0;       // offloads a client reported failed
+  uint64_t disk_drops_refused = 0;   // disk copies of removed keys a full queue kept from their owner
+  uint64_t offloaded_on_evict = 0;   // objects eviction sent down instead of dropping
+  uint64_t kept_queue_full = 0;      // evictions that kept an object in DRAM: its client's queue was full
+  uint64_t offload_refused = 0;      // objects not queued (eager or eviction): the queue was full
+  uint64_t disk_registered = 0;      // LOCAL_DISK replicas registered by clients (restarts)
+  uint64_t disk_dropped = 0;         // LOCAL_DISK replicas dropped by SSD-tier eviction
+  uint64_t disk_away_copies = 0;     // disk copies whose owner went away, remembered (AwayCopy)
+  uint64_t disk_away_untracked = 0;  // away copies not remembered: disk_away_copies_limit was reached
 };
 
 class MasterService final : public MasterApi {
@@ -124,7 +126,8 @@ class MasterService final : public MasterApi {
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
   ReplicaDesc Describe(const StoredReplica& r, uint64_t size) const;
   Status RemoveLocked(Shard& s, ObjectMap::iterator it, bool force, TimeMs now);
-  // Removes every object of ctx's tenant whose key satisfies `match`.
+  // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys are
+  // superseded.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
   void DropSegmentEverywhere(SegmentRef ref);
   // SSD tier (master_offload.cc). Shard lock held for the *Locked ones.
@@ -138,8 +141,17 @@ class MasterService final : public MasterApi {
   ClientReplicas ReplicasOn(const ObjectMeta& m, const ClientId& client) const;
   void QueueEagerOffloadLocked(ObjectEntry& e);
   // The key of `e` is going away (removed, or replaced by a new value): each owner of a LOCAL_DISK
-  // replica is told to drop its copy, so that a restart does not bring the old value back.
-  void DropDiskCopiesLocked(const ObjectEntry& e);
+  // replica is told to drop its copy, so that a restart does not bring the old value back. A drop
+  // its owner's full queue does not take is kept as a superseded away copy instead.
+  void DropDiskCopiesLocked(Shard& s, const ObjectEntry& e);
+  // Away copies (AwayCopy in object_table.h), at most config_.disk_away_copies_limit of them.
+  void NoteAwayCopyLocked(Shard& s, std::string_view table_key, std::optional<uint64_t> checksum, bool superseded);
+  // The key was removed or given a new value: its copies still away hold an older state of it.
+  void SupersedeAwayCopiesLocked(Shard& s, std::string_view table_key);
+  // A copy of the key with this checksum is registered: takes the away copy it is (one of the same
+  // checksum, else one of unknown checksum) and says whether that was superseded; nothing when the
+  // master holds no such copy.
+  std::optional<bool> TakeAwayCopyLocked(Shard& s, const HashedKey& hk, uint64_t checksum);
   // Ends an eviction's offload: once the object has a disk copy and no reader, its memory goes.
   void FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it);
   void ForgetOffloadsOf(const ClientId& client);
@@ -165,6 +177,8 @@ class MasterService final : public MasterApi {
   std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};
   std::atomic<uint64_t> disk_dropped_{0};
+  std::atomic<uint64_t> away_copies_{0};
+  std::atomic<uint64_t> away_untracked_{0};
 };
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.

@@ -195,7 +195,8 @@ uint64_t ObjectTable::UnpinClient(Shard& s, const ClientId& client) {
   return released;
 }
 
-uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment) {
+uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment,
+                                          const std::function<void(const ObjectEntry&)>& on_disk_copy) {
   uint64_t dropped = 0;
   for (auto it = s.objects.begin(); it != s.objects.end();) {
     ObjectMeta& m = it->second;
@@ -212,6 +213,8 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment) {
         keep.push_back(m.replica(i));
       } else if (m.replica(i).kind() == ReplicaKind::kMemory) {
         ++gone;
+      } else if (m.replica(i).kind() == ReplicaKind::kLocalDisk && on_disk_copy) {
+        on_disk_copy(*it);
       }
     }
     tenants_.Release(m.tenant, m.size * gone);  // the segment's memory left with its owner

@@ -12,8 +12,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,8 +60,8 @@ enum ObjectFlags : uint8_t {
   kHardPin = 1,
   kSoftPin = 2,
   kHasChecksum = 4,
-  kOffloading = 8,  // eviction queued it for the SSD tier: its MEMORY replica stays until the copy is durable
-  kNoOffload = 16,  // an offload failed: not queued again, evicted like an object without an SSD tier
+  kOffloading = 8,        // eviction queued it for the SSD tier: its MEMORY replica stays until the copy is durable
+  kNoOffload = 16,        // an offload failed: not queued again, evicted like an object without an SSD tier
   kDiskCopyPending = 32,  // an eager offload is queued or running and no disk copy exists yet
   kDiskChecksum = 64,     // `checksum` was computed by an offload (readers are not given it)
 };
@@ -93,6 +95,7 @@ struct ObjectMeta {
   bool hard_pinned() const { return flags & kHardPin; }
   // `checksum` holds the value's XXH3-64: given by the writer, or computed by an offload.
   bool checksum_known() const { return flags & (kHasChecksum | kDiskChecksum); }
+  std::optional<uint64_t> known_checksum() const { return checksum_known() ? std::optional(checksum) : std::nullopt; }
   bool HasKind(ReplicaKind kind) const {
     for (size_t i = 0; i < n_replicas; ++i) {
       if (replica(i).kind() == kind) return true;
@@ -138,13 +141,23 @@ struct Zombie {
   std::vector<StoredReplica> replicas;
 };
 
+// A disk copy the master stopped listing while it may still be on its owner's disk: the owner went
+// away (died or unmounted) holding it, or was not told to drop it after its key went. If the owner
+// registers it again (AddDiskReplicas), a superseded copy is refused instead of bringing back a
+// removed or replaced value.
+struct AwayCopy {
+  std::optional<uint64_t> checksum;  // unknown: stands for any copy of the key
+  bool superseded = false;           // the key was removed or written since the copy was made
+};
+
 struct Shard {
   std::mutex mu;
   ObjectMap objects;
   std::unordered_map<std::string, PendingPut, KeyHash, KeyEq> pending;
   std::unordered_map<PinKey, uint32_t, PinKeyHash> pins;
   std::unordered_map<uint64_t, Zombie> zombies;
-  ObjectEntry* lru_head = nullptr;  // least recently used
+  std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away;  // by table key
+  ObjectEntry* lru_head = nullptr;                                              // least recently used
   ObjectEntry* lru_tail = nullptr;
 };
 
@@ -183,7 +196,9 @@ class ObjectTable {
   // Ends every read pin `client` holds in this shard; returns how many.
   uint64_t UnpinClient(Shard& s, const ClientId& client);
   // Removes every replica on `segment`; objects left with none are dropped. Returns objects dropped.
-  uint64_t DropSegmentReplicas(Shard& s, SegmentRef segment);
+  // `on_disk_copy` is called with each object losing a LOCAL_DISK replica, before it changes.
+  uint64_t DropSegmentReplicas(Shard& s, SegmentRef segment,
+                               const std::function<void(const ObjectEntry&)>& on_disk_copy = {});
 
  private:
   void LruUnlink(Shard& s, ObjectEntry& e);

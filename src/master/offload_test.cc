@@ -196,8 +196,8 @@ TEST_F(OffloadTest, ARestartedClientsDiskCopiesJoinOnlyTheValuesTheyHold) {
   ssd_ = CallContext{ClientId{9, 10}, 0};
   ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
   seg_ = Mount("a", kObj * 4, ssd_);
-  auto sts = master_->AddDiskReplicas(
-      ssd_, seg_, {{DiskKey("default", K(0)), kObj, kSum}, {DiskKey("default", K(1)), kObj, kSum}});
+  auto sts = master_->AddDiskReplicas(ssd_, seg_,
+                                      {{DiskKey("default", K(0)), kObj, kSum}, {DiskKey("default", K(1)), kObj, kSum}});
   EXPECT_EQ(sts[0].code(), Code::kObjectAlreadyExists) << "an old value must not join the new one";
   EXPECT_TRUE(sts[1].ok()) << sts[1].ToString();
   EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kMem}));
@@ -207,7 +207,8 @@ TEST_F(OffloadTest, ARestartedClientsDiskCopiesJoinOnlyTheValuesTheyHold) {
   ASSERT_TRUE(Put(K(1), kObj, on_b).ok());
   ASSERT_TRUE(master_->PutStart(ctx_, K(2), kObj, on_b).ok());
   ASSERT_TRUE(master_->PutEnd(ctx_, K(2), uint64_t{42}).ok());  // the writer's checksum
-  sts = master_->AddDiskReplicas(ssd_, seg_, {{DiskKey("default", K(2)), kObj, 43}, {DiskKey("default", K(2)), kObj, 42}});
+  sts = master_->AddDiskReplicas(ssd_, seg_,
+                                 {{DiskKey("default", K(2)), kObj, 43}, {DiskKey("default", K(2)), kObj, 42}});
   EXPECT_EQ(sts[0].code(), Code::kObjectAlreadyExists);
   EXPECT_TRUE(sts[1].ok());
   EXPECT_EQ(Kinds(K(2)), (std::vector<ReplicaKind>{kMem, kDisk}));
@@ -215,6 +216,89 @@ TEST_F(OffloadTest, ARestartedClientsDiskCopiesJoinOnlyTheValuesTheyHold) {
 
 // An offload whose bytes do not hash to the writer's checksum is not a replica: the client is told
 // (CHECKSUM_MISMATCH, it drops the copy) and the DRAM copy stays, not queued again.
+// A client that goes away keeps its disk copies, and the master remembers them (AwayCopy). Keys
+// removed or written while it is away have their copies refused when it comes back, so a removed
+// key, or an older value of a key since rewritten and removed, does not reappear.
+TEST_F(OffloadTest, KeysRemovedOrRewrittenWhileTheirOwnerIsAwayDoNotComeBack) {
+  Start(Eager(), /*objects=*/8);
+  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
+  ReplicateConfig on_a, on_b;
+  on_a.preferred_segments = {"a"};
+  on_b.preferred_segments = {"b"};
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
+  for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->LivenessOnce();  // ssd_ dies: its four objects go with it, their disk copies stay away
+  EXPECT_EQ(master_->Stats().disk_away_copies, 4u);
+  EXPECT_EQ(master_->Remove(ctx_, K(0), false).code(), Code::kObjectNotFound);  // not listed, yet removed
+  ASSERT_TRUE(Put(K(1), kObj, on_b).ok());                                      // a new value of k1 ...
+  ASSERT_TRUE(master_->Remove(ctx_, K(1), true).ok());                          // ... removed in turn
+  EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^k2$", false), 0u);
+
+  ssd_ = CallContext{ClientId{9, 10}, 0};  // back, as a new process with the same disk
+  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
+  seg_ = Mount("a", kObj * 8, ssd_);
+  std::vector<DiskObject> disk;
+  for (int i = 0; i < 4; ++i) disk.push_back({DiskKey("default", K(i)), kObj, kSum});
+  auto sts = master_->AddDiskReplicas(ssd_, seg_, disk);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sts[i].code(), Code::kObjectAlreadyExists) << K(i) << " must not come back";
+    EXPECT_FALSE(Exists(K(i)));
+  }
+  EXPECT_TRUE(sts[3].ok()) << "k3 was left alone: " << sts[3].ToString();
+  EXPECT_EQ(Kinds(K(3)), (std::vector<ReplicaKind>{kDisk}));
+  EXPECT_EQ(master_->Stats().disk_away_copies, 0u);  // all came back
+  // Only the copies the master remembers are refused: a key it never saw registers.
+  EXPECT_TRUE(master_->AddDiskReplicas(ssd_, seg_, {{DiskKey("default", K(5)), kObj, kSum}})[0].ok());
+}
+
+// A drop its owner never took (it died first, or its queue was full) is remembered the same way.
+TEST_F(OffloadTest, DropsTheOwnerNeverTookAreRememberedAsAwayCopies) {
+  MasterConfig c = Eager();
+  c.offload_queue_limit = 1;  // drops: 64
+  Start(c, /*objects=*/66);
+  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
+  ReplicateConfig on_a;
+  on_a.preferred_segments = {"a"};
+  for (int i = 0; i < 65; ++i) {
+    ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
+    for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  }
+  EXPECT_EQ(*master_->RemoveAll(ctx_, true), 65u);  // 64 drops queued, one refused
+  EXPECT_EQ(master_->Stats().disk_drops_refused, 1u);
+  EXPECT_EQ(master_->Stats().disk_away_copies, 1u);
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->LivenessOnce();  // ssd_ dies with its 64 drops untaken
+  EXPECT_EQ(master_->Stats().disk_away_copies, 65u);
+
+  ssd_ = CallContext{ClientId{9, 10}, 0};
+  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
+  seg_ = Mount("a", kObj * 66, ssd_);
+  std::vector<DiskObject> disk;
+  for (int i = 0; i < 65; ++i) disk.push_back({DiskKey("default", K(i)), kObj, kSum});
+  for (const auto& st : master_->AddDiskReplicas(ssd_, seg_, disk)) EXPECT_EQ(st.code(), Code::kObjectAlreadyExists);
+  EXPECT_EQ(master_->Stats().keys, 0u);
+  EXPECT_EQ(master_->Stats().disk_away_copies, 0u);
+}
+
+TEST_F(OffloadTest, AwayCopiesBeyondTheirLimitAreCounted) {
+  MasterConfig c = Eager();
+  c.disk_away_copies_limit = 1;
+  Start(c);
+  Mount("b", kObj * 4);
+  ReplicateConfig on_a;
+  on_a.preferred_segments = {"a"};
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
+  for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->LivenessOnce();
+  EXPECT_EQ(master_->Stats().disk_away_copies, 1u);
+  EXPECT_EQ(master_->Stats().disk_away_untracked, 2u);
+}
+
 TEST_F(OffloadTest, AnOffloadThatDoesNotMatchTheWritersChecksumIsRefused) {
   Start(Eager());
   ASSERT_TRUE(master_->PutStart(ctx_, K(0), kObj, {}).ok());

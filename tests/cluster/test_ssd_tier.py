@@ -112,7 +112,9 @@ def test_master_restart_learns_the_ssd_contents_again(cluster, tmp_path):
 
 def test_removed_and_replaced_keys_stay_so_after_restarts(cluster, tmp_path):
     """A removed key's disk copy is dropped by its owner: neither a restart of the owner nor one of
-    the master brings the old value back (before, both did)."""
+    the master brings the old value back (before, both did). A key removed while its owner is dead
+    stays removed when the owner returns: the master refuses the copy it remembers, and the owner
+    drops it for good."""
     cluster.start_master(extra=["--enable_offload", "true"])
     root = tmp_path / "ssd-a"
     ssd_client(cluster, "node-a", root)
@@ -132,13 +134,19 @@ def test_removed_and_replaced_keys_stay_so_after_restarts(cluster, tmp_path):
     def check(s):
         assert s.is_exist("k0") == 0
         assert s.get("k1") == vals["k1"]
-        assert s.get("k2") == vals["k2"]
+        assert s.is_exist("k2") == 0
+        assert s.get("k3") == vals["k3"]
 
     cluster.kill_client("node-a")
     wait_until(lambda: cluster.segments() == [], cluster.client_ttl + 5, "the dead client to be dropped")
     assert cluster.metric("yb_master_keys") == 0  # its objects went with it
+    assert cluster.metric("yb_master_disk_away_copies") == 3  # but not their disk copies: k1, k2, k3
+    s = caller(cluster)
+    assert s.remove("k2") != 0  # not listed any more (OBJECT_NOT_FOUND), and removed all the same
+    assert s.close() == 0
     ssd_client(cluster, "node-a", root)  # restarts on the same directory and registers what it holds
-    wait_until(lambda: cluster.metric("yb_master_disk_replicas_registered_total") == 3, 10, "k1, k2 and k3 registered")
+    wait_until(lambda: cluster.metric("yb_master_disk_replicas_registered_total") == 2, 10, "k1 and k3 registered")
+    assert cluster.metric("yb_master_disk_away_copies") == 0
     s = caller(cluster)
     check(s)
     assert s.close() == 0
