@@ -206,9 +206,10 @@ int main(int argc, char** argv) {
                  "eager copy is queued or running)");
   app.add_option("--offload_queue_limit", f.offload_queue_limit, "objects queued or in flight per client")
       ->check(CLI::PositiveNumber);
-  app.add_option("--disk_away_copies_limit", f.disk_away_copies_limit,
-                 "SSD tier: disk copies remembered while their owner is away (dead or unmounted), so that copies of "
-                 "keys removed or rewritten meanwhile are refused when it returns; about 100 bytes plus the key each");
+  app.add_option(
+      "--disk_away_copies_limit", f.disk_away_copies_limit,
+      "SSD tier: disk copies remembered while their owner is away (dead or unmounted), so that copies of "
+      "keys removed or rewritten meanwhile are refused when it returns; about 120 bytes beside the key each");
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);

@@ -26,7 +26,7 @@ struct MasterConfig {
   bool offload_force_evict = false;   // with a full offload queue, evict (drop) anyway
   size_t offload_queue_limit = 4096;  // objects queued or in flight per client
   // Disk copies remembered after their owner went away (dead or unmounted), so that copies of keys
-  // removed or rewritten meanwhile are refused when the owner comes back. About 100 bytes plus the
+  // removed or rewritten meanwhile are refused when the owner comes back. About 120 bytes beside the
   // key each.
   size_t disk_away_copies_limit = 1'000'000;
 };
