@@ -81,8 +81,9 @@ Status Client::Impl::MountPool() {
   if (config.global_segment_size == 0) return Status::OK();
   pool = MappedRegion::Map(config.global_segment_size, config.prefault_segment);
   if (!pool) {
-    return Status(Code::kInternal,
-                  "cannot map a global segment of " + std::to_string(config.global_segment_size) + " bytes");
+    return Status(Code::kInternal, "cannot " + std::string(config.prefault_segment ? "map and fault in" : "map") +
+                                       " a global segment of " + std::to_string(config.global_segment_size) +
+                                       " bytes: not that much memory free?");
   }
   std::mt19937_64 rng(std::random_device{}() ^ id.lo);
   for (uint64_t off = 0; off < config.global_segment_size; off += config.segment_chunk_size) {

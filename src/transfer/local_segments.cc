@@ -1,17 +1,44 @@
 #include "transfer/local_segments.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <mutex>
 
 namespace yb {
 
+namespace {
+
+// Faults every page of [p, p + size) in for writing. False when the memory cannot be had.
+bool Populate(void* p, uint64_t size) {
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(p, size, MADV_POPULATE_WRITE) == 0) return true;
+  if (errno != EINVAL) return false;  // ENOMEM, or a fault: the memory is not there
+#endif
+  // A kernel before 5.14: one write per page does the same, a fault at a time.
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* bytes = static_cast<volatile uint8_t*>(p);
+  for (uint64_t off = 0; off < size; off += static_cast<uint64_t>(page)) bytes[off] = 0;
+  return true;
+}
+
+}  // namespace
+
 std::shared_ptr<MappedRegion> MappedRegion::Map(uint64_t size, bool populate) {
   if (size == 0) return nullptr;
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE);
+  // Without MAP_POPULATE: pages faulted in before the madvise below would be 4 KiB ones, and
+  // khugepaged would then spend minutes merging them in the background, slowing transfers while
+  // it does. Advised first, the faults take transparent huge pages wherever the system allows
+  // them (transparent_hugepage "madvise" or "always"): 512 times fewer faults and TLB entries.
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? 0 : MAP_NORESERVE);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) return nullptr;
-  madvise(p, size, MADV_HUGEPAGE);
+  madvise(p, size, MADV_HUGEPAGE);  // a hint: without THP the pages stay small
+  if (populate && !Populate(p, size)) {
+    munmap(p, size);
+    return nullptr;
+  }
   return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));
 }
 

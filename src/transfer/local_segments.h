@@ -17,8 +17,10 @@ namespace yb {
 // Anonymous memory mapped for a segment or a buffer; unmapped when the last holder lets go.
 class MappedRegion {
  public:
-  // nullptr when the mapping fails. `populate` faults every page in now (MAP_POPULATE), so that
-  // the first transfers into the memory do not pay for page faults.
+  // Huge pages are asked for (MADV_HUGEPAGE). nullptr when the mapping fails. `populate` faults
+  // every page in now, so that the first transfers into the memory do not pay for page faults; it
+  // fails (nullptr) when the memory cannot be had, rather than leaving a later fault to the OOM
+  // killer.
   static std::shared_ptr<MappedRegion> Map(uint64_t size, bool populate = false);
   ~MappedRegion();
   MappedRegion(const MappedRegion&) = delete;
