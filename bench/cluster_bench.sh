@@ -17,7 +17,7 @@ trap 'kill $CLIENT $MASTER 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
 "$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \
   --global_segment_size 3GB >"$LOG/client.log" 2>&1 &
 CLIENT=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do  # up to a minute: faulting 3 GB of huge pages in can take seconds
   out=$("$BIN/yb" --master "127.0.0.1:$PORT" segments 2>/dev/null || true)
   [[ $out == *storage* ]] && break
   sleep 0.1

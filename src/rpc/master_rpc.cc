@@ -101,6 +101,17 @@ void Add(RpcServer& server, RpcMetrics* metrics, M method, Fn fn) {
 
 std::vector<std::string> Keys(const pb::MasterRequest& r) { return {r.keys().begin(), r.keys().end()}; }
 
+// Answers each key of the request into its own KeyResult with `put`. A lone key (a single-key
+// call) goes to the single-key method: no copy of the key and no vector of results.
+template <typename One, typename Batch, typename Put>
+void PerKey(const pb::MasterRequest& q, pb::MasterResponse& r, One&& one, Batch&& batch, Put&& put) {
+  if (q.keys_size() == 1) {
+    put(one(q.keys(0)), r.add_results());
+    return;
+  }
+  for (const auto& res : batch(Keys(q))) put(res, r.add_results());
+}
+
 void PutStatuses(const std::vector<Status>& sts, pb::MasterResponse& resp) {
   for (const auto& s : sts) ToPb(s, resp.add_results()->mutable_status());
 }
@@ -227,26 +238,32 @@ void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics)
     PutStatuses(m.BatchPutRevoke(FromPb(q.ctx()), Keys(q)), r);
   });
   Add(server, metrics, M::kGetReplicaList, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
-    for (const auto& info : m.BatchGetReplicaList(FromPb(q.ctx()), Keys(q), q.flag())) {
-      auto* k = r.add_results();
-      ToPb(info.status(), k->mutable_status());
-      if (!info.ok()) continue;
-      ToPb(info->replicas, k);
-      k->set_size(info->size);
-      k->set_has_checksum(info->checksum.has_value());
-      k->set_checksum(info->checksum.value_or(0));
-      k->set_read_pin(info->read_pin);
-    }
+    const CallContext ctx = FromPb(q.ctx());
+    PerKey(
+        q, r, [&](const std::string& key) { return m.GetReplicaList(ctx, key, q.flag()); },
+        [&](const std::vector<std::string>& keys) { return m.BatchGetReplicaList(ctx, keys, q.flag()); },
+        [](const Result<ObjectInfo>& info, pb::KeyResult* k) {
+          ToPb(info.status(), k->mutable_status());
+          if (!info.ok()) return;
+          ToPb(info->replicas, k);
+          k->set_size(info->size);
+          k->set_has_checksum(info->checksum.has_value());
+          k->set_checksum(info->checksum.value_or(0));
+          k->set_read_pin(info->read_pin);
+        });
   });
   Add(server, metrics, M::kReadEnd, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     PutStatuses(m.BatchReadEnd(FromPb(q.ctx()), Keys(q), {q.values().begin(), q.values().end()}), r);
   });
   Add(server, metrics, M::kExistKey, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
-    for (const auto& e : m.BatchExistKey(FromPb(q.ctx()), Keys(q))) {
-      auto* k = r.add_results();
-      ToPb(e.status(), k->mutable_status());
-      k->set_exists(e.ok() && *e);
-    }
+    const CallContext ctx = FromPb(q.ctx());
+    PerKey(
+        q, r, [&](const std::string& key) { return m.ExistKey(ctx, key); },
+        [&](const std::vector<std::string>& keys) { return m.BatchExistKey(ctx, keys); },
+        [](const Result<bool>& e, pb::KeyResult* k) {
+          ToPb(e.status(), k->mutable_status());
+          k->set_exists(e.ok() && *e);
+        });
   });
   Add(server, metrics, M::kRemove, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     PutStatuses(m.BatchRemove(FromPb(q.ctx()), Keys(q), q.flag()), r);
