@@ -5,18 +5,19 @@
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
 //   yb --master HOST:PORT segments                    (segments and their usage)
 // Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
-#include <cstdlib>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 
 #include "common/units.h"
 #include "master/master_api.h"
+#include "rpc/master_rpc.h"
 #include "yuebing/client.h"
 
 namespace {
@@ -61,6 +62,21 @@ int main(int argc, char** argv) {
   c.global_segment_size = 0;
   c.local_buffer_size = 0;
   if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
+  if (segs->parsed()) {
+    // Only the master's segment list: no client registration, so a script polling this does not
+    // add a client to the master's live ones for every call.
+    auto m = yb::rpc::MasterClient::Connect(master, std::chrono::milliseconds(c.rpc_timeout_ms));
+    if (!m.ok()) return Fail(m.status());
+    auto list = (*m)->ListSegments();
+    if (!list.ok()) return Fail(list.status());
+    std::printf("%-20s %-22s %-12s %-12s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS");
+    for (const auto& u : *list) {
+      std::printf("%-20s %-22s %-12s %-12s %llu\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
+                  yb::FormatBytes(u.capacity).c_str(), yb::FormatBytes(u.allocated).c_str(),
+                  static_cast<unsigned long long>(u.allocations));
+    }
+    return 0;
+  }
   auto client = yb::Client::Connect(c);
   if (!client.ok()) return Fail(client.status());
   yb::Client& cl = **client;
@@ -100,15 +116,6 @@ int main(int argc, char** argv) {
     auto e = cl.IsExist(key);
     if (!e.ok()) return Fail(e.status());
     std::printf("%d\n", *e ? 1 : 0);
-  } else if (segs->parsed()) {
-    auto list = cl.master().ListSegments();
-    if (!list.ok()) return Fail(list.status());
-    std::printf("%-20s %-22s %-12s %-12s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS");
-    for (const auto& u : *list) {
-      std::printf("%-20s %-22s %-12s %-12s %llu\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
-                  yb::FormatBytes(u.capacity).c_str(), yb::FormatBytes(u.allocated).c_str(),
-                  static_cast<unsigned long long>(u.allocations));
-    }
   }
   return 0;
 }

@@ -81,6 +81,20 @@ def test_errors_reach_the_tool_with_mooncake_codes(cluster):
     assert r.returncode == 1 and b"-704" in r.stderr
 
 
+def test_listing_segments_does_not_register_a_client(cluster):
+    """`yb segments` asks the master for its list only: scripts that poll it (scripts/run.sh does)
+    do not add a live client per call."""
+    cluster.start_master()
+    cluster.start_client("node-a")
+    wait_until(lambda: cluster.metric("yb_master_live_clients") == 1, 10, "node-a registered")
+    for _ in range(3):
+        r = cluster.yb(["segments"])
+        assert r.returncode == 0 and b"node-a" in r.stdout, r
+    assert cluster.metric("yb_master_live_clients") == 1
+    assert cluster.yb(["exist", "k"]).returncode == 0  # a data command does register
+    assert cluster.metric("yb_master_live_clients") == 2
+
+
 def test_c_api_program_against_the_cluster(cluster):
     """A Mooncake-style C program (store_c_header_check) does put/get/exist/size/remove over TCP."""
     import subprocess
