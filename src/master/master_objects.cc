@@ -288,8 +288,10 @@ uint64_t MasterService::RemoveMatching(const CallContext& ctx, bool force,
       }
       it = next;
     }
-    for (auto& [ik, copies] : s.away) {  // nor do copies of matching keys on absent clients' disks
-      if (ik[0] == t0 && ik[1] == t1 && match(std::string_view(ik).substr(2))) {
+    // Nor do copies of matching keys on absent clients' disks, unless the key stays (leased).
+    for (auto& [ik, copies] : s.away) {
+      if (ik[0] == t0 && ik[1] == t1 && match(std::string_view(ik).substr(2)) &&
+          s.objects.find(HashedKey(ik)) == s.objects.end()) {
         for (AwayCopy& c : copies) c.superseded = true;
       }
     }

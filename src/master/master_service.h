@@ -126,8 +126,8 @@ class MasterService final : public MasterApi {
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
   ReplicaDesc Describe(const StoredReplica& r, uint64_t size) const;
   Status RemoveLocked(Shard& s, ObjectMap::iterator it, bool force, TimeMs now);
-  // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys are
-  // superseded.
+  // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys,
+  // but for objects a lease kept, are superseded.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
   void DropSegmentEverywhere(SegmentRef ref);
   // SSD tier (master_offload.cc). Shard lock held for the *Locked ones.

@@ -283,6 +283,34 @@ TEST_F(OffloadTest, DropsTheOwnerNeverTookAreRememberedAsAwayCopies) {
   EXPECT_EQ(master_->Stats().disk_away_copies, 0u);
 }
 
+// A key that a remove leaves in place (a reader's lease) keeps its value: its away copy is still
+// that value, and registers once the owner is back, even after the key was evicted meanwhile.
+TEST_F(OffloadTest, AwayCopiesOfKeysARemoveLeftInPlaceStayValid) {
+  Start(Eager());
+  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
+  ReplicateConfig both;
+  both.replica_num = 2;
+  ASSERT_TRUE(Put(K(0), kObj, both).ok());
+  for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->LivenessOnce();  // ssd_ dies: k0 keeps its copy on b, its disk copy is away
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // a reader's lease
+  EXPECT_EQ(*master_->RemoveAll(ctx_, false), 0u);
+  EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^k0$", false), 0u);
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);  // evicted, not removed
+  EXPECT_FALSE(Exists(K(0)));
+
+  ssd_ = CallContext{ClientId{9, 10}, 0};
+  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
+  seg_ = Mount("a", kObj * 4, ssd_);
+  auto sts = master_->AddDiskReplicas(ssd_, seg_, {{DiskKey("default", K(0)), kObj, kSum}});
+  EXPECT_TRUE(sts[0].ok()) << sts[0].ToString();
+  EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kDisk}));
+}
+
 TEST_F(OffloadTest, AwayCopiesBeyondTheirLimitAreCounted) {
   MasterConfig c = Eager();
   c.disk_away_copies_limit = 1;
