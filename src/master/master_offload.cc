@@ -255,7 +255,7 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
       continue;
     }
     // The copy is back: the master no longer needs to remember it.
-    const std::optional<bool> superseded = s.away.empty() ? std::nullopt : TakeAwayCopyLocked(s, hk, obj.checksum);
+    const std::optional<bool> superseded = TakeAwayCopyLocked(s, hk, obj.checksum);
     auto it = s.objects.find(hk);
     if (it != s.objects.end()) {
       ObjectMeta& m = it->second;

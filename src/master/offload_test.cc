@@ -17,12 +17,24 @@ class OffloadTest : public MasterFixture {
   // The SSD client ssd_ owns segment "a" of `objects` objects; ctx_ (no SSD tier) writes.
   void Start(MasterConfig config, int objects = 4) {
     Reset(config);
-    ssd_ = CallContext{ClientId{9, 9}, 0};
+    JoinSsdClient(ClientId{9, 9}, objects);
+  }
+  // ssd_ registers (with an SSD tier) as `id` and mounts segment "a" of `objects` objects.
+  void JoinSsdClient(ClientId id, int objects) {
+    ssd_ = CallContext{id, 0};
     auto t = master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
     ASSERT_TRUE(t.ok());
     ssd_.tenant = *t;
     seg_ = Mount("a", kObj * objects, ssd_);
   }
+  // ssd_ falls silent past client_ttl while ctx_ keeps pinging: the master declares it dead.
+  void SsdClientDies() {
+    clock_.AdvanceSec(11);
+    ASSERT_TRUE(master_->Ping(ctx_).ok());
+    master_->LivenessOnce();
+  }
+  // ssd_ comes back as a new process (a new id) with the same disk.
+  void SsdClientReturns(int objects) { JoinSsdClient(ClientId{9, 10}, objects); }
   static MasterConfig Eager() {
     MasterConfig c;
     c.enable_offload = true;
@@ -184,18 +196,14 @@ TEST_F(OffloadTest, ARestartedClientsDiskCopiesJoinOnlyTheValuesTheyHold) {
   ASSERT_TRUE(Put(K(1), kObj, on_both).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
   EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kMem, kMem, kDisk}));
-  clock_.AdvanceSec(11);
-  ASSERT_TRUE(master_->Ping(ctx_).ok());
-  master_->LivenessOnce();  // ssd_ dies: k0 goes with it, k1 keeps its copy on b
+  SsdClientDies();  // k0 goes with it, k1 keeps its copy on b
   EXPECT_FALSE(Exists(K(0)));
   ReplicateConfig on_b;
   on_b.preferred_segments = {"b"};
   ASSERT_TRUE(Put(K(0), kObj, on_b).ok());  // a new value of k0, same size, no checksum
 
   // The client comes back (a new process: a new id) with the same disk.
-  ssd_ = CallContext{ClientId{9, 10}, 0};
-  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
-  seg_ = Mount("a", kObj * 4, ssd_);
+  SsdClientReturns(4);
   auto sts = master_->AddDiskReplicas(ssd_, seg_,
                                       {{DiskKey("default", K(0)), kObj, kSum}, {DiskKey("default", K(1)), kObj, kSum}});
   EXPECT_EQ(sts[0].code(), Code::kObjectAlreadyExists) << "an old value must not join the new one";
@@ -227,18 +235,14 @@ TEST_F(OffloadTest, KeysRemovedOrRewrittenWhileTheirOwnerIsAwayDoNotComeBack) {
   on_b.preferred_segments = {"b"};
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
-  clock_.AdvanceSec(11);
-  ASSERT_TRUE(master_->Ping(ctx_).ok());
-  master_->LivenessOnce();  // ssd_ dies: its four objects go with it, their disk copies stay away
+  SsdClientDies();  // its four objects go with it, their disk copies stay away
   EXPECT_EQ(master_->Stats().disk_away_copies, 4u);
   EXPECT_EQ(master_->Remove(ctx_, K(0), false).code(), Code::kObjectNotFound);  // not listed, yet removed
   ASSERT_TRUE(Put(K(1), kObj, on_b).ok());                                      // a new value of k1 ...
   ASSERT_TRUE(master_->Remove(ctx_, K(1), true).ok());                          // ... removed in turn
   EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^k2$", false), 0u);
 
-  ssd_ = CallContext{ClientId{9, 10}, 0};  // back, as a new process with the same disk
-  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
-  seg_ = Mount("a", kObj * 8, ssd_);
+  SsdClientReturns(8);
   std::vector<DiskObject> disk;
   for (int i = 0; i < 4; ++i) disk.push_back({DiskKey("default", K(i)), kObj, kSum});
   auto sts = master_->AddDiskReplicas(ssd_, seg_, disk);
@@ -268,14 +272,10 @@ TEST_F(OffloadTest, DropsTheOwnerNeverTookAreRememberedAsAwayCopies) {
   EXPECT_EQ(*master_->RemoveAll(ctx_, true), 65u);  // 64 drops queued, one refused
   EXPECT_EQ(master_->Stats().disk_drops_refused, 1u);
   EXPECT_EQ(master_->Stats().disk_away_copies, 1u);
-  clock_.AdvanceSec(11);
-  ASSERT_TRUE(master_->Ping(ctx_).ok());
-  master_->LivenessOnce();  // ssd_ dies with its 64 drops untaken
+  SsdClientDies();  // with its 64 drops untaken
   EXPECT_EQ(master_->Stats().disk_away_copies, 65u);
 
-  ssd_ = CallContext{ClientId{9, 10}, 0};
-  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
-  seg_ = Mount("a", kObj * 66, ssd_);
+  SsdClientReturns(66);
   std::vector<DiskObject> disk;
   for (int i = 0; i < 65; ++i) disk.push_back({DiskKey("default", K(i)), kObj, kSum});
   for (const auto& st : master_->AddDiskReplicas(ssd_, seg_, disk)) EXPECT_EQ(st.code(), Code::kObjectAlreadyExists);
@@ -292,9 +292,8 @@ TEST_F(OffloadTest, AwayCopiesOfKeysARemoveLeftInPlaceStayValid) {
   both.replica_num = 2;
   ASSERT_TRUE(Put(K(0), kObj, both).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
-  clock_.AdvanceSec(11);
-  ASSERT_TRUE(master_->Ping(ctx_).ok());
-  master_->LivenessOnce();  // ssd_ dies: k0 keeps its copy on b, its disk copy is away
+  // ssd_ dies: k0 keeps its copy on b, its disk copy is away.
+  SsdClientDies();
   ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // a reader's lease
   EXPECT_EQ(*master_->RemoveAll(ctx_, false), 0u);
   EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^k0$", false), 0u);
@@ -303,9 +302,7 @@ TEST_F(OffloadTest, AwayCopiesOfKeysARemoveLeftInPlaceStayValid) {
   EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);  // evicted, not removed
   EXPECT_FALSE(Exists(K(0)));
 
-  ssd_ = CallContext{ClientId{9, 10}, 0};
-  ssd_.tenant = *master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
-  seg_ = Mount("a", kObj * 4, ssd_);
+  SsdClientReturns(4);
   auto sts = master_->AddDiskReplicas(ssd_, seg_, {{DiskKey("default", K(0)), kObj, kSum}});
   EXPECT_TRUE(sts[0].ok()) << sts[0].ToString();
   EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kDisk}));
@@ -320,9 +317,7 @@ TEST_F(OffloadTest, AwayCopiesBeyondTheirLimitAreCounted) {
   on_a.preferred_segments = {"a"};
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
-  clock_.AdvanceSec(11);
-  ASSERT_TRUE(master_->Ping(ctx_).ok());
-  master_->LivenessOnce();
+  SsdClientDies();
   EXPECT_EQ(master_->Stats().disk_away_copies, 1u);
   EXPECT_EQ(master_->Stats().disk_away_untracked, 2u);
 }
