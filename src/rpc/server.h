@@ -18,12 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/event_loop.h"
+#include "common/listener.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
-
-namespace asio {
-class io_context;
-}
 
 namespace yb::rpc {
 
@@ -65,27 +63,21 @@ class RpcServer {
   uint64_t reads_paused() const { return reads_paused_.load(); }
   // Accepts that failed (e.g. out of file descriptors); each is followed by a pause of 10 ms,
   // doubling up to 1 s while they keep failing.
-  uint64_t accept_failures() const { return accept_failures_.load(); }
+  uint64_t accept_failures() const;
 
  private:
   class Session;
-  class Loop;
-  void Accept();
 
   Options options_;
   std::unordered_map<uint16_t, Handler> handlers_;
-  std::vector<std::unique_ptr<Loop>> loops_;     // one per serving thread
-  std::unique_ptr<asio::io_context> accept_io_;  // the accepting thread's
-  struct Acceptor;
-  std::unique_ptr<Acceptor> acceptor_;
-  std::thread accept_thread_;
+  std::vector<std::unique_ptr<EventLoop>> loops_;  // one per serving thread
+  std::unique_ptr<Listener> listener_;
   uint16_t port_ = 0;
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> reads_paused_{0};
-  std::atomic<uint64_t> accept_failures_{0};
   bool started_ = false;
-  size_t next_loop_ = 0;  // the loop the next connection goes to (accept handler only)
+  size_t next_loop_ = 0;  // the loop the next connection goes to (the listener's thread only)
 };
 
 }  // namespace yb::rpc

@@ -1,0 +1,159 @@
+#include "common/event_loop.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace yb {
+
+EventLoop::EventLoop(Factory factory) : factory_(std::move(factory)) {}
+
+EventLoop::~EventLoop() {
+  Stop();
+  for (auto& [fd, peer] : incoming_) ::close(fd);
+  for (auto& [id, e] : sessions_) {
+    e.session.reset();
+    ::close(e.fd);
+  }
+  if (wake_ >= 0) ::close(wake_);
+  if (ep_ >= 0) ::close(ep_);
+}
+
+Status EventLoop::Start() {
+  ep_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (ep_ < 0 || wake_ < 0)
+    return Status(Code::kInternal, std::string("event loop: epoll/eventfd: ") + strerror(errno));
+  if (!Watch(EPOLL_CTL_ADD, wake_, EPOLLIN, nullptr)) {  // a null pointer marks the wake-up descriptor
+    return Status(Code::kInternal, std::string("event loop: epoll_ctl: ") + strerror(errno));
+  }
+  thread_ = std::thread([this] { Run(); });
+  return Status::OK();
+}
+
+void EventLoop::Stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  Wake();
+  thread_.join();
+  for (auto& [id, e] : sessions_) {
+    e.session.reset();
+    ::close(e.fd);
+  }
+  sessions_.clear();
+}
+
+void EventLoop::Adopt(int fd, std::string peer) {
+  {
+    std::lock_guard lock(mu_);
+    incoming_.emplace_back(fd, std::move(peer));
+  }
+  Wake();
+}
+
+void EventLoop::RunOn(uint64_t id, std::function<bool(LoopSession&)> fn) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    tasks_.push_back(Task{id, std::move(fn)});
+  }
+  Wake();
+}
+
+bool EventLoop::Watch(int op, int fd, uint32_t events, void* ptr) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = ptr;
+  return epoll_ctl(ep_, op, fd, &ev) == 0;
+}
+
+void EventLoop::Wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = ::write(wake_, &one, sizeof(one));
+}
+
+void EventLoop::Run() {
+  std::vector<epoll_event> evs(256);
+  for (;;) {
+    int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), -1);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      YB_LOG_ERROR("event loop: epoll_wait: {}: this serving thread stops", strerror(errno));
+      return;
+    }
+    bool woken = false;
+    for (int i = 0; i < k; ++i) {
+      auto* e = static_cast<Entry*>(evs[i].data.ptr);
+      if (e == nullptr) {
+        woken = true;
+        continue;
+      }
+      const uint32_t before = e->session->Interest();
+      Settle(*e, before, e->session->OnEvents(evs[i].events));
+    }
+    // After the batch: a task may close a session whose readiness is further down the batch.
+    if (woken && !TakeQueued()) return;
+  }
+}
+
+bool EventLoop::TakeQueued() {
+  uint64_t n;
+  [[maybe_unused]] ssize_t r = ::read(wake_, &n, sizeof(n));
+  std::vector<std::pair<int, std::string>> in;
+  std::vector<Task> tasks;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    in.swap(incoming_);
+    tasks.swap(tasks_);
+  }
+  for (auto& [fd, peer] : in) {
+    std::unique_ptr<LoopSession> s = factory_(fd, std::move(peer));
+    if (!s) {
+      ::close(fd);
+      continue;
+    }
+    const uint64_t id = next_id_++;
+    s->loop_id_ = id;
+    const uint32_t interest = s->Interest();
+    Entry& e = sessions_.emplace(id, Entry{std::move(s), fd}).first->second;
+    if (!Watch(EPOLL_CTL_ADD, fd, interest, &e)) {
+      YB_LOG_WARN("event loop: cannot watch a new connection: {}", strerror(errno));
+      e.session.reset();
+      ::close(fd);
+      sessions_.erase(id);
+    }
+  }
+  for (auto& t : tasks) {
+    auto it = sessions_.find(t.id);
+    if (it == sessions_.end()) continue;  // closed since
+    Entry& e = it->second;
+    const uint32_t before = e.session->Interest();
+    Settle(e, before, t.fn(*e.session));
+  }
+  return true;
+}
+
+void EventLoop::Settle(Entry& e, uint32_t before, bool ok) {
+  if (!ok) return Close(e);
+  if (uint32_t now = e.session->Interest(); now != before && !Watch(EPOLL_CTL_MOD, e.fd, now, &e)) Close(e);
+}
+
+void EventLoop::Close(Entry& e) {
+  epoll_ctl(ep_, EPOLL_CTL_DEL, e.fd, nullptr);
+  const uint64_t id = e.session->loop_id();
+  const int fd = e.fd;
+  e.session.reset();
+  ::close(fd);
+  sessions_.erase(id);
+}
+
+}  // namespace yb

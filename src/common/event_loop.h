@@ -1,0 +1,96 @@
+// EventLoop: one thread serving many non-blocking connections through a level-triggered epoll set.
+//
+// Both of our servers use it (the master's RPC server and a client's transfer server): a
+// connection is a LoopSession, handed to one loop (Adopt) and only ever touched by that loop's
+// thread, so its handlers never run concurrently and need no lock. The set is level-triggered: a
+// session that leaves data unread (to be fair to the others) is told again on the next wait.
+//
+// Why not Asio's reactor: a connection here carries small requests one after another, and Asio
+// spends an extra system call per request on that pattern (async_wait re-arms the descriptor with
+// epoll_ctl each time; async_read_some first tries a read that finds nothing). This loop costs one
+// recv and one send per request and one epoll_wait shared by the connections that became ready
+// together. Accepting is the Listener's (listener.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "yuebing/status.h"
+
+namespace yb {
+
+// A connection served by an EventLoop. Its methods run on the loop's thread only.
+class LoopSession {
+ public:
+  virtual ~LoopSession() = default;
+  // The epoll events (EPOLLIN, EPOLLOUT) the session waits for now; 0 waits for none (an error or
+  // hang-up is still reported).
+  virtual uint32_t Interest() const = 0;
+  // Handles readiness; false closes the connection (the session is destroyed).
+  virtual bool OnEvents(uint32_t events) = 0;
+  // The loop's name for the session (RunOn), set when it is adopted.
+  uint64_t loop_id() const { return loop_id_; }
+
+ private:
+  friend class EventLoop;
+  uint64_t loop_id_ = 0;
+};
+
+class EventLoop {
+ public:
+  // Makes the session for a connected, non-blocking descriptor. The loop owns the descriptor and
+  // closes it after the session is destroyed.
+  using Factory = std::function<std::unique_ptr<LoopSession>(int fd, std::string peer)>;
+
+  explicit EventLoop(Factory factory);
+  ~EventLoop();  // stops the loop; closes its connections and those not yet adopted
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  Status Start();
+  // Ends the thread and closes every connection. Tasks not yet run are dropped.
+  void Stop();
+
+  // From any thread: the loop takes the descriptor over.
+  void Adopt(int fd, std::string peer);
+  // From any thread: runs `fn` on the loop's thread on the session `id` if it is still open; false
+  // from `fn` closes it. The loop then looks at what the session waits for again.
+  void RunOn(uint64_t id, std::function<bool(LoopSession&)> fn);
+
+ private:
+  bool Watch(int op, int fd, uint32_t events, void* ptr);
+  void Wake();
+  void Run();
+  bool TakeQueued();  // false once the loop stops
+
+  struct Entry {
+    std::unique_ptr<LoopSession> session;
+    int fd;
+  };
+  // After a session ran: closes it (`ok` false) or updates what it waits for.
+  void Settle(Entry& e, uint32_t before, bool ok);
+  void Close(Entry& e);
+  struct Task {
+    uint64_t id;
+    std::function<bool(LoopSession&)> fn;
+  };
+
+  Factory factory_;
+  int ep_ = -1;
+  int wake_ = -1;
+  std::thread thread_;
+  uint64_t next_id_ = 1;                          // the loop thread's alone
+  std::unordered_map<uint64_t, Entry> sessions_;  // the loop thread's alone; epoll names an Entry
+  std::mutex mu_;
+  std::vector<std::pair<int, std::string>> incoming_;  // under mu_
+  std::vector<Task> tasks_;                            // under mu_
+  bool stopping_ = false;                              // under mu_
+};
+
+}  // namespace yb

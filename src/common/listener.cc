@@ -1,0 +1,78 @@
+#include "common/listener.h"
+
+#include <asio.hpp>
+
+#include "common/backoff.h"
+#include "common/log.h"
+
+namespace yb {
+
+struct Listener::Impl {
+  asio::io_context io{1};
+  asio::ip::tcp::acceptor acceptor{io};
+  asio::steady_timer retry{io};  // the pause after a failed accept
+  Backoff backoff{std::chrono::milliseconds(10), std::chrono::seconds(1)};
+};
+
+Listener::Listener(Options options, OnAccept on_accept)
+    : options_(std::move(options)), on_accept_(std::move(on_accept)), impl_(std::make_unique<Impl>()) {}
+
+Listener::~Listener() { Stop(); }
+
+Status Listener::Start() {
+  try {
+    asio::ip::tcp::endpoint ep(asio::ip::make_address(options_.address), options_.port);
+    impl_->acceptor.open(ep.protocol());
+    impl_->acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+    impl_->acceptor.bind(ep);
+    impl_->acceptor.listen();
+    port_ = impl_->acceptor.local_endpoint().port();
+  } catch (const std::exception& e) {
+    return Status(Code::kInvalidParams,
+                  "cannot listen on " + options_.address + ":" + std::to_string(options_.port) + ": " + e.what());
+  }
+  Accept();
+  thread_ = std::thread([this] {
+    auto work = asio::make_work_guard(impl_->io);
+    impl_->io.run();
+  });
+  return Status::OK();
+}
+
+void Listener::Accept() {
+  impl_->acceptor.async_accept([this](asio::error_code ec, asio::ip::tcp::socket s) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      const auto pause = impl_->backoff.Next();
+      ++accept_failures_;
+      YB_LOG_WARN("accept on port {} failed: {}; retrying in {} ms", port_, ec.message(), pause.count());
+      if (options_.on_accept_failed) options_.on_accept_failed();
+      impl_->retry.expires_after(pause);
+      impl_->retry.async_wait([this](asio::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
+    }
+    impl_->backoff.Reset();
+    std::string peer = s.remote_endpoint(ec).address().to_string();
+    s.set_option(asio::ip::tcp::no_delay(true), ec);
+    s.non_blocking(true, ec);  // sets the descriptor itself non-blocking, which it stays once released
+    int fd = s.release(ec);
+    if (ec) {
+      YB_LOG_WARN("cannot take over a new connection: {}", ec.message());
+    } else {
+      on_accept_(fd, std::move(peer));
+    }
+    Accept();
+  });
+}
+
+void Listener::Stop() {
+  if (!thread_.joinable()) return;
+  impl_->io.stop();  // no connection is handed over from here on
+  thread_.join();
+  asio::error_code ec;
+  impl_->acceptor.close(ec);
+}
+
+}  // namespace yb

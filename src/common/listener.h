@@ -1,0 +1,54 @@
+// Listener: accepts TCP connections on its own thread and hands each one, connected, non-blocking
+// and with Nagle off, to a callback (which deals it to an EventLoop).
+//
+// A failed accept (out of descriptors or memory) leaves the connection queued, so accepting again
+// at once would fail again at once, in a loop: the listener pauses instead, 10 ms at first and
+// doubling up to 1 s while accepts keep failing. Start/Stop from one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "yuebing/status.h"
+
+namespace yb {
+
+class Listener {
+ public:
+  using OnAccept = std::function<void(int fd, std::string peer)>;  // the callback owns fd
+  struct Options {
+    std::string address = "0.0.0.0";
+    uint16_t port = 0;  // 0: any free port (see port())
+    // Called (on the accepting thread) after each failed accept, before the pause that follows it.
+    std::function<void()> on_accept_failed;
+  };
+
+  Listener(Options options, OnAccept on_accept);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  // Binds and listens (INVALID_PARAMS naming the address when it cannot), then accepts.
+  Status Start();
+  // No connection is handed over after Stop returns.
+  void Stop();
+  uint16_t port() const { return port_; }
+  uint64_t accept_failures() const { return accept_failures_.load(); }
+
+ private:
+  struct Impl;
+  void Accept();
+
+  Options options_;
+  OnAccept on_accept_;
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> accept_failures_{0};
+};
+
+}  // namespace yb
