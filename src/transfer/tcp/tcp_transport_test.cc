@@ -3,7 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
+#include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "common/test_util.h"
 #include "transfer/tcp/transfer_server.h"
@@ -35,6 +41,16 @@ class TcpTransportTest : public ::testing::Test {
           return std::nullopt;
         },
         to);
+  }
+
+  // Another server of the same segments on 127.0.0.1, its options changed by `tweak`.
+  std::unique_ptr<TransferServer> StartServer(const std::function<void(TransferServer::Options&)>& tweak) {
+    TransferServer::Options o;
+    o.address = "127.0.0.1";
+    tweak(o);
+    auto server = std::make_unique<TransferServer>(served_, o);
+    EXPECT_TRUE(server->Start().ok());
+    return server;
   }
 
   bool GuardsIntact() const {
@@ -91,7 +107,8 @@ TEST(TcpTransportOptionsTest, SliceSizeComesFromTheConfigElseMcSliceSize) {
   EXPECT_EQ(O::WithSliceSize(0, "16MB")->slice_size, 16u << 20);
   EXPECT_EQ(O::WithSliceSize(128 << 10, "1MB")->slice_size, 128u << 10);  // the config wins
   // A bad variable keeps the default; a bad configured size is an error.
-  for (const char* bad : {"abc", "-1", "1", "1GB", "0"}) EXPECT_EQ(O::WithSliceSize(0, bad)->slice_size, 64u << 10) << bad;
+  for (const char* bad : {"abc", "-1", "1", "1GB", "0"})
+    EXPECT_EQ(O::WithSliceSize(0, bad)->slice_size, 64u << 10) << bad;
   EXPECT_EQ(O::WithSliceSize(100, "").status().code(), Code::kInvalidParams);
   EXPECT_EQ(O::WithSliceSize(O::kMaxSlice + 1, "").status().code(), Code::kInvalidParams);
   EXPECT_EQ(O::WithSliceSize(O::kMaxSlice, "")->slice_size, O::kMaxSlice);
@@ -163,18 +180,14 @@ TEST_F(TcpTransportTest, AStoppedServerFailsTransfersCleanly) {
 TEST_F(TcpTransportTest, AcceptFailuresPauseAndRecover) {
   if (test_util::kSanitizerNeedsFreeDescriptors) GTEST_SKIP() << "the ASan+UBSan runtime needs free descriptors";
   test_util::CallTimes failures;
-  TransferServer::Options o;
-  o.address = "127.0.0.1";
-  o.on_accept_failed = failures.Recorder();
-  TransferServer server(served_, o);
-  ASSERT_TRUE(server.Start().ok());
-  std::string ep = "127.0.0.1:" + std::to_string(server.port());
+  auto server = StartServer([&](TransferServer::Options& o) { o.on_accept_failed = failures.Recorder(); });
+  std::string ep = "127.0.0.1:" + std::to_string(server->port());
   auto resolve = [ep](SegmentId) -> std::optional<std::string> { return ep; };
   TcpTransport before(resolve, {});
   std::vector<uint8_t> buf(4096, 0x5A), back(4096);
   ASSERT_TRUE(before.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());  // its connection stays pooled
 
-  auto exhausted = test_util::ExhaustAndExpectAcceptPauses(server.port(), failures);
+  auto exhausted = test_util::ExhaustAndExpectAcceptPauses(server->port(), failures);
   ASSERT_NE(exhausted, nullptr);
   auto r = before.Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
   ASSERT_TRUE(r[0].ok()) << r[0].ToString();
@@ -185,6 +198,115 @@ TEST_F(TcpTransportTest, AcceptFailuresPauseAndRecover) {
   r = after.Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
   ASSERT_TRUE(r[0].ok()) << r[0].ToString();
   EXPECT_EQ(back, buf);
+}
+
+// A raw connection to a transfer server, for the tests that look at connections themselves.
+class RawConn {
+ public:
+  explicit RawConn(uint16_t port) : sock_(io_) { sock_.connect({asio::ip::make_address("127.0.0.1"), port}); }
+  // Sends a request header and its payload, if any.
+  void Send(const WireRequest& req, const std::string& payload = "") {
+    uint8_t hdr[kRequestSize];
+    req.Encode(hdr);
+    asio::write(sock_, std::vector<asio::const_buffer>{asio::buffer(hdr), asio::buffer(payload)});
+  }
+  void SendBytes(const std::string& bytes) { asio::write(sock_, asio::buffer(bytes)); }
+  // Reads one answer and its data; nullopt when the server closed the connection.
+  std::optional<std::pair<Code, std::string>> Answer() {
+    uint8_t hdr[kResponseSize];
+    asio::error_code ec;
+    asio::read(sock_, asio::buffer(hdr), ec);
+    WireResponse resp;
+    if (ec || !resp.Decode(hdr)) return std::nullopt;
+    std::string data(resp.length, '\0');
+    asio::read(sock_, asio::buffer(data), ec);
+    if (ec) return std::nullopt;
+    return std::pair{static_cast<Code>(resp.code), data};
+  }
+  // Reads `n` bytes of segment 5 from `offset`: a round trip that shows the connection is served.
+  std::optional<std::string> Read(uint64_t offset, uint64_t n) {
+    Send({kOpRead, 5, offset, n});
+    auto a = Answer();
+    if (!a || a->first != Code::kOk) return std::nullopt;
+    return a->second;
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket sock_;
+};
+
+size_t ThreadsOfThisProcess() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Every client of a cluster keeps pooled connections to every other: they stay open, mostly idle,
+// and cost no thread each. (The server used to run a thread per connection and to refuse any past
+// the 256th.)
+TEST_F(TcpTransportTest, HundredsOfOpenConnectionsAreServedByAFewThreads) {
+  const size_t threads_before = ThreadsOfThisProcess();
+  std::vector<std::unique_ptr<RawConn>> conns;
+  for (int i = 0; i < 300; ++i) {
+    conns.push_back(std::make_unique<RawConn>(server_->port()));
+    ASSERT_TRUE(conns.back()->Read(0, 8).has_value()) << "connection " << i;
+  }
+  EXPECT_EQ(server_->open_connections(), 300u);
+  EXPECT_LT(ThreadsOfThisProcess(), threads_before + 5);
+  // The first ones, idle since, still answer, and so does a transport's own connection.
+  std::memset(region_->data() + kGuard + 100, 0x42, 16);
+  EXPECT_EQ(conns.front()->Read(100, 16), std::string(16, '\x42'));
+  EXPECT_EQ(conns[150]->Read(100, 16), std::string(16, '\x42'));
+  std::vector<uint8_t> back(16);
+  ASSERT_TRUE(transport_->Submit({{Op::kRead, 5, 100, back.data(), back.size()}})[0].ok());
+  EXPECT_EQ(back, std::vector<uint8_t>(16, 0x42));
+}
+
+// Past max_connections a new connection is closed at once; the open ones go on.
+TEST_F(TcpTransportTest, ConnectionsPastTheLimitAreClosedAtOnce) {
+  auto server = StartServer([](TransferServer::Options& o) { o.max_connections = 3; });
+  std::vector<std::unique_ptr<RawConn>> conns;
+  for (int i = 0; i < 3; ++i) {
+    conns.push_back(std::make_unique<RawConn>(server->port()));
+    ASSERT_TRUE(conns.back()->Read(0, 8).has_value());
+  }
+  RawConn extra(server->port());
+  extra.Send({kOpRead, 5, 0, 8});
+  EXPECT_FALSE(extra.Answer().has_value());
+  EXPECT_EQ(server->refused_connections(), 1u);
+  EXPECT_TRUE(conns[0]->Read(0, 8).has_value());
+  conns.pop_back();  // one closes: a new one is served again
+  std::vector<uint8_t> back(8);
+  TcpTransport after(
+      [&](SegmentId) -> std::optional<std::string> { return "127.0.0.1:" + std::to_string(server->port()); }, {});
+  bool served = false;
+  for (int attempt = 0; attempt < 1000 && !served; ++attempt) {  // until the server has seen the close
+    served = after.Submit({{Op::kRead, 5, 0, back.data(), back.size()}})[0].ok();
+    if (!served) std::this_thread::yield();
+  }
+  EXPECT_TRUE(served);
+}
+
+// One loop serves every connection here: a peer that stops in the middle of a write's payload, or
+// one that sends requests and never reads the answers, holds up no one else.
+TEST_F(TcpTransportTest, AStalledPeerHoldsUpNoOtherConnection) {
+  auto server = StartServer([](TransferServer::Options& o) { o.threads = 1; });
+  RawConn stalled(server->port());
+  stalled.Send({kOpWrite, 5, 1 << 20, 1 << 20}, std::string(100, 'p'));  // 100 bytes of 1 MiB
+  RawConn deaf(server->port());                                          // asks for 64 MiB and reads nothing
+  for (int i = 0; i < 16; ++i) deaf.Send({kOpRead, 5, 0, 4 << 20});
+  RawConn other(server->port());
+  std::memset(region_->data() + kGuard, 0x24, 64);
+  EXPECT_EQ(other.Read(0, 64), std::string(64, '\x24'));
+  // The stalled write goes on where it stopped.
+  stalled.SendBytes(std::string((1 << 20) - 100, 'p'));
+  auto a = stalled.Answer();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->first, Code::kOk);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(region_->data() + kGuard + (1 << 20)), 1 << 20),
+            std::string(1 << 20, 'p'));
+  EXPECT_TRUE(GuardsIntact());
 }
 
 // A stand-in SSD tier: one object.
@@ -228,6 +350,57 @@ TEST_F(TcpTransportTest, ObjectReadsServeTheSsdTierByKey) {
   EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset);
   EXPECT_TRUE(transport_->Submit({{Op::kReadObject, 5, 0, out.data(), out.size(), &key}})[0].ok());
   EXPECT_GE(server_->refused_requests(), 1u);
+}
+
+// A stand-in SSD tier whose reads wait until the test lets them go.
+class HeldDisk final : public ObjectReader {
+ public:
+  Result<uint64_t> ReadObject(const std::string&, void* buffer, uint64_t size) override {
+    std::unique_lock lock(mu_);
+    started_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+    std::memset(buffer, 'd', size);
+    return size;
+  }
+  void WaitStarted() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return started_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false, released_ = false;
+};
+
+// An SSD tier read runs off the loop: while the disk is slow, the loop's other connections are
+// served, and the reader's later requests are answered after it, in order.
+TEST_F(TcpTransportTest, ASlowSsdReadHoldsUpOnlyItsOwnConnection) {
+  auto disk = std::make_shared<HeldDisk>();
+  served_->AddDisk(5, disk);
+  auto server = StartServer([](TransferServer::Options& o) { o.threads = 1; });
+  RawConn reader(server->port());
+  const std::string key = "k";
+  reader.Send({kOpReadObject, 5, key.size(), 1000}, key);
+  reader.Send({kOpRead, 5, 0, 4});
+  disk->WaitStarted();
+  RawConn other(server->port());
+  EXPECT_TRUE(other.Read(0, 4).has_value());
+  disk->Release();
+  auto first = reader.Answer();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->first, Code::kOk);
+  EXPECT_EQ(first->second, std::string(1000, 'd'));
+  auto second = reader.Answer();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->first, Code::kOk);
+  EXPECT_EQ(second->second.size(), 4u);
 }
 
 }  // namespace

@@ -1,285 +1,381 @@
 #include "transfer/tcp/transfer_server.h"
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
-#include <array>
-#include <asio.hpp>
-#include <condition_variable>
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <vector>
+#include <deque>
+#include <thread>
 
-#include "common/backoff.h"
 #include "common/log.h"
 #include "transfer/memcpy_transport.h"
-#include "transfer/tcp/wire.h"
 
 namespace yb::tcp {
 
-struct TransferServer::Impl {
-  asio::io_context io;
-  asio::ip::tcp::acceptor acceptor{io};
-  std::thread accept_thread;
-  std::mutex mu;
-  struct Worker {
-    std::shared_ptr<asio::ip::tcp::socket> socket;
-    std::shared_ptr<std::atomic<bool>> done;
-    std::thread thread;
-  };
-  std::list<Worker> workers;  // guarded by mu
+namespace {
 
-  // Joins the workers whose connections ended.
-  void Reap() {
-    std::lock_guard lock(mu);
-    for (auto it = workers.begin(); it != workers.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = workers.erase(it);
+constexpr size_t kInputBuffer = 64 << 10;  // request headers and the small payloads that follow them
+// A connection whose peer sends requests but does not read the answers stops being read when this
+// many answers wait, or when answers holding this many bytes of their own (SSD tier reads) wait.
+constexpr size_t kMaxQueuedAnswers = 65536;
+constexpr uint64_t kMaxOwnedBytes = 64ULL << 20;
+constexpr int kReadsPerEvent = 16;  // then the loop's other connections get their turn
+constexpr int kMaxIov = 128;
+
+}  // namespace
+
+// One connection. A request is handled as soon as its header is in: a read is answered with a
+// pointer into the segment (sent from there, the mapping held until it is), a write's payload is
+// received straight into the segment and then acknowledged. Answers go out in request order, many
+// per sendmsg.
+class TransferServer::Session final : public LoopSession {
+ public:
+  Session(TransferServer& server, EventLoop& loop, int fd, std::string peer, std::atomic<int>& load)
+      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)), load_(load) {
+    ++server_.connections_;
+    ++load_;
+  }
+  ~Session() override {
+    --server_.connections_;
+    --load_;
+  }
+
+  uint32_t Interest() const override {
+    return (Reading() ? uint32_t{EPOLLIN} : 0u) | (out_.empty() ? 0u : uint32_t{EPOLLOUT});
+  }
+
+  bool OnEvents(uint32_t events) override {
+    if (events & (EPOLLHUP | EPOLLERR)) return false;  // the peer is gone: nobody reads the answers
+    if ((events & EPOLLOUT) && !Flush()) return false;
+    if ((events & EPOLLIN) && Reading() && !Receive()) return false;
+    return Pump();
+  }
+
+  // On the loop's thread, when the SSD tier read this connection waits for is done.
+  bool OnObjectRead(const Status& st, std::shared_ptr<uint8_t[]> data, uint64_t length) {
+    phase_ = Phase::kRequest;
+    if (st.ok()) {
+      owned_bytes_ += length;
+      const uint8_t* bytes = data.get();  // before `data` is moved into the answer
+      Answer(Code::kOk, bytes, length, std::move(data), true);
+    } else {
+      if (st.code() != Code::kObjectNotFound) {
+        YB_LOG_WARN("transfer server: object read of segment {} for {} failed: {}", segment_, peer_, st.ToString());
+      }
+      Answer(st.code());
+    }
+    return Pump();
+  }
+
+ private:
+  enum class Phase {
+    kRequest,    // waiting for a request header
+    kPayload,    // receiving a write's payload into the segment
+    kObjectKey,  // receiving the key of an SSD tier read
+    kDiskRead,   // the SSD tier read runs; later requests wait
+  };
+
+  struct Pending {
+    uint8_t header[kResponseSize];
+    const uint8_t* data = nullptr;
+    uint64_t length = 0;
+    std::shared_ptr<const void> hold;  // the memory `data` points into
+    bool owned = false;                // counts in owned_bytes_
+  };
+
+  bool Reading() const {
+    return phase_ != Phase::kDiskRead && !closing_ && out_.size() < kMaxQueuedAnswers && owned_bytes_ < kMaxOwnedBytes;
+  }
+
+  void Answer(Code code, const uint8_t* data = nullptr, uint64_t length = 0, std::shared_ptr<const void> hold = {},
+              bool owned = false) {
+    Pending& p = out_.emplace_back();
+    WireResponse{static_cast<uint32_t>(code), data ? length : 0}.Encode(p.header);
+    p.data = data;
+    p.length = data ? length : 0;
+    p.hold = std::move(hold);
+    p.owned = owned;
+  }
+
+  void Refuse(const char* what) {
+    ++server_.refused_;
+    YB_LOG_WARN("transfer server: {} from {}: closing the connection", what, peer_);
+    closing_ = true;  // what is already answered still goes out
+  }
+
+  // Reads what has arrived, a bounded number of times; false when the connection is to close.
+  bool Receive() {
+    for (int round = 0; round < kReadsPerEvent && Reading(); ++round) {
+      uint8_t* into;
+      size_t room;
+      if (phase_ == Phase::kPayload) {
+        into = write_at_;
+        room = write_left_;
       } else {
-        ++it;
+        if (!in_) in_.reset(new uint8_t[kInputBuffer]);
+        if (in_pos_ > 0) {
+          std::memmove(in_.get(), in_.get() + in_pos_, in_len_ - in_pos_);
+          in_len_ -= in_pos_;
+          in_pos_ = 0;
+        }
+        into = in_.get() + in_len_;
+        room = kInputBuffer - in_len_;
+        if (room == 0) break;  // nothing can be taken from it until answers drain
+      }
+      ssize_t n = ::recv(fd_, into, room, 0);
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      if (n == 0) return false;  // the peer closed
+      if (phase_ == Phase::kPayload) {
+        write_at_ += n;
+        write_left_ -= static_cast<uint64_t>(n);
+        if (write_left_ == 0) FinishWrite();
+      } else {
+        in_len_ += static_cast<size_t>(n);
+        Process();
       }
     }
+    return true;
   }
-  std::atomic<bool> stopping{false};
-  std::condition_variable stop_cv;  // wakes the accept thread from a pause after a failed accept (with mu)
-  std::atomic<int> active{0};
+
+  // Handles the buffered requests and sends answers, for as long as both make progress.
+  bool Pump() {
+    for (;;) {
+      Process();
+      if (!Flush()) return false;
+      if (closing_) return !out_.empty();  // closes once the answers are out
+      if (!Reading() || phase_ != Phase::kRequest || in_len_ - in_pos_ < kRequestSize) break;
+    }
+    if (in_ && in_pos_ == in_len_ && phase_ != Phase::kObjectKey) {
+      in_.reset();  // an idle connection holds no buffer
+      in_len_ = in_pos_ = 0;
+    }
+    return true;
+  }
+
+  void Process() {
+    while (Reading()) {
+      const size_t avail = in_len_ - in_pos_;
+      if (phase_ == Phase::kObjectKey) {
+        if (avail == 0) return;
+        size_t take = std::min(avail, key_.size() - key_have_);
+        std::memcpy(key_.data() + key_have_, in_.get() + in_pos_, take);
+        key_have_ += take;
+        in_pos_ += take;
+        if (key_have_ == key_.size()) StartObjectRead();
+        continue;
+      }
+      if (phase_ != Phase::kRequest || avail < kRequestSize) return;
+      WireRequest req;
+      if (!req.Decode(in_.get() + in_pos_)) return Refuse("malformed request");
+      in_pos_ += kRequestSize;
+      if (req.op == kOpReadObject) {
+        if (req.offset == 0 || req.offset > kMaxObjectKey) return Refuse("object read with a bad key length");
+        segment_ = req.segment;
+        object_length_ = req.length;
+        key_.assign(req.offset, '\0');
+        key_have_ = 0;
+        phase_ = Phase::kObjectKey;
+        continue;
+      }
+      ServeSegment(req);
+    }
+  }
+
+  void ServeSegment(const WireRequest& req) {
+    LocalSegment seg = server_.served_->Find(req.segment);
+    Status st;
+    if (!seg.base) {
+      st = Status(Code::kSegmentNotFound, "segment not served here");
+    } else if (req.length > server_.options_.max_request) {
+      st = Status(Code::kInvalidParams, "request too long");
+    } else {
+      TransferRequest probe{TransferRequest::Op::kRead, req.segment, req.offset, seg.base, req.length};
+      st = CheckBounds(probe, seg.size);  // only the bounds are checked
+    }
+    if (!st.ok()) {
+      ++server_.refused_;
+      YB_LOG_WARN("transfer server: refused {} of segment {} [{}, +{}) from {}: {}",
+                  req.op == kOpRead ? "read" : "write", req.segment, req.offset, req.length, peer_, st.ToString());
+      Answer(st.code());
+      if (req.op == kOpWrite) closing_ = true;  // its payload is not ours to read
+      return;
+    }
+    uint8_t* at = seg.base + req.offset;
+    if (req.op == kOpRead) {
+      Answer(Code::kOk, at, req.length, std::move(seg.region));
+      return;
+    }
+    uint64_t have = std::min<uint64_t>(in_len_ - in_pos_, req.length);
+    if (have > 0) std::memcpy(at, in_.get() + in_pos_, have);
+    in_pos_ += have;
+    write_hold_ = std::move(seg.region);
+    write_at_ = at + have;
+    write_left_ = req.length - have;
+    if (write_left_ > 0) {
+      phase_ = Phase::kPayload;  // the rest is received straight into the segment
+    } else {
+      FinishWrite();
+    }
+  }
+
+  void FinishWrite() {
+    write_hold_.reset();
+    phase_ = Phase::kRequest;
+    Answer(Code::kOk);
+  }
+
+  // The key is in: the read goes to the disk pool, or is answered now when it cannot be served.
+  void StartObjectRead() {
+    key_have_ = 0;
+    std::shared_ptr<ObjectReader> disk = server_.served_->FindDisk(segment_);
+    Status st;
+    if (!disk) {
+      st = Status(Code::kObjectNotFound, "no SSD tier serves segment " + std::to_string(segment_));
+    } else if (object_length_ > server_.options_.max_object_read) {
+      st = Status(Code::kInvalidParams, "object read too long");
+    }
+    if (!st.ok()) {
+      phase_ = Phase::kRequest;
+      Answer(st.code());
+      return;
+    }
+    phase_ = Phase::kDiskRead;
+    server_.disk_pool_->Submit(
+        [loop = &loop_, id = loop_id(), disk = std::move(disk), key = std::move(key_), length = object_length_] {
+          std::shared_ptr<uint8_t[]> data(new (std::nothrow) uint8_t[length]);
+          Status st;
+          if (!data) {
+            st = Status(Code::kInternal, "no memory for an object read of " + std::to_string(length) + " bytes");
+          } else if (auto n = disk->ReadObject(key, data.get(), length); !n.ok()) {
+            st = n.status();
+          } else if (*n != length) {
+            st = Status(Code::kInvalidRead, "object size differs");
+          }
+          loop->RunOn(id, [st, data = std::move(data), length](LoopSession& s) mutable {
+            return static_cast<Session&>(s).OnObjectRead(st, std::move(data), length);
+          });
+        });
+    key_.clear();
+  }
+
+  // Sends what the socket takes of the answers; false on a broken connection.
+  bool Flush() {
+    while (!out_.empty()) {
+      iovec iov[kMaxIov];
+      int k = 0;
+      size_t skip = out_off_;  // already sent of the first answer
+      for (auto it = out_.begin(); it != out_.end() && k + 2 <= kMaxIov; ++it) {
+        if (skip < kResponseSize) iov[k++] = {it->header + skip, kResponseSize - skip};
+        const size_t data_skip = skip > kResponseSize ? skip - kResponseSize : 0;
+        if (it->length > data_skip) iov[k++] = {const_cast<uint8_t*>(it->data) + data_skip, it->length - data_skip};
+        skip = 0;
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(k);
+      ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK;  // the rest waits for EPOLLOUT
+      }
+      for (size_t left = static_cast<size_t>(n); left > 0;) {
+        Pending& p = out_.front();
+        const size_t rest = kResponseSize + p.length - out_off_;
+        if (left < rest) {
+          out_off_ += left;
+          break;
+        }
+        left -= rest;
+        if (p.owned) owned_bytes_ -= p.length;
+        out_.pop_front();
+        out_off_ = 0;
+      }
+    }
+    return true;
+  }
+
+  TransferServer& server_;
+  EventLoop& loop_;
+  const int fd_;
+  const std::string peer_;
+  std::atomic<int>& load_;
+  Phase phase_ = Phase::kRequest;
+  bool closing_ = false;  // refused: send what is answered, then close
+  std::unique_ptr<uint8_t[]> in_;
+  size_t in_len_ = 0, in_pos_ = 0;
+  // The write being received (kPayload).
+  std::shared_ptr<MappedRegion> write_hold_;
+  uint8_t* write_at_ = nullptr;
+  uint64_t write_left_ = 0;
+  // The SSD tier read being received or run (kObjectKey, kDiskRead).
+  SegmentId segment_ = 0;
+  uint64_t object_length_ = 0;
+  std::string key_;
+  size_t key_have_ = 0;
+  std::deque<Pending> out_;
+  size_t out_off_ = 0;  // bytes of out_.front() already sent
+  uint64_t owned_bytes_ = 0;
 };
 
 TransferServer::TransferServer(std::shared_ptr<LocalSegmentRegistry> served, Options options)
-    : impl_(std::make_unique<Impl>()), served_(std::move(served)), options_(std::move(options)) {}
+    : served_(std::move(served)), options_(std::move(options)) {}
 
 TransferServer::~TransferServer() { Stop(); }
 
 Status TransferServer::Start() {
-  try {
-    asio::ip::tcp::endpoint ep(asio::ip::make_address(options_.address), options_.port);
-    impl_->acceptor.open(ep.protocol());
-    impl_->acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
-    impl_->acceptor.bind(ep);
-    impl_->acceptor.listen();
-    port_ = impl_->acceptor.local_endpoint().port();
-  } catch (const std::exception& e) {
-    return Status(Code::kInvalidParams, "transfer server cannot listen on " + options_.address + ":" +
-                                            std::to_string(options_.port) + ": " + e.what());
-  }
-  impl_->accept_thread = std::thread([this] {
-    Backoff backoff(std::chrono::milliseconds(10), std::chrono::seconds(1));
-    for (;;) {
-      auto sock = std::make_shared<asio::ip::tcp::socket>(impl_->io);
-      asio::error_code ec;
-      impl_->acceptor.accept(*sock, ec);
-      if (impl_->stopping) return;
-      if (ec) {
-        // Out of descriptors or memory: the connection stays queued and an immediate retry would
-        // fail at once, in a loop. Pause, longer each time (10 ms to 1 s).
-        const auto pause = backoff.Next();
-        YB_LOG_WARN("transfer server: accept failed: {}; retrying in {} ms", ec.message(), pause.count());
-        if (options_.on_accept_failed) options_.on_accept_failed();
-        std::unique_lock lock(impl_->mu);
-        if (impl_->stop_cv.wait_for(lock, pause, [this] { return impl_->stopping.load(); })) return;
-        continue;
-      }
-      backoff.Reset();
-      impl_->Reap();
-      if (impl_->active.load() >= options_.max_connections) {
-        YB_LOG_WARN("transfer server: too many connections, refusing one");
-        continue;
-      }
-      sock->set_option(asio::ip::tcp::no_delay(true), ec);
-      std::lock_guard lock(impl_->mu);
-      ++impl_->active;
-      auto done = std::make_shared<std::atomic<bool>>(false);
-      impl_->workers.push_back(Impl::Worker{sock, done, std::thread([this, sock, done] {
-                                              Serve(*sock);
-                                              // The peer sees the end now; the descriptor is
-                                              // closed when the worker is reaped.
-                                              ::shutdown(sock->native_handle(), SHUT_RDWR);
-                                              --impl_->active;
-                                              done->store(true);
-                                            })});
+  int n = options_.threads;
+  if (n <= 0) n = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
+  loop_load_ = std::vector<std::atomic<int>>(n);
+  loops_.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    loops_.push_back(std::make_unique<EventLoop>([this, i](int fd, std::string peer) -> std::unique_ptr<LoopSession> {
+      return std::make_unique<Session>(*this, *loops_[i], fd, std::move(peer), loop_load_[i]);
+    }));
+    if (Status st = loops_.back()->Start(); !st.ok()) {
+      loops_.clear();
+      return st;
     }
-  });
+  }
+  disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
+  Listener::Options lo{options_.address, options_.port, options_.on_accept_failed};
+  listener_ = std::make_unique<Listener>(std::move(lo), [this](int fd, std::string peer) { Deal(fd, peer); });
+  if (Status st = listener_->Start(); !st.ok()) {
+    disk_pool_.reset();
+    loops_.clear();
+    return Status(st.code(), "transfer server: " + st.message());
+  }
+  port_ = listener_->port();
+  started_ = true;
   return Status::OK();
 }
 
-// Requests are read through a buffer, and the answers to every request already received are sent
-// together with one gathered write: a pipelined batch of small reads costs a few system calls,
-// not two per request.
-template <typename Socket>
-void TransferServer::Serve(Socket& s) {
-  std::vector<uint8_t> in(64 << 10);
-  size_t len = 0, pos = 0;
-  std::vector<std::array<uint8_t, kResponseSize>> headers;  // answers not yet sent
-  std::vector<asio::const_buffer> out;
-  std::vector<std::shared_ptr<MappedRegion>> holds;  // memory that `out` points into
-  headers.reserve(256);
-  auto flush = [&]() -> bool {
-    if (out.empty()) return true;
-    asio::error_code ec;
-    asio::write(s, out, ec);
-    out.clear();
-    headers.clear();
-    holds.clear();
-    return !ec;
-  };
-  auto answer = [&](Code code, const uint8_t* data, uint64_t length) {
-    if (headers.size() == headers.capacity()) {  // keep earlier buffers valid: send them first
-      if (!flush()) return false;
-    }
-    headers.emplace_back();
-    WireResponse{static_cast<uint32_t>(code), data ? length : 0}.Encode(headers.back().data());
-    out.push_back(asio::buffer(headers.back()));
-    if (data && length > 0) out.push_back(asio::buffer(data, length));
-    return true;
-  };
-  for (;;) {
-    if (len - pos < kRequestSize) {
-      std::memmove(in.data(), in.data() + pos, len - pos);
-      len -= pos;
-      pos = 0;
-      if (!out.empty()) {
-        // Requests already waiting in the socket are answered together with these: a pipelined
-        // batch of writes gets its acknowledgements in a few sends, not one per slice.
-        ssize_t n = ::recv(s.native_handle(), in.data() + len, in.size() - len, MSG_DONTWAIT);
-        if (n > 0) {
-          len += static_cast<size_t>(n);
-          continue;
-        }
-        if (!flush()) return;  // nothing more to answer until the client sends more
-        if (n == 0) return;    // the client closed
-      }
-      asio::error_code ec;
-      size_t n = s.read_some(asio::buffer(in.data() + len, in.size() - len), ec);
-      if (ec) return;
-      len += n;
-      continue;
-    }
-    WireRequest req;
-    if (!req.Decode(in.data() + pos)) {
-      ++refused_;
-      YB_LOG_WARN("transfer server: malformed request: closing the connection");
-      flush();
-      return;
-    }
-    pos += kRequestSize;
-    if (req.op == kOpReadObject) {
-      if (!ServeObjectRead(s, req, in, len, pos, answer, flush)) return;
-      continue;
-    }
-    LocalSegment seg = served_->Find(req.segment);
-    TransferRequest probe{TransferRequest::Op::kRead, req.segment, req.offset, nullptr, req.length};
-    Status st;
-    if (!seg.base) {
-      st = Status(Code::kSegmentNotFound, "segment not served here");
-    } else if (req.length > options_.max_request) {
-      st = Status(Code::kInvalidParams, "request too long");
-    } else {
-      probe.local = seg.base;  // only the bounds are checked
-      st = CheckBounds(probe, seg.size);
-    }
-    if (!st.ok()) {
-      ++refused_;
-      YB_LOG_WARN("transfer server: refused {} of segment {} [{}, +{}): {}", req.op == kOpRead ? "read" : "write",
-                  req.segment, req.offset, req.length, st.ToString());
-      if (!answer(st.code(), nullptr, 0)) return;
-      if (req.op == kOpWrite) {  // its payload is not ours to read
-        flush();
-        return;
-      }
-      continue;
-    }
-    if (req.op == kOpWrite) {
-      uint8_t* dst = seg.base + req.offset;
-      uint64_t have = std::min<uint64_t>(len - pos, req.length);
-      std::memcpy(dst, in.data() + pos, have);
-      pos += have;
-      if (have < req.length) {
-        asio::error_code ec;
-        asio::read(s, asio::buffer(dst + have, req.length - have), ec);
-        if (ec) return;
-      }
-      if (!answer(Code::kOk, nullptr, 0)) return;
-    } else {
-      holds.push_back(seg.region);  // keeps the memory mapped until the answer is sent
-      if (!answer(Code::kOk, seg.base + req.offset, req.length)) return;
-    }
+// A new connection goes to the loop with the fewest.
+void TransferServer::Deal(int fd, std::string peer) {
+  if (connections_.load() >= options_.max_connections) {
+    ++refused_connections_;
+    YB_LOG_WARN("transfer server: {} connections open, the most allowed: closing a new one from {}",
+                options_.max_connections, peer);
+    ::close(fd);
+    return;
   }
-}
-
-// A read of a whole object from the SSD tier: the key follows the header. The object is read into
-// a buffer of its own and sent at once. Returns false when the connection must close.
-template <typename Socket, typename Answer, typename Flush>
-bool TransferServer::ServeObjectRead(Socket& s, const WireRequest& req, std::vector<uint8_t>& in, size_t& len,
-                                     size_t& pos, Answer& answer, Flush& flush) {
-  if (req.offset == 0 || req.offset > kMaxObjectKey) {
-    ++refused_;
-    YB_LOG_WARN("transfer server: object read with a key of {} bytes: closing the connection", req.offset);
-    flush();
-    return false;
+  size_t best = 0;
+  for (size_t i = 1; i < loops_.size(); ++i) {
+    if (loop_load_[i].load() < loop_load_[best].load()) best = i;
   }
-  std::string key(req.offset, '\0');
-  uint64_t have = std::min<uint64_t>(len - pos, key.size());
-  std::memcpy(key.data(), in.data() + pos, have);
-  pos += have;
-  if (have < key.size()) {
-    asio::error_code ec;
-    asio::read(s, asio::buffer(key.data() + have, key.size() - have), ec);
-    if (ec) return false;
-  }
-  Status st;
-  std::vector<uint8_t> data;
-  auto disk = served_->FindDisk(req.segment);
-  if (!disk) {
-    st = Status(Code::kObjectNotFound, "no SSD tier serves segment " + std::to_string(req.segment));
-  } else if (req.length > options_.max_object_read) {
-    st = Status(Code::kInvalidParams, "object read too long");
-  } else {
-    data.resize(req.length);
-    auto n = disk->ReadObject(key, data.data(), data.size());
-    if (!n.ok()) {
-      st = n.status();
-    } else if (*n != req.length) {
-      st = Status(Code::kInvalidRead, "object size differs");
-    }
-  }
-  if (!st.ok()) {
-    if (st.code() != Code::kObjectNotFound) {
-      YB_LOG_WARN("transfer server: object read of segment {} failed: {}", req.segment, st.ToString());
-    }
-    return answer(st.code(), nullptr, 0);
-  }
-  // The answer points into `data`: send it before `data` goes.
-  return answer(Code::kOk, data.data(), data.size()) && flush();
+  loops_[best]->Adopt(fd, std::move(peer));
 }
 
 void TransferServer::Stop() {
-  {
-    std::lock_guard lock(impl_->mu);  // so a pausing accept thread cannot miss the wake-up
-    if (impl_->stopping.exchange(true)) return;
-  }
-  impl_->stop_cv.notify_all();
-  asio::error_code ec;
-  // Wake the accept thread with a connection to ourselves; it sees `stopping` and returns. The
-  // acceptor is closed only after that thread is gone.
-  if (port_ != 0) {
-    try {
-      asio::io_context io;
-      asio::ip::tcp::socket poke(io);
-      std::string addr = options_.address == "0.0.0.0" ? "127.0.0.1" : options_.address;
-      poke.connect({asio::ip::make_address(addr), port_}, ec);
-    } catch (...) {
-    }
-  }
-  if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
-  impl_->acceptor.close(ec);
-  std::list<Impl::Worker> workers;
-  {
-    std::lock_guard lock(impl_->mu);
-    // ::shutdown on the descriptor wakes a worker blocked in a read without touching the socket
-    // object it is using; the descriptor stays open until the worker is joined.
-    for (auto& w : impl_->workers) ::shutdown(w.socket->native_handle(), SHUT_RDWR);
-    workers.swap(impl_->workers);
-  }
-  for (auto& w : workers) w.thread.join();
+  if (!started_) return;
+  started_ = false;
+  listener_->Stop();                       // no connection comes in from here on
+  for (auto& loop : loops_) loop->Stop();  // closes the connections; no SSD tier read starts
+  disk_pool_.reset();  // the running ones finish; their answers go nowhere (RunOn on a stopped loop)
+  loops_.clear();
 }
 
 }  // namespace yb::tcp

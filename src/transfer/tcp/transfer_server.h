@@ -2,38 +2,44 @@
 //
 // Every request is checked against its segment: an unknown segment or a range outside it is
 // refused with an error and no byte outside is read or written (a refused write also closes the
-// connection, since its payload is not consumed). One thread per connection, blocking I/O: data
-// goes straight between the socket and segment memory. It also serves whole-object reads of the
+// connection, since its payload is not consumed). It also serves whole-object reads of the
 // LOCAL_DISK replicas its SSD tier holds (registered with LocalSegmentRegistry::AddDisk).
-// Thread-safe; Start/Stop from one thread.
+//
+// Connections are served by a few event loops (common/event_loop.h), not a thread each: the pooled
+// connections of every other client of a cluster stay open here, mostly idle, and cost a small
+// record each (an idle connection holds no buffer). Data still goes straight between the socket
+// and segment memory: a write's payload is received into the segment, a read is sent from it. Reads
+// of the SSD tier run on a small pool of their own, so a slow disk holds up only the connections
+// waiting for it. Thread-safe; Start/Stop from one thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/event_loop.h"
+#include "common/listener.h"
+#include "common/thread_pool.h"
 #include "transfer/local_segments.h"
 #include "transfer/tcp/wire.h"
 #include "yuebing/status.h"
 
 namespace yb::tcp {
 
-struct WireRequest;
-
 class TransferServer {
  public:
   struct Options {
     std::string address = "0.0.0.0";
-    uint16_t port = 0;                      // 0: any free port
+    uint16_t port = 0;                          // 0: any free port
     uint64_t max_request = kDefaultMaxRequest;  // longest single request
-    uint64_t max_object_read = 1ULL << 30;  // largest object read from the SSD tier at once
-    int max_connections = 256;
+    uint64_t max_object_read = 1ULL << 30;      // largest object read from the SSD tier at once
+    // Open connections at most; one more is closed at once (and logged). Each costs a descriptor.
+    int max_connections = 4096;
+    int threads = 0;       // event loops; 0: one per core, 2 to 8
+    int disk_threads = 2;  // SSD tier reads in parallel
     // Called (on the accepting thread) after each failed accept, before the pause that follows it
     // (10 ms, doubling up to 1 s while accepts keep failing, e.g. out of file descriptors).
     std::function<void()> on_accept_failed;
@@ -45,19 +51,25 @@ class TransferServer {
   void Stop();
   uint16_t port() const { return port_; }
   uint64_t refused_requests() const { return refused_.load(); }
+  uint64_t open_connections() const { return connections_.load(); }
+  // Connections closed at once because max_connections were open.
+  uint64_t refused_connections() const { return refused_connections_.load(); }
 
  private:
-  struct Impl;
-  template <typename Socket>
-  void Serve(Socket& s);
-  template <typename Socket, typename Answer, typename Flush>
-  bool ServeObjectRead(Socket& s, const WireRequest& req, std::vector<uint8_t>& in, size_t& len, size_t& pos,
-                       Answer& answer, Flush& flush);
-  std::unique_ptr<Impl> impl_;
+  class Session;
+  void Deal(int fd, std::string peer);
+
   std::shared_ptr<LocalSegmentRegistry> served_;
   Options options_;
+  std::vector<std::unique_ptr<EventLoop>> loops_;
+  std::vector<std::atomic<int>> loop_load_;  // open connections per loop
+  std::unique_ptr<ThreadPool> disk_pool_;
+  std::unique_ptr<Listener> listener_;
   uint16_t port_ = 0;
+  bool started_ = false;
   std::atomic<uint64_t> refused_{0};
+  std::atomic<int64_t> connections_{0};
+  std::atomic<uint64_t> refused_connections_{0};
 };
 
 }  // namespace yb::tcp
