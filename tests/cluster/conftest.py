@@ -58,9 +58,9 @@ class Cluster:
         self.master.send_signal(sig)
         assert self.master.wait(10) == (0 if sig == signal.SIGTERM else -sig)
 
-    def start_client(self, name, size="32MB", prefix=None, host="127.0.0.1", extra=()):
+    def start_client(self, name, size="32MB", prefix=None, host="127.0.0.1", extra=(), port=0):
         self.clients[name] = self._spawn(name, [
-            f"{BIN}/yb-client", "--host", host, "--port", "0", "--local_hostname", name,
+            f"{BIN}/yb-client", "--host", host, "--port", str(port), "--local_hostname", name,
             "--master_server_address", self.address, "--global_segment_size", size,
             "--local_buffer_size", "4MB"] + list(extra), prefix)
         wait_until(lambda: name in self.segment_names(prefix), 10, f"{name} to mount")

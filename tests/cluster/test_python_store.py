@@ -9,6 +9,7 @@ import pytest
 
 yuebing = pytest.importorskip("yuebing")
 from yuebing import MooncakeDistributedStore, ReplicateConfig  # noqa: E402
+from conftest import free_port, wait_until  # noqa: E402
 
 
 @pytest.fixture
@@ -150,3 +151,23 @@ def test_mooncake_import_shim(store):
         assert M is MooncakeDistributedStore
     finally:
         sys.path.remove(shim)
+
+
+def test_a_storage_node_restarted_on_its_port_is_used_at_once(cluster):
+    """A long-lived client pooled connections to a storage node that then restarted on the same
+    port: its first put and get there succeed (on new connections), not just later ones."""
+    cluster.start_master()
+    port = free_port()
+    cluster.start_client("storage", size="64MB", port=port)
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", cluster.address) == 0
+    try:
+        assert s.put("before", b"b" * 200000) == 0
+        assert s.get("before") == b"b" * 200000
+        cluster.kill_client("storage")
+        wait_until(lambda: "storage" not in cluster.segment_names(), 20, "the dead node to be unmounted")
+        cluster.start_client("storage", size="64MB", port=port)
+        assert s.put("after", b"a" * 200000) == 0
+        assert s.get("after") == b"a" * 200000
+    finally:
+        assert s.close() == 0

@@ -46,7 +46,7 @@ Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s) {
 }  // namespace
 
 Result<TcpTransport::Options> TcpTransport::Options::WithSliceSize(uint64_t configured,
-                                                                  std::string_view mc_slice_size) {
+                                                                   std::string_view mc_slice_size) {
   Options o;
   if (configured != 0) {
     if (configured < kMinSlice || configured > kMaxSlice) {
@@ -75,13 +75,14 @@ TcpTransport::~TcpTransport() = default;
 
 bool TcpTransport::Reaches(SegmentId segment) const { return resolver_(segment).has_value(); }
 
-std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoint, Status* error) {
+std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoint, bool* pooled, Status* error) {
   {
     std::lock_guard lock(mu_);
     auto& idle = idle_[endpoint];
-    if (!idle.empty()) {
+    if (pooled && !idle.empty()) {
       auto c = std::move(idle.back());
       idle.pop_back();
+      *pooled = true;
       return c;
     }
   }
@@ -104,10 +105,27 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
       if (errors[s.request].ok()) errors[s.request] = st;
     }
   };
-  Status st;
-  auto conn = Take(endpoint, &st);
-  if (!conn) return fail_all(st);
-  auto& sock = conn->socket;
+  // A pooled connection may have died while idle (the peer restarted on the same address): when it
+  // fails before any answer, the slices go again, once, on a new connection. Every request is
+  // idempotent (a read, or a write of the same bytes to the same place), so that is safe.
+  for (bool first = true;; first = false) {
+    bool pooled = false;
+    Status st;
+    auto conn = Take(endpoint, first ? &pooled : nullptr, &st);
+    if (!conn) return fail_all(st);
+    size_t answers = 0;
+    st = Exchange(*conn, endpoint, slices, errors, errors_mu, &answers);
+    if (st.ok()) return Give(endpoint, std::move(conn));
+    if (!(pooled && answers == 0)) return fail_all(st);
+    YB_LOG_INFO("pooled connection to {} failed before an answer ({}): retrying on a new one", endpoint, st.message());
+    std::lock_guard lock(mu_);
+    idle_.erase(endpoint);  // its siblings idled as long: likely dead too
+  }
+}
+
+Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
+                              std::vector<Status>& errors, std::mutex& errors_mu, size_t* answers) {
+  auto& sock = conn.socket;
   asio::error_code ec;
   // Pipelined: every request (with write payloads) in gathered writes, then every response in order.
   std::vector<std::array<uint8_t, kRequestSize>> hdrs(slices.size());
@@ -127,7 +145,7 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
     if (out.size() >= 64 || k + 1 == slices.size()) {
       asio::write(sock, out, ec);
       out.clear();
-      if (ec) return fail_all(Status(Code::kTransferFail, "sending to " + endpoint + ": " + ec.message()));
+      if (ec) return Status(Code::kTransferFail, "sending to " + endpoint + ": " + ec.message());
     }
   }
   // Responses through a buffer; read payloads go straight to their destination past what it holds.
@@ -146,15 +164,13 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
     }
     return true;
   };
-  bool healthy = true;
   for (const auto& s : slices) {
     WireResponse resp;
     if (!fill(kResponseSize) || !resp.Decode(in.data() + pos)) {
-      healthy = false;
-      fail_all(Status(Code::kTransferFail, "reading from " + endpoint + ": " + (ec ? ec.message() : "bad reply")));
-      break;
+      return Status(Code::kTransferFail, "reading from " + endpoint + ": " + (ec ? ec.message() : "bad reply"));
     }
     pos += kResponseSize;
+    ++*answers;
     if (resp.code != 0) {
       Code c = resp.code < static_cast<uint32_t>(kNumCodes) ? static_cast<Code>(resp.code) : Code::kInternal;
       {
@@ -162,31 +178,21 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
         if (errors[s.request].ok()) errors[s.request] = Status(c, "refused by transfer server " + endpoint);
       }
       if (s.piece.op == TransferRequest::Op::kWrite) {  // the server closed the connection
-        healthy = false;
-        fail_all(Status(Code::kTransferFail, "transfer server " + endpoint + " refused a write"));
-        break;
+        return Status(Code::kTransferFail, "transfer server " + endpoint + " refused a write");
       }
       continue;
     }
     if (s.piece.op != TransferRequest::Op::kWrite) {
-      if (resp.length != s.piece.length) {
-        healthy = false;
-        fail_all(Status(Code::kTransferFail, "short read from " + endpoint));
-        break;
-      }
+      if (resp.length != s.piece.length) return Status(Code::kTransferFail, "short read from " + endpoint);
       auto* dst = static_cast<uint8_t*>(s.piece.local);
       uint64_t have = std::min<uint64_t>(len - pos, s.piece.length);
       std::memcpy(dst, in.data() + pos, have);
       pos += have;
       if (have < s.piece.length) asio::read(sock, asio::buffer(dst + have, s.piece.length - have), ec);
-      if (ec) {
-        healthy = false;
-        fail_all(Status(Code::kTransferFail, "reading from " + endpoint + ": " + ec.message()));
-        break;
-      }
+      if (ec) return Status(Code::kTransferFail, "reading from " + endpoint + ": " + ec.message());
     }
   }
-  if (healthy) Give(endpoint, std::move(conn));
+  return Status::OK();
 }
 
 std::vector<Status> TcpTransport::Submit(const std::vector<TransferRequest>& batch) {

@@ -3,7 +3,9 @@
 // A segment's endpoint comes from a resolver (the client asks the master's segment list). Each
 // endpoint has a pool of connections; a request is cut into slices (slice_size) and a batch's
 // slices are spread over up to `parallel` connections, each pipelining its share. A failed
-// connection fails its requests (TRANSFER_FAIL) and is dropped. Thread-safe.
+// connection fails its requests (TRANSFER_FAIL) and is dropped, except a pooled one that fails
+// before any answer (its peer restarted while it idled): its slices go again once, on a new
+// connection, and the endpoint's other idle connections are dropped. Thread-safe.
 #pragma once
 
 #include <functional>
@@ -52,11 +54,17 @@ class TcpTransport final : public Transport {
     size_t request;  // index in the batch
     TransferRequest piece;
   };
-  std::unique_ptr<Conn> Take(const std::string& endpoint, Status* error);
+  // A pooled connection to `endpoint` (`*pooled` set) when `pooled` is given and one is idle, else a
+  // new one; null with `*error` when it cannot connect.
+  std::unique_ptr<Conn> Take(const std::string& endpoint, bool* pooled, Status* error);
   void Give(const std::string& endpoint, std::unique_ptr<Conn> c);
   // Runs slices (all to one endpoint) on one connection; failures go to `errors` by request.
   void RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
                  std::mutex& errors_mu);
+  // Sends the slices and reads their answers: OK when every answer came (refusals are in `errors`),
+  // else the connection's failure, after `*answers` answers.
+  Status Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
+                  std::vector<Status>& errors, std::mutex& errors_mu, size_t* answers);
 
   Resolver resolver_;
   Options options_;

@@ -263,6 +263,22 @@ TEST_F(TcpTransportTest, HundredsOfOpenConnectionsAreServedByAFewThreads) {
   EXPECT_EQ(back, std::vector<uint8_t>(16, 0x42));
 }
 
+// A storage node restarted on the same address: the connections a client pooled to the old process
+// are dead. The next transfer still succeeds, on a new connection, and so do the ones after it.
+TEST_F(TcpTransportTest, ConnectionsPooledToARestartedServerAreReplaced) {
+  const uint16_t port = server_->port();
+  std::vector<uint8_t> buf(300 << 10, 0x77), back(buf.size());
+  ASSERT_TRUE(transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());  // pools two connections
+  server_->Stop();
+  server_ = StartServer([port](TransferServer::Options& o) { o.port = port; });
+  ASSERT_EQ(server_->port(), port);
+  for (int i = 0; i < 3; ++i) {
+    auto r = transport_->Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
+    ASSERT_TRUE(r[0].ok()) << "transfer " << i << ": " << r[0].ToString();
+    EXPECT_EQ(back, buf);
+  }
+}
+
 // Past max_connections a new connection is closed at once; the open ones go on.
 TEST_F(TcpTransportTest, ConnectionsPastTheLimitAreClosedAtOnce) {
   auto server = StartServer([](TransferServer::Options& o) { o.max_connections = 3; });
