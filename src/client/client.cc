@@ -73,7 +73,14 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
 Client::~Client() {
   if (impl_->heartbeat) impl_->heartbeat->Stop();
   impl_->StopOffload();
-  impl_->UnmountPool();
+  // Leaving says so, so that the master stops counting this client as live now rather than after
+  // client_ttl. Not when it could not be reached just now: that would only wait another deadline.
+  if (impl_->UnmountPool()) {
+    if (Status st = impl_->master->UnregisterClient(impl_->ctx()); !st.ok() && st.code() != Code::kNotSupported) {
+      YB_LOG_INFO("leaving: the master did not take the news ({}); it forgets this client after client_ttl",
+                  st.ToString());
+    }
+  }
   impl_->keepalive.reset();  // stops the transfer server, closes the master connection
 }
 
@@ -148,7 +155,7 @@ void Client::Impl::StopOffload() {
   }
 }
 
-void Client::Impl::UnmountPool() {
+bool Client::Impl::UnmountPool() {
   std::vector<SegmentDesc> segs;
   {
     std::lock_guard lock(mounted_mu);
@@ -170,6 +177,7 @@ void Client::Impl::UnmountPool() {
     local->Remove(d.id);
     if (served) served->Remove(d.id);
   }
+  return master_reachable;
 }
 
 Status Client::Heartbeat() {

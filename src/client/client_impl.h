@@ -62,7 +62,8 @@ struct Client::Impl {
   Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
                       Status prior = Status(Code::kTransferFail, "no replica could be read"));
   Status MountPool();
-  void UnmountPool();
+  // Unmounts the global segment; false when the master could not be reached.
+  bool UnmountPool();
   // Opens the SSD tier, serves it for our segments, registers what it holds, starts its thread.
   Status StartOffload();
   void StopOffload();

@@ -22,6 +22,7 @@ class MockMaster : public MasterApi {
  public:
   MOCK_METHOD(Result<TenantIndex>, RegisterClient, (const ClientRegistration&), (override));
   MOCK_METHOD(Result<PingResponse>, Ping, (const CallContext&), (override));
+  MOCK_METHOD(Status, UnregisterClient, (const CallContext&), (override));
   MOCK_METHOD(Status, MountSegment, (const CallContext&, const SegmentDesc&), (override));
   MOCK_METHOD(Status, ReMountSegment, (const CallContext&, const std::vector<SegmentDesc>&), (override));
   MOCK_METHOD(Status, UnmountSegment, (const CallContext&, SegmentId), (override));

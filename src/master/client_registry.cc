@@ -30,6 +30,11 @@ std::vector<ClientId> ClientRegistry::Expire() {
   return dead;
 }
 
+bool ClientRegistry::Remove(const ClientId& id) {
+  std::lock_guard lock(mu_);
+  return last_seen_.erase(id) != 0;
+}
+
 size_t ClientRegistry::size() const {
   std::lock_guard lock(mu_);
   return last_seen_.size();

@@ -20,6 +20,8 @@ class ClientRegistry {
   bool Known(const ClientId& id) const;
   // Removes and returns the clients silent for longer than the TTL.
   std::vector<ClientId> Expire();
+  // Forgets a client that says it leaves; false when it was not known.
+  bool Remove(const ClientId& id);
   size_t size() const;
 
  private:

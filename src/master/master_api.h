@@ -80,6 +80,9 @@ class MasterApi {
   // Clients and segments.
   virtual Result<TenantIndex> RegisterClient(const ClientRegistration& reg) = 0;
   virtual Result<PingResponse> Ping(const CallContext& ctx) = 0;
+  // The client leaves: it stops counting as live, its read pins end, and whatever it still has
+  // mounted is unmounted as if it had died. OK for a client the master does not know.
+  virtual Status UnregisterClient(const CallContext& ctx) = 0;
   virtual Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) = 0;
   // Mounts again segments the master forgot (after a restart or after declaring the client dead).
   virtual Status ReMountSegment(const CallContext& ctx, const std::vector<SegmentDesc>& segs) = 0;

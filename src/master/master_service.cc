@@ -145,23 +145,38 @@ uint64_t MasterService::ReclaimOnce() {
   return reclaimed;
 }
 
+Status MasterService::UnregisterClient(const CallContext& ctx) {
+  if (!clients_.Remove(ctx.client)) return Status::OK();
+  ForgetClient(ctx.client, "left");  // what it still has mounted goes as if it had died
+  UnpinForgottenClients();
+  return Status::OK();
+}
+
 uint64_t MasterService::LivenessOnce() {
   std::vector<ClientId> dead = clients_.Expire();
   for (const ClientId& c : dead) {
-    auto segs = segments_.SegmentsOf(c);
-    if (segs.empty()) {
-      YB_LOG_INFO("client {} silent for over {} s: forgotten", c.ToString(), config_.client_ttl_sec);
-    } else {
-      YB_LOG_WARN("client {} silent for over {} s: declared dead, unmounting its {} segments", c.ToString(),
-                  config_.client_ttl_sec, segs.size());
-    }
-    for (SegmentId id : segs) {
-      auto ref = segments_.Unmount(c, id);
-      if (ref.ok()) DropSegmentEverywhere(*ref);
-    }
-    ForgetOffloadsOf(c);
+    ForgetClient(c, "silent for over " + std::to_string(config_.client_ttl_sec) + " s, declared dead");
   }
-  // End the read pins of every client the master no longer knows (dead, or never registered).
+  UnpinForgottenClients();
+  return dead.size();
+}
+
+void MasterService::ForgetClient(const ClientId& c, const std::string& why) {
+  auto segs = segments_.SegmentsOf(c);
+  if (segs.empty()) {
+    YB_LOG_INFO("client {} {}: forgotten", c.ToString(), why);
+  } else {
+    YB_LOG_WARN("client {} {}: unmounting its {} segments and dropping their replicas", c.ToString(), why, segs.size());
+  }
+  for (SegmentId id : segs) {
+    auto ref = segments_.Unmount(c, id);
+    if (ref.ok()) DropSegmentEverywhere(*ref);
+  }
+  ForgetOffloadsOf(c);
+}
+
+void MasterService::UnpinForgottenClients() {
+  // The read pins of every client the master no longer knows (dead, gone, or never registered).
   for (size_t i = 0; i < table_.shard_count(); ++i) {
     Shard& s = table_.shard(i);
     std::lock_guard lock(s.mu);
@@ -172,7 +187,6 @@ uint64_t MasterService::LivenessOnce() {
     }
     for (const ClientId& c : gone) table_.UnpinClient(s, c);
   }
-  return dead.size();
 }
 
 void MasterService::RunBackgroundOnce() {

@@ -58,6 +58,7 @@ class MasterService final : public MasterApi {
   // MasterApi.
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
   Result<PingResponse> Ping(const CallContext& ctx) override;
+  Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) override;
   Status ReMountSegment(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
@@ -130,6 +131,11 @@ class MasterService final : public MasterApi {
   // but for objects a lease kept, are superseded.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
   void DropSegmentEverywhere(SegmentRef ref);
+  // Unmounts what a client the registry no longer holds (dead, or gone) still has mounted, and forgets
+  // its offload work; `why` says which, for the log.
+  void ForgetClient(const ClientId& c, const std::string& why);
+  // Ends the read pins of clients the registry no longer holds.
+  void UnpinForgottenClients();
   // SSD tier (master_offload.cc). Shard lock held for the *Locked ones.
   bool OwnedBy(const StoredReplica& r, const ClientId& client) const;
   // What of an object lives on `client`: its first COMPLETE MEMORY replica there, and whether it

@@ -140,6 +140,34 @@ TEST_F(MasterServiceTest, DeadClientsReadPinsAreReleased) {
   EXPECT_EQ(master_->Stats().allocated, 0u);
 }
 
+// A client that says it leaves is forgotten at once, as a dead one is after client_ttl: it stops
+// counting as live, its read pins end and what it still has mounted is unmounted.
+TEST_F(MasterServiceTest, ALeavingClientIsForgottenAtOnce) {
+  Mount("a", 4096);
+  CallContext holder = Register(ClientId{6, 6});
+  Mount("b", 8192, holder);
+  ASSERT_TRUE(Put("k", 4096).ok());
+  CallContext reader = Register(ClientId{5, 5});
+  auto info = master_->GetReplicaList(reader, "k", true);
+  ASSERT_TRUE(info.ok());
+  ASSERT_TRUE(master_->Remove(ctx_, "k", true).ok());
+  EXPECT_EQ(master_->Stats().live_clients, 3u);
+  EXPECT_EQ(master_->Stats().allocated, 4096u);  // the reader's pin holds the bytes
+
+  EXPECT_TRUE(master_->UnregisterClient(reader).ok());
+  EXPECT_EQ(master_->Stats().live_clients, 2u);
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+  EXPECT_TRUE(master_->UnregisterClient(holder).ok());
+  auto segs = master_->ListSegments();
+  ASSERT_TRUE(segs.ok());
+  ASSERT_EQ(segs->size(), 1u);
+  EXPECT_EQ(segs->front().desc.name, "a");
+  EXPECT_EQ(master_->Stats().live_clients, 1u);
+  EXPECT_TRUE(master_->UnregisterClient(reader).ok());  // again, or never known: nothing to do
+  // Coming back is registering again, like a client declared dead.
+  EXPECT_TRUE(master_->Ping(reader)->need_remount);
+}
+
 TEST_F(MasterServiceTest, UnfinishedPutIsTakenOverAfter30sAndReclaimedAfter600s) {
   Mount("a", 1 << 20);
   CallContext slow = Register(ClientId{3, 3});

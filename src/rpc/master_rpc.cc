@@ -139,6 +139,8 @@ const char* MasterMethodName(uint16_t method) {
       return "UnmountSegment";
     case M::kListSegments:
       return "ListSegments";
+    case M::kUnregisterClient:
+      return "UnregisterClient";
     case M::kPutStart:
       return "PutStart";
     case M::kUpsertStart:
@@ -182,6 +184,9 @@ void RegisterMasterService(RpcServer& server, MasterApi& m, RpcMetrics* metrics)
     auto p = m.Ping(FromPb(q.ctx()));
     ToPb(p.status(), r.mutable_status());
     if (p.ok()) r.set_need_remount(p->need_remount);
+  });
+  Add(server, metrics, M::kUnregisterClient, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
+    ToPb(m.UnregisterClient(FromPb(q.ctx())), r.mutable_status());
   });
   Add(server, metrics, M::kMountSegment, [&m](const pb::MasterRequest& q, pb::MasterResponse& r) {
     Status st = q.segments_size() == 1 ? m.MountSegment(FromPb(q.ctx()), FromPb(q.segments(0)))
@@ -421,6 +426,11 @@ Status MasterClient::ReMountSegment(const CallContext& ctx, const std::vector<Se
   pb::MasterRequest q = Request(ctx, {});
   for (const auto& s : segs) ToPb(s, q.add_segments());
   auto r = Invoke(channel_, M::kReMountSegment, q, timeout_);
+  return r.ok() ? FromPb(r->status()) : r.status();
+}
+
+Status MasterClient::UnregisterClient(const CallContext& ctx) {
+  auto r = Invoke(channel_, M::kUnregisterClient, Request(ctx, {}), timeout_);
   return r.ok() ? FromPb(r->status()) : r.status();
 }
 

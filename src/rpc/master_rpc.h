@@ -21,6 +21,7 @@ enum class MasterMethod : uint16_t {
   kReMountSegment = 4,
   kUnmountSegment = 5,
   kListSegments = 6,
+  kUnregisterClient = 7,
   kPutStart = 10,
   kUpsertStart = 11,
   kPutEnd = 12,
@@ -71,6 +72,7 @@ class MasterClient final : public MasterApi {
 
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
   Result<PingResponse> Ping(const CallContext& ctx) override;
+  Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) override;
   Status ReMountSegment(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;

@@ -91,8 +91,28 @@ def test_listing_segments_does_not_register_a_client(cluster):
         r = cluster.yb(["segments"])
         assert r.returncode == 0 and b"node-a" in r.stdout, r
     assert cluster.metric("yb_master_live_clients") == 1
-    assert cluster.yb(["exist", "k"]).returncode == 0  # a data command does register
-    assert cluster.metric("yb_master_live_clients") == 2
+
+
+def test_a_leaving_client_stops_counting_at_once(tmp_path):
+    """A client that closes tells the master, which forgets it then rather than after client_ttl
+    (60 s here): `yb` data commands (each a client while it runs) and a daemon stopped with SIGTERM."""
+    c = Cluster(tmp_path, client_ttl=60)
+    try:
+        c.start_master()
+        c.start_client("node-a")
+        wait_until(lambda: c.metric("yb_master_live_clients") == 1, 10, "node-a registered")
+        for args in (["put", "k", "--value", "v"], ["get", "k"], ["exist", "k"], ["remove", "k", "--force"]):
+            r = c.yb(args)
+            assert r.returncode == 0, (args, r)
+            assert c.metric("yb_master_live_clients") == 1, args
+        c.start_client("node-b")
+        assert c.metric("yb_master_live_clients") == 2
+        c.clients["node-b"].terminate()
+        assert c.clients["node-b"].wait(10) == 0
+        assert c.metric("yb_master_live_clients") == 1
+        assert c.segment_names() == {"node-a"}
+    finally:
+        c.stop()
 
 
 def test_c_api_program_against_the_cluster(cluster):
