@@ -137,6 +137,9 @@ class TransferServer::Session final : public LoopSession {
         in_len_ += static_cast<size_t>(n);
         Process();
       }
+      // A short read took all there was: asking again would only find nothing (the set is
+      // level-triggered, so more arriving is reported by the next wait).
+      if (static_cast<size_t>(n) < room) break;
     }
     return true;
   }
