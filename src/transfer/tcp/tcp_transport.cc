@@ -1,7 +1,9 @@
 #include "transfer/tcp/tcp_transport.h"
 
+#include <limits.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 
 #include <array>
 #include <asio.hpp>
@@ -21,9 +23,7 @@ struct TcpTransport::Conn {
 
 namespace {
 
-constexpr int kIoTimeoutSec = 30;  // a peer that stops answering fails the transfer, never hangs it
-
-Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s) {
+Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s, std::chrono::milliseconds io_timeout) {
   auto colon = endpoint.rfind(':');
   if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
   try {
@@ -31,7 +31,9 @@ Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s) {
     auto eps = resolver.resolve(endpoint.substr(0, colon), endpoint.substr(colon + 1));
     asio::connect(s, eps);
     s.set_option(asio::ip::tcp::no_delay(true));
-    timeval tv{kIoTimeoutSec, 0};
+    // A peer that stops answering fails the transfer after this long, never hangs it.
+    timeval tv{static_cast<time_t>(io_timeout.count() / 1000),
+               static_cast<suseconds_t>(io_timeout.count() % 1000 * 1000)};
     setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     int buf = 4 << 20;
@@ -41,6 +43,61 @@ Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s) {
     return Status(Code::kTransferFail, "cannot connect to transfer server " + endpoint + ": " + e.what());
   }
   return Status::OK();
+}
+
+// Blocking I/O on a connection's descriptor, bounded by its SO_RCVTIMEO / SO_SNDTIMEO: a timeout
+// comes back as asio::error::timed_out. (Asio's synchronous calls cannot be used for this: when the
+// timeout fires they wait again, with no bound.)
+asio::error_code LastError() {
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return asio::error::timed_out;
+  return asio::error_code(errno, asio::system_category());
+}
+
+size_t RecvSome(int fd, uint8_t* into, size_t n, asio::error_code& ec) {
+  for (;;) {
+    ssize_t r = ::recv(fd, into, n, 0);
+    if (r > 0) return static_cast<size_t>(r);
+    if (r == 0) {
+      ec = asio::error::eof;
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    ec = LastError();
+    return 0;
+  }
+}
+
+void RecvAll(int fd, uint8_t* into, size_t n, asio::error_code& ec) {
+  while (n > 0) {
+    size_t got = RecvSome(fd, into, n, ec);
+    if (ec) return;
+    into += got;
+    n -= got;
+  }
+}
+
+// Sends every byte of `iov` (which it consumes).
+void SendAll(int fd, std::vector<iovec>& iov, asio::error_code& ec) {
+  size_t first = 0;
+  while (first < iov.size()) {
+    msghdr msg{};
+    msg.msg_iov = iov.data() + first;
+    msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
+    ssize_t r = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      ec = LastError();
+      return;
+    }
+    for (size_t left = static_cast<size_t>(r); left > 0 || (first < iov.size() && iov[first].iov_len == 0);) {
+      iovec& v = iov[first];
+      size_t take = std::min(left, v.iov_len);
+      v.iov_base = static_cast<uint8_t*>(v.iov_base) + take;
+      v.iov_len -= take;
+      left -= take;
+      if (v.iov_len == 0) ++first;
+    }
+  }
 }
 
 }  // namespace
@@ -87,7 +144,7 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
     }
   }
   auto c = std::make_unique<Conn>();
-  *error = ConnectTo(endpoint, c->socket);
+  *error = ConnectTo(endpoint, c->socket, options_.io_timeout);
   return error->ok() ? std::move(c) : nullptr;
 }
 
@@ -113,10 +170,10 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
     Status st;
     auto conn = Take(endpoint, first ? &pooled : nullptr, &st);
     if (!conn) return fail_all(st);
-    size_t answers = 0;
-    st = Exchange(*conn, endpoint, slices, errors, errors_mu, &answers);
+    bool closed_unanswered = false;
+    st = Exchange(*conn, endpoint, slices, errors, errors_mu, &closed_unanswered);
     if (st.ok()) return Give(endpoint, std::move(conn));
-    if (!(pooled && answers == 0)) return fail_all(st);
+    if (!(pooled && closed_unanswered)) return fail_all(st);
     YB_LOG_INFO("pooled connection to {} failed before an answer ({}): retrying on a new one", endpoint, st.message());
     std::lock_guard lock(mu_);
     idle_.erase(endpoint);  // its siblings idled as long: likely dead too
@@ -124,28 +181,36 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
 }
 
 Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
-                              std::vector<Status>& errors, std::mutex& errors_mu, size_t* answers) {
-  auto& sock = conn.socket;
+                              std::vector<Status>& errors, std::mutex& errors_mu, bool* closed_unanswered) {
+  const int fd = conn.socket.native_handle();
   asio::error_code ec;
+  size_t answers = 0;
+  // A failure of `ec`: notes whether the peer had closed the connection before answering anything
+  // (a timeout is not that: a hung peer is not retried).
+  auto failed = [&](std::string what) {
+    *closed_unanswered = answers == 0 && (ec == asio::error::eof || ec == asio::error::connection_reset ||
+                                          ec == asio::error::broken_pipe || ec == asio::error::connection_aborted);
+    return Status(Code::kTransferFail, std::move(what));
+  };
   // Pipelined: every request (with write payloads) in gathered writes, then every response in order.
   std::vector<std::array<uint8_t, kRequestSize>> hdrs(slices.size());
-  std::vector<asio::const_buffer> out;
+  std::vector<iovec> out;
   for (size_t k = 0; k < slices.size(); ++k) {
     const auto& p = slices[k].piece;
     if (p.op == TransferRequest::Op::kReadObject) {
       WireRequest{kOpReadObject, p.segment, p.key->size(), p.length}.Encode(hdrs[k].data());
-      out.push_back(asio::buffer(hdrs[k]));
-      out.push_back(asio::buffer(*p.key));
+      out.push_back({hdrs[k].data(), kRequestSize});
+      out.push_back({const_cast<char*>(p.key->data()), p.key->size()});
     } else {
       WireRequest{p.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, p.segment, p.offset, p.length}.Encode(
           hdrs[k].data());
-      out.push_back(asio::buffer(hdrs[k]));
-      if (p.op == TransferRequest::Op::kWrite) out.push_back(asio::buffer(p.local, p.length));
+      out.push_back({hdrs[k].data(), kRequestSize});
+      if (p.op == TransferRequest::Op::kWrite) out.push_back({p.local, p.length});
     }
     if (out.size() >= 64 || k + 1 == slices.size()) {
-      asio::write(sock, out, ec);
+      SendAll(fd, out, ec);
       out.clear();
-      if (ec) return Status(Code::kTransferFail, "sending to " + endpoint + ": " + ec.message());
+      if (ec) return failed("sending to " + endpoint + ": " + ec.message());
     }
   }
   // Responses through a buffer; read payloads go straight to their destination past what it holds.
@@ -158,7 +223,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
         len -= pos;
         pos = 0;
       }
-      size_t n = sock.read_some(asio::buffer(in.data() + len, in.size() - len), ec);
+      size_t n = RecvSome(fd, in.data() + len, in.size() - len, ec);
       if (ec) return false;
       len += n;
     }
@@ -167,10 +232,10 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
   for (const auto& s : slices) {
     WireResponse resp;
     if (!fill(kResponseSize) || !resp.Decode(in.data() + pos)) {
-      return Status(Code::kTransferFail, "reading from " + endpoint + ": " + (ec ? ec.message() : "bad reply"));
+      return failed("reading from " + endpoint + ": " + (ec ? ec.message() : "bad reply"));
     }
     pos += kResponseSize;
-    ++*answers;
+    ++answers;
     if (resp.code != 0) {
       Code c = resp.code < static_cast<uint32_t>(kNumCodes) ? static_cast<Code>(resp.code) : Code::kInternal;
       {
@@ -188,7 +253,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
       uint64_t have = std::min<uint64_t>(len - pos, s.piece.length);
       std::memcpy(dst, in.data() + pos, have);
       pos += have;
-      if (have < s.piece.length) asio::read(sock, asio::buffer(dst + have, s.piece.length - have), ec);
+      if (have < s.piece.length) RecvAll(fd, dst + have, s.piece.length - have, ec);
       if (ec) return Status(Code::kTransferFail, "reading from " + endpoint + ": " + ec.message());
     }
   }

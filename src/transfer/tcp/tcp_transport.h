@@ -3,11 +3,13 @@
 // A segment's endpoint comes from a resolver (the client asks the master's segment list). Each
 // endpoint has a pool of connections; a request is cut into slices (slice_size) and a batch's
 // slices are spread over up to `parallel` connections, each pipelining its share. A failed
-// connection fails its requests (TRANSFER_FAIL) and is dropped, except a pooled one that fails
-// before any answer (its peer restarted while it idled): its slices go again once, on a new
-// connection, and the endpoint's other idle connections are dropped. Thread-safe.
+// connection fails its requests (TRANSFER_FAIL) and is dropped, except a pooled one its peer had
+// closed before answering anything (the peer restarted while it idled; not a timeout): its slices go
+// again once, on a new connection, and the endpoint's other idle connections are dropped.
+// Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +34,8 @@ class TcpTransport final : public Transport {
     uint64_t slice_size = 64ULL << 10;
     int parallel = 2;  // connections one batch may use per endpoint
     int max_idle_per_endpoint = 8;
+    // A peer that stops answering (or reading) for this long fails the transfer (TRANSFER_FAIL).
+    std::chrono::milliseconds io_timeout{30000};
 
     static constexpr uint64_t kMinSlice = 4ULL << 10;
     static constexpr uint64_t kMaxSlice = kDefaultMaxRequest;  // what a transfer server accepts
@@ -62,9 +66,10 @@ class TcpTransport final : public Transport {
   void RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
                  std::mutex& errors_mu);
   // Sends the slices and reads their answers: OK when every answer came (refusals are in `errors`),
-  // else the connection's failure, after `*answers` answers.
+  // else the connection's failure; `*closed_unanswered` tells whether the peer had closed it before
+  // any answer (a pooled connection that died while idle).
   Status Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
-                  std::vector<Status>& errors, std::mutex& errors_mu, size_t* answers);
+                  std::vector<Status>& errors, std::mutex& errors_mu, bool* closed_unanswered);
 
   Resolver resolver_;
   Options options_;

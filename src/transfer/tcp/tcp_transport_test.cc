@@ -279,6 +279,22 @@ TEST_F(TcpTransportTest, ConnectionsPooledToARestartedServerAreReplaced) {
   }
 }
 
+// A peer that accepts but never answers, or never reads: the transfer fails after the I/O timeout
+// instead of waiting for ever.
+TEST_F(TcpTransportTest, APeerThatStopsAnsweringFailsTheTransfer) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor silent(io, {asio::ip::make_address("127.0.0.1"), 0});  // connects, never accepted
+  std::string ep = "127.0.0.1:" + std::to_string(silent.local_endpoint().port());
+  TcpTransport::Options o;
+  o.io_timeout = std::chrono::milliseconds(200);
+  TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
+  std::vector<uint8_t> buf(64 << 20, 1);
+  auto r = transport.Submit({{Op::kRead, 5, 0, buf.data(), 4096}});
+  EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
+  r = transport.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}});  // more than the socket buffers take
+  EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
+}
+
 // Past max_connections a new connection is closed at once; the open ones go on.
 TEST_F(TcpTransportTest, ConnectionsPastTheLimitAreClosedAtOnce) {
   auto server = StartServer([](TransferServer::Options& o) { o.max_connections = 3; });
