@@ -1,9 +1,15 @@
 #include "transfer/tcp/tcp_transport.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <array>
 #include <asio.hpp>
@@ -16,32 +22,73 @@
 
 namespace yb::tcp {
 
+// A connected, blocking socket whose reads and writes are bounded by SO_RCVTIMEO / SO_SNDTIMEO.
 struct TcpTransport::Conn {
-  asio::io_context io;
-  asio::ip::tcp::socket socket{io};
+  int fd = -1;
+  Conn() = default;
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+  ~Conn() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 namespace {
 
-Status ConnectTo(const std::string& endpoint, asio::ip::tcp::socket& s, std::chrono::milliseconds io_timeout) {
+// Connects within `timeout` (a host that drops the SYNs would otherwise hold the caller for the
+// kernel's two minutes of retries) and sets the connection up for transfers.
+Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout, int* out) {
   auto colon = endpoint.rfind(':');
   if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
-  try {
-    asio::ip::tcp::resolver resolver(s.get_executor());
-    auto eps = resolver.resolve(endpoint.substr(0, colon), endpoint.substr(colon + 1));
-    asio::connect(s, eps);
-    s.set_option(asio::ip::tcp::no_delay(true));
-    // A peer that stops answering fails the transfer after this long, never hangs it.
-    timeval tv{static_cast<time_t>(io_timeout.count() / 1000),
-               static_cast<suseconds_t>(io_timeout.count() % 1000 * 1000)};
-    setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int buf = 4 << 20;
-    setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-  } catch (const std::exception& e) {
-    return Status(Code::kTransferFail, "cannot connect to transfer server " + endpoint + ": " + e.what());
+  const std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Status(Code::kTransferFail, "cannot resolve transfer server " + endpoint + ": " + gai_strerror(rc));
   }
+  std::string why = "no address";
+  int fd = -1;
+  for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+      why = strerror(errno);
+      continue;
+    }
+    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int n;
+      do {
+        n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+      } while (n < 0 && errno == EINTR);
+      socklen_t len = sizeof(err);
+      if (n == 0) {
+        err = ETIMEDOUT;
+      } else if (n < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        err = errno;
+      }
+    }
+    if (err != 0) {
+      why = strerror(err);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return Status(Code::kTransferFail, "cannot connect to transfer server " + endpoint + ": " + why);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // A peer that stops answering fails the transfer after `timeout`, never hangs it.
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  int buf = 4 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+  *out = fd;
   return Status::OK();
 }
 
@@ -144,7 +191,7 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
     }
   }
   auto c = std::make_unique<Conn>();
-  *error = ConnectTo(endpoint, c->socket, options_.io_timeout);
+  *error = ConnectTo(endpoint, options_.io_timeout, &c->fd);
   return error->ok() ? std::move(c) : nullptr;
 }
 
@@ -182,7 +229,7 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
 
 Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
                               std::vector<Status>& errors, std::mutex& errors_mu, bool* closed_unanswered) {
-  const int fd = conn.socket.native_handle();
+  const int fd = conn.fd;
   asio::error_code ec;
   size_t answers = 0;
   // A failure of `ec`: notes whether the peer had closed the connection before answering anything

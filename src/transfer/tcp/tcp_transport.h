@@ -34,7 +34,8 @@ class TcpTransport final : public Transport {
     uint64_t slice_size = 64ULL << 10;
     int parallel = 2;  // connections one batch may use per endpoint
     int max_idle_per_endpoint = 8;
-    // A peer that stops answering (or reading) for this long fails the transfer (TRANSFER_FAIL).
+    // A connection not made within this long, or a peer that stops answering (or reading) for this
+    // long, fails the transfer (TRANSFER_FAIL).
     std::chrono::milliseconds io_timeout{30000};
 
     static constexpr uint64_t kMinSlice = 4ULL << 10;

@@ -1,6 +1,10 @@
 #include "transfer/tcp/tcp_transport.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <asio.hpp>
 #include <condition_variable>
@@ -293,6 +297,38 @@ TEST_F(TcpTransportTest, APeerThatStopsAnsweringFailsTheTransfer) {
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
   r = transport.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}});  // more than the socket buffers take
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
+}
+
+// A host that drops connection attempts (here: a listener whose queue is full, so the kernel drops
+// the SYNs) fails the transfer after the timeout, not after the kernel's two minutes of retries.
+TEST_F(TcpTransportTest, AConnectionThatIsNeverAcceptedFailsAfterTheTimeout) {
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(l, 0), 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+  const uint16_t port = ntohs(a.sin_port);
+  std::vector<int> fillers;  // fill the accept queue (nothing accepts)
+  for (int i = 0; i < 4; ++i) {
+    int f = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    ::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    fillers.push_back(f);
+  }
+  TcpTransport::Options o;
+  o.io_timeout = std::chrono::milliseconds(300);
+  std::string ep = "127.0.0.1:" + std::to_string(port);
+  TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
+  std::vector<uint8_t> buf(4096);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}});
+  EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
+  EXPECT_NE(r[0].message().find("cannot connect"), std::string::npos) << r[0].ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));  // not the kernel's ~127 s
+  for (int f : fillers) ::close(f);
+  ::close(l);
 }
 
 // Past max_connections a new connection is closed at once; the open ones go on.
