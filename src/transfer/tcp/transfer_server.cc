@@ -345,7 +345,8 @@ Status TransferServer::Start() {
   }
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
   Listener::Options lo{options_.address, options_.port, options_.on_accept_failed};
-  listener_ = std::make_unique<Listener>(std::move(lo), [this](int fd, std::string peer) { Deal(fd, peer); });
+  listener_ =
+      std::make_unique<Listener>(std::move(lo), [this](int fd, std::string peer) { Deal(fd, std::move(peer)); });
   if (Status st = listener_->Start(); !st.ok()) {
     disk_pool_.reset();
     loops_.clear();
