@@ -25,6 +25,7 @@ namespace yb::tcp {
 // A connected, blocking socket whose reads and writes are bounded by SO_RCVTIMEO / SO_SNDTIMEO.
 struct TcpTransport::Conn {
   int fd = -1;
+  TimeMs idle_since = 0;  // when it went back to the pool
   Conn() = default;
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -196,9 +197,37 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
 }
 
 void TcpTransport::Give(const std::string& endpoint, std::unique_ptr<Conn> c) {
+  const TimeMs now = Now();
+  c->idle_since = now;
   std::lock_guard lock(mu_);
   auto& idle = idle_[endpoint];
   if (static_cast<int>(idle.size()) < options_.max_idle_per_endpoint) idle.push_back(std::move(c));
+  SweepIdleLocked(now);
+}
+
+TimeMs TcpTransport::Now() const {
+  static const RealClock real;
+  return (options_.clock ? *options_.clock : real).NowMs();
+}
+
+void TcpTransport::SweepIdleLocked(TimeMs now) {
+  if (now - last_sweep_ < 1000) return;
+  last_sweep_ = now;
+  const TimeMs limit = options_.max_idle.count();
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    auto& conns = it->second;  // oldest first: connections go back to the end and are taken from it
+    size_t stale = 0;
+    while (stale < conns.size() && now - conns[stale]->idle_since > limit) ++stale;
+    conns.erase(conns.begin(), conns.begin() + static_cast<std::ptrdiff_t>(stale));
+    it = conns.empty() ? idle_.erase(it) : std::next(it);
+  }
+}
+
+size_t TcpTransport::idle_connections() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [ep, conns] : idle_) n += conns.size();
+  return n;
 }
 
 void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,

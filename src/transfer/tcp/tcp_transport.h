@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/thread_pool.h"
 #include "transfer/tcp/wire.h"
 #include "transfer/transport.h"
@@ -34,6 +35,10 @@ class TcpTransport final : public Transport {
     uint64_t slice_size = 64ULL << 10;
     int parallel = 2;  // connections one batch may use per endpoint
     int max_idle_per_endpoint = 8;
+    // A pooled connection unused this long is closed: the pool does not keep descriptors open to
+    // nodes that left (their endpoints are never asked for again) or that the cluster stopped using.
+    std::chrono::milliseconds max_idle{60000};
+    const Clock* clock = nullptr;  // for max_idle; null: the steady clock
     // A connection not made within this long, or a peer that stops answering (or reading) for this
     // long, fails the transfer (TRANSFER_FAIL).
     std::chrono::milliseconds io_timeout{30000};
@@ -52,6 +57,8 @@ class TcpTransport final : public Transport {
   ~TcpTransport() override;
   bool Reaches(SegmentId segment) const override;
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
+  // Pooled connections, over every endpoint.
+  size_t idle_connections() const;
 
  private:
   struct Conn;
@@ -72,10 +79,15 @@ class TcpTransport final : public Transport {
   Status Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
                   std::vector<Status>& errors, std::mutex& errors_mu, bool* closed_unanswered);
 
+  // Closes the pooled connections idle for longer than max_idle, at most once a second. mu_ held.
+  void SweepIdleLocked(TimeMs now);
+  TimeMs Now() const;
+
   Resolver resolver_;
   Options options_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<Conn>>> idle_;  // guarded by mu_
+  TimeMs last_sweep_ = 0;                                                     // guarded by mu_
   ThreadPool pool_;
 };
 

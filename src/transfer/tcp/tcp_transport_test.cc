@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/test_util.h"
 #include "transfer/tcp/transfer_server.h"
 #include "transfer/tcp/wire.h"
@@ -329,6 +330,31 @@ TEST_F(TcpTransportTest, AConnectionThatIsNeverAcceptedFailsAfterTheTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));  // not the kernel's ~127 s
   for (int f : fillers) ::close(f);
   ::close(l);
+}
+
+// Pooled connections unused for max_idle are closed, including those to an endpoint that is never
+// asked for again (a node that left).
+TEST_F(TcpTransportTest, PooledConnectionsUnusedForMaxIdleAreClosed) {
+  ManualClock clock;
+  auto other = StartServer([](TransferServer::Options&) {});
+  const std::string first = "127.0.0.1:" + std::to_string(server_->port());
+  const std::string second = "127.0.0.1:" + std::to_string(other->port());
+  TcpTransport::Options o;
+  o.max_idle = std::chrono::seconds(60);
+  o.clock = &clock;
+  TcpTransport transport([&](SegmentId s) -> std::optional<std::string> { return s == 5 ? first : second; }, o);
+  std::vector<uint8_t> buf(4096);
+  ASSERT_TRUE(transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
+  EXPECT_EQ(transport.idle_connections(), 1u);
+  clock.AdvanceSec(30);
+  ASSERT_TRUE(transport.Submit({{Op::kRead, 7, 0, buf.data(), buf.size()}})[0].code() == Code::kSegmentNotFound);
+  EXPECT_EQ(transport.idle_connections(), 2u);  // 30 s idle: kept
+  clock.AdvanceSec(31);
+  ASSERT_TRUE(transport.Submit({{Op::kRead, 7, 0, buf.data(), buf.size()}})[0].code() == Code::kSegmentNotFound);
+  EXPECT_EQ(transport.idle_connections(), 1u);  // the first endpoint's, idle 61 s, is closed
+  // The first endpoint is served again on a new connection.
+  ASSERT_TRUE(transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
+  EXPECT_EQ(transport.idle_connections(), 2u);
 }
 
 // Past max_connections a new connection is closed at once; the open ones go on.
