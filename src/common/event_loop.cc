@@ -14,12 +14,8 @@ namespace yb {
 EventLoop::EventLoop(Factory factory) : factory_(std::move(factory)) {}
 
 EventLoop::~EventLoop() {
-  Stop();
+  Stop();  // closes the sessions (only a started loop has any)
   for (auto& [fd, peer] : incoming_) ::close(fd);
-  for (auto& [id, e] : sessions_) {
-    e.session.reset();
-    ::close(e.fd);
-  }
   if (wake_ >= 0) ::close(wake_);
   if (ep_ >= 0) ::close(ep_);
 }

@@ -19,6 +19,22 @@ class OffloadTest : public MasterFixture {
     Reset(config);
     JoinSsdClient(ClientId{9, 9}, objects);
   }
+  // Start, and ctx_ (no SSD tier, keeps pinging) mounts segment "b" of four objects.
+  void StartBesideAPlainClient(MasterConfig config, int objects = 4) {
+    Start(config, objects);
+    Mount("b", kObj * 4);
+  }
+  // Where a Put goes: segment `name` only, or two replicas (one on each client).
+  static ReplicateConfig On(const std::string& name) {
+    ReplicateConfig c;
+    c.preferred_segments = {name};
+    return c;
+  }
+  static ReplicateConfig OnBoth() {
+    ReplicateConfig c;
+    c.replica_num = 2;
+    return c;
+  }
   // ssd_ registers (with an SSD tier) as `id` and mounts segment "a" of `objects` objects.
   void JoinSsdClient(ClientId id, int objects) {
     ssd_ = CallContext{id, 0};
@@ -166,10 +182,8 @@ TEST_F(OffloadTest, ForcedEvictionDropsObjectsWaitingForTheirDiskCopy) {
 // The eager copy of a dead client will not come: the object (its replica on a live client) is an
 // ordinary eviction candidate again.
 TEST_F(OffloadTest, ADeadSsdClientsPendingCopiesNoLongerHoldTheirObjects) {
-  Start(Eager());
-  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
-  ReplicateConfig cfg;
-  cfg.replica_num = 2;
+  StartBesideAPlainClient(Eager());
+  const ReplicateConfig cfg = OnBoth();
   ASSERT_TRUE(Put(K(0), kObj, cfg).ok());
   clock_.AdvanceSec(11);
   EXPECT_EQ(master_->evictor().EvictBytes(kObj), 0u);
@@ -187,19 +201,15 @@ TEST_F(OffloadTest, ADeadSsdClientsPendingCopiesNoLongerHoldTheirObjects) {
 // offload was reported, or the writer's. Before, a copy of an older value of the same size (the key
 // put again while the client was away) joined the new value, and a read could return the old bytes.
 TEST_F(OffloadTest, ARestartedClientsDiskCopiesJoinOnlyTheValuesTheyHold) {
-  Start(Eager());
-  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
-  ReplicateConfig on_a, on_both;
-  on_a.preferred_segments = {"a"};
-  on_both.replica_num = 2;
+  StartBesideAPlainClient(Eager());
+  const ReplicateConfig on_a = On("a"), on_both = OnBoth();
   ASSERT_TRUE(Put(K(0), kObj, on_a).ok());
   ASSERT_TRUE(Put(K(1), kObj, on_both).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
   EXPECT_EQ(Kinds(K(1)), (std::vector<ReplicaKind>{kMem, kMem, kDisk}));
   SsdClientDies();  // k0 goes with it, k1 keeps its copy on b
   EXPECT_FALSE(Exists(K(0)));
-  ReplicateConfig on_b;
-  on_b.preferred_segments = {"b"};
+  const ReplicateConfig on_b = On("b");
   ASSERT_TRUE(Put(K(0), kObj, on_b).ok());  // a new value of k0, same size, no checksum
 
   // The client comes back (a new process: a new id) with the same disk.
@@ -228,11 +238,8 @@ TEST_F(OffloadTest, ARestartedClientsDiskCopiesJoinOnlyTheValuesTheyHold) {
 // removed or written while it is away have their copies refused when it comes back, so a removed
 // key, or an older value of a key since rewritten and removed, does not reappear.
 TEST_F(OffloadTest, KeysRemovedOrRewrittenWhileTheirOwnerIsAwayDoNotComeBack) {
-  Start(Eager(), /*objects=*/8);
-  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
-  ReplicateConfig on_a, on_b;
-  on_a.preferred_segments = {"a"};
-  on_b.preferred_segments = {"b"};
+  StartBesideAPlainClient(Eager(), /*objects=*/8);
+  const ReplicateConfig on_a = On("a"), on_b = On("b");
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
   SsdClientDies();  // its four objects go with it, their disk copies stay away
@@ -261,10 +268,8 @@ TEST_F(OffloadTest, KeysRemovedOrRewrittenWhileTheirOwnerIsAwayDoNotComeBack) {
 TEST_F(OffloadTest, DropsTheOwnerNeverTookAreRememberedAsAwayCopies) {
   MasterConfig c = Eager();
   c.offload_queue_limit = 1;  // drops: 64
-  Start(c, /*objects=*/66);
-  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
-  ReplicateConfig on_a;
-  on_a.preferred_segments = {"a"};
+  StartBesideAPlainClient(c, /*objects=*/66);
+  const ReplicateConfig on_a = On("a");
   for (int i = 0; i < 65; ++i) {
     ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
     for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
@@ -286,10 +291,8 @@ TEST_F(OffloadTest, DropsTheOwnerNeverTookAreRememberedAsAwayCopies) {
 // A key that a remove leaves in place (a reader's lease) keeps its value: its away copy is still
 // that value, and registers once the owner is back, even after the key was evicted meanwhile.
 TEST_F(OffloadTest, AwayCopiesOfKeysARemoveLeftInPlaceStayValid) {
-  Start(Eager());
-  Mount("b", kObj * 4);  // ctx_: no SSD tier, keeps pinging
-  ReplicateConfig both;
-  both.replica_num = 2;
+  StartBesideAPlainClient(Eager());
+  const ReplicateConfig both = OnBoth();
   ASSERT_TRUE(Put(K(0), kObj, both).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
   // ssd_ dies: k0 keeps its copy on b, its disk copy is away.
@@ -311,10 +314,8 @@ TEST_F(OffloadTest, AwayCopiesOfKeysARemoveLeftInPlaceStayValid) {
 TEST_F(OffloadTest, AwayCopiesBeyondTheirLimitAreCounted) {
   MasterConfig c = Eager();
   c.disk_away_copies_limit = 1;
-  Start(c);
-  Mount("b", kObj * 4);
-  ReplicateConfig on_a;
-  on_a.preferred_segments = {"a"};
+  StartBesideAPlainClient(c);
+  const ReplicateConfig on_a = On("a");
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Put(K(i), kObj, on_a).ok());
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
   SsdClientDies();
@@ -395,10 +396,8 @@ TEST_F(OffloadTest, DropsBeyondTheirBoundAreCounted) {
 }
 
 TEST_F(OffloadTest, OnlyClientsWithAnSsdTierGetTasks) {
-  Start(Eager());
-  Mount("b", kObj * 4);  // ctx_'s own segment, no SSD tier
-  ReplicateConfig cfg;
-  cfg.preferred_segments = {"b"};
+  StartBesideAPlainClient(Eager());
+  const ReplicateConfig cfg = On("b");
   ASSERT_TRUE(Put(K(0), kObj, cfg).ok());
   EXPECT_TRUE(Fetch().empty());
   auto none = master_->OffloadFetch(ctx_, 64);
@@ -518,10 +517,8 @@ TEST_F(OffloadTest, DroppingDiskReplicasRemovesObjectsLeftWithout) {
 }
 
 TEST_F(OffloadTest, ADeadClientsQueueIsForgottenAndItsObjectsEvictableAgain) {
-  Start(OnEvict());
-  Mount("b", kObj * 4);  // ctx_ keeps pinging; ssd_ goes silent
-  ReplicateConfig cfg;
-  cfg.preferred_segments = {"a"};
+  StartBesideAPlainClient(OnEvict());
+  const ReplicateConfig cfg = On("a");
   ASSERT_TRUE(Put(K(0), kObj, cfg).ok());
   clock_.AdvanceSec(11);
   master_->evictor().EvictBytes(kObj);
