@@ -163,7 +163,7 @@ TEST_F(MasterServiceTest, ALeavingClientIsForgottenAtOnce) {
   ASSERT_EQ(segs->size(), 1u);
   EXPECT_EQ(segs->front().desc.name, "a");
   EXPECT_EQ(master_->Stats().live_clients, 1u);
-  EXPECT_TRUE(master_->UnregisterClient(reader).ok());  // again, or never known: nothing to do
+  EXPECT_TRUE(master_->UnregisterClient(reader).ok());  // again, or never known: still OK
   // Coming back is registering again, like a client declared dead.
   EXPECT_TRUE(master_->Ping(reader)->need_remount);
 }
