@@ -23,6 +23,7 @@ struct Flags {
   std::string rpc_address = "0.0.0.0";
   int rpc_port = 50051;
   int rpc_thread_num = 0;
+  int rpc_max_connections = yb::rpc::RpcServer::Options{}.max_connections;
   int metrics_port = 9003;
   std::string metrics_address = "0.0.0.0";
   int64_t default_kv_lease_ttl = 10000;
@@ -111,6 +112,8 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
           server.malformed_frames());
   counter("yb_master_rpc_reads_paused_total", "Times a connection stopped being read: its peer did not read replies.",
           server.reads_paused());
+  counter("yb_master_rpc_refused_connections_total",
+          "Connections closed at once because --rpc_max_connections were open.", server.refused_connections());
   counter("yb_master_rpc_accept_failures_total",
           "Failed accepts (e.g. out of file descriptors), each followed by a pause.", server.accept_failures());
   gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
@@ -170,6 +173,9 @@ int main(int argc, char** argv) {
   app.add_option("--rpc_address", f.rpc_address, "address to serve RPC on");
   app.add_option("--rpc_port", f.rpc_port, "RPC port")->check(CLI::Range(1, 65535));
   app.add_option("--rpc_thread_num", f.rpc_thread_num, "RPC threads (0: min(16, cores))")->check(CLI::Range(0, 256));
+  app.add_option("--rpc_max_connections", f.rpc_max_connections,
+                 "open RPC connections at most; one more is closed at once and logged")
+      ->check(CLI::Range(1, 1 << 24));
   app.add_option("--metrics_port", f.metrics_port, "HTTP port for /metrics, /health, /segments (0: off)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--metrics_address", f.metrics_address, "address to serve HTTP on");
@@ -249,6 +255,7 @@ int main(int argc, char** argv) {
   yb::rpc::RpcServer::Options ro;
   ro.address = f.rpc_address;
   ro.port = static_cast<uint16_t>(f.rpc_port);
+  ro.max_connections = f.rpc_max_connections;
   ro.threads = f.rpc_thread_num > 0
                    ? f.rpc_thread_num
                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));

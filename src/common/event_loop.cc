@@ -15,7 +15,7 @@ EventLoop::EventLoop(Factory factory) : factory_(std::move(factory)) {}
 
 EventLoop::~EventLoop() {
   Stop();  // closes the sessions (only a started loop has any)
-  for (auto& [fd, peer] : incoming_) ::close(fd);
+  for (auto& [fd, peer] : incoming_) CloseFd(fd);
   if (wake_ >= 0) ::close(wake_);
   if (ep_ >= 0) ::close(ep_);
 }
@@ -41,6 +41,7 @@ void EventLoop::Stop() {
   Wake();
   thread_.join();
   for (auto& [id, e] : sessions_) {
+    --open_;
     e.session.reset();
     ::close(e.fd);
   }
@@ -48,6 +49,7 @@ void EventLoop::Stop() {
 }
 
 void EventLoop::Adopt(int fd, std::string peer) {
+  ++open_;
   {
     std::lock_guard lock(mu_);
     incoming_.emplace_back(fd, std::move(peer));
@@ -114,7 +116,7 @@ bool EventLoop::TakeQueued() {
   for (auto& [fd, peer] : in) {
     std::unique_ptr<LoopSession> s = factory_(fd, std::move(peer));
     if (!s) {
-      ::close(fd);
+      CloseFd(fd);
       continue;
     }
     const uint64_t id = next_id_++;
@@ -123,6 +125,7 @@ bool EventLoop::TakeQueued() {
     Entry& e = sessions_.emplace(id, Entry{std::move(s), fd}).first->second;
     if (!Watch(EPOLL_CTL_ADD, fd, interest, &e)) {
       YB_LOG_WARN("event loop: cannot watch a new connection: {}", strerror(errno));
+      --open_;
       e.session.reset();
       ::close(fd);
       sessions_.erase(id);
@@ -147,9 +150,16 @@ void EventLoop::Close(Entry& e) {
   epoll_ctl(ep_, EPOLL_CTL_DEL, e.fd, nullptr);
   const uint64_t id = e.session->loop_id();
   const int fd = e.fd;
+  --open_;  // first: whoever the session's destructor tells finds the count down already
   e.session.reset();
   ::close(fd);
   sessions_.erase(id);
+}
+
+// A descriptor no session was made for.
+void EventLoop::CloseFd(int fd) {
+  ::close(fd);
+  --open_;
 }
 
 }  // namespace yb

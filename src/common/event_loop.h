@@ -12,6 +12,7 @@
 // together. Accepting is the Listener's (listener.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -62,6 +63,8 @@ class EventLoop {
   // From any thread: runs `fn` on the loop's thread on the session `id` if it is still open; false
   // from `fn` closes it. The loop then looks at what the session waits for again.
   void RunOn(uint64_t id, std::function<bool(LoopSession&)> fn);
+  // Connections handed over (Adopt) and not yet closed, from any thread.
+  int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
  private:
   bool Watch(int op, int fd, uint32_t events, void* ptr);
@@ -76,6 +79,7 @@ class EventLoop {
   // After a session ran: closes it (`ok` false) or updates what it waits for.
   void Settle(Entry& e, uint32_t before, bool ok);
   void Close(Entry& e);
+  void CloseFd(int fd);
   struct Task {
     uint64_t id;
     std::function<bool(LoopSession&)> fn;
@@ -91,6 +95,7 @@ class EventLoop {
   std::vector<std::pair<int, std::string>> incoming_;  // under mu_
   std::vector<Task> tasks_;                            // under mu_
   bool stopping_ = false;                              // under mu_
+  std::atomic<int> open_{0};
 };
 
 }  // namespace yb

@@ -1,6 +1,12 @@
 #include "common/listener.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <asio.hpp>
+#include <cerrno>
+#include <cstring>
 
 #include "common/backoff.h"
 #include "common/log.h"
@@ -61,10 +67,23 @@ void Listener::Accept() {
     if (ec) {
       YB_LOG_WARN("cannot take over a new connection: {}", ec.message());
     } else {
+      SetKeepalive(fd);
       on_accept_(fd, std::move(peer));
     }
     Accept();
   });
+}
+
+void Listener::SetKeepalive(int fd) const {
+  const int idle = static_cast<int>(options_.keepalive_idle.count());
+  if (idle <= 0) return;
+  const int on = 1, interval = static_cast<int>(kKeepaliveInterval.count()), probes = kKeepaliveProbes;
+  if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) != 0) {
+    YB_LOG_WARN("cannot turn keepalive on for a new connection on port {}: {}", port_, strerror(errno));
+  }
 }
 
 void Listener::Stop() {

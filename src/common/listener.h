@@ -1,5 +1,8 @@
-// Listener: accepts TCP connections on its own thread and hands each one, connected, non-blocking
-// and with Nagle off, to a callback (which deals it to an EventLoop).
+// Listener: accepts TCP connections on its own thread and hands each one, connected, non-blocking,
+// with Nagle off and TCP keepalive on, to a callback (which deals it to an EventLoop).
+//
+// Keepalive is what closes a connection whose peer's host died or was cut off: nothing else would,
+// since such a peer never sends the FIN, and a server that only waits to read never finds out.
 //
 // A failed accept (out of descriptors or memory) leaves the connection queued, so accepting again
 // at once would fail again at once, in a loop: the listener pauses instead, 10 ms at first and
@@ -7,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,7 +29,12 @@ class Listener {
     uint16_t port = 0;  // 0: any free port (see port())
     // Called (on the accepting thread) after each failed accept, before the pause that follows it.
     std::function<void()> on_accept_failed;
+    // Keepalive probes start after this long with nothing received, and the connection is closed
+    // after kKeepaliveProbes of them go unanswered, kKeepaliveInterval apart; 0 turns them off.
+    std::chrono::seconds keepalive_idle{60};
   };
+  static constexpr std::chrono::seconds kKeepaliveInterval{10};
+  static constexpr int kKeepaliveProbes = 6;
 
   Listener(Options options, OnAccept on_accept);
   ~Listener();
@@ -42,6 +51,7 @@ class Listener {
  private:
   struct Impl;
   void Accept();
+  void SetKeepalive(int fd) const;
 
   Options options_;
   OnAccept on_accept_;

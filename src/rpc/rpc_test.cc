@@ -105,8 +105,8 @@ TEST(RpcTest, LargeRequestsAndRepliesCrossWhole) {
   EXPECT_EQ(*small, "echo:after");
 }
 
-// Connections are dealt to the server's threads in turn: with two threads, a call that blocks its
-// thread on one connection leaves the next connection served by the other thread.
+// A new connection goes to the server thread serving the fewest: with two threads, a call that
+// blocks its thread on one connection leaves the next connection served by the other thread.
 TEST(RpcTest, ConnectionsAreSpreadOverTheServerThreads) {
   RpcServer::Options o;
   o.address = "127.0.0.1";
@@ -140,6 +140,28 @@ TEST(RpcTest, ConnectionsAreSpreadOverTheServerThreads) {
   cv.notify_all();
   blocked.join();
   EXPECT_EQ(server.open_connections(), 2u);
+}
+
+// Past max_connections a new connection is closed before anything is read from it, and counted;
+// the open one is still served.
+TEST(RpcTest, ConnectionsPastTheLimitAreClosedAtOnce) {
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.max_connections = 1;
+  RpcServer server(o);
+  RegisterPlainEcho(server);
+  ASSERT_TRUE(server.Start().ok());
+  RpcChannel first("127.0.0.1", server.port());
+  ASSERT_TRUE(first.Call(1, "a", 2s).ok());
+  std::string frame(kHeaderSize, '\0');
+  EncodeHeader(FrameHeader{1, FrameKind::kRequest, 0, 1, 1}, reinterpret_cast<uint8_t*>(frame.data()));
+  frame += "b";
+  EXPECT_TRUE(ServerClosesAfter(server.port(), frame));
+  EXPECT_EQ(server.refused_connections(), 1u);
+  EXPECT_EQ(server.malformed_frames(), 0u);
+  auto r = first.Call(1, "still", 2s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "still");
 }
 
 // A peer that sends requests but does not read the replies: the server stops reading that

@@ -14,14 +14,16 @@
 
 namespace yb::rpc {
 
+namespace {
+constexpr size_t kInputBuffer = 16 << 10;   // a connection's first read buffer, and how it grows
+constexpr size_t kMaxIdleInput = 256 << 10;  // a larger one goes back to kInputBuffer when emptied
+}  // namespace
+
 // One connection, served by one EventLoop (common/event_loop.h): its handlers never run
 // concurrently, and its replies go out in order.
 class RpcServer::Session final : public LoopSession {
  public:
-  Session(RpcServer& server, int fd, std::string peer) : server_(server), fd_(fd), peer_(std::move(peer)) {
-    ++server_.connections_;
-  }
-  ~Session() override { --server_.connections_; }
+  Session(RpcServer& server, int fd, std::string peer) : server_(server), fd_(fd), peer_(std::move(peer)) {}
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -52,7 +54,7 @@ class RpcServer::Session final : public LoopSession {
   // The set is level-triggered, so data beyond this read is reported again by the next wait;
   // pipelined requests cost one read and one write per batch, not per request.
   bool Read() {
-    if (in_.size() - in_len_ < 4096) in_.resize(std::max<size_t>(in_.size() * 2, in_len_ + 65536));
+    if (in_.size() - in_len_ < 4096) in_.resize(std::max<size_t>(in_.size() * 2, in_len_ + kInputBuffer));
     ssize_t n = ::recv(fd_, in_.data() + in_len_, in_.size() - in_len_, 0);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     if (n == 0) return false;  // the peer closed
@@ -81,6 +83,9 @@ class RpcServer::Session final : public LoopSession {
       std::memmove(in_.data(), in_.data() + pos, in_len_ - pos);
       in_len_ -= pos;
     }
+    // A large frame grew the buffer: once it is handled, the buffer goes back to its usual size, so
+    // a connection that once sent a big batch does not hold its memory for the rest of its life.
+    if (in_len_ == 0 && in_.size() > kMaxIdleInput) std::vector<char>(kInputBuffer).swap(in_);
     return true;
   }
 
@@ -144,36 +149,23 @@ Status RpcServer::Start() {
   // A connection stays on one serving thread, and a ready socket is served by the thread that
   // waited on it, with no hand-off between threads. Accepting has a thread of its own, so a long
   // handler never holds up new connections.
-  Listener::Options lo{options_.address, options_.port, options_.on_accept_failed};
-  listener_ = std::make_unique<Listener>(std::move(lo), [this](int fd, std::string peer) {
-    loops_[next_loop_++ % loops_.size()]->Adopt(fd, std::move(peer));  // dealt in turn
+  LoopGroup::Options go;
+  go.name = "rpc";
+  go.address = options_.address;
+  go.port = options_.port;
+  go.threads = options_.threads;
+  go.max_connections = options_.max_connections;
+  go.on_accept_failed = options_.on_accept_failed;
+  auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop&, int fd, std::string peer) {
+    return std::make_unique<Session>(*this, fd, std::move(peer));
   });
-  const int n = std::max(1, options_.threads);
-  for (int i = 0; i < n; ++i) {
-    loops_.push_back(std::make_unique<EventLoop>(
-        [this](int fd, std::string peer) { return std::make_unique<Session>(*this, fd, std::move(peer)); }));
-    if (Status st = loops_.back()->Start(); !st.ok()) {
-      loops_.clear();
-      return st;
-    }
-  }
-  if (Status st = listener_->Start(); !st.ok()) {
-    loops_.clear();
-    return st;
-  }
-  port_ = listener_->port();
-  started_ = true;
+  if (Status st = group->Start(); !st.ok()) return st;
+  group_ = std::move(group);
   return Status::OK();
 }
 
-uint64_t RpcServer::accept_failures() const { return listener_ ? listener_->accept_failures() : 0; }
-
 void RpcServer::Stop() {
-  if (!started_) return;
-  started_ = false;
-  listener_->Stop();  // no connection comes in from here on
-  for (auto& loop : loops_) loop->Stop();
-  loops_.clear();  // closes the connections
+  if (group_) group_->Stop();  // no connection comes in, then the open ones close
 }
 
 }  // namespace yb::rpc

@@ -2,9 +2,10 @@
 //
 // Each connection reads frames in a loop and answers each request in order of arrival, so a
 // client may pipeline many requests on one connection. Each serving thread runs its own event
-// loop (an epoll set) and connections are dealt to the threads in turn, so several connections
-// are served in parallel and a connection is always served by the same thread. A malformed or
-// oversized frame closes that connection (and is logged); other connections are unaffected.
+// loop (an epoll set) and a new connection goes to the thread serving the fewest (LoopGroup), so
+// several connections are served in parallel and a connection is always served by the same
+// thread. A malformed or oversized frame closes that connection (and is logged); other
+// connections are unaffected. Past max_connections a new connection is closed at once.
 // Handlers run on the server's threads and must be thread-safe. Start/Stop from one thread.
 #pragma once
 
@@ -14,12 +15,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
-#include <vector>
 
-#include "common/event_loop.h"
-#include "common/listener.h"
+#include "common/loop_group.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
 
@@ -37,6 +35,9 @@ class RpcServer {
     uint16_t port = 0;  // 0: any free port (see port())
     int threads = 2;
     uint32_t max_body = kDefaultMaxBody;
+    // Open connections at most; one more is closed at once (and logged). Each costs a descriptor
+    // and its buffers.
+    int max_connections = 16384;
     // A connection whose unsent replies reach this many bytes (its peer sends but does not read)
     // is not read from until they drain: a bound on the memory one connection can hold.
     size_t max_pending_reply_bytes = 64u << 20;
@@ -55,29 +56,26 @@ class RpcServer {
   void Register(uint16_t method, Handler handler);
   Status Start();
   void Stop();
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return group_ ? group_->port() : 0; }
 
   uint64_t malformed_frames() const { return malformed_.load(); }
-  uint64_t open_connections() const { return connections_.load(); }
+  uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }
+  // Connections closed at once because max_connections were open.
+  uint64_t refused_connections() const { return group_ ? group_->refused_connections() : 0; }
   // Times a connection stopped being read because its peer was not reading its replies.
   uint64_t reads_paused() const { return reads_paused_.load(); }
   // Accepts that failed (e.g. out of file descriptors); each is followed by a pause of 10 ms,
   // doubling up to 1 s while they keep failing.
-  uint64_t accept_failures() const;
+  uint64_t accept_failures() const { return group_ ? group_->accept_failures() : 0; }
 
  private:
   class Session;
 
   Options options_;
   std::unordered_map<uint16_t, Handler> handlers_;
-  std::vector<std::unique_ptr<EventLoop>> loops_;  // one per serving thread
-  std::unique_ptr<Listener> listener_;
-  uint16_t port_ = 0;
+  std::unique_ptr<LoopGroup> group_;
   std::atomic<uint64_t> malformed_{0};
-  std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> reads_paused_{0};
-  bool started_ = false;
-  size_t next_loop_ = 0;  // the loop the next connection goes to (the listener's thread only)
 };
 
 }  // namespace yb::rpc

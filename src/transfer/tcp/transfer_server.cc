@@ -34,15 +34,8 @@ constexpr int kMaxIov = 128;
 // per sendmsg.
 class TransferServer::Session final : public LoopSession {
  public:
-  Session(TransferServer& server, EventLoop& loop, int fd, std::string peer, std::atomic<int>& load)
-      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)), load_(load) {
-    ++server_.connections_;
-    ++load_;
-  }
-  ~Session() override {
-    --server_.connections_;
-    --load_;
-  }
+  Session(TransferServer& server, EventLoop& loop, int fd, std::string peer)
+      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
 
   uint32_t Interest() const override {
     return (Reading() ? uint32_t{EPOLLIN} : 0u) | (out_.empty() ? 0u : uint32_t{EPOLLOUT});
@@ -305,7 +298,6 @@ class TransferServer::Session final : public LoopSession {
   EventLoop& loop_;
   const int fd_;
   const std::string peer_;
-  std::atomic<int>& load_;
   Phase phase_ = Phase::kRequest;
   bool closing_ = false;  // refused: send what is answered, then close
   std::unique_ptr<uint8_t[]> in_;
@@ -330,56 +322,32 @@ TransferServer::TransferServer(std::shared_ptr<LocalSegmentRegistry> served, Opt
 TransferServer::~TransferServer() { Stop(); }
 
 Status TransferServer::Start() {
-  int n = options_.threads;
-  if (n <= 0) n = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
-  loop_load_ = std::vector<std::atomic<int>>(n);
-  loops_.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    loops_.push_back(std::make_unique<EventLoop>([this, i](int fd, std::string peer) -> std::unique_ptr<LoopSession> {
-      return std::make_unique<Session>(*this, *loops_[i], fd, std::move(peer), loop_load_[i]);
-    }));
-    if (Status st = loops_.back()->Start(); !st.ok()) {
-      loops_.clear();
-      return st;
-    }
-  }
+  LoopGroup::Options go;
+  go.name = "transfer server";
+  go.address = options_.address;
+  go.port = options_.port;
+  go.threads = options_.threads > 0 ? options_.threads
+                                    : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
+  go.max_connections = options_.max_connections;
+  go.on_accept_failed = options_.on_accept_failed;
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
-  Listener::Options lo{options_.address, options_.port, options_.on_accept_failed};
-  listener_ =
-      std::make_unique<Listener>(std::move(lo), [this](int fd, std::string peer) { Deal(fd, std::move(peer)); });
-  if (Status st = listener_->Start(); !st.ok()) {
+  auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
+    return std::make_unique<Session>(*this, loop, fd, std::move(peer));
+  });
+  if (Status st = group->Start(); !st.ok()) {
     disk_pool_.reset();
-    loops_.clear();
-    return Status(st.code(), "transfer server: " + st.message());
+    return st;
   }
-  port_ = listener_->port();
-  started_ = true;
+  group_ = std::move(group);
+  port_ = group_->port();
   return Status::OK();
 }
 
-// A new connection goes to the loop with the fewest.
-void TransferServer::Deal(int fd, std::string peer) {
-  if (connections_.load() >= options_.max_connections) {
-    ++refused_connections_;
-    YB_LOG_WARN("transfer server: {} connections open, the most allowed: closing a new one from {}",
-                options_.max_connections, peer);
-    ::close(fd);
-    return;
-  }
-  size_t best = 0;
-  for (size_t i = 1; i < loops_.size(); ++i) {
-    if (loop_load_[i].load() < loop_load_[best].load()) best = i;
-  }
-  loops_[best]->Adopt(fd, std::move(peer));
-}
-
 void TransferServer::Stop() {
-  if (!started_) return;
-  started_ = false;
-  listener_->Stop();                       // no connection comes in from here on
-  for (auto& loop : loops_) loop->Stop();  // closes the connections; no SSD tier read starts
+  if (!group_) return;
+  group_->Stop();      // no connection comes in; the loops close theirs and start no SSD tier read
   disk_pool_.reset();  // the running ones finish; their answers go nowhere (RunOn on a stopped loop)
-  loops_.clear();
+  group_.reset();
 }
 
 }  // namespace yb::tcp

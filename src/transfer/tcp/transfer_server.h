@@ -20,8 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/event_loop.h"
-#include "common/listener.h"
+#include "common/loop_group.h"
 #include "common/thread_pool.h"
 #include "transfer/local_segments.h"
 #include "transfer/tcp/wire.h"
@@ -51,25 +50,21 @@ class TransferServer {
   void Stop();
   uint16_t port() const { return port_; }
   uint64_t refused_requests() const { return refused_.load(); }
-  uint64_t open_connections() const { return connections_.load(); }
+  uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }
   // Connections closed at once because max_connections were open.
-  uint64_t refused_connections() const { return refused_connections_.load(); }
+  uint64_t refused_connections() const { return group_ ? group_->refused_connections() : 0; }
 
  private:
   class Session;
-  void Deal(int fd, std::string peer);
 
   std::shared_ptr<LocalSegmentRegistry> served_;
   Options options_;
-  std::vector<std::unique_ptr<EventLoop>> loops_;
-  std::vector<std::atomic<int>> loop_load_;  // open connections per loop
   std::unique_ptr<ThreadPool> disk_pool_;
-  std::unique_ptr<Listener> listener_;
-  uint16_t port_ = 0;
-  bool started_ = false;
+  // Stop's order: the loops stop, then the SSD tier reads drain (posting to stopped loops), then
+  // the loops go.
+  std::unique_ptr<LoopGroup> group_;
+  uint16_t port_ = 0;  // kept after Stop
   std::atomic<uint64_t> refused_{0};
-  std::atomic<int64_t> connections_{0};
-  std::atomic<uint64_t> refused_connections_{0};
 };
 
 }  // namespace yb::tcp

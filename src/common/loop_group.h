@@ -1,0 +1,71 @@
+// LoopGroup: a listening socket and the event loops that serve its connections. Both of our TCP
+// servers are one (the master's RPC server and a client's transfer server); what they share is
+// here: accepting (Listener, with keepalive), dealing each connection to the loop serving the
+// fewest, and a bound on open connections.
+//
+// The bound: with `max_connections` open, a new connection is closed at once, counted and logged,
+// so a flood of connections costs the server neither memory nor the descriptors its other
+// connections need. Start/Stop from one thread; the counters from any.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/event_loop.h"
+#include "common/listener.h"
+#include "yuebing/status.h"
+
+namespace yb {
+
+class LoopGroup {
+ public:
+  // Makes the session for a connection adopted by `loop` (see EventLoop::Factory).
+  using Factory = std::function<std::unique_ptr<LoopSession>(EventLoop& loop, int fd, std::string peer)>;
+
+  struct Options {
+    std::string name;  // names the server in logs and errors, e.g. "transfer server"
+    std::string address = "0.0.0.0";
+    uint16_t port = 0;  // 0: any free port (see port())
+    int threads = 1;    // event loops (at least 1)
+    int max_connections = 4096;
+    std::chrono::seconds keepalive_idle{60};  // Listener::Options::keepalive_idle
+    // Called (on the accepting thread) after each failed accept, before the pause that follows it.
+    std::function<void()> on_accept_failed;
+  };
+
+  LoopGroup(Options options, Factory factory);
+  ~LoopGroup();
+  LoopGroup(const LoopGroup&) = delete;
+  LoopGroup& operator=(const LoopGroup&) = delete;
+
+  // Starts the loops, then listens (an error names the server and the address).
+  Status Start();
+  // Stops accepting, then stops the loops, which close their connections. The loops stay (RunOn on
+  // a stopped loop does nothing) until the group is destroyed.
+  void Stop();
+
+  uint16_t port() const { return listener_ ? listener_->port() : 0; }
+  int threads() const { return static_cast<int>(loops_.size()); }
+  int open_connections() const;
+  // Connections closed at once because max_connections were open.
+  uint64_t refused_connections() const { return refused_.load(); }
+  // Accepts that failed (e.g. out of descriptors); each is followed by a pause (listener.h).
+  uint64_t accept_failures() const { return listener_ ? listener_->accept_failures() : 0; }
+
+ private:
+  void Deal(int fd, std::string peer);  // on the accepting thread
+
+  Options options_;
+  Factory factory_;
+  std::vector<std::unique_ptr<EventLoop>> loops_;
+  std::unique_ptr<Listener> listener_;
+  std::atomic<uint64_t> refused_{0};
+  bool started_ = false;
+};
+
+}  // namespace yb

@@ -1,0 +1,188 @@
+#include "common/loop_group.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <gtest/gtest.h>
+
+namespace yb {
+namespace {
+
+// Echoes what it receives; tells the test which loop adopted it, what the accepted socket's
+// keepalive settings are, and when it closes.
+struct Seen {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<const EventLoop*, int> per_loop;
+  int open = 0;
+  int keepalive = -1, idle = -1, interval = -1, probes = -1;
+
+  template <typename Pred>
+  bool WaitUntil(Pred pred) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return pred(); });
+  }
+};
+
+class EchoSession final : public LoopSession {
+ public:
+  EchoSession(Seen& seen, const EventLoop& loop, int fd) : seen_(seen), fd_(fd) {
+    int v[4] = {-1, -1, -1, -1};
+    socklen_t len = sizeof(int);
+    getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v[0], &len);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v[1], &len);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v[2], &len);
+    getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v[3], &len);
+    std::lock_guard lock(seen_.mu);
+    ++seen_.per_loop[&loop];
+    ++seen_.open;
+    seen_.keepalive = v[0];
+    seen_.idle = v[1];
+    seen_.interval = v[2];
+    seen_.probes = v[3];
+    seen_.cv.notify_all();
+  }
+  ~EchoSession() override {
+    std::lock_guard lock(seen_.mu);
+    --seen_.open;
+    seen_.cv.notify_all();
+  }
+  uint32_t Interest() const override { return EPOLLIN; }
+  bool OnEvents(uint32_t) override {
+    char buf[256];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n < 0) return errno == EAGAIN || errno == EINTR;
+    return n > 0 && ::send(fd_, buf, static_cast<size_t>(n), MSG_NOSIGNAL) == n;
+  }
+
+ private:
+  Seen& seen_;
+  int fd_;
+};
+
+// A blocking client connection to 127.0.0.1.
+class Conn {
+ public:
+  explicit Conn(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~Conn() { ::close(fd_); }
+  // Sends a byte and reads the echo: false when the server closed the connection instead.
+  bool Echoes() {
+    char c = 'x';
+    return ok_ && ::send(fd_, &c, 1, MSG_NOSIGNAL) == 1 && ::recv(fd_, &c, 1, 0) == 1 && c == 'x';
+  }
+
+ private:
+  int fd_;
+  bool ok_ = false;
+};
+
+std::unique_ptr<LoopGroup> StartGroup(Seen& seen, LoopGroup::Options o) {
+  o.name = "test server";
+  o.address = "127.0.0.1";
+  auto g = std::make_unique<LoopGroup>(std::move(o), [&seen](EventLoop& loop, int fd, std::string) {
+    return std::make_unique<EchoSession>(seen, loop, fd);
+  });
+  EXPECT_TRUE(g->Start().ok());
+  return g;
+}
+
+TEST(LoopGroupTest, EachNewConnectionGoesToTheLoopServingFewest) {
+  Seen seen;
+  LoopGroup::Options o;
+  o.threads = 3;
+  auto g = StartGroup(seen, o);
+  std::vector<std::unique_ptr<Conn>> conns;
+  for (int i = 0; i < 6; ++i) {
+    conns.push_back(std::make_unique<Conn>(g->port()));
+    ASSERT_TRUE(conns.back()->Echoes());
+  }
+  ASSERT_TRUE(seen.WaitUntil([&] { return seen.open == 6; }));
+  {
+    std::lock_guard lock(seen.mu);
+    ASSERT_EQ(seen.per_loop.size(), 3u);
+    for (auto& [loop, n] : seen.per_loop) EXPECT_EQ(n, 2);
+  }
+  EXPECT_EQ(g->open_connections(), 6);
+  conns.clear();
+  ASSERT_TRUE(seen.WaitUntil([&] { return seen.open == 0; }));
+  EXPECT_EQ(g->open_connections(), 0);
+}
+
+TEST(LoopGroupTest, ConnectionsPastTheLimitAreClosedAtOnceAndTheOthersGoOn) {
+  Seen seen;
+  LoopGroup::Options o;
+  o.threads = 2;
+  o.max_connections = 2;
+  auto g = StartGroup(seen, o);
+  auto a = std::make_unique<Conn>(g->port());
+  Conn b(g->port());
+  ASSERT_TRUE(a->Echoes());
+  ASSERT_TRUE(b.Echoes());
+  {
+    Conn extra(g->port());
+    EXPECT_FALSE(extra.Echoes());
+  }
+  EXPECT_EQ(g->refused_connections(), 1u);
+  EXPECT_TRUE(a->Echoes());
+  EXPECT_TRUE(b.Echoes());
+  a.reset();  // one leaves: room for a new one once the server has seen it go
+  ASSERT_TRUE(seen.WaitUntil([&] { return seen.open == 1; }));
+  Conn c(g->port());
+  EXPECT_TRUE(c.Echoes());
+  EXPECT_EQ(g->refused_connections(), 1u);
+}
+
+TEST(LoopGroupTest, AcceptedConnectionsProbeTheirPeerWithKeepalive) {
+  Seen seen;
+  LoopGroup::Options o;
+  o.keepalive_idle = std::chrono::seconds(45);
+  auto g = StartGroup(seen, o);
+  Conn c(g->port());
+  ASSERT_TRUE(c.Echoes());
+  std::lock_guard lock(seen.mu);
+  EXPECT_EQ(seen.keepalive, 1);
+  EXPECT_EQ(seen.idle, 45);
+  EXPECT_EQ(seen.interval, static_cast<int>(Listener::kKeepaliveInterval.count()));
+  EXPECT_EQ(seen.probes, Listener::kKeepaliveProbes);
+}
+
+TEST(LoopGroupTest, KeepaliveCanBeTurnedOff) {
+  Seen seen;
+  LoopGroup::Options o;
+  o.keepalive_idle = std::chrono::seconds(0);
+  auto g = StartGroup(seen, o);
+  Conn c(g->port());
+  ASSERT_TRUE(c.Echoes());
+  std::lock_guard lock(seen.mu);
+  EXPECT_EQ(seen.keepalive, 0);
+}
+
+TEST(LoopGroupTest, AnAddressInUseIsAnErrorNamingTheServer) {
+  Seen seen;
+  auto first = StartGroup(seen, {});
+  LoopGroup::Options o;
+  o.name = "second";
+  o.address = "127.0.0.1";
+  o.port = first->port();
+  LoopGroup second(o, [](EventLoop&, int, std::string) { return std::unique_ptr<LoopSession>(); });
+  Status st = second.Start();
+  EXPECT_EQ(st.code(), Code::kInvalidParams);
+  EXPECT_NE(st.message().find("second"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find(std::to_string(first->port())), std::string::npos) << st.ToString();
+}
+
+}  // namespace
+}  // namespace yb
