@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/open_files.h"
 #include "common/units.h"
 #include "stop_signals.h"
 #include "yuebing/client.h"
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   }
 
   sigset_t stop_signals = yb::tools::BlockStopSignals();
+  yb::RaiseOpenFileLimit();  // the transfer server keeps a descriptor per connection
 
   yb::ClientConfig c;
   c.local_hostname = local_hostname;

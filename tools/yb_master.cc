@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/open_files.h"
 #include "common/periodic_runner.h"
 #include "master/master_service.h"
 #include "rpc/master_rpc.h"
@@ -250,6 +251,7 @@ int main(int argc, char** argv) {
   auto master = std::move(created).value();
 
   sigset_t stop_signals = yb::tools::BlockStopSignals();
+  yb::RaiseOpenFileLimit();  // a descriptor per client connection
 
   yb::rpc::RpcMetrics rpc_metrics;
   yb::rpc::RpcServer::Options ro;
