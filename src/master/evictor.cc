@@ -72,7 +72,7 @@ void Evictor::Collect(Pass pass, TimeMs now, std::vector<Candidate>& out) {
     for (; e && scanned < kScanPerShard && taken < kCandidatesPerShard; e = e->second.lru_next, ++scanned) {
       if (!IsCandidate(e->second, pass, now)) continue;
       out.push_back(Candidate{e->second.last_access, static_cast<uint32_t>(i), false, e->second.object_id,
-                              MemoryBytes(e->second), e->first});
+                              MemoryBytes(e->second), std::string(e->first)});
       ++taken;
     }
     if (e && taken > 0) out.back().last_of_truncated_shard = true;
@@ -104,7 +104,7 @@ Evictor::Offload Evictor::QueueOffload(ObjectEntry& e) {
     const StoredReplica r = m.replica(i);
     ClientId owner;
     if (r.kind() != ReplicaKind::kMemory || !segments_.OwnerOf(r.segment(), &owner) || !offload_.Has(owner)) continue;
-    if (!offload_.Push(owner, OffloadItem{e.first, m.object_id, m.size, true})) {
+    if (!offload_.Push(owner, OffloadItem{std::string(e.first), m.object_id, m.size, true})) {
       full = true;
       continue;
     }

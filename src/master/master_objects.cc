@@ -281,9 +281,9 @@ uint64_t MasterService::RemoveMatching(const CallContext& ctx, bool force,
     Shard& s = table_.shard(i);
     std::lock_guard lock(s.mu);
     for (auto it = s.objects.begin(); it != s.objects.end();) {
-      const std::string& ik = it->first;
+      const std::string_view ik = it->first;  // valid until RemoveLocked frees the entry
       auto next = std::next(it);
-      if (ik[0] == t0 && ik[1] == t1 && match(std::string_view(ik).substr(2)) && RemoveLocked(s, it, force, now).ok()) {
+      if (ik[0] == t0 && ik[1] == t1 && match(ik.substr(2)) && RemoveLocked(s, it, force, now).ok()) {
         ++removed;
       }
       it = next;

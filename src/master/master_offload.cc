@@ -10,7 +10,7 @@ namespace yb {
 namespace {
 
 // The key a table key has in an offload task: tenant index and key, back to tenant name and key.
-std::string_view UserKey(const std::string& table_key) { return std::string_view(table_key).substr(2); }
+std::string_view UserKey(std::string_view table_key) { return table_key.substr(2); }
 
 // Adds a LOCAL_DISK replica naming `segment` (its owner's).
 void AddDiskReplica(ObjectMeta& m, SegmentRef segment) {
@@ -49,7 +49,7 @@ void MasterService::QueueEagerOffloadLocked(ObjectEntry& e) {
     // copies on disk, and the bytes never cross the network on the way down.
     // Until a copy is on disk, eviction leaves the object alone (DESIGN.md section 5): dropping
     // it now would lose what is about to be kept.
-    if (offload_.Push(owner, OffloadItem{e.first, m.object_id, m.size, false})) m.flags |= kDiskCopyPending;
+    if (offload_.Push(owner, OffloadItem{std::string(e.first), m.object_id, m.size, false})) m.flags |= kDiskCopyPending;
   }
 }
 

@@ -89,7 +89,7 @@ void ObjectTable::LruAppend(Shard& s, ObjectEntry& e) {
 
 ObjectEntry& ObjectTable::Insert(Shard& s, const HashedKey& key, ObjectMeta meta) {
   meta.last_access = NextAccess();
-  auto [it, inserted] = s.objects.emplace(std::string(key.key), std::move(meta));
+  auto [it, inserted] = s.objects.emplace(key, std::move(meta));
   objects_.fetch_add(1, std::memory_order_relaxed);
   if (it->second.Evictable()) LruAppend(s, *it);
   return *it;
