@@ -3,9 +3,9 @@
 // here: accepting (Listener, with keepalive), dealing each connection to the loop serving the
 // fewest, and a bound on open connections.
 //
-// The bound: with `max_connections` open, a new connection is closed at once, counted and logged,
-// so a flood of connections costs the server neither memory nor the descriptors its other
-// connections need. Start/Stop from one thread; the counters from any.
+// The bound: with `max_connections` open, a new connection is closed at once, counted and logged
+// (the 1st, 2nd, 4th, 8th, ... time), so a flood of connections costs the server neither memory,
+// nor the descriptors its other connections need, nor its log. Start/Stop from one thread; the counters from any.
 #pragma once
 
 #include <atomic>
