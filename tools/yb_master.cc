@@ -25,6 +25,7 @@ struct Flags {
   int rpc_port = 50051;
   int rpc_thread_num = 0;
   int rpc_max_connections = yb::rpc::RpcServer::Options{}.max_connections;
+  int64_t rpc_keepalive_sec = yb::Keepalive{}.total().count();
   int metrics_port = 9003;
   std::string metrics_address = "0.0.0.0";
   int64_t default_kv_lease_ttl = 10000;
@@ -177,6 +178,10 @@ int main(int argc, char** argv) {
   app.add_option("--rpc_max_connections", f.rpc_max_connections,
                  "open RPC connections at most; one more is closed at once and logged")
       ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--rpc_keepalive_sec", f.rpc_keepalive_sec,
+                 "close the RPC connection of a peer that is silent and answers no TCP keepalive probe for about "
+                 "this long (its host died or was cut off); 0: off")
+      ->check(CLI::Range(int64_t{0}, int64_t{21600}));
   app.add_option("--metrics_port", f.metrics_port, "HTTP port for /metrics, /health, /segments (0: off)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--metrics_address", f.metrics_address, "address to serve HTTP on");
@@ -258,6 +263,7 @@ int main(int argc, char** argv) {
   ro.address = f.rpc_address;
   ro.port = static_cast<uint16_t>(f.rpc_port);
   ro.max_connections = f.rpc_max_connections;
+  ro.keepalive = yb::Keepalive::After(std::chrono::seconds(f.rpc_keepalive_sec));
   ro.threads = f.rpc_thread_num > 0
                    ? f.rpc_thread_num
                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));

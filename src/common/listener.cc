@@ -75,9 +75,10 @@ void Listener::Accept() {
 }
 
 void Listener::SetKeepalive(int fd) const {
-  const int idle = static_cast<int>(options_.keepalive_idle.count());
+  const Keepalive& k = options_.keepalive;
+  const int idle = static_cast<int>(k.idle.count());
   if (idle <= 0) return;
-  const int on = 1, interval = static_cast<int>(kKeepaliveInterval.count()), probes = kKeepaliveProbes;
+  const int on = 1, interval = static_cast<int>(k.interval.count()), probes = k.probes;
   if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) != 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval)) != 0 ||

@@ -9,6 +9,7 @@
 // doubling up to 1 s while accepts keep failing. Start/Stop from one thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +22,22 @@
 
 namespace yb {
 
+// TCP keepalive on accepted connections: probes start after `idle` with nothing received, and the
+// connection is closed after `probes` of them go unanswered, `interval` apart. The peer's kernel
+// answers them, so a live peer that merely has nothing to say is never dropped.
+struct Keepalive {
+  std::chrono::seconds idle{60};  // 0: no keepalive
+  std::chrono::seconds interval{20};
+  int probes = 3;
+  // A silent, unanswering peer dropped after about `total`: half of it idle, then 3 probes (at
+  // least a second apart). 0 turns keepalive off.
+  static Keepalive After(std::chrono::seconds total) {
+    const int64_t t = total.count();
+    return Keepalive{std::chrono::seconds(t / 2), std::chrono::seconds(std::max<int64_t>(1, t / 6)), 3};
+  }
+  std::chrono::seconds total() const { return idle + interval * probes; }
+};
+
 class Listener {
  public:
   using OnAccept = std::function<void(int fd, std::string peer)>;  // the callback owns fd
@@ -29,12 +46,8 @@ class Listener {
     uint16_t port = 0;  // 0: any free port (see port())
     // Called (on the accepting thread) after each failed accept, before the pause that follows it.
     std::function<void()> on_accept_failed;
-    // Keepalive probes start after this long with nothing received, and the connection is closed
-    // after kKeepaliveProbes of them go unanswered, kKeepaliveInterval apart; 0 turns them off.
-    std::chrono::seconds keepalive_idle{60};
+    Keepalive keepalive;
   };
-  static constexpr std::chrono::seconds kKeepaliveInterval{10};
-  static constexpr int kKeepaliveProbes = 6;
 
   Listener(Options options, OnAccept on_accept);
   ~Listener();

@@ -33,7 +33,7 @@ class LoopGroup {
     uint16_t port = 0;  // 0: any free port (see port())
     int threads = 1;    // event loops (at least 1)
     int max_connections = 4096;
-    std::chrono::seconds keepalive_idle{60};  // Listener::Options::keepalive_idle
+    Keepalive keepalive;  // on accepted connections (listener.h)
     // Called (on the accepting thread) after each failed accept, before the pause that follows it.
     std::function<void()> on_accept_failed;
   };

@@ -148,21 +148,28 @@ TEST(LoopGroupTest, ConnectionsPastTheLimitAreClosedAtOnceAndTheOthersGoOn) {
 TEST(LoopGroupTest, AcceptedConnectionsProbeTheirPeerWithKeepalive) {
   Seen seen;
   LoopGroup::Options o;
-  o.keepalive_idle = std::chrono::seconds(45);
+  o.keepalive = Keepalive::After(std::chrono::seconds(90));
+  EXPECT_EQ(o.keepalive.total(), std::chrono::seconds(90));
   auto g = StartGroup(seen, o);
   Conn c(g->port());
   ASSERT_TRUE(c.Echoes());
   std::lock_guard lock(seen.mu);
   EXPECT_EQ(seen.keepalive, 1);
   EXPECT_EQ(seen.idle, 45);
-  EXPECT_EQ(seen.interval, static_cast<int>(Listener::kKeepaliveInterval.count()));
-  EXPECT_EQ(seen.probes, Listener::kKeepaliveProbes);
+  EXPECT_EQ(seen.interval, 15);
+  EXPECT_EQ(seen.probes, 3);
+}
+
+TEST(LoopGroupTest, KeepaliveDefaultsDropAPeerAfterTwoMinutes) {
+  EXPECT_EQ(Keepalive{}.total(), std::chrono::seconds(120));
+  EXPECT_EQ(Keepalive::After(std::chrono::seconds(120)).total(), std::chrono::seconds(120));
+  EXPECT_EQ(Keepalive::After(std::chrono::seconds(2)).interval, std::chrono::seconds(1));  // at least 1 s
 }
 
 TEST(LoopGroupTest, KeepaliveCanBeTurnedOff) {
   Seen seen;
   LoopGroup::Options o;
-  o.keepalive_idle = std::chrono::seconds(0);
+  o.keepalive = Keepalive::After(std::chrono::seconds(0));
   auto g = StartGroup(seen, o);
   Conn c(g->port());
   ASSERT_TRUE(c.Echoes());

@@ -155,6 +155,7 @@ Status RpcServer::Start() {
   go.port = options_.port;
   go.threads = options_.threads;
   go.max_connections = options_.max_connections;
+  go.keepalive = options_.keepalive;
   go.on_accept_failed = options_.on_accept_failed;
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop&, int fd, std::string peer) {
     return std::make_unique<Session>(*this, fd, std::move(peer));

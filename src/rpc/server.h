@@ -38,6 +38,8 @@ class RpcServer {
     // Open connections at most; one more is closed at once (and logged). Each costs a descriptor
     // and its buffers.
     int max_connections = 16384;
+    // Closes the connection of a peer whose host died or was cut off (it never sends a FIN).
+    Keepalive keepalive;
     // A connection whose unsent replies reach this many bytes (its peer sends but does not read)
     // is not read from until they drain: a bound on the memory one connection can hold.
     size_t max_pending_reply_bytes = 64u << 20;

@@ -226,3 +226,34 @@ def test_three_hosts_in_network_namespaces(tmp_path, netns):
         assert r.returncode == 0 and r.stdout == data
     finally:
         c.stop()
+
+
+def established_from(ns_prefix, port, peer):
+    """Established TCP connections to local `port` from `peer`, as the kernel of that namespace sees them."""
+    import subprocess
+    out = subprocess.run(ns_prefix + ["ss", "-Htn", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, check=True).stdout.decode()
+    return sum(1 for line in out.splitlines() if line.split()[-1].rsplit(":", 1)[0] == peer)
+
+
+def test_the_master_closes_the_connection_of_a_host_that_was_cut_off(tmp_path, netns):
+    """A host cut off the network never sends a FIN: only keepalive lets the master close its connection.
+
+    The master, with --rpc_keepalive_sec 4 (and a client TTL far longer, so nothing else acts), holds
+    host-a's RPC connection; once host-a's link goes down, the connection is closed within seconds, and
+    host-b, alive but as quiet, keeps its own.
+    """
+    c = Cluster(tmp_path, client_ttl=60, master_host=ADDR["ybt-m"])
+    try:
+        c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"], extra=["--rpc_keepalive_sec", "4"])
+        c.start_client("host-a", "16MB", prefix=netns["ybt-a"], host=ADDR["ybt-a"])
+        c.start_client("host-b", "16MB", prefix=netns["ybt-b"], host=ADDR["ybt-b"])
+        master = netns["ybt-m"]
+        assert established_from(master, c.rpc_port, ADDR["ybt-a"]) >= 1
+        sh("ip", "-n", "ybt-br", "link", "set", "ybt1br", "down")  # host-a's cable: frames dropped
+        wait_until(lambda: established_from(master, c.rpc_port, ADDR["ybt-a"]) == 0, 20,
+                   "the master to close the cut-off host's connection")
+        assert established_from(master, c.rpc_port, ADDR["ybt-b"]) >= 1
+        assert "host-b" in c.segment_names(netns["ybt-b"])
+    finally:
+        c.stop()
