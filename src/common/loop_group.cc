@@ -24,8 +24,7 @@ Status LoopGroup::Start() {
       return Status(st.code(), options_.name + ": " + st.message());
     }
   }
-  Listener::Options lo{options_.address, options_.port, options_.on_accept_failed, options_.keepalive};
-  listener_ = std::make_unique<Listener>(std::move(lo), [this](int fd, std::string peer) { Deal(fd, std::move(peer)); });
+  listener_ = std::make_unique<Listener>(options_.listen, [this](int fd, std::string peer) { Deal(fd, std::move(peer)); });
   if (Status st = listener_->Start(); !st.ok()) {
     listener_.reset();
     loops_.clear();

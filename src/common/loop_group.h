@@ -28,14 +28,10 @@ class LoopGroup {
   using Factory = std::function<std::unique_ptr<LoopSession>(EventLoop& loop, int fd, std::string peer)>;
 
   struct Options {
-    std::string name;  // names the server in logs and errors, e.g. "transfer server"
-    std::string address = "0.0.0.0";
-    uint16_t port = 0;  // 0: any free port (see port())
-    int threads = 1;    // event loops (at least 1)
+    std::string name;         // names the server in logs and errors, e.g. "transfer server"
+    Listener::Options listen;  // address, port, keepalive, on_accept_failed
+    int threads = 1;           // event loops (at least 1)
     int max_connections = 4096;
-    Keepalive keepalive;  // on accepted connections (listener.h)
-    // Called (on the accepting thread) after each failed accept, before the pause that follows it.
-    std::function<void()> on_accept_failed;
   };
 
   LoopGroup(Options options, Factory factory);

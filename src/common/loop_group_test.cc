@@ -91,7 +91,7 @@ class Conn {
 
 std::unique_ptr<LoopGroup> StartGroup(Seen& seen, LoopGroup::Options o) {
   o.name = "test server";
-  o.address = "127.0.0.1";
+  o.listen.address = "127.0.0.1";
   auto g = std::make_unique<LoopGroup>(std::move(o), [&seen](EventLoop& loop, int fd, std::string) {
     return std::make_unique<EchoSession>(seen, loop, fd);
   });
@@ -148,8 +148,8 @@ TEST(LoopGroupTest, ConnectionsPastTheLimitAreClosedAtOnceAndTheOthersGoOn) {
 TEST(LoopGroupTest, AcceptedConnectionsProbeTheirPeerWithKeepalive) {
   Seen seen;
   LoopGroup::Options o;
-  o.keepalive = Keepalive::After(std::chrono::seconds(90));
-  EXPECT_EQ(o.keepalive.total(), std::chrono::seconds(90));
+  o.listen.keepalive = Keepalive::After(std::chrono::seconds(90));
+  EXPECT_EQ(o.listen.keepalive.total(), std::chrono::seconds(90));
   auto g = StartGroup(seen, o);
   Conn c(g->port());
   ASSERT_TRUE(c.Echoes());
@@ -169,7 +169,7 @@ TEST(LoopGroupTest, KeepaliveDefaultsDropAPeerAfterTwoMinutes) {
 TEST(LoopGroupTest, KeepaliveCanBeTurnedOff) {
   Seen seen;
   LoopGroup::Options o;
-  o.keepalive = Keepalive::After(std::chrono::seconds(0));
+  o.listen.keepalive = Keepalive::After(std::chrono::seconds(0));
   auto g = StartGroup(seen, o);
   Conn c(g->port());
   ASSERT_TRUE(c.Echoes());
@@ -182,8 +182,8 @@ TEST(LoopGroupTest, AnAddressInUseIsAnErrorNamingTheServer) {
   auto first = StartGroup(seen, {});
   LoopGroup::Options o;
   o.name = "second";
-  o.address = "127.0.0.1";
-  o.port = first->port();
+  o.listen.address = "127.0.0.1";
+  o.listen.port = first->port();
   LoopGroup second(o, [](EventLoop&, int, std::string) { return std::unique_ptr<LoopSession>(); });
   Status st = second.Start();
   EXPECT_EQ(st.code(), Code::kInvalidParams);

@@ -1,14 +1,11 @@
 #include "rpc/server.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 #include "common/log.h"
 
@@ -151,12 +148,9 @@ Status RpcServer::Start() {
   // handler never holds up new connections.
   LoopGroup::Options go;
   go.name = "rpc";
-  go.address = options_.address;
-  go.port = options_.port;
+  go.listen = {options_.address, options_.port, options_.on_accept_failed, options_.keepalive};
   go.threads = options_.threads;
   go.max_connections = options_.max_connections;
-  go.keepalive = options_.keepalive;
-  go.on_accept_failed = options_.on_accept_failed;
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop&, int fd, std::string peer) {
     return std::make_unique<Session>(*this, fd, std::move(peer));
   });

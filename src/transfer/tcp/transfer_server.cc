@@ -324,12 +324,10 @@ TransferServer::~TransferServer() { Stop(); }
 Status TransferServer::Start() {
   LoopGroup::Options go;
   go.name = "transfer server";
-  go.address = options_.address;
-  go.port = options_.port;
+  go.listen = {options_.address, options_.port, options_.on_accept_failed, {}};
   go.threads = options_.threads > 0 ? options_.threads
                                     : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
   go.max_connections = options_.max_connections;
-  go.on_accept_failed = options_.on_accept_failed;
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
     return std::make_unique<Session>(*this, loop, fd, std::move(peer));
