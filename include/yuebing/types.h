@@ -64,4 +64,19 @@ struct SegmentUsage {
   double fragmentation = 0;
 };
 
+// What a client's transfer server has served since it started (all zero for a client that
+// contributes no memory and so runs none).
+struct TransferServerStats {
+  uint64_t open_connections = 0;
+  uint64_t refused_connections = 0;  // closed at once: the connection limit was reached
+  uint64_t accept_failures = 0;      // e.g. out of descriptors
+  uint64_t refused_requests = 0;     // out of bounds, unknown segment, malformed
+  uint64_t reads = 0;                // segment reads served, and their bytes
+  uint64_t read_bytes = 0;
+  uint64_t writes = 0;  // segment writes received whole, and their bytes
+  uint64_t written_bytes = 0;
+  uint64_t disk_reads = 0;  // whole objects read from the SSD tier for a peer, and their bytes
+  uint64_t disk_read_bytes = 0;
+};
+
 }  // namespace yb

@@ -37,6 +37,9 @@ struct Keepalive {
   }
   std::chrono::seconds total() const { return idle + interval * probes; }
 };
+// The longest keepalive time the flags accept (6 hours): the kernel's own bound on the idle time
+// is about 9 hours.
+constexpr int64_t kMaxKeepaliveSec = 21600;
 
 class Listener {
  public:

@@ -157,6 +157,22 @@ TEST_F(TcpTransportTest, OutOfBoundsAndForeignSegmentsAreRefused) {
   EXPECT_EQ(back, std::vector<uint8_t>(10, 0x11));
 }
 
+TEST_F(TcpTransportTest, ServedRequestsAndTheirBytesAreCounted) {
+  std::vector<uint8_t> buf(300 << 10, 0x21);
+  ASSERT_TRUE(transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());  // two slices
+  ASSERT_TRUE(transport_->Submit({{Op::kRead, 5, 0, buf.data(), 1000}, {Op::kRead, 5, 4096, buf.data(), 10}})[0].ok());
+  EXPECT_EQ(transport_->Submit({{Op::kRead, 5, kSeg, buf.data(), 1}})[0].code(), Code::kInvalidParams);
+  TransferServerStats s = server_->stats();
+  EXPECT_EQ(s.writes, 2u);
+  EXPECT_EQ(s.written_bytes, buf.size());
+  EXPECT_EQ(s.reads, 2u);
+  EXPECT_EQ(s.read_bytes, 1010u);
+  EXPECT_EQ(s.refused_requests, 1u);
+  EXPECT_EQ(s.disk_reads, 0u);
+  EXPECT_GE(s.open_connections, 1u);  // pooled by the transport
+  EXPECT_EQ(s.refused_connections, 0u);
+}
+
 TEST_F(TcpTransportTest, MalformedRequestClosesOnlyItsConnection) {
   asio::io_context io;
   asio::ip::tcp::socket sock(io);
@@ -444,6 +460,8 @@ TEST_F(TcpTransportTest, ObjectReadsServeTheSsdTierByKey) {
   EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset);
   EXPECT_TRUE(transport_->Submit({{Op::kReadObject, 5, 0, out.data(), out.size(), &key}})[0].ok());
   EXPECT_GE(server_->refused_requests(), 1u);
+  EXPECT_EQ(server_->stats().disk_reads, 2u);  // the two served whole; the ones refused are not counted
+  EXPECT_EQ(server_->stats().disk_read_bytes, 2 * disk->value.size());
 }
 
 // A stand-in SSD tier whose reads wait until the test lets them go.

@@ -55,6 +55,7 @@ class TransferServer::Session final : public LoopSession {
       owned_bytes_ += length;
       const uint8_t* bytes = data.get();  // before `data` is moved into the answer
       Answer(Code::kOk, bytes, length, std::move(data), true);
+      Count(server_.disk_reads_, server_.disk_read_bytes_, length);
     } else {
       if (st.code() != Code::kObjectNotFound) {
         YB_LOG_WARN("transfer server: object read of segment {} for {} failed: {}", segment_, peer_, st.ToString());
@@ -203,6 +204,7 @@ class TransferServer::Session final : public LoopSession {
     uint8_t* at = seg.base + req.offset;
     if (req.op == kOpRead) {
       Answer(Code::kOk, at, req.length, std::move(seg.region));
+      Count(server_.reads_, server_.read_bytes_, req.length);
       return;
     }
     uint64_t have = std::min<uint64_t>(in_len_ - in_pos_, req.length);
@@ -211,6 +213,7 @@ class TransferServer::Session final : public LoopSession {
     write_hold_ = std::move(seg.region);
     write_at_ = at + have;
     write_left_ = req.length - have;
+    write_length_ = req.length;
     if (write_left_ > 0) {
       phase_ = Phase::kPayload;  // the rest is received straight into the segment
     } else {
@@ -222,6 +225,12 @@ class TransferServer::Session final : public LoopSession {
     write_hold_.reset();
     phase_ = Phase::kRequest;
     Answer(Code::kOk);
+    Count(server_.writes_, server_.written_bytes_, write_length_);
+  }
+
+  static void Count(std::atomic<uint64_t>& ops, std::atomic<uint64_t>& bytes, uint64_t length) {
+    ops.fetch_add(1, std::memory_order_relaxed);
+    bytes.fetch_add(length, std::memory_order_relaxed);
   }
 
   // The key is in: the read goes to the disk pool, or is answered now when it cannot be served.
@@ -306,6 +315,7 @@ class TransferServer::Session final : public LoopSession {
   std::shared_ptr<MappedRegion> write_hold_;
   uint8_t* write_at_ = nullptr;
   uint64_t write_left_ = 0;
+  uint64_t write_length_ = 0;
   // The SSD tier read being received or run (kObjectKey, kDiskRead).
   SegmentId segment_ = 0;
   uint64_t object_length_ = 0;
@@ -324,7 +334,7 @@ TransferServer::~TransferServer() { Stop(); }
 Status TransferServer::Start() {
   LoopGroup::Options go;
   go.name = "transfer server";
-  go.listen = {options_.address, options_.port, options_.on_accept_failed, {}};
+  go.listen = {options_.address, options_.port, options_.on_accept_failed, options_.keepalive};
   go.threads = options_.threads > 0 ? options_.threads
                                     : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
   go.max_connections = options_.max_connections;
@@ -339,6 +349,22 @@ Status TransferServer::Start() {
   group_ = std::move(group);
   port_ = group_->port();
   return Status::OK();
+}
+
+TransferServerStats TransferServer::stats() const {
+  auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  TransferServerStats s;
+  s.open_connections = open_connections();
+  s.refused_connections = refused_connections();
+  s.accept_failures = group_ ? group_->accept_failures() : 0;
+  s.refused_requests = get(refused_);
+  s.reads = get(reads_);
+  s.read_bytes = get(read_bytes_);
+  s.writes = get(writes_);
+  s.written_bytes = get(written_bytes_);
+  s.disk_reads = get(disk_reads_);
+  s.disk_read_bytes = get(disk_read_bytes_);
+  return s;
 }
 
 void TransferServer::Stop() {

@@ -25,6 +25,7 @@
 #include "transfer/local_segments.h"
 #include "transfer/tcp/wire.h"
 #include "yuebing/status.h"
+#include "yuebing/types.h"
 
 namespace yb::tcp {
 
@@ -37,6 +38,9 @@ class TransferServer {
     uint64_t max_object_read = 1ULL << 30;      // largest object read from the SSD tier at once
     // Open connections at most; one more is closed at once (and logged). Each costs a descriptor.
     int max_connections = 4096;
+    // TCP keepalive on accepted connections: a peer whose host died or was cut off sends no FIN, and
+    // its connection is closed after this instead of holding a descriptor for ever.
+    Keepalive keepalive;
     int threads = 0;       // event loops; 0: one per core, 2 to 8
     int disk_threads = 2;  // SSD tier reads in parallel
     // Called (on the accepting thread) after each failed accept, before the pause that follows it
@@ -53,6 +57,8 @@ class TransferServer {
   uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }
   // Connections closed at once because max_connections were open.
   uint64_t refused_connections() const { return group_ ? group_->refused_connections() : 0; }
+  // Everything above and what has been served, from any thread.
+  TransferServerStats stats() const;
 
  private:
   class Session;
@@ -65,6 +71,8 @@ class TransferServer {
   std::unique_ptr<LoopGroup> group_;
   uint16_t port_ = 0;  // kept after Stop
   std::atomic<uint64_t> refused_{0};
+  // Served, counted when answered (reads) or received whole (writes).
+  std::atomic<uint64_t> reads_{0}, read_bytes_{0}, writes_{0}, written_bytes_{0}, disk_reads_{0}, disk_read_bytes_{0};
 };
 
 }  // namespace yb::tcp
