@@ -46,6 +46,12 @@ struct ClientConfig {
   // With a networked master: the address this client's transfer server listens on. The host of
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;
+  // Open connections its transfer server takes at most (each costs a descriptor); one more is
+  // closed at once and counted.
+  int transfer_max_connections = 4096;
+  // A peer whose host died or was cut off is disconnected from the transfer server after about
+  // this long with no answer to TCP keepalive probes; 0 turns keepalive off.
+  uint32_t transfer_keepalive_sec = 120;
   uint32_t rpc_timeout_ms = 5000;  // deadline of each call to the master
   // Bytes per slice of a TCP transfer (4 KiB - 64 MiB); a size outside fails setup. 0: from
   // mc_slice_size, else 64 KiB.
@@ -70,6 +76,24 @@ struct ClientConfig {
   // Tests only: a failing device. Called before each SSD write/sync/read with the operation and
   // file; a non-zero return is the errno that operation fails with.
   std::function<int(std::string_view op, const std::string& path)> storage_fault;
+};
+
+// What a client holds and has done, for monitoring (yb-client serves it on /metrics).
+struct ClientStats {
+  bool master_reachable = false;    // the last heartbeat reached the master
+  uint64_t heartbeat_failures = 0;  // heartbeats that did not
+  uint64_t remounts = 0;            // times the master asked this client to re-mount its segments
+  uint64_t segments = 0;            // mounted, and their bytes
+  uint64_t segment_bytes = 0;
+  TransferServerStats transfer;  // zero without a global segment
+  // The SSD tier (zero without one).
+  uint64_t disk_objects = 0;
+  uint64_t disk_bytes = 0;
+  uint64_t disk_limit_bytes = 0;
+  uint64_t disk_buckets = 0;
+  uint64_t offloaded = 0;         // objects copied down at the master's request
+  uint64_t offload_failures = 0;  // copies that failed (the DRAM copy stayed)
+  uint64_t disk_evicted_buckets = 0;
 };
 
 class Client {
@@ -143,6 +167,8 @@ class Client {
   size_t RunOffloadOnce();
   // Objects in this client's SSD tier; 0 without one.
   size_t DiskObjects() const;
+  // Safe from any thread while the client exists.
+  ClientStats Stats() const;
 
  private:
   struct Impl;

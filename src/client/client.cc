@@ -180,8 +180,26 @@ bool Client::Impl::UnmountPool() {
   return master_reachable;
 }
 
+void Client::Impl::NoteHeartbeat(const Status& ping) {
+  if (ping.ok()) {
+    master_reachable = true;
+    if (uint64_t missed = missed_heartbeats.exchange(0); missed > 0) {
+      YB_LOG_INFO("client '{}': master {} reachable again after {} failed heartbeats", config.local_hostname,
+                  config.master_server_addr, missed);
+    }
+    return;
+  }
+  master_reachable = false;
+  ++heartbeat_failures;
+  if (missed_heartbeats.fetch_add(1) == 0) {
+    YB_LOG_WARN("client '{}': heartbeat to master {} failed ({}); trying again every second", config.local_hostname,
+                config.master_server_addr, ping.ToString());
+  }
+}
+
 Status Client::Heartbeat() {
   auto pong = impl_->master->Ping(impl_->ctx());
+  impl_->NoteHeartbeat(pong.status());
   if (!pong.ok()) return pong.status();
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
@@ -196,6 +214,7 @@ Status Client::Heartbeat() {
     if (!segs.empty()) {
       YB_LOG_INFO("master asked client {} to re-mount {} segments", impl_->id.ToString(), segs.size());
       YB_RETURN_IF_ERROR(impl_->master->ReMountSegment(impl_->ctx(), segs));
+      ++impl_->remounts;
       // The master forgot our disk replicas with our segments: tell it again what the SSD holds.
       if (impl_->offloader) impl_->disk_unregistered = true;
     }
@@ -226,6 +245,30 @@ MasterApi& Client::master() { return *impl_->master; }
 size_t Client::RunOffloadOnce() { return impl_->offloader ? impl_->offloader->RunOnce() : 0; }
 
 size_t Client::DiskObjects() const { return impl_->offloader ? impl_->offloader->engine().object_count() : 0; }
+
+ClientStats Client::Stats() const {
+  ClientStats s;
+  s.master_reachable = impl_->master_reachable.load();
+  s.heartbeat_failures = impl_->heartbeat_failures.load();
+  s.remounts = impl_->remounts.load();
+  {
+    std::lock_guard lock(impl_->mounted_mu);
+    s.segments = impl_->mounted.size();
+    for (const auto& d : impl_->mounted) s.segment_bytes += d.size;
+  }
+  if (impl_->transfer_server) s.transfer = impl_->transfer_server->stats();
+  if (const Offloader* o = impl_->offloader.get()) {
+    const storage::StorageEngine& e = o->engine();
+    s.disk_objects = e.object_count();
+    s.disk_bytes = e.used_bytes();
+    s.disk_limit_bytes = e.total_size_limit();
+    s.disk_buckets = e.bucket_count();
+    s.offloaded = o->offloaded();
+    s.offload_failures = o->failed();
+    s.disk_evicted_buckets = o->evicted_buckets();
+  }
+  return s;
+}
 
 std::vector<SegmentId> Client::segments() const {
   std::lock_guard lock(impl_->mounted_mu);

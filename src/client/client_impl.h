@@ -11,6 +11,7 @@
 #include "common/periodic_runner.h"
 #include "master/master_api.h"
 #include "transfer/local_segments.h"
+#include "transfer/tcp/transfer_server.h"
 #include "transfer/transfer_engine.h"
 #include "yuebing/client.h"
 
@@ -21,9 +22,10 @@ struct Client::Impl {
   std::shared_ptr<MasterApi> master;
   std::shared_ptr<LocalSegmentRegistry> local;
   std::shared_ptr<TransferEngine> engine;
-  std::shared_ptr<void> keepalive;               // whatever Connect() started for this client (master, server)
-  std::string endpoint = "local";                // advertised for this client's segments
-  std::shared_ptr<LocalSegmentRegistry> served;  // segments its transfer server serves
+  std::shared_ptr<void> keepalive;                       // whatever Connect() started for this client (master, server)
+  std::string endpoint = "local";                        // advertised for this client's segments
+  std::shared_ptr<LocalSegmentRegistry> served;          // segments its transfer server serves
+  const tcp::TransferServer* transfer_server = nullptr;  // serves them (owned by `keepalive`)
   ClientId id;
   std::atomic<TenantIndex> tenant{0};  // changes when the client registers again
   // Who is calling, for the master. Safe from any thread.
@@ -36,6 +38,11 @@ struct Client::Impl {
   std::unique_ptr<PeriodicRunner> heartbeat;
   std::unique_ptr<Offloader> offloader;        // the SSD tier, when enable_offload
   std::atomic<bool> disk_unregistered{false};  // the master lost our disk replicas; retried each heartbeat
+  // Liveness as the heartbeats see it (Stats()).
+  std::atomic<bool> master_reachable{true};  // Create() reached it
+  std::atomic<uint64_t> heartbeat_failures{0};
+  std::atomic<uint64_t> missed_heartbeats{0};  // in a row, since the master was last reached
+  std::atomic<uint64_t> remounts{0};
 
   // A segment this client mounted (its memory is ours: the cheapest replica to read).
   bool IsLocal(SegmentId s) const {
@@ -67,6 +74,8 @@ struct Client::Impl {
   // Opens the SSD tier, serves it for our segments, registers what it holds, starts its thread.
   Status StartOffload();
   void StopOffload();
+  // Records whether a heartbeat reached the master; logs when it stops and starts doing so.
+  void NoteHeartbeat(const Status& ping);
   ClientRegistration Registration() const { return {id, config.local_hostname, config.tenant, config.enable_offload}; }
 };
 

@@ -42,6 +42,12 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
     return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
                                             "' is neither host:port nor \"embedded[:NAME]\"");
   }
+  if (config.transfer_max_connections < 1) {
+    return Status(Code::kInvalidParams, "transfer_max_connections must be at least 1");
+  }
+  if (config.transfer_keepalive_sec > kMaxKeepaliveSec) {
+    return Status(Code::kInvalidParams, "transfer_keepalive_sec must be at most " + std::to_string(kMaxKeepaliveSec));
+  }
   if (config.protocol != "tcp") {
     return Status(Code::kNotSupported, "protocol '" + config.protocol + "' is not available; use tcp");
   }
@@ -67,6 +73,8 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
     tcp::TransferServer::Options so;
     so.address = bind->first;
     so.port = bind->second;
+    so.max_connections = config.transfer_max_connections;
+    so.keepalive = Keepalive::After(std::chrono::seconds(config.transfer_keepalive_sec));
     plumbing->server = std::make_unique<tcp::TransferServer>(served, so);
     YB_RETURN_IF_ERROR(plumbing->server->Start());
     // Others reach us at the bind address, or at local_hostname's host when bound to any address.
@@ -79,6 +87,7 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
   auto client = Create(config, plumbing->master, ProcessSegments(), engine, endpoint, served);
   if (!client.ok()) return client;
   (*client)->impl_->keepalive = plumbing;
+  (*client)->impl_->transfer_server = plumbing->server.get();
   YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", config.local_hostname, config.master_server_addr,
               endpoint);
   return client;

@@ -234,8 +234,18 @@ TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
   ASSERT_TRUE(b_->Heartbeat().ok());
   master_->LivenessOnce();  // a_ was silent: its segment is gone
   EXPECT_EQ(master_->Stats().segments, 1u);
+  EXPECT_EQ(a_->Stats().remounts, 0u);
   ASSERT_TRUE(a_->Heartbeat().ok());  // told to re-mount, and does
   EXPECT_EQ(master_->Stats().segments, 2u);
+  ClientStats sa = a_->Stats(), sb = b_->Stats();
+  EXPECT_EQ(sa.remounts, 1u);
+  EXPECT_EQ(sb.remounts, 0u);
+  EXPECT_TRUE(sa.master_reachable);
+  EXPECT_EQ(sa.heartbeat_failures, 0u);
+  EXPECT_EQ(sa.segments, 1u);
+  EXPECT_EQ(sa.segment_bytes, 1u << 20);
+  EXPECT_EQ(sa.transfer.reads, 0u);  // in one process: no transfer server
+  EXPECT_EQ(sa.disk_objects, 0u);    // no SSD tier
   std::string v = Bytes(100, 'h');
   ReplicateConfig on_a;
   on_a.preferred_segments = {"node-a"};

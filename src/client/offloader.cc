@@ -90,6 +90,7 @@ size_t Offloader::EvictIfNeeded(uint64_t incoming) {
     });
     if (!st.ok()) break;
     ++evicted;
+    evicted_buckets_.fetch_add(1, std::memory_order_relaxed);
   }
   return evicted;
 }

@@ -48,8 +48,10 @@ class Offloader {
 
   std::shared_ptr<ObjectReader> reader() const { return reader_; }
   storage::StorageEngine& engine() { return *engine_; }
+  const storage::StorageEngine& engine() const { return *engine_; }
   uint64_t offloaded() const { return offloaded_.load(std::memory_order_relaxed); }
   uint64_t failed() const { return failed_.load(std::memory_order_relaxed); }
+  uint64_t evicted_buckets() const { return evicted_buckets_.load(std::memory_order_relaxed); }
 
  private:
   // Drops disk copies nobody will ask for, durably (logged if that fails).
@@ -70,6 +72,7 @@ class Offloader {
   std::thread thread_;
   std::atomic<uint64_t> offloaded_{0};
   std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> evicted_buckets_{0};
 };
 
 }  // namespace yb
