@@ -2,16 +2,61 @@
 // application running. It mounts --global_segment_size, serves transfers of it on --host:--port,
 // pings the master every second (re-mounting when the master asks) and stops on SIGTERM. With
 // --enable_offload it also runs the node's SSD tier under --storage_root_dir (DESIGN.md section 5).
+// With --metrics_port it serves /metrics (Prometheus text) and /health over HTTP.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 
+#include "admin_http.h"
+#include "common/listener.h"
 #include "common/open_files.h"
 #include "common/units.h"
 #include "stop_signals.h"
 #include "yuebing/client.h"
+
+namespace {
+
+std::string Metrics(const yb::ClientStats& s) {
+  yb::tools::PrometheusText p;
+  const yb::TransferServerStats& t = s.transfer;
+  p.Gauge("yb_client_master_reachable", "1 while the master answers this client's heartbeats.", s.master_reachable);
+  p.Counter("yb_client_heartbeat_failures_total", "Heartbeats that did not reach the master.", s.heartbeat_failures);
+  p.Counter("yb_client_remounts_total",
+            "Times the master asked for this client's segments again (its restart, or "
+            "this client declared dead) and got them.",
+            s.remounts);
+  p.Gauge("yb_client_segments", "Segments mounted.", s.segments);
+  p.Gauge("yb_client_segment_bytes", "Bytes of the mounted segments.", s.segment_bytes);
+  p.Gauge("yb_client_transfer_connections", "Open connections to the transfer server.", t.open_connections);
+  p.Counter("yb_client_transfer_refused_connections_total",
+            "Connections closed at once because --transfer_max_connections were open.", t.refused_connections);
+  p.Counter("yb_client_transfer_accept_failures_total",
+            "Failed accepts (e.g. out of file descriptors), each followed by a pause.", t.accept_failures);
+  p.Counter("yb_client_transfer_refused_requests_total",
+            "Transfer requests refused: out of a segment's bounds, a segment not served here, or malformed.",
+            t.refused_requests);
+  p.Counter("yb_client_served_reads_total", "Segment reads served to other clients.", t.reads);
+  p.Counter("yb_client_served_read_bytes_total", "Bytes of the segment reads served.", t.read_bytes);
+  p.Counter("yb_client_served_writes_total", "Segment writes received whole from other clients.", t.writes);
+  p.Counter("yb_client_served_written_bytes_total", "Bytes of the segment writes received.", t.written_bytes);
+  p.Counter("yb_client_served_disk_reads_total", "Objects read from the SSD tier for other clients.", t.disk_reads);
+  p.Counter("yb_client_served_disk_read_bytes_total", "Bytes of the SSD tier reads served.", t.disk_read_bytes);
+  p.Gauge("yb_client_disk_objects", "Objects in the SSD tier.", s.disk_objects);
+  p.Gauge("yb_client_disk_bytes", "Bytes the SSD tier uses.", s.disk_bytes);
+  p.Gauge("yb_client_disk_limit_bytes", "Bytes the SSD tier may use (--storage_size_limit).", s.disk_limit_bytes);
+  p.Gauge("yb_client_disk_buckets", "Bucket files in the SSD tier.", s.disk_buckets);
+  p.Counter("yb_client_offloaded_total", "Objects copied down to the SSD tier at the master's request.", s.offloaded);
+  p.Counter("yb_client_offload_failures_total", "Copies to the SSD tier that failed (the DRAM copy stayed).",
+            s.offload_failures);
+  p.Counter("yb_client_disk_evicted_buckets_total", "SSD tier buckets evicted above the high watermark.",
+            s.disk_evicted_buckets);
+  return p.text();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-client: contributes a node's memory to a Yuebing pool"};
@@ -19,6 +64,9 @@ int main(int argc, char** argv) {
   std::string metadata_server = "P2PHANDSHAKE", protocol = "tcp", device_names, log_level = "info";
   std::string chunk = "1 GB";
   int port = 50052, threads = 1;
+  int metrics_port = 0;
+  std::string metrics_address = "0.0.0.0";
+  yb::ClientConfig c;
   bool enable_offload = false;
   bool prefault = true;
   app.add_option("--host", host, "address the transfer server binds to");
@@ -34,6 +82,16 @@ int main(int argc, char** argv) {
   app.add_option("--protocol", protocol, "tcp")->check(CLI::IsMember({"tcp"}));
   app.add_option("--device_names", device_names, "RDMA devices (unused: TCP only)");
   app.add_option("--threads", threads, "accepted for compatibility");
+  app.add_option("--metrics_port", metrics_port, "HTTP port for /metrics and /health (0: off)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics_address", metrics_address, "address to serve HTTP on");
+  app.add_option("--transfer_max_connections", c.transfer_max_connections,
+                 "open transfer connections at most; one more is closed at once and counted")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--transfer_keepalive_sec", c.transfer_keepalive_sec,
+                 "close the transfer connection of a peer that is silent and answers no TCP keepalive probe for "
+                 "about this long (its host died or was cut off); 0: off")
+      ->check(CLI::Range(int64_t{0}, yb::kMaxKeepaliveSec));
   std::string storage_dir, storage_limit = "64 GB", bucket_size = "256 MB", policy = "fifo";
   uint64_t bucket_keys = 500;
   double high = 0.90, low = 0.80;
@@ -82,7 +140,6 @@ int main(int argc, char** argv) {
   sigset_t stop_signals = yb::tools::BlockStopSignals();
   yb::RaiseOpenFileLimit();  // the transfer server keeps a descriptor per connection
 
-  yb::ClientConfig c;
   c.local_hostname = local_hostname;
   c.master_server_addr = master;
   c.metadata_server = metadata_server;
@@ -101,6 +158,30 @@ int main(int argc, char** argv) {
   c.storage_eviction_policy = policy;
   c.storage_high_watermark = high;
   c.storage_low_watermark = low;
+  // HTTP first, so that /health answers (503) while the daemon waits for its master.
+  std::atomic<const yb::Client*> daemon{nullptr};
+  yb::tools::AdminHttp http;
+  if (metrics_port > 0) {
+    auto stats = [&daemon] {
+      const yb::Client* d = daemon.load();
+      return d ? d->Stats() : yb::ClientStats{};
+    };
+    httplib::Server& h = http.server();
+    h.Get("/metrics", [stats](const httplib::Request&, httplib::Response& res) {
+      res.set_content(Metrics(stats()), yb::tools::PrometheusText::kContentType);
+    });
+    // Ready while the master answers this client's heartbeats.
+    h.Get("/health", [stats, &daemon](const httplib::Request&, httplib::Response& res) {
+      if (stats().master_reachable) {
+        res.set_content("OK\n", "text/plain");
+      } else {
+        res.status = 503;
+        res.set_content(daemon.load() ? "master unreachable\n" : "waiting for the master\n", "text/plain");
+      }
+    });
+    if (!http.Start("yb-client", metrics_address, metrics_port)) return 1;
+    spdlog::info("yb-client: HTTP on {}:{}", metrics_address, metrics_port);
+  }
   // A daemon waits for its master: retry every second until connected or told to stop.
   auto client = yb::Client::Connect(c);
   while (!client.ok()) {
@@ -116,9 +197,11 @@ int main(int argc, char** argv) {
   }
   spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", local_hostname, yb::FormatBytes(*seg),
                (*client)->segments().size(), master);
+  daemon = client->get();
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("yb-client: signal {} received, unmounting and stopping", sig);
+  http.Stop();  // before the client it reports on goes
   client->reset();
   return 0;
 }

@@ -2,7 +2,6 @@
 // --config_path names a YAML or JSON file with the same keys (command-line flags win).
 // Serves RPC on --rpc_port and HTTP on --metrics_port: /metrics (Prometheus text), /health,
 // /segments (JSON usage) and /get_all_segments (segment names, as SGLang polls).
-#include <httplib.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "admin_http.h"
 #include "common/clock.h"
 #include "common/open_files.h"
 #include "common/periodic_runner.h"
@@ -87,68 +87,59 @@ bool ApplyConfigFile(CLI::App& app, const std::string& path) {
 }
 
 std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, const yb::rpc::RpcServer& server) {
-  std::string out;
-  auto line = [&](const std::string& s) { out += s + "\n"; };
-  line("# HELP yb_master_requests_total RPC calls per operation.");
-  line("# TYPE yb_master_requests_total counter");
-  for (uint16_t m = 0; m < yb::rpc::RpcMetrics::kMethods; ++m) {
-    const char* name = yb::rpc::MasterMethodName(m);
-    if (*name) line(fmt::format("yb_master_requests_total{{op=\"{}\"}} {}", name, rpc.calls(m)));
-  }
-  line("# HELP yb_master_failures_total Failed RPC calls per operation (a batch fails when a key fails).");
-  line("# TYPE yb_master_failures_total counter");
-  for (uint16_t m = 0; m < yb::rpc::RpcMetrics::kMethods; ++m) {
-    const char* name = yb::rpc::MasterMethodName(m);
-    if (*name) line(fmt::format("yb_master_failures_total{{op=\"{}\"}} {}", name, rpc.failures(m)));
-  }
-  auto st = master.Stats();
-  auto metric = [&](const char* type, const char* name, const char* help, uint64_t v) {
-    line(fmt::format("# HELP {} {}", name, help));
-    line(fmt::format("# TYPE {} {}", name, type));
-    line(fmt::format("{} {}", name, v));
+  yb::tools::PrometheusText p;
+  auto per_method = [&](const char* name, const char* help, auto value) {
+    p.Family("counter", name, help);
+    for (uint16_t m = 0; m < yb::rpc::RpcMetrics::kMethods; ++m) {
+      const char* op = yb::rpc::MasterMethodName(m);
+      if (*op) p.Sample(name, fmt::format("op=\"{}\"", op), value(m));
+    }
   };
-  auto gauge = [&](const char* name, const char* help, uint64_t v) { metric("gauge", name, help, v); };
-  auto counter = [&](const char* name, const char* help, uint64_t v) { metric("counter", name, help, v); };
-  gauge("yb_master_rpc_connections", "Open RPC connections.", server.open_connections());
-  counter("yb_master_rpc_malformed_frames_total", "RPC frames refused as malformed (each closed its connection).",
-          server.malformed_frames());
-  counter("yb_master_rpc_reads_paused_total", "Times a connection stopped being read: its peer did not read replies.",
-          server.reads_paused());
-  counter("yb_master_rpc_refused_connections_total",
-          "Connections closed at once because --rpc_max_connections were open.", server.refused_connections());
-  counter("yb_master_rpc_accept_failures_total",
-          "Failed accepts (e.g. out of file descriptors), each followed by a pause.", server.accept_failures());
-  gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
-  gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
-  gauge("yb_master_keys", "Published objects.", st.keys);
-  gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
-  gauge("yb_master_segments", "Mounted segments.", st.segments);
-  gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
-  gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
-  counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
-  counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
-  counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);
-  counter("yb_master_offload_failures_total", "Offloads a client reported failed (the DRAM copy stayed).",
-          st.offload_failed);
-  counter("yb_master_offloaded_on_evict_total", "Objects eviction sent to an SSD tier instead of dropping.",
-          st.offloaded_on_evict);
-  counter("yb_master_offload_queue_full_total", "Objects not queued for offload: the client's queue was full.",
-          st.offload_refused);
-  counter("yb_master_offload_kept_in_dram_total", "Evictions that kept an object in DRAM: its offload queue was full.",
-          st.kept_queue_full);
-  counter("yb_master_disk_replicas_registered_total", "LOCAL_DISK replicas registered by clients (restarts).",
-          st.disk_registered);
-  counter("yb_master_disk_replicas_dropped_total", "LOCAL_DISK replicas dropped by SSD-tier bucket eviction.",
-          st.disk_dropped);
-  counter("yb_master_disk_drops_refused_total",
-          "Disk copies of removed or replaced keys not sent to their owner for deletion: its queue was full.",
-          st.disk_drops_refused);
-  gauge("yb_master_disk_away_copies",
-        "Disk copies remembered while their owner is away, so that stale ones are refused when it returns.",
-        st.disk_away_copies);
-  counter("yb_master_disk_away_untracked_total",
-          "Disk copies of absent owners not remembered: --disk_away_copies_limit was reached.", st.disk_away_untracked);
-  return out;
+  per_method("yb_master_requests_total", "RPC calls per operation.", [&](uint16_t m) { return rpc.calls(m); });
+  per_method("yb_master_failures_total", "Failed RPC calls per operation (a batch fails when a key fails).",
+             [&](uint16_t m) { return rpc.failures(m); });
+  auto st = master.Stats();
+  p.Gauge("yb_master_rpc_connections", "Open RPC connections.", server.open_connections());
+  p.Counter("yb_master_rpc_malformed_frames_total", "RPC frames refused as malformed (each closed its connection).",
+            server.malformed_frames());
+  p.Counter("yb_master_rpc_reads_paused_total", "Times a connection stopped being read: its peer did not read replies.",
+            server.reads_paused());
+  p.Counter("yb_master_rpc_refused_connections_total",
+            "Connections closed at once because --rpc_max_connections were open.", server.refused_connections());
+  p.Counter("yb_master_rpc_accept_failures_total",
+            "Failed accepts (e.g. out of file descriptors), each followed by a pause.", server.accept_failures());
+  p.Gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
+  p.Gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
+  p.Gauge("yb_master_keys", "Published objects.", st.keys);
+  p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
+  p.Gauge("yb_master_segments", "Mounted segments.", st.segments);
+  p.Gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
+  p.Gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
+  p.Counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
+  p.Counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
+  p.Counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);
+  p.Counter("yb_master_offload_failures_total", "Offloads a client reported failed (the DRAM copy stayed).",
+            st.offload_failed);
+  p.Counter("yb_master_offloaded_on_evict_total", "Objects eviction sent to an SSD tier instead of dropping.",
+            st.offloaded_on_evict);
+  p.Counter("yb_master_offload_queue_full_total", "Objects not queued for offload: the client's queue was full.",
+            st.offload_refused);
+  p.Counter("yb_master_offload_kept_in_dram_total",
+            "Evictions that kept an object in DRAM: its offload queue was full.", st.kept_queue_full);
+  p.Counter("yb_master_disk_replicas_registered_total", "LOCAL_DISK replicas registered by clients (restarts).",
+            st.disk_registered);
+  p.Counter("yb_master_disk_replicas_dropped_total", "LOCAL_DISK replicas dropped by SSD-tier bucket eviction.",
+            st.disk_dropped);
+  p.Counter("yb_master_disk_drops_refused_total",
+            "Disk copies of removed or replaced keys not sent to their owner for deletion: its queue was full.",
+            st.disk_drops_refused);
+  p.Gauge("yb_master_disk_away_copies",
+          "Disk copies remembered while their owner is away, so that stale ones are refused when it returns.",
+          st.disk_away_copies);
+  p.Counter("yb_master_disk_away_untracked_total",
+            "Disk copies of absent owners not remembered: --disk_away_copies_limit was reached.",
+            st.disk_away_untracked);
+  return p.text();
 }
 
 nlohmann::json SegmentsJson(yb::MasterService& master) {
@@ -181,7 +172,7 @@ int main(int argc, char** argv) {
   app.add_option("--rpc_keepalive_sec", f.rpc_keepalive_sec,
                  "close the RPC connection of a peer that is silent and answers no TCP keepalive probe for about "
                  "this long (its host died or was cut off); 0: off")
-      ->check(CLI::Range(int64_t{0}, int64_t{21600}));
+      ->check(CLI::Range(int64_t{0}, yb::kMaxKeepaliveSec));
   app.add_option("--metrics_port", f.metrics_port, "HTTP port for /metrics, /health, /segments (0: off)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--metrics_address", f.metrics_address, "address to serve HTTP on");
@@ -274,26 +265,22 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  httplib::Server http;
-  std::thread http_thread;
+  yb::tools::AdminHttp http;
   if (f.metrics_port > 0) {
-    http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Metrics(*master, rpc_metrics, server), "text/plain; version=0.0.4");
+    httplib::Server& h = http.server();
+    h.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+      res.set_content(Metrics(*master, rpc_metrics, server), yb::tools::PrometheusText::kContentType);
     });
-    http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("OK\n", "text/plain"); });
-    http.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
+    h.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("OK\n", "text/plain"); });
+    h.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
       res.set_content(SegmentsJson(*master).dump(2), "application/json");
     });
-    http.Get("/get_all_segments", [&](const httplib::Request&, httplib::Response& res) {
+    h.Get("/get_all_segments", [&](const httplib::Request&, httplib::Response& res) {
       std::string names;
       for (const auto& s : SegmentsJson(*master)) names += s["name"].get<std::string>() + "\n";
       res.set_content(names, "text/plain");
     });
-    if (!http.bind_to_port(f.metrics_address, f.metrics_port)) {
-      spdlog::error("cannot serve HTTP on {}:{}", f.metrics_address, f.metrics_port);
-      return 1;
-    }
-    http_thread = std::thread([&] { http.listen_after_bind(); });
+    if (!http.Start("yb-master", f.metrics_address, f.metrics_port)) return 1;
   }
 
   yb::PeriodicRunner background;
@@ -307,10 +294,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   spdlog::info("yb-master: signal {} received, shutting down", sig);
   background.Stop();
-  if (f.metrics_port > 0) {
-    http.stop();
-    http_thread.join();
-  }
+  http.Stop();
   server.Stop();
   spdlog::info("yb-master stopped");
   return 0;

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from conftest import Cluster, wait_until
+from conftest import BIN, Cluster, client_http, client_metrics, free_port, wait_until
 
 
 def value(n, seed):
@@ -165,6 +165,75 @@ def test_out_of_bounds_transfer_requests_are_refused(cluster):
     data = value(50000, 9)
     assert put(cluster, "ok", data).returncode == 0
     assert get(cluster, "ok") == (0, data)
+
+
+def keepalive_timers(port):
+    """Seconds left on the keepalive timer of each established connection to local `port`."""
+    import re
+    import subprocess
+    out = subprocess.run(["ss", "-Htno", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, check=True).stdout.decode()
+    scale = {"ms": 0.001, "sec": 1, "min": 60}
+    return [float(n) * scale[unit]
+            for n, unit in re.findall(r"timer:\(keepalive,(\d+(?:\.\d+)?)(ms|sec|min)", out)]
+
+
+def test_a_client_daemon_reports_its_transfers_and_its_master_over_http(cluster):
+    """yb-client --metrics_port: /metrics counts what its transfer server served, /health follows the
+    master's answers to its heartbeats (503 while the master is down), and --transfer_keepalive_sec
+    reaches the accepted connections."""
+    cluster.start_master()
+    http = free_port()
+    cluster.start_client("node-a", size="32MB",
+                         extra=["--metrics_port", str(http), "--transfer_keepalive_sec", "30"])
+    assert client_http(http, "/health") == (200, "OK\n")
+    data = value(100000, 5)
+    assert put(cluster, "served", data).returncode == 0
+    assert get(cluster, "served") == (0, data)
+    m = client_metrics(http)
+    assert m["yb_client_master_reachable"] == 1
+    assert m["yb_client_segments"] == 1 and m["yb_client_segment_bytes"] == 32 << 20
+    assert m["yb_client_served_writes_total"] >= 1 and m["yb_client_served_written_bytes_total"] == len(data)
+    assert m["yb_client_served_reads_total"] >= 1 and m["yb_client_served_read_bytes_total"] == len(data)
+    assert m["yb_client_transfer_refused_requests_total"] == 0
+    assert m["yb_client_remounts_total"] == 0 and m["yb_client_heartbeat_failures_total"] == 0
+
+    host, port, _, _ = transfer_endpoint(cluster, "node-a")
+    with socket.create_connection((host, port), timeout=5):
+        wait_until(lambda: client_metrics(http)["yb_client_transfer_connections"] >= 1, 5, "the connection counted")
+        timers = keepalive_timers(port)
+        assert timers and all(t <= 15 for t in timers), timers  # probes after 15 s idle, not the default 60
+
+    cluster.stop_master()
+    wait_until(lambda: client_http(http, "/health")[0] == 503, 10, "/health to report the master gone")
+    assert client_http(http, "/health")[1] == "master unreachable\n"
+    m = client_metrics(http)
+    assert m["yb_client_master_reachable"] == 0 and m["yb_client_heartbeat_failures_total"] >= 1
+    cluster.start_master()
+    wait_until(lambda: client_http(http, "/health")[0] == 200, 10, "/health to report the master back")
+    wait_until(lambda: client_metrics(http)["yb_client_remounts_total"] == 1, 10, "the re-mount counted")
+    log = (cluster.tmp / "node-a.log").read_text()
+    assert "heartbeat to master" in log and "reachable again" in log
+
+
+def test_a_client_daemon_answers_health_while_it_waits_for_its_master(tmp_path):
+    c = Cluster(tmp_path)
+    http = free_port()
+    try:
+        c.clients["node-a"] = c._spawn("node-a", [
+            f"{BIN}/yb-client", "--host", "127.0.0.1", "--port", "0", "--master_server_address", c.address,
+            "--global_segment_size", "16MB", "--metrics_port", str(http)])
+        def waiting():
+            try:
+                return client_http(http, "/health") == (503, "waiting for the master\n")
+            except OSError:
+                return False
+        wait_until(waiting, 10, "/health to answer before the master is up")
+        assert client_metrics(http)["yb_client_master_reachable"] == 0
+        c.start_master()
+        wait_until(lambda: client_http(http, "/health")[0] == 200, 15, "the daemon to connect")
+    finally:
+        c.stop()
 
 
 NS = ["ybt-m", "ybt-a", "ybt-b"]

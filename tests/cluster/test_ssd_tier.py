@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import wait_until
+from conftest import client_metrics, free_port, wait_until
 
 yuebing = pytest.importorskip("yuebing")
 from yuebing import MooncakeDistributedStore  # noqa: E402
@@ -36,7 +36,8 @@ def kinds(store, key):
 
 def test_eager_offload_then_eviction_serves_disk_hits_to_another_process(cluster, tmp_path):
     cluster.start_master(extra=["--enable_offload", "true"])
-    ssd_client(cluster, "node-a", tmp_path / "ssd-a")
+    http = free_port()
+    ssd_client(cluster, "node-a", tmp_path / "ssd-a", extra=["--metrics_port", str(http)])
     s = caller(cluster)
     vals = {f"k{i}": value(256 * KB, i) for i in range(24)}
     for i in range(12):  # 3 MB: under the 90% watermark of the 4 MB segment
@@ -49,7 +50,14 @@ def test_eager_offload_then_eviction_serves_disk_hits_to_another_process(cluster
     assert kinds(s, "k0") == ["LOCAL_DISK"]
     for k, v in vals.items():  # every object is a hit: from DRAM, or from node-a's SSD over TCP
         assert s.get(k) == v, k
+    on_disk_only = sum(kinds(s, k) == ["LOCAL_DISK"] for k in vals)
     assert s.close() == 0
+    m = client_metrics(http)  # node-a's own account of it
+    assert m["yb_client_offloaded_total"] >= 12 and m["yb_client_offload_failures_total"] == 0
+    assert m["yb_client_disk_objects"] >= 12 and m["yb_client_disk_bytes"] >= 12 * 256 * KB
+    assert m["yb_client_disk_buckets"] >= 1 and m["yb_client_disk_limit_bytes"] > 0
+    assert m["yb_client_served_disk_reads_total"] >= on_disk_only > 0
+    assert m["yb_client_served_disk_read_bytes_total"] == m["yb_client_served_disk_reads_total"] * 256 * KB
 
 
 def test_eviction_offloads_instead_of_dropping(cluster, tmp_path):

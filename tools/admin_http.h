@@ -1,0 +1,79 @@
+// The HTTP side of our daemons (yb-master, yb-client): an endpoint served by cpp-httplib on a thread
+// of its own, and the Prometheus text format their /metrics pages are written in.
+#pragma once
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace yb::tools {
+
+class AdminHttp {
+ public:
+  AdminHttp() = default;
+  AdminHttp(const AdminHttp&) = delete;
+  AdminHttp& operator=(const AdminHttp&) = delete;
+  ~AdminHttp() { Stop(); }
+
+  // Add the handlers here before Start().
+  httplib::Server& server() { return server_; }
+
+  // Binds address:port and serves on a thread; false (logged, naming `who`) when it cannot bind.
+  bool Start(std::string_view who, const std::string& address, int port) {
+    if (!server_.bind_to_port(address, port)) {
+      spdlog::error("{}: cannot serve HTTP on {}:{} (in use, or not an address of this host)", who, address, port);
+      return false;
+    }
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    return true;
+  }
+
+  // Stops serving and waits for the thread (requests in progress finish first).
+  void Stop() {
+    if (!thread_.joinable()) return;
+    server_.stop();
+    thread_.join();
+  }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+// Builds a page in Prometheus' text exposition format (version 0.0.4).
+class PrometheusText {
+ public:
+  static constexpr const char* kContentType = "text/plain; version=0.0.4";
+
+  void Gauge(std::string_view name, std::string_view help, uint64_t value) { One("gauge", name, help, value); }
+  void Counter(std::string_view name, std::string_view help, uint64_t value) { One("counter", name, help, value); }
+
+  // A metric with several samples, told apart by their labels: Family() once, then Sample() each.
+  void Family(std::string_view type, std::string_view name, std::string_view help) {
+    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  // `labels` as Prometheus writes them inside the braces, e.g. op="Put" (empty for none).
+  void Sample(std::string_view name, std::string_view labels, uint64_t value) {
+    if (labels.empty()) {
+      out_ += fmt::format("{} {}\n", name, value);
+    } else {
+      out_ += fmt::format("{}{{{}}} {}\n", name, labels, value);
+    }
+  }
+
+  const std::string& text() const { return out_; }
+
+ private:
+  void One(std::string_view type, std::string_view name, std::string_view help, uint64_t value) {
+    Family(type, name, help);
+    Sample(name, {}, value);
+  }
+
+  std::string out_;
+};
+
+}  // namespace yb::tools
