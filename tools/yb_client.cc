@@ -12,6 +12,7 @@
 
 #include "admin_http.h"
 #include "common/listener.h"
+#include "common/log.h"
 #include "common/open_files.h"
 #include "common/units.h"
 #include "stop_signals.h"
@@ -184,13 +185,16 @@ int main(int argc, char** argv) {
   }
   // A daemon waits for its master: retry every second until connected or told to stop.
   auto client = yb::Client::Connect(c);
-  while (!client.ok()) {
+  for (uint64_t failed = 1; !client.ok(); ++failed) {
     yb::Code code = client.code();
     if (code != yb::Code::kRpcFail && code != yb::Code::kRpcTimeout) {
       spdlog::error("yb-client: {}", client.status().ToString());
       return 1;
     }
-    spdlog::warn("yb-client: master {} not reachable ({}); retrying in 1 s", master, client.status().message());
+    if (yb::LogOccurrence(failed)) {
+      spdlog::warn("yb-client: master {} not reachable ({}); retrying every second ({} attempts so far)", master,
+                   client.status().message(), failed);
+    }
     timespec one_second{1, 0};
     if (sigtimedwait(&stop_signals, nullptr, &one_second) > 0) return 0;
     client = yb::Client::Connect(c);

@@ -191,9 +191,10 @@ void Client::Impl::NoteHeartbeat(const Status& ping) {
   }
   master_reachable = false;
   ++heartbeat_failures;
-  if (missed_heartbeats.fetch_add(1) == 0) {
-    YB_LOG_WARN("client '{}': heartbeat to master {} failed ({}); trying again every second", config.local_hostname,
-                config.master_server_addr, ping.ToString());
+  if (uint64_t missed = ++missed_heartbeats; LogOccurrence(missed)) {
+    YB_LOG_WARN("client '{}': {} heartbeat{} to master {} failed ({}); trying again every second",
+                config.local_hostname, missed, missed == 1 ? "" : "s in a row", config.master_server_addr,
+                ping.ToString());
   }
 }
 

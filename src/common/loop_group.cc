@@ -43,7 +43,7 @@ int LoopGroup::open_connections() const {
 void LoopGroup::Deal(int fd, std::string peer) {
   if (open_connections() >= options_.max_connections) {
     const uint64_t n = ++refused_;
-    if ((n & (n - 1)) == 0) {  // the 1st, 2nd, 4th, ...: a flood of connections does not flood the log
+    if (LogOccurrence(n)) {  // a flood of connections does not flood the log
       YB_LOG_WARN("{}: {} connections open, the most allowed: closing a new one from {} ({} closed so far)",
                   options_.name, options_.max_connections, peer, n);
     }
