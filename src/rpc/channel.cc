@@ -110,7 +110,7 @@ RpcChannel::RpcChannel(std::string host, uint16_t port, Options options)
       port_(port),
       target_(host_ + ":" + std::to_string(port)),
       options_(options),
-      backoff_(options.backoff_min, options.backoff_max) {}
+      backoff_(options.backoff_min, options.backoff_max, options.backoff_jitter) {}
 
 RpcChannel::~RpcChannel() {
   std::lock_guard lock(mu_);

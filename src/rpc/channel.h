@@ -5,7 +5,8 @@
 // thread: one waiting caller at a time reads the socket (the "leader") and hands out every reply
 // it finds; when its own reply arrives it passes the role on. So a lone caller reads its own
 // reply with no thread switch. A broken connection fails the calls in flight with RPC_FAIL; the
-// next call reconnects, no sooner than an exponential backoff (100 ms doubling to 5 s) allows.
+// next call reconnects, no sooner than an exponential backoff (100 ms doubling to 5 s, each pause
+// +-20% at random so that the clients of a restarted master do not all reconnect at once) allows.
 // Thread-safe.
 #pragma once
 
@@ -27,6 +28,7 @@ class RpcChannel {
     std::chrono::milliseconds connect_timeout{2000};
     std::chrono::milliseconds backoff_min{100};
     std::chrono::milliseconds backoff_max{5000};
+    double backoff_jitter = 0.2;
     uint32_t max_body = kDefaultMaxBody;
   };
 
