@@ -65,8 +65,9 @@ class RpcServer::Session final : public LoopSession {
     while (in_len_ - pos >= kHeaderSize) {
       auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in_.data() + pos), server_.options_.max_body);
       if (!h || h->kind != FrameKind::kRequest) {
-        ++server_.malformed_;
-        YB_LOG_WARN("rpc: malformed frame from {}: closing the connection", peer_);
+        if (uint64_t n = ++server_.malformed_; LogOccurrence(n)) {  // a peer in a loop does not flood the log
+          YB_LOG_WARN("rpc: malformed frame from {}: closing the connection ({} so far)", peer_, n);
+        }
         return false;
       }
       if (in_len_ - pos < kHeaderSize + h->body_len) {

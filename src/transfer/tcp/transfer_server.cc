@@ -96,8 +96,9 @@ class TransferServer::Session final : public LoopSession {
   }
 
   void Refuse(const char* what) {
-    ++server_.refused_;
-    YB_LOG_WARN("transfer server: {} from {}: closing the connection", what, peer_);
+    if (uint64_t n = ++server_.refused_; LogOccurrence(n)) {
+      YB_LOG_WARN("transfer server: {} from {}: closing the connection ({} requests refused so far)", what, peer_, n);
+    }
     closing_ = true;  // what is already answered still goes out
   }
 
@@ -194,9 +195,11 @@ class TransferServer::Session final : public LoopSession {
       st = CheckBounds(probe, seg.size);  // only the bounds are checked
     }
     if (!st.ok()) {
-      ++server_.refused_;
-      YB_LOG_WARN("transfer server: refused {} of segment {} [{}, +{}) from {}: {}",
-                  req.op == kOpRead ? "read" : "write", req.segment, req.offset, req.length, peer_, st.ToString());
+      // Logged the 1st, 2nd, 4th, ... time: a peer with a stale view of the segments may send many.
+      if (uint64_t n = ++server_.refused_; LogOccurrence(n)) {
+        YB_LOG_WARN("transfer server: refused {} of segment {} [{}, +{}) from {}: {} ({} requests refused so far)",
+                    req.op == kOpRead ? "read" : "write", req.segment, req.offset, req.length, peer_, st.ToString(), n);
+      }
       Answer(st.code());
       if (req.op == kOpWrite) closing_ = true;  // its payload is not ours to read
       return;
