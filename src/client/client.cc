@@ -182,14 +182,12 @@ bool Client::Impl::UnmountPool() {
 
 void Client::Impl::NoteHeartbeat(const Status& ping) {
   if (ping.ok()) {
-    master_reachable = true;
     if (uint64_t missed = missed_heartbeats.exchange(0); missed > 0) {
       YB_LOG_INFO("client '{}': master {} reachable again after {} failed heartbeats", config.local_hostname,
                   config.master_server_addr, missed);
     }
     return;
   }
-  master_reachable = false;
   ++heartbeat_failures;
   if (uint64_t missed = ++missed_heartbeats; LogOccurrence(missed)) {
     YB_LOG_WARN("client '{}': {} heartbeat{} to master {} failed ({}); trying again every second",
@@ -249,7 +247,7 @@ size_t Client::DiskObjects() const { return impl_->offloader ? impl_->offloader-
 
 ClientStats Client::Stats() const {
   ClientStats s;
-  s.master_reachable = impl_->master_reachable.load();
+  s.master_reachable = impl_->missed_heartbeats.load() == 0;
   s.heartbeat_failures = impl_->heartbeat_failures.load();
   s.remounts = impl_->remounts.load();
   {

@@ -38,8 +38,8 @@ struct Client::Impl {
   std::unique_ptr<PeriodicRunner> heartbeat;
   std::unique_ptr<Offloader> offloader;        // the SSD tier, when enable_offload
   std::atomic<bool> disk_unregistered{false};  // the master lost our disk replicas; retried each heartbeat
-  // Liveness as the heartbeats see it (Stats()).
-  std::atomic<bool> master_reachable{true};  // Create() reached it
+  // Liveness as the heartbeats see it (Stats()). The master is reachable while no heartbeat has
+  // failed since it last answered (Create() reached it).
   std::atomic<uint64_t> heartbeat_failures{0};
   std::atomic<uint64_t> missed_heartbeats{0};  // in a row, since the master was last reached
   std::atomic<uint64_t> remounts{0};
