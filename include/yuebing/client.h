@@ -100,12 +100,15 @@ class Client {
  public:
   // Creates a client on an existing master and transfer setup (embedded mode and tests).
   // `endpoint` is where other processes reach this client's segments ("local": only this
-  // process); `served`, when given, is the registry its transfer server serves from.
+  // process); `served`, when given, is the registry its transfer server serves from. With
+  // `heartbeat`, a thread calls Heartbeat() every second from the moment the master knows the
+  // client, as Connect() does; without, the caller does (tests step it).
   static Result<std::unique_ptr<Client>> Create(const ClientConfig& config, std::shared_ptr<MasterApi> master,
                                                 std::shared_ptr<LocalSegmentRegistry> local_segments,
                                                 std::shared_ptr<TransferEngine> engine,
                                                 const std::string& endpoint = "local",
-                                                std::shared_ptr<LocalSegmentRegistry> served = nullptr);
+                                                std::shared_ptr<LocalSegmentRegistry> served = nullptr,
+                                                bool heartbeat = false);
   // Creates a client from its configuration alone: finds or starts the master it names.
   static Result<std::unique_ptr<Client>> Connect(const ClientConfig& config);
   ~Client();

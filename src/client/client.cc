@@ -12,7 +12,7 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::shared_ptr<MasterApi> master,
                                                std::shared_ptr<LocalSegmentRegistry> local_segments,
                                                std::shared_ptr<TransferEngine> engine, const std::string& endpoint,
-                                               std::shared_ptr<LocalSegmentRegistry> served) {
+                                               std::shared_ptr<LocalSegmentRegistry> served, bool heartbeat) {
   if (!master || !local_segments || !engine)
     return Status(Code::kInvalidParams, "client needs a master and a transfer engine");
   if (config.local_hostname.empty()) return Status(Code::kInvalidParams, "local_hostname is empty");
@@ -33,18 +33,33 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config, std::
   auto tenant = impl->master->RegisterClient(impl->Registration());
   if (!tenant.ok()) return tenant.status();
   impl->tenant = *tenant;
+  // Heartbeats from here on: mapping and faulting in a large segment can take longer than the
+  // master's client_ttl (seconds per GiB when huge pages need compaction), and a client silent
+  // that long is declared dead.
+  if (heartbeat) {
+    impl->heartbeat = std::make_unique<PeriodicRunner>();
+    Impl* raw = impl.get();  // stays put when the Impl moves into its Client
+    impl->heartbeat->Add("client-heartbeat", std::chrono::seconds(1), [raw] { (void)raw->Heartbeat(); });
+    impl->heartbeat->Start();
+  }
+  auto fail = [&impl](Status st) {
+    if (impl->heartbeat) impl->heartbeat->Stop();  // before what it uses goes
+    return st;
+  };
   impl->staging = std::make_unique<StagingBuffer>(config.local_buffer_size);
   if (config.local_buffer_size > 0 && impl->staging->capacity() == 0) {
-    return Status(Code::kInternal,
-                  "cannot map a local buffer of " + std::to_string(config.local_buffer_size) + " bytes");
+    return fail(
+        Status(Code::kInternal, "cannot map a local buffer of " + std::to_string(config.local_buffer_size) + " bytes"));
   }
-  YB_RETURN_IF_ERROR(impl->MountPool());
+  if (Status st = impl->MountPool(); !st.ok()) return fail(st);
   if (config.enable_offload) {
     Status st = impl->StartOffload();
     if (!st.ok()) {
+      st = fail(st);
       impl->UnmountPool();
       return st;
     }
+    impl->offload_running.store(true, std::memory_order_release);
   }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -55,18 +70,12 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
     auto cluster = EmbeddedCluster::Get(*name);
     if (!cluster.ok()) return cluster.status();
     auto c = *cluster;
-    client = Create(config, c->master(), c->local_segments(), c->engine());
+    client = Create(config, c->master(), c->local_segments(), c->engine(), "local", nullptr, /*heartbeat=*/true);
     if (!client.ok()) return client;
     (*client)->impl_->keepalive = c;
   } else {
     client = ConnectRemote(config);
-    if (!client.ok()) return client;
   }
-  Impl& impl = *(*client)->impl_;
-  impl.heartbeat = std::make_unique<PeriodicRunner>();
-  Client* raw = client->get();
-  impl.heartbeat->Add("client-heartbeat", std::chrono::seconds(1), [raw] { (void)raw->Heartbeat(); });
-  impl.heartbeat->Start();
   return client;
 }
 
@@ -196,37 +205,40 @@ void Client::Impl::NoteHeartbeat(const Status& ping) {
   }
 }
 
-Status Client::Heartbeat() {
-  auto pong = impl_->master->Ping(impl_->ctx());
-  impl_->NoteHeartbeat(pong.status());
+Status Client::Heartbeat() { return impl_->Heartbeat(); }
+
+Status Client::Impl::Heartbeat() {
+  auto pong = master->Ping(ctx());
+  NoteHeartbeat(pong.status());
   if (!pong.ok()) return pong.status();
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
-    auto tenant = impl_->master->RegisterClient(impl_->Registration());
-    if (!tenant.ok()) return tenant.status();
-    impl_->tenant = *tenant;
+    auto t = master->RegisterClient(Registration());
+    if (!t.ok()) return t.status();
+    tenant = *t;
     std::vector<SegmentDesc> segs;
     {
-      std::lock_guard lock(impl_->mounted_mu);
-      segs = impl_->mounted;
+      std::lock_guard lock(mounted_mu);
+      segs = mounted;
     }
     if (!segs.empty()) {
-      YB_LOG_INFO("master asked client {} to re-mount {} segments", impl_->id.ToString(), segs.size());
-      YB_RETURN_IF_ERROR(impl_->master->ReMountSegment(impl_->ctx(), segs));
-      ++impl_->remounts;
-      // The master forgot our disk replicas with our segments: tell it again what the SSD holds.
-      if (impl_->offloader) impl_->disk_unregistered = true;
+      YB_LOG_INFO("master asked client {} to re-mount {} segments", id.ToString(), segs.size());
+      YB_RETURN_IF_ERROR(master->ReMountSegment(ctx(), segs));
+      ++remounts;
+      // The master forgot our disk replicas with our segments: tell it again what the SSD holds
+      // (once the SSD tier runs; it registers them itself when it starts).
+      disk_unregistered = true;
     }
   }
-  if (impl_->disk_unregistered) {
+  if (disk_unregistered && offload_running.load(std::memory_order_acquire)) {
     SegmentId first;
     {
-      std::lock_guard lock(impl_->mounted_mu);
-      first = impl_->mounted.empty() ? 0 : impl_->mounted.front().id;
+      std::lock_guard lock(mounted_mu);
+      first = mounted.empty() ? 0 : mounted.front().id;
     }
     if (first != 0) {
-      YB_RETURN_IF_ERROR(impl_->offloader->RegisterAll(first));
-      impl_->disk_unregistered = false;
+      YB_RETURN_IF_ERROR(offloader->RegisterAll(first));
+      disk_unregistered = false;
     }
   }
   return Status::OK();

@@ -37,6 +37,7 @@ struct Client::Impl {
   BufferRegistry registered;
   std::unique_ptr<PeriodicRunner> heartbeat;
   std::unique_ptr<Offloader> offloader;        // the SSD tier, when enable_offload
+  std::atomic<bool> offload_running{false};    // `offloader` is set and started (the heartbeat may use it)
   std::atomic<bool> disk_unregistered{false};  // the master lost our disk replicas; retried each heartbeat
   // Liveness as the heartbeats see it (Stats()). The master is reachable while no heartbeat has
   // failed since it last answered (Create() reached it).
@@ -74,6 +75,8 @@ struct Client::Impl {
   // Opens the SSD tier, serves it for our segments, registers what it holds, starts its thread.
   Status StartOffload();
   void StopOffload();
+  // Pings the master; registers and re-mounts when it asks. Client::Heartbeat().
+  Status Heartbeat();
   // Records whether a heartbeat reached the master; logs when it stops and starts doing so.
   void NoteHeartbeat(const Status& ping);
   ClientRegistration Registration() const { return {id, config.local_hostname, config.tenant, config.enable_offload}; }

@@ -84,7 +84,7 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
     }
     endpoint = host + ":" + std::to_string(plumbing->server->port());
   }
-  auto client = Create(config, plumbing->master, ProcessSegments(), engine, endpoint, served);
+  auto client = Create(config, plumbing->master, ProcessSegments(), engine, endpoint, served, /*heartbeat=*/true);
   if (!client.ok()) return client;
   (*client)->impl_->keepalive = plumbing;
   (*client)->impl_->transfer_server = plumbing->server.get();

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 
+#include "client/mock_master.h"
 #include "common/clock.h"
 #include "master/master_service.h"
 #include "transfer/fault_transport.h"
@@ -268,6 +271,41 @@ TEST_F(ClientTest, ConnectRunsAnEmbeddedMaster) {
   EXPECT_EQ(*(*y)->Get("k"), v);
   c.master_server_addr = "no-port-here";
   EXPECT_EQ(Client::Connect(c).code(), Code::kInvalidParams);
+}
+
+// The heartbeat starts as soon as the master knows the client, not once its segments are mounted:
+// mapping and faulting in a large segment can take longer than the master's client_ttl, and a
+// client silent that long is declared dead. Here the first mount waits for a ping (a condition
+// wait: the heartbeat's first beat comes a second after registration).
+TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
+  auto master = std::make_shared<::testing::NiceMock<testing::MockMaster>>();
+  std::mutex mu;
+  std::condition_variable cv;
+  int pings = 0;
+  bool beat_while_mounting = false;
+  ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
+  ON_CALL(*master, Ping(::testing::_)).WillByDefault([&](const CallContext&) -> Result<PingResponse> {
+    {
+      std::lock_guard lock(mu);
+      ++pings;
+    }
+    cv.notify_all();
+    return PingResponse{};
+  });
+  ON_CALL(*master, MountSegment(::testing::_, ::testing::_)).WillByDefault([&](const CallContext&, const SegmentDesc&) {
+    std::unique_lock lock(mu);
+    beat_while_mounting = cv.wait_for(lock, std::chrono::seconds(30), [&] { return pings > 0; });
+    return Status::OK();
+  });
+  ClientConfig c;
+  c.local_hostname = "slow";
+  c.global_segment_size = 1 << 20;
+  c.local_buffer_size = 0;
+  auto client = Client::Create(c, master, std::make_shared<LocalSegmentRegistry>(), std::make_shared<TransferEngine>(),
+                               "local", nullptr, /*heartbeat=*/true);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_TRUE(beat_while_mounting);
+  EXPECT_EQ((*client)->segments().size(), 1u);
 }
 
 }  // namespace

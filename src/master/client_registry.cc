@@ -2,27 +2,59 @@
 
 namespace yb {
 
-bool ClientRegistry::Touch(const ClientId& id) {
+ClientRegistry::Entry& ClientRegistry::TouchLocked(const ClientId& id, TimeMs now, bool* inserted) {
+  auto [it, fresh] = clients_.try_emplace(id);
+  it->second.last_seen = now;
+  if (fresh) it->second.owes_remount = true;
+  *inserted = fresh;
+  return it->second;
+}
+
+void ClientRegistry::Register(const ClientId& id) {
   TimeMs now = clock_.NowMs();
   std::lock_guard lock(mu_);
-  auto [it, inserted] = last_seen_.try_emplace(id, now);
-  if (!inserted) it->second = now;
-  return inserted;
+  bool inserted = false;
+  Entry& e = TouchLocked(id, now, &inserted);
+  // Registering is the start of a (re-)mount: a fresh client owes nothing yet. A known one keeps
+  // a debt it has not been told of: its segments were dropped, and it may not know.
+  if (inserted) e.owes_remount = false;
+}
+
+void ClientRegistry::Touch(const ClientId& id) {
+  TimeMs now = clock_.NowMs();
+  std::lock_guard lock(mu_);
+  bool inserted = false;
+  TouchLocked(id, now, &inserted);
+}
+
+bool ClientRegistry::Ping(const ClientId& id) {
+  TimeMs now = clock_.NowMs();
+  std::lock_guard lock(mu_);
+  bool inserted = false;
+  Entry& e = TouchLocked(id, now, &inserted);
+  bool owes = e.owes_remount;
+  e.owes_remount = false;
+  return owes;
+}
+
+void ClientRegistry::MarkRemount(const ClientId& id) {
+  std::lock_guard lock(mu_);
+  if (auto it = clients_.find(id); it != clients_.end()) it->second.owes_remount = true;
 }
 
 bool ClientRegistry::Known(const ClientId& id) const {
   std::lock_guard lock(mu_);
-  return last_seen_.count(id) != 0;
+  return clients_.count(id) != 0;
 }
 
 std::vector<ClientId> ClientRegistry::Expire() {
   TimeMs now = clock_.NowMs();
   std::vector<ClientId> dead;
   std::lock_guard lock(mu_);
-  for (auto it = last_seen_.begin(); it != last_seen_.end();) {
-    if (now - it->second > ttl_ms_) {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (now - it->second.last_seen > ttl_ms_) {
       dead.push_back(it->first);
-      it = last_seen_.erase(it);
+      it = clients_.erase(it);
     } else {
       ++it;
     }
@@ -32,12 +64,12 @@ std::vector<ClientId> ClientRegistry::Expire() {
 
 bool ClientRegistry::Remove(const ClientId& id) {
   std::lock_guard lock(mu_);
-  return last_seen_.erase(id) != 0;
+  return clients_.erase(id) != 0;
 }
 
 size_t ClientRegistry::size() const {
   std::lock_guard lock(mu_);
-  return last_seen_.size();
+  return clients_.size();
 }
 
 }  // namespace yb

@@ -1,5 +1,11 @@
 // ClientRegistry: which clients are alive. A client is alive while it pings at least every
 // client_ttl; Expire() names the ones that went silent and forgets them. Thread-safe.
+//
+// A client the master does not know must register and re-mount everything it holds: Ping() tells
+// it so (need_remount). That covers a master restart and a client declared dead, and also a call
+// other than RegisterClient from an unknown client (a MountSegment that arrives after the client
+// was declared dead), which makes it known again but leaves it owing the master its other
+// segments; and MarkRemount() covers a call that arrived while the client was being forgotten.
 #pragma once
 
 #include <mutex>
@@ -15,8 +21,15 @@ class ClientRegistry {
  public:
   ClientRegistry(const Clock& clock, int64_t ttl_ms) : clock_(clock), ttl_ms_(ttl_ms) {}
 
-  // Records a sign of life. Returns true when the client was not known (it must re-mount).
-  bool Touch(const ClientId& id);
+  // The client registers: known from now on, owing nothing.
+  void Register(const ClientId& id);
+  // Records a sign of life from a call. A client not known is known from now on, and owes a
+  // re-mount (its next Ping says so).
+  void Touch(const ClientId& id);
+  // Touch(), then whether the client must register and re-mount; the debt is paid by saying so.
+  bool Ping(const ClientId& id);
+  // A known client owes a re-mount: its segments were dropped while it went on calling.
+  void MarkRemount(const ClientId& id);
   bool Known(const ClientId& id) const;
   // Removes and returns the clients silent for longer than the TTL.
   std::vector<ClientId> Expire();
@@ -28,10 +41,17 @@ class ClientRegistry {
   struct IdHash {
     size_t operator()(const ClientId& c) const { return c.hi ^ (c.lo * 0x9E3779B97F4A7C15ULL); }
   };
+  struct Entry {
+    TimeMs last_seen = 0;
+    bool owes_remount = false;
+  };
+  // Touch() under mu_: the entry, created (owing a re-mount) when the client was not known.
+  Entry& TouchLocked(const ClientId& id, TimeMs now, bool* inserted);
+
   const Clock& clock_;
   int64_t ttl_ms_;
   mutable std::mutex mu_;
-  std::unordered_map<ClientId, TimeMs, IdHash> last_seen_;  // guarded by mu_
+  std::unordered_map<ClientId, Entry, IdHash> clients_;  // guarded by mu_
 };
 
 }  // namespace yb

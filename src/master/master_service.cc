@@ -54,7 +54,7 @@ Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg)
   if (reg.id.empty()) return Status(Code::kInvalidParams, "client id is empty");
   auto t = tenants_.Register(reg.tenant);
   if (!t.ok()) return t;
-  clients_.Touch(reg.id);
+  clients_.Register(reg.id);
   if (reg.ssd_tier) offload_.AddClient(reg.id);
   YB_LOG_INFO("client {} registered (host '{}', tenant '{}'{})", reg.id.ToString(), reg.hostname, reg.tenant,
               reg.ssd_tier ? ", with an SSD tier" : "");
@@ -62,9 +62,8 @@ Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg)
 }
 
 Result<PingResponse> MasterService::Ping(const CallContext& ctx) {
-  bool unknown = clients_.Touch(ctx.client);
   PingResponse r;
-  r.need_remount = unknown;
+  r.need_remount = clients_.Ping(ctx.client);
   return r;
 }
 
@@ -173,6 +172,9 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why) {
     if (ref.ok()) DropSegmentEverywhere(*ref);
   }
   ForgetOffloadsOf(c);
+  // A call from the client between its expiry and now (a MountSegment in flight) made it known
+  // again, and what it mounted may have gone with the rest: it must re-mount everything.
+  clients_.MarkRemount(c);
 }
 
 void MasterService::UnpinForgottenClients() {

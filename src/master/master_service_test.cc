@@ -239,6 +239,28 @@ TEST_F(MasterServiceTest, SilentClientIsDeclaredDeadAndItsSegmentsUnmounted) {
   EXPECT_FALSE(master_->Ping(owner_b)->need_remount);
 }
 
+// A client mounting its segments one by one is declared dead half-way (its first segment goes);
+// the next mount is accepted, and its next ping tells it to re-mount, so the first comes back.
+TEST_F(MasterServiceTest, AClientDeclaredDeadBetweenTwoMountsIsToldToRemount) {
+  CallContext late = Register(ClientId{2, 2});
+  SegmentDesc first{501, "late", 0x10000000ULL, 1 << 20, "local"};
+  SegmentDesc second{502, "late", 0x20000000ULL, 1 << 20, "local"};
+  ASSERT_TRUE(master_->MountSegment(late, first).ok());
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->LivenessOnce(), 1u);
+  EXPECT_EQ(master_->Stats().segments, 0u);
+  ASSERT_TRUE(master_->MountSegment(late, second).ok());
+  EXPECT_EQ(master_->Stats().segments, 1u);
+  auto pong = master_->Ping(late);
+  ASSERT_TRUE(pong.ok());
+  EXPECT_TRUE(pong->need_remount);
+  ASSERT_TRUE(master_->RegisterClient({late.client, "host", "default"}).ok());
+  ASSERT_TRUE(master_->ReMountSegment(late, {first, second}).ok());  // the second again: a no-op
+  EXPECT_EQ(master_->Stats().segments, 2u);
+  EXPECT_FALSE(master_->Ping(late)->need_remount);
+}
+
 TEST_F(MasterServiceTest, TenantQuotasBoundBytesAndNamespacesKeys) {
   Mount("a", 1 << 20);
   Mount("b", 1 << 20);

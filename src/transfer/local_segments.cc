@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <mutex>
 
@@ -13,8 +14,17 @@ namespace {
 // Faults every page of [p, p + size) in for writing. False when the memory cannot be had.
 bool Populate(void* p, uint64_t size) {
 #ifdef MADV_POPULATE_WRITE
-  if (madvise(p, size, MADV_POPULATE_WRITE) == 0) return true;
-  if (errno != EINVAL) return false;  // ENOMEM, or a fault: the memory is not there
+  // In pieces: the process's memory map stays locked while a piece is faulted in, and at worst
+  // (huge pages waiting for compaction) a GiB takes seconds. Any other thread that faults a page
+  // or maps memory meanwhile waits, so a client's heartbeat would go silent for that long.
+  constexpr uint64_t kPiece = 64ull << 20;
+  auto* start = static_cast<uint8_t*>(p);
+  uint64_t done = 0;
+  for (; done < size; done += kPiece) {
+    if (madvise(start + done, std::min(kPiece, size - done), MADV_POPULATE_WRITE) != 0) break;
+  }
+  if (done >= size) return true;
+  if (errno != EINVAL || done > 0) return false;  // ENOMEM, or a fault: the memory is not there
 #endif
   // A kernel before 5.14: one write per page does the same, a fault at a time.
   const long page = sysconf(_SC_PAGESIZE);
