@@ -8,6 +8,7 @@
 
 #include "client/buffers.h"
 #include "client/offloader.h"
+#include "common/log.h"
 #include "common/periodic_runner.h"
 #include "master/master_api.h"
 #include "transfer/local_segments.h"
@@ -44,6 +45,9 @@ struct Client::Impl {
   std::atomic<uint64_t> heartbeat_failures{0};
   std::atomic<uint64_t> missed_heartbeats{0};  // in a row, since the master was last reached
   std::atomic<uint64_t> remounts{0};
+  // Failed replica transfers are warned about at most 5 times in 10 s: a node that went away fails
+  // every transfer that touches it until the master drops its segments (client_ttl).
+  LogBudget transfer_warnings{5, 10'000};
 
   // A segment this client mounted (its memory is ours: the cheapest replica to read).
   bool IsLocal(SegmentId s) const {

@@ -64,8 +64,11 @@ Status Client::Impl::ReadReplicas(const std::string& key, const ObjectInfo& info
                   "replica on segment " + std::to_string(ordered[i].segment) + " does not match the checksum");
     }
     if (st.ok()) return st;
-    YB_LOG_WARN("read of a {} replica on segment {} failed, trying the next replica: {}",
-                ordered[i].kind == ReplicaKind::kLocalDisk ? "disk" : "memory", ordered[i].segment, st.ToString());
+    if (uint64_t held = 0; transfer_warnings.Allow(RealClock().NowMs(), &held)) {
+      YB_LOG_WARN("read of a {} replica on segment {} failed, trying the next replica: {}{}",
+                  ordered[i].kind == ReplicaKind::kLocalDisk ? "disk" : "memory", ordered[i].segment, st.ToString(),
+                  LogBudget::HeldBack(held));
+    }
     last = st;
   }
   return last;

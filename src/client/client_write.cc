@@ -38,7 +38,10 @@ Status Client::Impl::Write(const std::string& key, const std::vector<Slice>& sli
   for (const auto& r : *replicas) {
     Status st = impl.Move(TransferRequest::Op::kWrite, r, slices);
     if (!st.ok()) {
-      YB_LOG_WARN("put of '{}' failed writing segment {}: {}", key, r.segment, st.ToString());
+      if (uint64_t held = 0; impl.transfer_warnings.Allow(RealClock().NowMs(), &held)) {
+        YB_LOG_WARN("put of '{}' failed writing segment {}: {}{}", key, r.segment, st.ToString(),
+                    LogBudget::HeldBack(held));
+      }
       (void)impl.master->PutRevoke(impl.ctx(), key);
       return Status(Code::kTransferFail, "writing a replica failed: " + st.ToString());
     }

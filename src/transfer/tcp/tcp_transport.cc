@@ -37,8 +37,9 @@ struct TcpTransport::Conn {
 namespace {
 
 // Connects within `timeout` (a host that drops the SYNs would otherwise hold the caller for the
-// kernel's two minutes of retries) and sets the connection up for transfers.
-Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout, int* out) {
+// kernel's two minutes of retries) and sets the connection up for transfers, with `io_timeout`.
+Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout, std::chrono::milliseconds io_timeout,
+                 int* out) {
   auto colon = endpoint.rfind(':');
   if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
   const std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
@@ -83,7 +84,8 @@ Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout,
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   // A peer that stops answering fails the transfer after `timeout`, never hangs it.
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  timeval tv{static_cast<time_t>(io_timeout.count() / 1000),
+             static_cast<suseconds_t>(io_timeout.count() % 1000 * 1000)};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   int buf = 4 << 20;
@@ -190,10 +192,45 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
       *pooled = true;
       return c;
     }
+    if (!MayConnectLocked(endpoint, Now(), error)) return nullptr;
   }
   auto c = std::make_unique<Conn>();
-  *error = ConnectTo(endpoint, options_.io_timeout, &c->fd);
+  *error = ConnectTo(endpoint, options_.connect_timeout, options_.io_timeout, &c->fd);
+  {
+    std::lock_guard lock(mu_);
+    NoteConnectLocked(endpoint, Now(), *error);
+  }
   return error->ok() ? std::move(c) : nullptr;
+}
+
+bool TcpTransport::MayConnectLocked(const std::string& endpoint, TimeMs now, Status* error) const {
+  auto it = unreachable_.find(endpoint);
+  if (it == unreachable_.end() || now >= it->second.retry_at) return true;
+  const Unreachable& u = it->second;
+  *error = Status(Code::kTransferFail,
+                  "transfer server " + endpoint + " unreachable (" + u.why + "; " + std::to_string(u.failures) +
+                      " failed connection attempts in a row, the next in " + std::to_string(u.retry_at - now) + " ms)");
+  return false;
+}
+
+void TcpTransport::NoteConnectLocked(const std::string& endpoint, TimeMs now, const Status& result) {
+  auto it = unreachable_.find(endpoint);
+  if (result.ok()) {
+    if (it == unreachable_.end()) return;
+    YB_LOG_INFO("transfer server {} reachable again after {} failed connection attempts", endpoint,
+                it->second.failures);
+    unreachable_.erase(it);
+    return;
+  }
+  if (it == unreachable_.end()) it = unreachable_.try_emplace(endpoint).first;
+  Unreachable& u = it->second;
+  ++u.failures;
+  u.why = result.message();
+  const auto pause = u.pause.Next();
+  u.retry_at = now + pause.count();
+  if (LogOccurrence(u.failures)) {
+    YB_LOG_WARN("{} ({} in a row): its requests fail at once for the next {} ms", u.why, u.failures, pause.count());
+  }
 }
 
 void TcpTransport::Give(const std::string& endpoint, std::unique_ptr<Conn> c) {
@@ -221,6 +258,7 @@ void TcpTransport::SweepIdleLocked(TimeMs now) {
     conns.erase(conns.begin(), conns.begin() + static_cast<std::ptrdiff_t>(stale));
     it = conns.empty() ? idle_.erase(it) : std::next(it);
   }
+  std::erase_if(unreachable_, [&](const auto& entry) { return now - entry.second.retry_at > limit; });
 }
 
 size_t TcpTransport::idle_connections() const {

@@ -6,6 +6,13 @@
 // connection fails its requests (TRANSFER_FAIL) and is dropped, except a pooled one its peer had
 // closed before answering anything (the peer restarted while it idled; not a timeout): its slices go
 // again once, on a new connection, and the endpoint's other idle connections are dropped.
+//
+// An endpoint that cannot be connected to (its node went away: refused, or no answer within
+// connect_timeout) is not tried again for a while, 100 ms after the first failure doubling to 2 s:
+// meanwhile its requests fail at once (TRANSFER_FAIL, "unreachable"), so that a read moves on to
+// its next replica without a connection attempt each, and a dead host costs a caller one
+// connect_timeout per pause, not one per request. Logged the 1st, 2nd, 4th, ... failure in a row,
+// and when it is reached again.
 // Thread-safe.
 #pragma once
 
@@ -19,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/thread_pool.h"
 #include "transfer/tcp/wire.h"
@@ -39,9 +47,11 @@ class TcpTransport final : public Transport {
     // nodes that left (their endpoints are never asked for again) or that the cluster stopped using.
     std::chrono::milliseconds max_idle{60000};
     const Clock* clock = nullptr;  // for max_idle; null: the steady clock
-    // A connection not made within this long, or a peer that stops answering (or reading) for this
-    // long, fails the transfer (TRANSFER_FAIL).
+    // A peer that stops answering (or reading) for this long fails the transfer (TRANSFER_FAIL).
     std::chrono::milliseconds io_timeout{30000};
+    // A connection not made within this long fails the transfer: on a LAN a connection takes well
+    // under a millisecond, and 3 s leaves room for two lost SYNs (the kernel resends after 1 s).
+    std::chrono::milliseconds connect_timeout{3000};
 
     static constexpr uint64_t kMinSlice = 4ULL << 10;
     static constexpr uint64_t kMaxSlice = kDefaultMaxRequest;  // what a transfer server accepts
@@ -79,7 +89,20 @@ class TcpTransport final : public Transport {
   Status Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
                   std::vector<Status>& errors, std::mutex& errors_mu, bool* closed_unanswered);
 
-  // Closes the pooled connections idle for longer than max_idle, at most once a second. mu_ held.
+  // Connection attempts that failed in a row, by endpoint, and when the next may be made.
+  struct Unreachable {
+    Backoff pause{std::chrono::milliseconds(100), std::chrono::milliseconds(2000), 0, 0};
+    uint64_t failures = 0;
+    TimeMs retry_at = 0;
+    std::string why;
+  };
+  // Whether `endpoint` may be connected to now; else `*error` says why not. mu_ held.
+  bool MayConnectLocked(const std::string& endpoint, TimeMs now, Status* error) const;
+  // Records the outcome of a connection attempt. mu_ held.
+  void NoteConnectLocked(const std::string& endpoint, TimeMs now, const Status& result);
+
+  // Closes the pooled connections idle for longer than max_idle, and forgets the unreachable
+  // endpoints nobody asked for in that long, at most once a second. mu_ held.
   void SweepIdleLocked(TimeMs now);
   TimeMs Now() const;
 
@@ -87,6 +110,7 @@ class TcpTransport final : public Transport {
   Options options_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<Conn>>> idle_;  // guarded by mu_
+  std::unordered_map<std::string, Unreachable> unreachable_;                  // guarded by mu_
   TimeMs last_sweep_ = 0;                                                     // guarded by mu_
   ThreadPool pool_;
 };

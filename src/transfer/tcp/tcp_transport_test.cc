@@ -337,7 +337,7 @@ TEST_F(TcpTransportTest, AConnectionThatIsNeverAcceptedFailsAfterTheTimeout) {
     fillers.push_back(f);
   }
   TcpTransport::Options o;
-  o.io_timeout = std::chrono::milliseconds(300);
+  o.connect_timeout = std::chrono::milliseconds(300);
   std::string ep = "127.0.0.1:" + std::to_string(port);
   TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
   std::vector<uint8_t> buf(4096);
@@ -348,6 +348,48 @@ TEST_F(TcpTransportTest, AConnectionThatIsNeverAcceptedFailsAfterTheTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));  // not the kernel's ~127 s
   for (int f : fillers) ::close(f);
   ::close(l);
+}
+
+// A transfer server that went away: after a failed connection attempt its requests fail at once,
+// with no attempt, for a pause that doubles while it stays away; once it is back, the first request
+// after the pause reaches it, and the pauses start over.
+TEST_F(TcpTransportTest, AnUnreachableServerIsNotTriedAgainBeforeItsPause) {
+  ManualClock clock;
+  const uint16_t port = server_->port();
+  server_->Stop();
+  const std::string ep = "127.0.0.1:" + std::to_string(port);
+  TcpTransport::Options o;
+  o.clock = &clock;
+  TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
+  std::vector<uint8_t> buf(4096);
+  auto read = [&] { return transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0]; };
+  auto says = [](const Status& st, const std::string& what) {
+    return st.code() == Code::kTransferFail && st.message().find(what) != std::string::npos;
+  };
+  Status st = read();
+  EXPECT_TRUE(says(st, "cannot connect")) << st.ToString();
+  st = read();
+  EXPECT_TRUE(says(st, "unreachable")) << st.ToString();
+  EXPECT_TRUE(says(st, "1 failed connection attempts in a row, the next in 100 ms")) << st.ToString();
+  server_ = StartServer([port](TransferServer::Options& so) { so.port = port; });
+  ASSERT_EQ(server_->port(), port);
+  clock.Advance(99);
+  EXPECT_TRUE(says(read(), "the next in 1 ms"));  // back, but its pause is not over
+  clock.Advance(1);
+  st = read();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+
+  server_->Stop();  // away again (the pooled connection fails, then a new one cannot be made)
+  EXPECT_TRUE(says(read(), "cannot connect"));
+  EXPECT_TRUE(says(read(), "1 failed connection attempts in a row, the next in 100 ms"));
+  clock.Advance(100);
+  EXPECT_TRUE(says(read(), "cannot connect"));
+  EXPECT_TRUE(says(read(), "2 failed connection attempts in a row, the next in 200 ms"));
+  for (int i = 0; i < 6; ++i) {
+    clock.Advance(2000);
+    EXPECT_TRUE(says(read(), "cannot connect"));
+  }
+  EXPECT_TRUE(says(read(), "8 failed connection attempts in a row, the next in 2000 ms"));  // the cap
 }
 
 // Pooled connections unused for max_idle are closed, including those to an endpoint that is never
