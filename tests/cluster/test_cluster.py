@@ -326,3 +326,61 @@ def test_the_master_closes_the_connection_of_a_host_that_was_cut_off(tmp_path, n
         assert "host-b" in c.segment_names(netns["ybt-b"])
     finally:
         c.stop()
+
+
+CUT_OFF_READER = r"""
+import json, sys, time
+from yuebing import MooncakeDistributedStore, ReplicateConfig
+store = MooncakeDistributedStore()
+assert store.setup(sys.argv[2], "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", sys.argv[1]) == 0
+two = ReplicateConfig()
+two.replica_num = 2
+values = {f"cut/{i}": bytes([i]) * 65536 for i in range(20)}
+for k, v in values.items():
+    assert store.put(k, v, two) == 0
+assert all(store.get(k) == v for k, v in values.items())  # connections to both hosts pooled
+print("ready", flush=True)
+sys.stdin.readline()
+t0 = time.monotonic()
+read = sum(store.get(k) == v for k, v in values.items())
+print(json.dumps({"read": read, "seconds": time.monotonic() - t0}), flush=True)
+"""
+
+
+def test_reads_move_past_a_host_that_was_cut_off(tmp_path, netns):
+    """A host cut off the network sends no reset, so nothing tells a reader it is gone.
+
+    Twenty objects, each with a replica on host-a and on host-b; host-a's link goes down (and the
+    master, with a long client TTL, keeps listing its replicas). The reader's first request to
+    host-a fails once its bytes stay unacknowledged for 5 s (not after the 30 s I/O timeout), the
+    endpoint is then not tried again for a pause (a connection attempt costs up to 3 s), and every
+    read moves on to host-b: all twenty are read within seconds, where a wait per read would take
+    minutes.
+    """
+    import json
+    import subprocess
+    import sys
+    c = Cluster(tmp_path, client_ttl=600, master_host=ADDR["ybt-m"])
+    reader = None
+    try:
+        c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"])
+        c.start_client("host-a", "16MB", prefix=netns["ybt-a"], host=ADDR["ybt-a"])
+        c.start_client("host-b", "16MB", prefix=netns["ybt-b"], host=ADDR["ybt-b"])
+        reader = subprocess.Popen(netns["ybt-m"] + ["/usr/bin/python3", "-c", CUT_OFF_READER, c.address,
+                                                     ADDR["ybt-m"]],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp_path / "reader.log", "ab"),
+                                  env=dict(os.environ))
+        assert reader.stdout.readline().decode().strip() == "ready", (tmp_path / "reader.log").read_text()
+        sh("ip", "-n", "ybt-br", "link", "set", "ybt1br", "down")  # host-a's cable: frames dropped
+        reader.stdin.write(b"go\n")
+        reader.stdin.flush()
+        result = json.loads(reader.stdout.readline().decode())
+        log = (tmp_path / "reader.log").read_text()
+        assert result["read"] == 20, log
+        assert result["seconds"] < 20, (result, log)
+        assert "unreachable" in log or "timed out" in log, log
+    finally:
+        if reader and reader.poll() is None:
+            reader.kill()
+            reader.wait(10)
+        c.stop()

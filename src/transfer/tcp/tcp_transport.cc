@@ -39,7 +39,7 @@ namespace {
 // Connects within `timeout` (a host that drops the SYNs would otherwise hold the caller for the
 // kernel's two minutes of retries) and sets the connection up for transfers, with `io_timeout`.
 Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout, std::chrono::milliseconds io_timeout,
-                 int* out) {
+                 std::chrono::milliseconds unacked_timeout, int* out) {
   auto colon = endpoint.rfind(':');
   if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
   const std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
@@ -88,6 +88,10 @@ Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout,
              static_cast<suseconds_t>(io_timeout.count() % 1000 * 1000)};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  // A host that is gone acknowledges nothing: the kernel ends the connection (ETIMEDOUT) once what
+  // was sent stays unacknowledged this long, instead of after io_timeout or its own ~15 minutes.
+  unsigned user_timeout = static_cast<unsigned>(unacked_timeout.count());
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
   int buf = 4 << 20;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
@@ -99,7 +103,7 @@ Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout,
 // comes back as asio::error::timed_out. (Asio's synchronous calls cannot be used for this: when the
 // timeout fires they wait again, with no bound.)
 asio::error_code LastError() {
-  if (errno == EAGAIN || errno == EWOULDBLOCK) return asio::error::timed_out;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT) return asio::error::timed_out;
   return asio::error_code(errno, asio::system_category());
 }
 
@@ -195,7 +199,7 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
     if (!MayConnectLocked(endpoint, Now(), error)) return nullptr;
   }
   auto c = std::make_unique<Conn>();
-  *error = ConnectTo(endpoint, options_.connect_timeout, options_.io_timeout, &c->fd);
+  *error = ConnectTo(endpoint, options_.connect_timeout, options_.io_timeout, options_.unacked_timeout, &c->fd);
   {
     std::lock_guard lock(mu_);
     NoteConnectLocked(endpoint, Now(), *error);
@@ -284,10 +288,18 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
     Status st;
     auto conn = Take(endpoint, first ? &pooled : nullptr, &st);
     if (!conn) return fail_all(st);
-    bool closed_unanswered = false;
-    st = Exchange(*conn, endpoint, slices, errors, errors_mu, &closed_unanswered);
+    ExchangeFailure how = ExchangeFailure::kOther;
+    st = Exchange(*conn, endpoint, slices, errors, errors_mu, &how);
     if (st.ok()) return Give(endpoint, std::move(conn));
-    if (!(pooled && closed_unanswered)) return fail_all(st);
+    if (how == ExchangeFailure::kTimedOut) {
+      // No answer, or nothing acknowledged, for a timeout: its host is likely gone (cut off, or
+      // down without a word). Its other connections would wait as long; new ones wait a pause.
+      std::lock_guard lock(mu_);
+      idle_.erase(endpoint);
+      NoteConnectLocked(endpoint, Now(), st);
+      return fail_all(st);
+    }
+    if (!(pooled && how == ExchangeFailure::kClosedUnanswered)) return fail_all(st);
     YB_LOG_INFO("pooled connection to {} failed before an answer ({}): retrying on a new one", endpoint, st.message());
     std::lock_guard lock(mu_);
     idle_.erase(endpoint);  // its siblings idled as long: likely dead too
@@ -295,15 +307,19 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
 }
 
 Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
-                              std::vector<Status>& errors, std::mutex& errors_mu, bool* closed_unanswered) {
+                              std::vector<Status>& errors, std::mutex& errors_mu, ExchangeFailure* how) {
   const int fd = conn.fd;
   asio::error_code ec;
   size_t answers = 0;
   // A failure of `ec`: notes whether the peer had closed the connection before answering anything
-  // (a timeout is not that: a hung peer is not retried).
+  // (a timeout is not that: a hung peer is not retried), or timed out.
   auto failed = [&](std::string what) {
-    *closed_unanswered = answers == 0 && (ec == asio::error::eof || ec == asio::error::connection_reset ||
-                                          ec == asio::error::broken_pipe || ec == asio::error::connection_aborted);
+    if (ec == asio::error::timed_out) {
+      *how = ExchangeFailure::kTimedOut;
+    } else if (answers == 0 && (ec == asio::error::eof || ec == asio::error::connection_reset ||
+                                ec == asio::error::broken_pipe || ec == asio::error::connection_aborted)) {
+      *how = ExchangeFailure::kClosedUnanswered;
+    }
     return Status(Code::kTransferFail, std::move(what));
   };
   // Pipelined: every request (with write payloads) in gathered writes, then every response in order.
@@ -368,7 +384,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
       std::memcpy(dst, in.data() + pos, have);
       pos += have;
       if (have < s.piece.length) RecvAll(fd, dst + have, s.piece.length - have, ec);
-      if (ec) return Status(Code::kTransferFail, "reading from " + endpoint + ": " + ec.message());
+      if (ec) return failed("reading from " + endpoint + ": " + ec.message());
     }
   }
   return Status::OK();

@@ -11,8 +11,10 @@
 // connect_timeout) is not tried again for a while, 100 ms after the first failure doubling to 2 s:
 // meanwhile its requests fail at once (TRANSFER_FAIL, "unreachable"), so that a read moves on to
 // its next replica without a connection attempt each, and a dead host costs a caller one
-// connect_timeout per pause, not one per request. Logged the 1st, 2nd, 4th, ... failure in a row,
-// and when it is reached again.
+// connect_timeout per pause, not one per request. A connection that times out (no answer within
+// io_timeout, or sent bytes unacknowledged for unacked_timeout: a host cut off or powered off sends
+// no reset) counts as such a failure, and takes the endpoint's idle connections with it. Logged the
+// 1st, 2nd, 4th, ... failure in a row, and when it is reached again.
 // Thread-safe.
 #pragma once
 
@@ -52,6 +54,10 @@ class TcpTransport final : public Transport {
     // A connection not made within this long fails the transfer: on a LAN a connection takes well
     // under a millisecond, and 3 s leaves room for two lost SYNs (the kernel resends after 1 s).
     std::chrono::milliseconds connect_timeout{3000};
+    // A connection whose sent bytes stay unacknowledged this long fails (TCP_USER_TIMEOUT): its
+    // host died or was cut off, and nothing else would tell before io_timeout. A live host
+    // acknowledges within milliseconds even when its server is busy.
+    std::chrono::milliseconds unacked_timeout{5000};
 
     static constexpr uint64_t kMinSlice = 4ULL << 10;
     static constexpr uint64_t kMaxSlice = kDefaultMaxRequest;  // what a transfer server accepts
@@ -84,10 +90,11 @@ class TcpTransport final : public Transport {
   void RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
                  std::mutex& errors_mu);
   // Sends the slices and reads their answers: OK when every answer came (refusals are in `errors`),
-  // else the connection's failure; `*closed_unanswered` tells whether the peer had closed it before
-  // any answer (a pooled connection that died while idle).
+  // else the connection's failure; `*how` tells whether the peer had closed it before any answer
+  // (a pooled connection that died while idle) or it timed out (a peer gone without a word).
+  enum class ExchangeFailure { kOther, kClosedUnanswered, kTimedOut };
   Status Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
-                  std::vector<Status>& errors, std::mutex& errors_mu, bool* closed_unanswered);
+                  std::vector<Status>& errors, std::mutex& errors_mu, ExchangeFailure* how);
 
   // Connection attempts that failed in a row, by endpoint, and when the next may be made.
   struct Unreachable {

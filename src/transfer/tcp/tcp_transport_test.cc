@@ -308,14 +308,22 @@ TEST_F(TcpTransportTest, APeerThatStopsAnsweringFailsTheTransfer) {
   asio::io_context io;
   asio::ip::tcp::acceptor silent(io, {asio::ip::make_address("127.0.0.1"), 0});  // connects, never accepted
   std::string ep = "127.0.0.1:" + std::to_string(silent.local_endpoint().port());
+  ManualClock clock;
   TcpTransport::Options o;
   o.io_timeout = std::chrono::milliseconds(200);
+  o.clock = &clock;
   TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
   std::vector<uint8_t> buf(64 << 20, 1);
   auto r = transport.Submit({{Op::kRead, 5, 0, buf.data(), 4096}});
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
+  EXPECT_NE(r[0].message().find("timed out"), std::string::npos) << r[0].ToString();
+  // A timeout counts as a failed connection attempt: the endpoint waits out a pause.
+  r = transport.Submit({{Op::kRead, 5, 0, buf.data(), 4096}});
+  EXPECT_NE(r[0].message().find("unreachable"), std::string::npos) << r[0].ToString();
+  clock.Advance(100);
   r = transport.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}});  // more than the socket buffers take
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
+  EXPECT_NE(r[0].message().find("sending to"), std::string::npos) << r[0].ToString();
 }
 
 // A host that drops connection attempts (here: a listener whose queue is full, so the kernel drops
