@@ -79,10 +79,15 @@ void Listener::SetKeepalive(int fd) const {
   const int idle = static_cast<int>(k.idle.count());
   if (idle <= 0) return;
   const int on = 1, interval = static_cast<int>(k.interval.count()), probes = k.probes;
+  const unsigned user_timeout = static_cast<unsigned>(std::chrono::milliseconds(k.total()).count());
   if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) != 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
       setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval)) != 0 ||
-      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) != 0) {
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) != 0 ||
+      // Keepalive probes go out only while nothing we sent awaits an acknowledgement: a peer gone
+      // in the middle of a reply would be given the kernel's ~15 minutes of retransmissions. With
+      // a user timeout of the same total, it goes after about as long as a silent one.
+      setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)) != 0) {
     YB_LOG_WARN("cannot turn keepalive on for a new connection on port {}: {}", port_, strerror(errno));
   }
 }

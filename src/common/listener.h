@@ -24,7 +24,9 @@ namespace yb {
 
 // TCP keepalive on accepted connections: probes start after `idle` with nothing received, and the
 // connection is closed after `probes` of them go unanswered, `interval` apart. The peer's kernel
-// answers them, so a live peer that merely has nothing to say is never dropped.
+// answers them, so a live peer that merely has nothing to say is never dropped. A connection with
+// sent bytes unacknowledged for total() is closed too (TCP_USER_TIMEOUT): probes are not sent
+// while a reply waits for its acknowledgement.
 struct Keepalive {
   std::chrono::seconds idle{60};  // 0: no keepalive
   std::chrono::seconds interval{20};

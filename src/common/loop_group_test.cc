@@ -23,6 +23,7 @@ struct Seen {
   std::map<const EventLoop*, int> per_loop;
   int open = 0;
   int keepalive = -1, idle = -1, interval = -1, probes = -1;
+  unsigned user_timeout_ms = 1;
 
   template <typename Pred>
   bool WaitUntil(Pred pred) {
@@ -40,7 +41,11 @@ class EchoSession final : public LoopSession {
     getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v[1], &len);
     getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v[2], &len);
     getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v[3], &len);
+    unsigned user_timeout = 1;
+    len = sizeof(user_timeout);
+    getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, &len);
     std::lock_guard lock(seen_.mu);
+    seen_.user_timeout_ms = user_timeout;
     ++seen_.per_loop[&loop];
     ++seen_.open;
     seen_.keepalive = v[0];
@@ -158,6 +163,7 @@ TEST(LoopGroupTest, AcceptedConnectionsProbeTheirPeerWithKeepalive) {
   EXPECT_EQ(seen.idle, 45);
   EXPECT_EQ(seen.interval, 15);
   EXPECT_EQ(seen.probes, 3);
+  EXPECT_EQ(seen.user_timeout_ms, 90'000u);  // a peer gone while a reply is unacknowledged: as long
 }
 
 TEST(LoopGroupTest, KeepaliveDefaultsDropAPeerAfterTwoMinutes) {
@@ -175,6 +181,7 @@ TEST(LoopGroupTest, KeepaliveCanBeTurnedOff) {
   ASSERT_TRUE(c.Echoes());
   std::lock_guard lock(seen.mu);
   EXPECT_EQ(seen.keepalive, 0);
+  EXPECT_EQ(seen.user_timeout_ms, 0u);
 }
 
 TEST(LoopGroupTest, AnAddressInUseIsAnErrorNamingTheServer) {
