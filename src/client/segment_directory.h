@@ -1,11 +1,17 @@
 // SegmentDirectory: segment id -> transfer endpoint, learned from the master's segment list.
-// A miss refreshes the list, at most once per `refresh_interval`; the list is fetched outside the
-// lock, so that lookups of known segments never wait for the master (a master restarting or cut
-// off holds a call for its whole deadline). A miss during a refresh waits for it. Thread-safe.
+//
+// A miss is a segment the master named (in a replica list) that we have not heard of: most often
+// one a node mounted a moment ago. It refreshes the list and waits for that: refreshes start no
+// sooner than `refresh_interval` after the previous one, one at a time, and every miss waiting at
+// that moment is answered by the same refresh. The list is fetched outside the lock, so lookups
+// of known segments never wait for the master (a master restarting, or cut off until the call's
+// deadline). An id still unknown after a refresh that started after its miss is not found.
+// Thread-safe.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,26 +29,23 @@ class SegmentDirectory {
 
   std::optional<std::string> Resolve(SegmentId id) {
     std::unique_lock lock(mu_);
-    if (auto hit = FindLocked(id)) return hit;
-    if (refreshing_) {  // someone is asking the master: its answer is as fresh as ours would be
-      cv_.wait(lock, [this] { return !refreshing_; });
-      return FindLocked(id);
+    // Found, or not found by a refresh that started after this miss (one already out may predate
+    // the segment, though it may find it too).
+    const uint64_t need = started_ + 1;
+    for (;;) {
+      if (auto hit = FindLocked(id)) return hit;
+      if (done_ >= need) return std::nullopt;
+      if (refreshing_) {
+        cv_.wait(lock);
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now < last_refresh_ + refresh_interval_) {
+        cv_.wait_until(lock, last_refresh_ + refresh_interval_);
+        continue;
+      }
+      RefreshLocked(lock, now);
     }
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_refresh_ < refresh_interval_) return std::nullopt;
-    last_refresh_ = now;
-    refreshing_ = true;
-    lock.unlock();
-    auto list = master_.ListSegments();
-    std::unordered_map<SegmentId, std::string> fresh;
-    if (list.ok()) {
-      for (const auto& u : *list) fresh[u.desc.id] = u.desc.endpoint;
-    }
-    lock.lock();
-    if (list.ok()) endpoints_.swap(fresh);
-    refreshing_ = false;
-    cv_.notify_all();
-    return FindLocked(id);
   }
 
  private:
@@ -52,13 +55,32 @@ class SegmentDirectory {
     return it->second;
   }
 
+  // Fetches the list with mu_ released; a failed fetch keeps what we knew.
+  void RefreshLocked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point now) {
+    refreshing_ = true;
+    ++started_;
+    last_refresh_ = now;
+    lock.unlock();
+    auto list = master_.ListSegments();
+    std::unordered_map<SegmentId, std::string> fresh;
+    if (list.ok()) {
+      for (const auto& u : *list) fresh[u.desc.id] = u.desc.endpoint;
+    }
+    lock.lock();
+    if (list.ok()) endpoints_.swap(fresh);
+    refreshing_ = false;
+    ++done_;
+    cv_.notify_all();
+  }
+
   MasterApi& master_;
   std::chrono::milliseconds refresh_interval_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<SegmentId, std::string> endpoints_;  // guarded by mu_
-  std::chrono::steady_clock::time_point last_refresh_{};  // guarded by mu_
+  std::chrono::steady_clock::time_point last_refresh_{};  // when the last refresh started; guarded by mu_
   bool refreshing_ = false;                               // a ListSegments call is out; guarded by mu_
+  uint64_t started_ = 0, done_ = 0;                       // refreshes, one at a time; guarded by mu_
 };
 
 }  // namespace yb

@@ -25,12 +25,24 @@ std::vector<SegmentUsage> List(std::initializer_list<std::pair<SegmentId, std::s
 
 TEST(SegmentDirectoryTest, AMissAsksTheMasterAndAKnownSegmentDoesNot) {
   ::testing::StrictMock<testing::MockMaster> master;
-  EXPECT_CALL(master, ListSegments()).WillOnce(Return(List({{1, "a:1"}, {2, "b:2"}})));
-  SegmentDirectory dir(master, std::chrono::hours(1));
+  EXPECT_CALL(master, ListSegments()).Times(2).WillRepeatedly(Return(List({{1, "a:1"}, {2, "b:2"}})));
+  SegmentDirectory dir(master, std::chrono::milliseconds(0));
   EXPECT_EQ(dir.Resolve(1), "a:1");
   EXPECT_EQ(dir.Resolve(2), "b:2");
   EXPECT_EQ(dir.Resolve(1), "a:1");
-  EXPECT_EQ(dir.Resolve(3), std::nullopt);  // a miss within the refresh interval: no call
+  EXPECT_EQ(dir.Resolve(3), std::nullopt);  // asked again, and still unknown
+}
+
+// A node mounts a segment just after our last refresh, and the master allocates on it at once: the
+// miss waits for the next refresh (after the interval) instead of failing the transfer.
+TEST(SegmentDirectoryTest, ASegmentMountedJustAfterARefreshIsFoundByTheNextOne) {
+  ::testing::StrictMock<testing::MockMaster> master;
+  EXPECT_CALL(master, ListSegments())
+      .WillOnce(Return(List({{1, "a:1"}})))
+      .WillOnce(Return(List({{1, "a:1"}, {2, "b:2"}})));
+  SegmentDirectory dir(master, std::chrono::milliseconds(50));
+  EXPECT_EQ(dir.Resolve(1), "a:1");
+  EXPECT_EQ(dir.Resolve(2), "b:2");
 }
 
 // A master that takes long to answer (restarting, or cut off until the call's deadline) holds up
