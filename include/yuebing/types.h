@@ -10,12 +10,18 @@ namespace yb {
 // Keys longer than this are refused with INVALID_KEY.
 inline constexpr size_t kMaxKeyLength = 4096;
 
+using SegmentId = uint64_t;
+
 // How many copies of an object to keep, and whether to protect it from eviction.
 struct ReplicateConfig {
   size_t replica_num = 1;
   bool with_soft_pin = false;                   // evicted only after every unpinned candidate, and only if allowed
   bool with_hard_pin = false;                   // never evicted
   std::vector<std::string> preferred_segments;  // segment names to try first, in order
+  // Segments not to allocate on, nor any other segment of their owners (ours, not Mooncake's): a
+  // put that could not write to them (their node went away, and the master has not noticed yet)
+  // is tried once more elsewhere.
+  std::vector<SegmentId> avoid_segments;
 };
 
 enum class ReplicaKind : uint8_t { kMemory = 0, kLocalDisk = 1, kDisk = 2 };
@@ -32,9 +38,7 @@ struct ClientId {
 };
 
 // Segments are named by their owner (usually its local_hostname) and identified by a 64-bit id
-// the owner picks, so the owner can re-mount the same segments after a master restart.
-using SegmentId = uint64_t;
-
+// the owner picks (SegmentId), so the owner can re-mount the same segments after a master restart.
 struct SegmentDesc {
   SegmentId id = 0;
   std::string name;   // owner's name; what preferred_segments refers to

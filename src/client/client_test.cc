@@ -157,6 +157,33 @@ TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
   EXPECT_EQ(master_->Stats().pending_puts, 0u);
 }
 
+// A put whose replica write fails (its node went away, and the master has not noticed yet) goes
+// once more, on other segments; a batch does the same for its keys that failed.
+TEST_F(ClientTest, AFailedReplicaWriteIsTriedOnceMoreElsewhere) {
+  for (SegmentId s : a_->segments()) fault_->FailSegment(s);
+  ReplicateConfig on_a;
+  on_a.preferred_segments = {"node-a"};  // every first try lands on the failing node
+  std::string v = Bytes(100, 'r');
+  ASSERT_TRUE(b_->Put("k", v.data(), v.size(), on_a).ok());
+  auto q = b_->Query("k");
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->replicas.size(), 1u);
+  EXPECT_EQ(q->replicas[0].segment, b_->segments()[0]);
+  EXPECT_EQ(*b_->Get("k"), v);
+
+  std::vector<std::string> keys = {"b1", "b2", "b3"};
+  std::vector<std::string> vals = {Bytes(10, 'x'), Bytes(5000, 'y'), Bytes(70000, 'z')};
+  std::vector<std::vector<Slice>> slices;
+  for (auto& s : vals) slices.push_back({{s.data(), s.size()}});
+  auto put = b_->BatchPut(keys, slices, on_a);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(put[i].ok()) << keys[i] << ": " << put[i].ToString();
+    EXPECT_EQ(b_->Query(keys[i])->replicas[0].segment, b_->segments()[0]);
+    EXPECT_EQ(*b_->Get(keys[i]), vals[i]);
+  }
+  EXPECT_EQ(master_->Stats().pending_puts, 0u);
+}
+
 TEST_F(ClientTest, UnregisteredMemoryIsStagedWhenTheTransportNeedsRegistration) {
   Build(/*transport_needs_registration=*/true);
   std::string v = Bytes(200000, 's');  // larger than the 64 KiB staging buffer: moved in pieces

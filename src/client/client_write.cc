@@ -1,4 +1,6 @@
 // Client: Put, Upsert and BatchPut (two-phase: PutStart, copy every replica, PutEnd or PutRevoke).
+#include <algorithm>
+
 #include "client/client_impl.h"
 #include "common/log.h"
 
@@ -21,32 +23,42 @@ Status Client::Put(const std::string& key, const void* data, uint64_t size, cons
 
 Status Client::Impl::Write(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config,
                            bool upsert) {
-  Impl& impl = *this;
   auto size = SlicesSize(slices);
   if (!size.ok()) return size.status();
   if (*size == 0) return Status(Code::kInvalidParams, "value is empty");
   std::optional<uint64_t> checksum;
-  if (impl.config.enable_checksum) checksum = SlicesChecksum(slices);
-  auto replicas = upsert ? impl.master->UpsertStart(impl.ctx(), key, *size, config)
-                         : impl.master->PutStart(impl.ctx(), key, *size, config);
-  if (!replicas.ok()) {
-    if (replicas.code() == Code::kObjectAlreadyExists && !upsert) {
-      return SameSizeIsSuccess(*impl.master, impl.ctx(), key, *size, replicas.status());
-    }
-    return replicas.status();
-  }
-  for (const auto& r : *replicas) {
-    Status st = impl.Move(TransferRequest::Op::kWrite, r, slices);
-    if (!st.ok()) {
-      if (uint64_t held = 0; impl.transfer_warnings.Allow(RealClock().NowMs(), &held)) {
-        YB_LOG_WARN("put of '{}' failed writing segment {}: {}{}", key, r.segment, st.ToString(),
-                    LogBudget::HeldBack(held));
+  if (this->config.enable_checksum) checksum = SlicesChecksum(slices);
+  ReplicateConfig attempt = config;
+  for (int round = 0;; ++round) {
+    auto replicas =
+        upsert ? master->UpsertStart(ctx(), key, *size, attempt) : master->PutStart(ctx(), key, *size, attempt);
+    if (!replicas.ok()) {
+      if (replicas.code() == Code::kObjectAlreadyExists && !upsert) {
+        return SameSizeIsSuccess(*master, ctx(), key, *size, replicas.status());
       }
-      (void)impl.master->PutRevoke(impl.ctx(), key);
-      return Status(Code::kTransferFail, "writing a replica failed: " + st.ToString());
+      return replicas.status();
     }
+    Status failed;
+    SegmentId where = 0;
+    for (const auto& r : *replicas) {
+      failed = Move(TransferRequest::Op::kWrite, r, slices);
+      where = r.segment;
+      if (!failed.ok()) break;
+    }
+    if (failed.ok()) return master->PutEnd(ctx(), key, checksum);
+    if (uint64_t held = 0; transfer_warnings.Allow(RealClock().NowMs(), &held)) {
+      YB_LOG_WARN("put of '{}' failed writing segment {}{}: {}{}", key, where, round == 0 ? "" : " (second try)",
+                  failed.ToString(), LogBudget::HeldBack(held));
+    }
+    (void)master->PutRevoke(ctx(), key);
+    // Most likely its node went away and the master has not noticed yet (client_ttl): once more,
+    // on other segments.
+    if (round == 0 && failed.code() == Code::kTransferFail) {
+      attempt.avoid_segments.push_back(where);
+      continue;
+    }
+    return Status(Code::kTransferFail, "writing a replica failed: " + failed.ToString());
   }
-  return impl.master->PutEnd(impl.ctx(), key, checksum);
 }
 
 Status Client::Put(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config) {
@@ -59,16 +71,13 @@ Status Client::Upsert(const std::string& key, const std::vector<Slice>& slices, 
 
 std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
                                      const std::vector<std::vector<Slice>>& values, const ReplicateConfig& config) {
-  Impl& impl = *impl_;
   const size_t n = keys.size();
   if (values.size() != n) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and values differ in length"));
   }
   std::vector<Status> out(n);
   std::vector<uint64_t> sizes(n, 0);
-  std::vector<std::string> start_keys;
-  std::vector<uint64_t> start_sizes;
-  std::vector<size_t> start_idx;
+  std::vector<size_t> todo;
   for (size_t i = 0; i < n; ++i) {
     auto sz = SlicesSize(values[i]);
     if (!sz.ok()) {
@@ -77,59 +86,86 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
       out[i] = Status(Code::kInvalidParams, "value is empty");
     } else {
       sizes[i] = *sz;
-      start_keys.push_back(keys[i]);
-      start_sizes.push_back(*sz);
-      start_idx.push_back(i);
+      todo.push_back(i);
     }
   }
-  auto starts = impl.master->BatchPutStart(impl.ctx(), start_keys, start_sizes, config);
+  // As Write(): the keys whose replica writes failed go once more, avoiding the segments that failed.
+  ReplicateConfig attempt = config;
+  for (int round = 0; round < 2 && !todo.empty(); ++round) {
+    std::vector<SegmentId> unreachable;
+    todo = impl_->BatchWriteRound(keys, values, sizes, todo, attempt, out, unreachable);
+    for (SegmentId s : unreachable) {
+      if (std::find(attempt.avoid_segments.begin(), attempt.avoid_segments.end(), s) == attempt.avoid_segments.end()) {
+        attempt.avoid_segments.push_back(s);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<size_t> Client::Impl::BatchWriteRound(const std::vector<std::string>& keys,
+                                                  const std::vector<std::vector<Slice>>& values,
+                                                  const std::vector<uint64_t>& sizes, const std::vector<size_t>& todo,
+                                                  const ReplicateConfig& config, std::vector<Status>& out,
+                                                  std::vector<SegmentId>& unreachable) {
+  std::vector<std::string> start_keys;
+  std::vector<uint64_t> start_sizes;
+  for (size_t i : todo) {
+    start_keys.push_back(keys[i]);
+    start_sizes.push_back(sizes[i]);
+  }
+  auto starts = master->BatchPutStart(ctx(), start_keys, start_sizes, config);
 
   // Copy every replica of every started key in one batch (or one by one when staging is needed).
   std::vector<TransferRequest> reqs;
-  std::vector<size_t> req_owner;  // index into start_idx
-  std::vector<bool> failed(start_idx.size(), false);
-  for (size_t j = 0; j < start_idx.size(); ++j) {
-    size_t i = start_idx[j];
+  std::vector<size_t> req_owner;  // index into todo
+  std::vector<bool> failed(todo.size(), false);
+  auto note = [&](size_t j, SegmentId segment, const Status& st) {
+    failed[j] = true;
+    if (st.code() == Code::kTransferFail) unreachable.push_back(segment);
+  };
+  for (size_t j = 0; j < todo.size(); ++j) {
+    size_t i = todo[j];
     if (!starts[j].ok()) {
       out[i] = starts[j].code() == Code::kObjectAlreadyExists
-                   ? SameSizeIsSuccess(*impl.master, impl.ctx(), keys[i], sizes[i], starts[j].status())
+                   ? SameSizeIsSuccess(*master, ctx(), keys[i], sizes[i], starts[j].status())
                    : starts[j].status();
       continue;
     }
     for (const auto& r : *starts[j]) {
-      if (impl.NeedsStaging(r, values[i])) {
-        if (!impl.Move(TransferRequest::Op::kWrite, r, values[i]).ok()) failed[j] = true;
+      if (NeedsStaging(r, values[i])) {
+        if (Status st = Move(TransferRequest::Op::kWrite, r, values[i]); !st.ok()) note(j, r.segment, st);
         continue;
       }
-      size_t before = reqs.size();
-      Impl::AppendRequests(TransferRequest::Op::kWrite, r, values[i], reqs);
+      AppendRequests(TransferRequest::Op::kWrite, r, values[i], reqs);
       req_owner.resize(reqs.size(), j);
-      (void)before;
     }
   }
-  auto results = impl.engine->Submit(reqs);
+  auto results = engine->Submit(reqs);
   for (size_t k = 0; k < results.size(); ++k) {
-    if (!results[k].ok()) failed[req_owner[k]] = true;
+    if (!results[k].ok()) note(req_owner[k], reqs[k].segment, results[k]);
   }
   std::vector<std::string> end_keys, revoke_keys;
   std::vector<std::optional<uint64_t>> checksums;
-  std::vector<size_t> end_idx;
-  for (size_t j = 0; j < start_idx.size(); ++j) {
+  std::vector<size_t> end_idx, again;
+  for (size_t j = 0; j < todo.size(); ++j) {
     if (!starts[j].ok()) continue;
-    size_t i = start_idx[j];
+    size_t i = todo[j];
     if (failed[j]) {
       revoke_keys.push_back(keys[i]);
       out[i] = Status(Code::kTransferFail, "writing a replica failed");
+      again.push_back(i);
     } else {
       end_keys.push_back(keys[i]);
       end_idx.push_back(i);
-      checksums.push_back(impl.config.enable_checksum ? std::optional(SlicesChecksum(values[i])) : std::nullopt);
+      checksums.push_back(this->config.enable_checksum ? std::optional(SlicesChecksum(values[i])) : std::nullopt);
     }
   }
-  if (!revoke_keys.empty()) (void)impl.master->BatchPutRevoke(impl.ctx(), revoke_keys);
-  auto ends = impl.master->BatchPutEnd(impl.ctx(), end_keys, checksums);
+  if (!revoke_keys.empty()) (void)master->BatchPutRevoke(ctx(), revoke_keys);
+  auto ends = master->BatchPutEnd(ctx(), end_keys, checksums);
   for (size_t k = 0; k < ends.size(); ++k) out[end_idx[k]] = ends[k];
-  return out;
+  if (unreachable.empty()) again.clear();  // nothing to steer around: another try would fail alike
+  return again;
 }
 
 }  // namespace yb

@@ -8,6 +8,9 @@
 namespace yb {
 namespace {
 
+// A put's list of segments to avoid names the few its writer could not reach.
+constexpr size_t kMaxAvoidSegments = 256;
+
 std::string Quote(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
 
 }  // namespace
@@ -43,13 +46,14 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, uint6
     return Status(Code::kTenantQuotaExceeded, "tenant '" + tenants_.name(tenant) + "' quota of " +
                                                   std::to_string(tenants_.quota(tenant)) + " bytes is used up");
   }
-  auto allocs = segments_.Allocate(size, n, config.preferred_segments);
+  auto allocs = segments_.Allocate(size, n, config.preferred_segments, config.avoid_segments);
   if (allocs.empty()) {
     // A failed allocation triggers eviction now; the writer does not have to come back.
     evictor_.NoteAllocationFailure(size * n);
     uint64_t want = std::max<uint64_t>(
         size * n, static_cast<uint64_t>(config_.eviction_ratio * static_cast<double>(segments_.capacity())));
-    if (evictor_.EvictBytes(want) > 0) allocs = segments_.Allocate(size, n, config.preferred_segments);
+    if (evictor_.EvictBytes(want) > 0)
+      allocs = segments_.Allocate(size, n, config.preferred_segments, config.avoid_segments);
   }
   if (allocs.size() < n) tenants_.Release(tenant, (n - allocs.size()) * size);
   if (allocs.empty()) {
@@ -64,6 +68,10 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   if (size == 0) return Status(Code::kInvalidParams, "object size is 0");
   if (config.replica_num == 0 || config.replica_num > 64) {
     return Status(Code::kInvalidParams, "replica_num must be 1-64, got " + std::to_string(config.replica_num));
+  }
+  if (config.avoid_segments.size() > kMaxAvoidSegments) {
+    return Status(Code::kInvalidParams, "at most " + std::to_string(kMaxAvoidSegments) + " segments to avoid, got " +
+                                            std::to_string(config.avoid_segments.size()));
   }
   if (segments_.segment_count() == 0) return Status(Code::kNoAvailableHandle, "no segment is mounted");
   uint64_t largest = segments_.largest_segment();

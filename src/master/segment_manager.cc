@@ -123,17 +123,23 @@ bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out)
   return true;
 }
 
-std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count,
-                                                 const std::vector<std::string>& preferred) {
+std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred,
+                                                 const std::vector<SegmentId>& avoid) {
   std::vector<Allocation> out;
   if (count == 0 || size == 0) return out;
   std::shared_lock lock(mu_);
+  // A segment to avoid takes its owner's other segments with it: one process, one fate.
+  std::vector<ClientId> avoided_owners;
+  for (SegmentId id : avoid) {
+    if (auto it = by_id_.find(id); it != by_id_.end()) avoided_owners.push_back(it->second->owner);
+  }
   std::vector<const std::string*> used_names;
   auto name_used = [&](const std::string& n) {
     return std::any_of(used_names.begin(), used_names.end(), [&](const std::string* u) { return *u == n; });
   };
   auto try_segment = [&](Segment& seg) {
     if (out.size() >= count || name_used(seg.desc.name)) return;
+    if (std::find(avoided_owners.begin(), avoided_owners.end(), seg.owner) != avoided_owners.end()) return;
     Allocation a;
     if (TryAllocateOn(seg, size, &a)) {
       out.push_back(a);

@@ -55,8 +55,10 @@ class SegmentManager {
   bool Contains(SegmentId id) const;
 
   // Reserves up to `count` ranges of `size` bytes on segments with distinct names: `preferred`
-  // names first (in order), then in the strategy's order. Best effort: may return fewer, or none.
-  std::vector<Allocation> Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred);
+  // names first (in order), then in the strategy's order; never on a segment in `avoid`, nor on
+  // any other segment of its owner. Best effort: may return fewer, or none.
+  std::vector<Allocation> Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred,
+                                   const std::vector<SegmentId>& avoid = {});
   // Frees a range; a no-op if its segment was unmounted meanwhile.
   void Free(const Allocation& a);
 

@@ -42,6 +42,25 @@ TEST(SegmentManagerTest, PreferredSegmentsComeFirst) {
   }
 }
 
+// A writer that could not reach a segment asks for others: that segment and its owner's other
+// ones are avoided even when preferred; a segment of the same name mounted by another process (the
+// node restarted) stays eligible.
+TEST(SegmentManagerTest, AvoidedSegmentsAndTheirOwnersOthersAreNeverAllocatedOn) {
+  SegmentManager m(MakeRandomStrategy(1), 64);
+  ClientId dead{1, 1}, back{2, 2}, other{3, 3};
+  ASSERT_TRUE(m.Mount(dead, Desc(1, "a", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(dead, Desc(2, "a", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(back, Desc(3, "a", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(other, Desc(4, "b", 1 << 20)).ok());
+  for (int i = 0; i < 30; ++i) {
+    auto allocs = m.Allocate(100, 2, {"a"}, {1});
+    ASSERT_EQ(allocs.size(), 2u);
+    std::set<SegmentId> ids{m.IdOf(allocs[0].segment), m.IdOf(allocs[1].segment)};
+    EXPECT_EQ(ids, (std::set<SegmentId>{3, 4}));
+  }
+  EXPECT_EQ(m.Allocate(100, 1, {}, {1, 3, 4}).size(), 0u);
+}
+
 TEST(SegmentManagerTest, FreeRatioFirstPicksTheEmptiestSegment) {
   SegmentManager m(MakeFreeRatioFirstStrategy(), 64);
   ClientId c{1, 1};

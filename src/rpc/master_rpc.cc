@@ -21,6 +21,7 @@ ReplicateConfig FromPb(const pb::ReplicateConfig& c) {
   r.with_soft_pin = c.with_soft_pin();
   r.with_hard_pin = c.with_hard_pin();
   r.preferred_segments.assign(c.preferred_segments().begin(), c.preferred_segments().end());
+  r.avoid_segments.assign(c.avoid_segments().begin(), c.avoid_segments().end());
   return r;
 }
 void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
@@ -28,6 +29,7 @@ void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
   out->set_with_soft_pin(c.with_soft_pin);
   out->set_with_hard_pin(c.with_hard_pin);
   for (const auto& s : c.preferred_segments) out->add_preferred_segments(s);
+  for (SegmentId s : c.avoid_segments) out->add_avoid_segments(s);
 }
 SegmentDesc FromPb(const pb::Segment& s) { return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint()}; }
 void ToPb(const SegmentDesc& s, pb::Segment* out) {

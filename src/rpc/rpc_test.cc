@@ -350,6 +350,9 @@ TEST(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
   ASSERT_TRUE(tenant.ok()) << tenant.status().ToString();
   CallContext ctx{id, *tenant};
   ASSERT_TRUE(mc.MountSegment(ctx, {42, "h", 0, 1 << 20, "127.0.0.1:1"}).ok());
+  ReplicateConfig avoid_42;
+  avoid_42.avoid_segments = {42};  // the only segment: nowhere to go
+  EXPECT_EQ(mc.PutStart(ctx, "k", 1000, avoid_42).code(), Code::kNoAvailableHandle);
   auto start = mc.PutStart(ctx, "k", 1000, {});
   ASSERT_TRUE(start.ok());
   EXPECT_EQ((*start)[0].segment, 42u);

@@ -29,7 +29,7 @@ class Workload:
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.written = {}  # key -> digests of every value a put was tried with
-        self.counts = {"put_ok": 0, "put_failed": 0, "read": 0, "missed": 0, "wrong": 0}
+        self.counts = {"put_ok": 0, "put_exists": 0, "put_failed": 0, "read": 0, "missed": 0, "wrong": 0}
         self.errors = []
         self.threads = [threading.Thread(target=self.run, args=(seed,)) for seed in range(workers)]
 
@@ -57,7 +57,9 @@ class Workload:
                     v = value(key, rnd.randrange(1 << 30), rnd.choice([1000, 70000, 300000]))
                     with self.lock:
                         self.written.setdefault(key, set()).add(hashlib.sha256(v).digest())
-                    self.count("put_ok" if store.put(key, v, two) == 0 else "put_failed")
+                    rc = store.put(key, v, two)
+                    # -705: the key holds a value of another size (values are immutable).
+                    self.count("put_ok" if rc == 0 else "put_exists" if rc == -705 else "put_failed")
                 else:
                     got = store.get(key)
                     if not got:
