@@ -67,12 +67,12 @@ struct Client::Impl {
                              std::vector<TransferRequest>& out);
   bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
   Status Write(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config, bool upsert);
-  // One round of BatchPut over the keys `todo` (indices): start, copy, end or revoke; sets `out`
+  // One round of BatchPut over the keys `pending` (indices): start, copy, end or revoke; sets `out`
   // for each. Returns the keys whose replica writes failed, to try once more avoiding the segments
   // it adds to `unreachable` (none when no transfer failed).
   std::vector<size_t> BatchWriteRound(const std::vector<std::string>& keys,
                                       const std::vector<std::vector<Slice>>& values, const std::vector<uint64_t>& sizes,
-                                      const std::vector<size_t>& todo, const ReplicateConfig& config,
+                                      const std::vector<size_t>& pending, const ReplicateConfig& config,
                                       std::vector<Status>& out, std::vector<SegmentId>& unreachable);
   // Reads a whole object into `slices` from its best replica, falling back to the next ones.
   Result<uint64_t> Read(const std::string& key, const std::vector<Slice>& slices);

@@ -77,7 +77,7 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
   }
   std::vector<Status> out(n);
   std::vector<uint64_t> sizes(n, 0);
-  std::vector<size_t> todo;
+  std::vector<size_t> pending;
   for (size_t i = 0; i < n; ++i) {
     auto sz = SlicesSize(values[i]);
     if (!sz.ok()) {
@@ -86,14 +86,14 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
       out[i] = Status(Code::kInvalidParams, "value is empty");
     } else {
       sizes[i] = *sz;
-      todo.push_back(i);
+      pending.push_back(i);
     }
   }
   // As Write(): the keys whose replica writes failed go once more, avoiding the segments that failed.
   ReplicateConfig attempt = config;
-  for (int round = 0; round < 2 && !todo.empty(); ++round) {
+  for (int round = 0; round < 2 && !pending.empty(); ++round) {
     std::vector<SegmentId> unreachable;
-    todo = impl_->BatchWriteRound(keys, values, sizes, todo, attempt, out, unreachable);
+    pending = impl_->BatchWriteRound(keys, values, sizes, pending, attempt, out, unreachable);
     for (SegmentId s : unreachable) {
       if (std::find(attempt.avoid_segments.begin(), attempt.avoid_segments.end(), s) == attempt.avoid_segments.end()) {
         attempt.avoid_segments.push_back(s);
@@ -105,12 +105,12 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
 
 std::vector<size_t> Client::Impl::BatchWriteRound(const std::vector<std::string>& keys,
                                                   const std::vector<std::vector<Slice>>& values,
-                                                  const std::vector<uint64_t>& sizes, const std::vector<size_t>& todo,
-                                                  const ReplicateConfig& config, std::vector<Status>& out,
-                                                  std::vector<SegmentId>& unreachable) {
+                                                  const std::vector<uint64_t>& sizes,
+                                                  const std::vector<size_t>& pending, const ReplicateConfig& config,
+                                                  std::vector<Status>& out, std::vector<SegmentId>& unreachable) {
   std::vector<std::string> start_keys;
   std::vector<uint64_t> start_sizes;
-  for (size_t i : todo) {
+  for (size_t i : pending) {
     start_keys.push_back(keys[i]);
     start_sizes.push_back(sizes[i]);
   }
@@ -118,14 +118,14 @@ std::vector<size_t> Client::Impl::BatchWriteRound(const std::vector<std::string>
 
   // Copy every replica of every started key in one batch (or one by one when staging is needed).
   std::vector<TransferRequest> reqs;
-  std::vector<size_t> req_owner;  // index into todo
-  std::vector<bool> failed(todo.size(), false);
+  std::vector<size_t> req_owner;  // index into pending
+  std::vector<bool> failed(pending.size(), false);
   auto note = [&](size_t j, SegmentId segment, const Status& st) {
     failed[j] = true;
     if (st.code() == Code::kTransferFail) unreachable.push_back(segment);
   };
-  for (size_t j = 0; j < todo.size(); ++j) {
-    size_t i = todo[j];
+  for (size_t j = 0; j < pending.size(); ++j) {
+    size_t i = pending[j];
     if (!starts[j].ok()) {
       out[i] = starts[j].code() == Code::kObjectAlreadyExists
                    ? SameSizeIsSuccess(*master, ctx(), keys[i], sizes[i], starts[j].status())
@@ -148,9 +148,9 @@ std::vector<size_t> Client::Impl::BatchWriteRound(const std::vector<std::string>
   std::vector<std::string> end_keys, revoke_keys;
   std::vector<std::optional<uint64_t>> checksums;
   std::vector<size_t> end_idx, again;
-  for (size_t j = 0; j < todo.size(); ++j) {
+  for (size_t j = 0; j < pending.size(); ++j) {
     if (!starts[j].ok()) continue;
-    size_t i = todo[j];
+    size_t i = pending[j];
     if (failed[j]) {
       revoke_keys.push_back(keys[i]);
       out[i] = Status(Code::kTransferFail, "writing a replica failed");

@@ -5,7 +5,6 @@ namespace yb {
 ClientRegistry::Entry& ClientRegistry::TouchLocked(const ClientId& id, TimeMs now, bool* inserted) {
   auto [it, fresh] = clients_.try_emplace(id);
   it->second.last_seen = now;
-  if (fresh) it->second.owes_remount = true;
   *inserted = fresh;
   return it->second;
 }
@@ -13,18 +12,18 @@ ClientRegistry::Entry& ClientRegistry::TouchLocked(const ClientId& id, TimeMs no
 void ClientRegistry::Register(const ClientId& id) {
   TimeMs now = clock_.NowMs();
   std::lock_guard lock(mu_);
+  // Registering starts a (re-)mount: a fresh client owes nothing. A known one keeps a debt it has
+  // not been told of: its segments were dropped, and it may not know.
   bool inserted = false;
-  Entry& e = TouchLocked(id, now, &inserted);
-  // Registering is the start of a (re-)mount: a fresh client owes nothing yet. A known one keeps
-  // a debt it has not been told of: its segments were dropped, and it may not know.
-  if (inserted) e.owes_remount = false;
+  TouchLocked(id, now, &inserted);
 }
 
 void ClientRegistry::Touch(const ClientId& id) {
   TimeMs now = clock_.NowMs();
   std::lock_guard lock(mu_);
   bool inserted = false;
-  TouchLocked(id, now, &inserted);
+  Entry& e = TouchLocked(id, now, &inserted);
+  if (inserted) e.owes_remount = true;  // known from a call, not a registration
 }
 
 bool ClientRegistry::Ping(const ClientId& id) {
@@ -32,7 +31,7 @@ bool ClientRegistry::Ping(const ClientId& id) {
   std::lock_guard lock(mu_);
   bool inserted = false;
   Entry& e = TouchLocked(id, now, &inserted);
-  bool owes = e.owes_remount;
+  bool owes = inserted || e.owes_remount;
   e.owes_remount = false;
   return owes;
 }

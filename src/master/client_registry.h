@@ -45,7 +45,7 @@ class ClientRegistry {
     TimeMs last_seen = 0;
     bool owes_remount = false;
   };
-  // Touch() under mu_: the entry, created (owing a re-mount) when the client was not known.
+  // The entry, its last sign of life now; created (owing nothing) when the client was not known. mu_ held.
   Entry& TouchLocked(const ClientId& id, TimeMs now, bool* inserted);
 
   const Clock& clock_;
