@@ -1,5 +1,8 @@
 #include "rpc/channel.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -25,7 +28,7 @@ struct Waiter {
 struct RpcChannel::Connection {
   asio::io_context io;
   asio::ip::tcp::socket socket{io};
-  std::mutex write_mu;
+  std::timed_mutex write_mu;  // one frame is written at a time
   std::mutex mu;  // guards the fields below
   std::condition_variable cv;
   std::unordered_map<uint32_t, Waiter*> pending;
@@ -49,6 +52,51 @@ struct RpcChannel::Connection {
     }
     pending.clear();
     cv.notify_all();
+  }
+
+  // Writes as much of `frame` as the socket takes by `until` (write_mu held). Returns the bytes
+  // written; when short, *error is the errno that failed the send, or 0 if the deadline passed.
+  size_t WriteFrame(const std::string& frame, std::chrono::steady_clock::time_point until, int* error) {
+    const int fd = socket.native_handle();
+    size_t off = 0;
+    *error = 0;
+    while (off < frame.size()) {
+      ssize_t n = ::send(fd, frame.data() + off, frame.size() - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        off += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        *error = errno;
+        break;
+      }
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    }
+    return off;
+  }
+
+  // Writes a frame, waiting at most until `until` for the turn to write and for the socket to take
+  // it. OK; RPC_TIMEOUT (with the reason) when the deadline passed first; RPC_FAIL when the send
+  // failed. A frame cut short leaves the stream unusable, so the connection is broken then: the
+  // calls in flight on it fail with RPC_FAIL, and the next call connects again.
+  Status Write(const std::string& frame, std::chrono::steady_clock::time_point until) {
+    std::unique_lock wl(write_mu, std::defer_lock);
+    if (!wl.try_lock_until(until)) return Status(Code::kRpcTimeout, "earlier requests were still being sent");
+    int error = 0;
+    const size_t sent = WriteFrame(frame, until, &error);
+    if (sent == frame.size()) return Status::OK();
+    if (error == 0 && sent == 0) return Status(Code::kRpcTimeout, "the server is not reading");
+    std::string why = error != 0
+                          ? "sending to " + target + ": " + strerror(error)
+                          : "a request to " + target + " was cut short by its deadline (" + std::to_string(sent) +
+                                " of " + std::to_string(frame.size()) + " bytes sent); closing the connection";
+    std::lock_guard lock(mu);
+    Break(Status(Code::kRpcFail, why));
+    return Status(error != 0 ? Code::kRpcFail : Code::kRpcTimeout, why);
   }
 
   // Reads once (waiting at most until `until`) and completes the waiters whose replies arrived.
@@ -160,16 +208,20 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   return c;
 }
 
+Status RpcChannel::SendTimeout(std::chrono::milliseconds deadline, const Status& why) const {
+  return Status(Code::kRpcTimeout, "could not send to " + target_ + " within " + std::to_string(deadline.count()) +
+                                       " ms: " + why.message());
+}
+
 Status RpcChannel::Send(uint16_t method, const std::string& body, std::chrono::milliseconds connect_deadline) {
   uint32_t id;
   auto conn = Connected(connect_deadline, &id);
   if (!conn.ok()) return conn.status();
+  Connection& c = **conn;
   std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
-  std::lock_guard wl((*conn)->write_mu);
-  asio::error_code ec;
-  asio::write((*conn)->socket, asio::buffer(frame), ec);
-  if (ec) return Status(Code::kRpcFail, "sending to " + target_ + ": " + ec.message());
-  return Status::OK();  // the reply finds no waiter and is dropped
+  Status st = c.Write(frame, std::chrono::steady_clock::now() + connect_deadline);
+  if (st.code() == Code::kRpcTimeout) return SendTimeout(connect_deadline, st);
+  return st;  // on success the reply finds no waiter and is dropped
 }
 
 Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, std::chrono::milliseconds deadline) {
@@ -185,16 +237,12 @@ Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, s
     c.pending[id] = &w;
   }
   std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
-  {
-    std::lock_guard wl(c.write_mu);
-    asio::error_code ec;
-    asio::write(c.socket, asio::buffer(frame), ec);
-    if (ec) {
-      std::lock_guard lock(c.mu);
-      c.Break(Status(Code::kRpcFail, "sending to " + target_ + ": " + ec.message()));
-    }
+  if (Status st = c.Write(frame, until); st.code() == Code::kRpcTimeout) {
+    std::lock_guard lock(c.mu);
+    c.pending.erase(id);
+    return SendTimeout(deadline, st);
   }
-  std::unique_lock lock(c.mu);
+  std::unique_lock lock(c.mu);  // a failed write broke the connection and completed `w`
   while (!w.done) {
     if (!c.reading) {
       c.reading = true;  // lead: read until our reply arrives or the deadline passes

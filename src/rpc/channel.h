@@ -1,6 +1,8 @@
 // RpcChannel: the client end of one connection to an RpcServer.
 //
-// Call() sends a request and waits for its reply until a deadline (RPC_TIMEOUT after it). Many
+// Call() sends a request and waits for its reply until a deadline (RPC_TIMEOUT after it). The
+// deadline covers sending too: a server that stops reading cannot hold a caller, nor the callers
+// queued behind it to write, past their deadlines (a request cut short closes the connection). Many
 // threads may call at once: requests are pipelined on the one connection. There is no reader
 // thread: one waiting caller at a time reads the socket (the "leader") and hands out every reply
 // it finds; when its own reply arrives it passes the role on. So a lone caller reads its own
@@ -46,6 +48,7 @@ class RpcChannel {
  private:
   struct Connection;
   Result<std::shared_ptr<Connection>> Connected(std::chrono::milliseconds budget, uint32_t* id);
+  Status SendTimeout(std::chrono::milliseconds deadline, const Status& why) const;
 
   std::string host_;
   uint16_t port_;

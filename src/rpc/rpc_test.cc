@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 
 #include <asio.hpp>
 #include <condition_variable>
@@ -254,6 +255,45 @@ TEST(RpcTest, ListenerThatNeverAnswersTimesOutWithinTheDeadline) {
   EXPECT_EQ(r.code(), Code::kRpcTimeout);
   EXPECT_GE(took, 300ms);
   EXPECT_LT(took, 2s);
+}
+
+// A server whose kernel takes the connection but which never reads: once the socket buffers are
+// full a request cannot be sent whole. The call ends at its deadline all the same, and so does a
+// second caller queued behind it to write on the same connection.
+TEST(RpcTest, ACallThatCannotBeSentEndsAtItsDeadline) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acc(io, {asio::ip::make_address("127.0.0.1"), 0});
+  uint16_t port = acc.local_endpoint().port();
+  RpcChannel ch("127.0.0.1", port);
+  const std::string big(kDefaultMaxBody - 1024, 'x');  // more than any socket buffers hold
+  auto t0 = std::chrono::steady_clock::now();
+  Result<std::string> first(Status(Code::kInternal, ""));
+  std::atomic<bool> first_done{false};
+  std::thread writer([&] {
+    first = ch.Call(1, big, 1000ms);
+    first_done = true;
+  });
+  asio::ip::tcp::socket peer = acc.accept();  // taken, never read
+  int queued = 0;                             // the writer holds the connection's turn to write once its bytes arrive
+  while (queued < 16384 && !first_done && ioctl(peer.native_handle(), FIONREAD, &queued) == 0) {
+    std::this_thread::yield();
+  }
+  EXPECT_FALSE(first_done) << "the big request was sent whole: the test proves nothing";
+  auto t1 = std::chrono::steady_clock::now();
+  auto second = ch.Call(1, "small", 300ms);  // waits behind the writer for its turn, up to 300 ms
+  auto second_took = std::chrono::steady_clock::now() - t1;
+  writer.join();
+  auto first_took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(first.code(), Code::kRpcTimeout) << first.status().ToString();
+  EXPECT_LT(first_took, 3s);
+  EXPECT_EQ(second.code(), Code::kRpcTimeout) << second.status().ToString();
+  EXPECT_LT(second_took, 1s);
+  // Part of the big frame went out, so the stream is unusable: the next call makes a new
+  // connection, which the kernel takes too; a small request fits its buffers and times out waiting
+  // for the reply only.
+  auto third = ch.Call(1, "again", 200ms);
+  EXPECT_EQ(third.code(), Code::kRpcTimeout) << third.status().ToString();
+  EXPECT_NE(third.status().message().find("no reply"), std::string::npos) << third.status().ToString();
 }
 
 TEST(RpcTest, MalformedAndOversizedFramesCloseOnlyThatConnection) {
