@@ -168,8 +168,12 @@ RpcChannel::~RpcChannel() {
   }
 }
 
-Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chrono::milliseconds budget, uint32_t* id) {
-  std::lock_guard lock(mu_);
+Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chrono::steady_clock::time_point until,
+                                                                      uint32_t* id) {
+  std::unique_lock lock(mu_, std::defer_lock);
+  if (!lock.try_lock_until(until)) {  // another caller is connecting, and its attempt outlasted our deadline
+    return Status(Code::kRpcTimeout, "still connecting to " + target_);
+  }
   *id = next_id_++;
   if (conn_) {
     std::lock_guard cl(conn_->mu);
@@ -177,6 +181,7 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   }
   auto now = std::chrono::steady_clock::now();
   if (now < next_attempt_) return Status(Code::kRpcFail, "not connected to " + target_ + " (retrying after backoff)");
+  if (now >= until) return Status(Code::kRpcTimeout, "no time left to connect to " + target_);
   auto c = std::make_shared<Connection>();
   c->target = target_;
   c->max_body = options_.max_body;
@@ -189,6 +194,7 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
     asio::ip::tcp::resolver resolver(c->io);
     auto endpoints = resolver.resolve(host_, std::to_string(port_));
     asio::async_connect(c->socket, endpoints, [&](asio::error_code e, const asio::ip::tcp::endpoint&) { ec = e; });
+    const auto budget = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
     c->io.run_for(std::min(options_.connect_timeout, budget));
   } catch (const std::exception& e) {
     return fail(Code::kRpcFail, "cannot resolve " + target_ + ": " + e.what());
@@ -215,7 +221,7 @@ Status RpcChannel::SendTimeout(std::chrono::milliseconds deadline, const Status&
 
 Status RpcChannel::Send(uint16_t method, const std::string& body, std::chrono::milliseconds connect_deadline) {
   uint32_t id;
-  auto conn = Connected(connect_deadline, &id);
+  auto conn = Connected(std::chrono::steady_clock::now() + connect_deadline, &id);
   if (!conn.ok()) return conn.status();
   Connection& c = **conn;
   std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
@@ -227,7 +233,7 @@ Status RpcChannel::Send(uint16_t method, const std::string& body, std::chrono::m
 Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, std::chrono::milliseconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;
   uint32_t id;
-  auto got = Connected(deadline, &id);
+  auto got = Connected(until, &id);
   if (!got.ok()) return got.status();
   Connection& c = **got;
   Waiter w;

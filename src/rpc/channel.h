@@ -47,14 +47,15 @@ class RpcChannel {
 
  private:
   struct Connection;
-  Result<std::shared_ptr<Connection>> Connected(std::chrono::milliseconds budget, uint32_t* id);
+  // The connection, made now if there is none (and the backoff allows), by `until`.
+  Result<std::shared_ptr<Connection>> Connected(std::chrono::steady_clock::time_point until, uint32_t* id);
   Status SendTimeout(std::chrono::milliseconds deadline, const Status& why) const;
 
   std::string host_;
   uint16_t port_;
   std::string target_;
   Options options_;
-  std::mutex mu_;  // guards everything below
+  std::timed_mutex mu_;  // guards everything below; held while connecting
   std::shared_ptr<Connection> conn_;
   std::chrono::steady_clock::time_point next_attempt_{};
   Backoff backoff_;

@@ -3,8 +3,10 @@
 
 #include <asio.hpp>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "common/clock.h"
@@ -294,6 +296,57 @@ TEST(RpcTest, ACallThatCannotBeSentEndsAtItsDeadline) {
   auto third = ch.Call(1, "again", 200ms);
   EXPECT_EQ(third.code(), Code::kRpcTimeout) << third.status().ToString();
   EXPECT_NE(third.status().message().find("no reply"), std::string::npos) << third.status().ToString();
+}
+
+// Connections from this host to 127.0.0.1:`port` whose SYN is unanswered (/proc/net/tcp).
+int SynSentTo(uint16_t port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // the header
+  char want[16];
+  std::snprintf(want, sizeof(want), "0100007F:%04X", port);
+  int n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string slot, local, remote, state;
+    f >> slot >> local >> remote >> state;
+    if (remote == want && state == "02") ++n;
+  }
+  return n;
+}
+
+// A listener whose queue of connections not yet accepted is full drops new connection requests, so
+// connecting takes until the connect timeout. A second caller, waiting for that attempt, ends at its
+// own deadline.
+TEST(RpcTest, ACallWaitingForAnotherCallersConnectEndsAtItsDeadline) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acc(io);
+  acc.open(asio::ip::tcp::v4());
+  acc.bind({asio::ip::make_address("127.0.0.1"), 0});
+  acc.listen(1);  // the queue holds two
+  const asio::ip::tcp::endpoint at = acc.local_endpoint();
+  asio::ip::tcp::socket q1(io), q2(io);  // fill it; never accepted
+  q1.connect(at);
+  q2.connect(at);
+  ASSERT_EQ(SynSentTo(at.port()), 0);
+  RpcChannel::Options o;
+  o.connect_timeout = 2000ms;
+  RpcChannel ch("127.0.0.1", at.port(), o);
+  Result<std::string> first(Status(Code::kInternal, ""));
+  std::atomic<bool> first_done{false};
+  std::thread connecting([&] {
+    first = ch.Call(1, "first", 1500ms);
+    first_done = true;
+  });
+  while (SynSentTo(at.port()) == 0 && !first_done) std::this_thread::yield();  // the first caller is connecting
+  EXPECT_FALSE(first_done) << "the first call never tried to connect: the test proves nothing";
+  auto t0 = std::chrono::steady_clock::now();
+  auto second = ch.Call(1, "second", 300ms);
+  auto took = std::chrono::steady_clock::now() - t0;
+  connecting.join();
+  EXPECT_EQ(first.code(), Code::kRpcTimeout) << first.status().ToString();
+  EXPECT_EQ(second.code(), Code::kRpcTimeout) << second.status().ToString();
+  EXPECT_LT(took, 1000ms);
 }
 
 TEST(RpcTest, MalformedAndOversizedFramesCloseOnlyThatConnection) {
