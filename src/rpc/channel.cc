@@ -206,8 +206,13 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   c->socket.set_option(asio::ip::tcp::no_delay(true), ec);
   c->socket.non_blocking(false, ec);         // async_connect left the descriptor non-blocking:
   c->socket.native_non_blocking(false, ec);  // reads below block (up to the slice)
+  const int fd = c->socket.native_handle();
   timeval slice{0, kReadSliceUs};
-  setsockopt(c->socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice));
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice));
+  const unsigned user_timeout = static_cast<unsigned>(options_.unacked_timeout.count());
+  if (user_timeout > 0 && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)) != 0) {
+    YB_LOG_WARN("rpc: cannot set TCP_USER_TIMEOUT on the connection to {}: {}", target_, strerror(errno));
+  }
   backoff_.Reset();
   next_attempt_ = {};
   conn_ = c;

@@ -28,6 +28,11 @@ class RpcChannel {
  public:
   struct Options {
     std::chrono::milliseconds connect_timeout{2000};
+    // Bytes sent and unacknowledged this long fail the connection (TCP_USER_TIMEOUT): a server
+    // whose host or network is gone sends no reset, and without this the connection would stay,
+    // each call waiting out its deadline, until the kernel's ~15 minutes of retransmissions end.
+    // Once failed, calls fail at once between reconnection attempts. 0: the kernel's default.
+    std::chrono::milliseconds unacked_timeout{5000};
     std::chrono::milliseconds backoff_min{100};
     std::chrono::milliseconds backoff_max{5000};
     double backoff_jitter = 0.2;

@@ -384,3 +384,61 @@ def test_reads_move_past_a_host_that_was_cut_off(tmp_path, netns):
             reader.kill()
             reader.wait(10)
         c.stop()
+
+
+MASTER_CUT_OFF_APP = r"""
+import json, sys, time
+from yuebing import MooncakeDistributedStore
+store = MooncakeDistributedStore()
+assert store.setup(sys.argv[2], "P2PHANDSHAKE", 16 << 20, 16 << 20, "tcp", "", sys.argv[1]) == 0
+assert store.put("kept", b"v" * 4096) == 0 and store.is_exist("kept") == 1
+print("ready", flush=True)
+sys.stdin.readline()
+t0 = time.monotonic()
+answers = [store.is_exist("kept") for _ in range(20)]
+print(json.dumps({"answers": answers, "seconds": time.monotonic() - t0}), flush=True)
+sys.stdin.readline()
+t0 = time.monotonic()
+while store.is_exist("kept") != 1 and time.monotonic() - t0 < 30:
+    time.sleep(0.1)
+print(json.dumps({"back": store.is_exist("kept") == 1, "seconds": time.monotonic() - t0}), flush=True)
+"""
+
+
+def test_calls_fail_fast_once_the_master_is_cut_off_and_resume_when_it_returns(tmp_path, netns):
+    """A master host cut off the network sends no reset: only the unacknowledged-data timeout
+    (TCP_USER_TIMEOUT, 5 s) tells the client its connection is gone.
+
+    Without it every call waits its 5 s deadline on the dead connection: twenty lookups take 100 s.
+    With it the connection fails within seconds of the cut, and the calls after that fail at once
+    between reconnection attempts. When the link returns, the client reconnects and the object (the
+    master's client TTL is longer than the cut) is found again.
+    """
+    import json
+    import subprocess
+    c = Cluster(tmp_path, client_ttl=120, master_host=ADDR["ybt-m"])
+    app = None
+    try:
+        c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"])
+        app = subprocess.Popen(netns["ybt-a"] + ["/usr/bin/python3", "-c", MASTER_CUT_OFF_APP, c.address, ADDR["ybt-a"]],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp_path / "app.log", "ab"),
+                               env=dict(os.environ))
+        assert app.stdout.readline().decode().strip() == "ready", (tmp_path / "app.log").read_text()
+        sh("ip", "-n", "ybt-br", "link", "set", "ybt0br", "down")  # the master's cable: frames dropped
+        app.stdin.write(b"go\n")
+        app.stdin.flush()
+        cut = json.loads(app.stdout.readline().decode())
+        log = (tmp_path / "app.log").read_text()
+        assert all(a < 0 for a in cut["answers"]), (cut, log)
+        assert cut["seconds"] < 30, (cut, log)
+        assert "Connection timed out" in log, log
+        sh("ip", "-n", "ybt-br", "link", "set", "ybt0br", "up")
+        app.stdin.write(b"go\n")
+        app.stdin.flush()
+        back = json.loads(app.stdout.readline().decode())
+        assert back["back"], (back, (tmp_path / "app.log").read_text())
+    finally:
+        if app and app.poll() is None:
+            app.kill()
+            app.wait(10)
+        c.stop()
