@@ -28,7 +28,7 @@ struct Waiter {
 struct RpcChannel::Connection {
   asio::io_context io;
   asio::ip::tcp::socket socket{io};
-  std::timed_mutex write_mu;  // one frame is written at a time
+  DeadlineMutex write_mu;  // one frame is written at a time
   std::mutex mu;  // guards the fields below
   std::condition_variable cv;
   std::unordered_map<uint32_t, Waiter*> pending;

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/backoff.h"
+#include "common/deadline_mutex.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
 
@@ -60,7 +61,7 @@ class RpcChannel {
   uint16_t port_;
   std::string target_;
   Options options_;
-  std::timed_mutex mu_;  // guards everything below; held while connecting
+  DeadlineMutex mu_;  // guards everything below; held while connecting
   std::shared_ptr<Connection> conn_;
   std::chrono::steady_clock::time_point next_attempt_{};
   Backoff backoff_;

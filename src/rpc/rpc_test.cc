@@ -276,7 +276,8 @@ TEST(RpcTest, ACallThatCannotBeSentEndsAtItsDeadline) {
     first_done = true;
   });
   asio::ip::tcp::socket peer = acc.accept();  // taken, never read
-  int queued = 0;                             // the writer holds the connection's turn to write once its bytes arrive
+  // Once the request's bytes arrive, the writer holds the connection's turn to write.
+  int queued = 0;
   while (queued < 16384 && !first_done && ioctl(peer.native_handle(), FIONREAD, &queued) == 0) {
     std::this_thread::yield();
   }
