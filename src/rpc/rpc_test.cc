@@ -264,15 +264,19 @@ TEST(RpcTest, ListenerThatNeverAnswersTimesOutWithinTheDeadline) {
 // second caller queued behind it to write on the same connection.
 TEST(RpcTest, ACallThatCannotBeSentEndsAtItsDeadline) {
   asio::io_context io;
-  asio::ip::tcp::acceptor acc(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::acceptor acc(io);
+  acc.open(asio::ip::tcp::v4());
+  acc.set_option(asio::socket_base::receive_buffer_size(64 << 10));  // the accepted socket's too
+  acc.bind({asio::ip::make_address("127.0.0.1"), 0});
+  acc.listen();
   uint16_t port = acc.local_endpoint().port();
   RpcChannel ch("127.0.0.1", port);
-  const std::string big(kDefaultMaxBody - 1024, 'x');  // more than any socket buffers hold
+  const std::string big(16 << 20, 'x');  // more than the buffers hold (a send buffer grows to 4 MiB)
   auto t0 = std::chrono::steady_clock::now();
   Result<std::string> first(Status(Code::kInternal, ""));
   std::atomic<bool> first_done{false};
   std::thread writer([&] {
-    first = ch.Call(1, big, 1000ms);
+    first = ch.Call(1, big, 2000ms);  // far longer than the second call's: it ends first (slow builds too)
     first_done = true;
   });
   asio::ip::tcp::socket peer = acc.accept();  // taken, never read
@@ -288,7 +292,7 @@ TEST(RpcTest, ACallThatCannotBeSentEndsAtItsDeadline) {
   writer.join();
   auto first_took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(first.code(), Code::kRpcTimeout) << first.status().ToString();
-  EXPECT_LT(first_took, 3s);
+  EXPECT_LT(first_took, 4s);
   EXPECT_EQ(second.code(), Code::kRpcTimeout) << second.status().ToString();
   EXPECT_LT(second_took, 1s);
   // Part of the big frame went out, so the stream is unusable: the next call makes a new
@@ -331,12 +335,12 @@ TEST(RpcTest, ACallWaitingForAnotherCallersConnectEndsAtItsDeadline) {
   q2.connect(at);
   ASSERT_EQ(SynSentTo(at.port()), 0);
   RpcChannel::Options o;
-  o.connect_timeout = 2000ms;
+  o.connect_timeout = 2500ms;
   RpcChannel ch("127.0.0.1", at.port(), o);
   Result<std::string> first(Status(Code::kInternal, ""));
   std::atomic<bool> first_done{false};
   std::thread connecting([&] {
-    first = ch.Call(1, "first", 1500ms);
+    first = ch.Call(1, "first", 2500ms);  // far longer than the second call's (slow builds too)
     first_done = true;
   });
   while (SynSentTo(at.port()) == 0 && !first_done) std::this_thread::yield();  // the first caller is connecting
