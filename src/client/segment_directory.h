@@ -35,7 +35,7 @@ class SegmentDirectory {
     for (;;) {
       if (auto hit = FindLocked(id)) return hit;
       if (done_ >= need) return std::nullopt;
-      if (refreshing_) {
+      if (started_ != done_) {  // a refresh is out
         cv_.wait(lock);
         continue;
       }
@@ -57,7 +57,6 @@ class SegmentDirectory {
 
   // Fetches the list with mu_ released; a failed fetch keeps what we knew.
   void RefreshLocked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point now) {
-    refreshing_ = true;
     ++started_;
     last_refresh_ = now;
     lock.unlock();
@@ -68,7 +67,6 @@ class SegmentDirectory {
     }
     lock.lock();
     if (list.ok()) endpoints_.swap(fresh);
-    refreshing_ = false;
     ++done_;
     cv_.notify_all();
   }
@@ -79,8 +77,7 @@ class SegmentDirectory {
   std::condition_variable cv_;
   std::unordered_map<SegmentId, std::string> endpoints_;  // guarded by mu_
   std::chrono::steady_clock::time_point last_refresh_{};  // when the last refresh started; guarded by mu_
-  bool refreshing_ = false;                               // a ListSegments call is out; guarded by mu_
-  uint64_t started_ = 0, done_ = 0;                       // refreshes, one at a time; guarded by mu_
+  uint64_t started_ = 0, done_ = 0;  // refreshes, one at a time (one is out while they differ); guarded by mu_
 };
 
 }  // namespace yb
