@@ -1,5 +1,7 @@
 #include "common/event_loop.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -20,7 +22,8 @@ EventLoop::~EventLoop() {
   if (ep_ >= 0) ::close(ep_);
 }
 
-Status EventLoop::Start() {
+Status EventLoop::Start(int cpu) {
+  cpu_ = cpu;
   ep_ = epoll_create1(EPOLL_CLOEXEC);
   wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (ep_ < 0 || wake_ < 0)
@@ -29,6 +32,15 @@ Status EventLoop::Start() {
     return Status(Code::kInternal, std::string("event loop: epoll_ctl: ") + strerror(errno));
   }
   thread_ = std::thread([this] { Run(); });
+  if (cpu_ >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu_, &set);
+    if (int rc = pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set); rc != 0) {
+      YB_LOG_WARN("event loop: cannot pin the serving thread to CPU {}: {}; it runs unpinned", cpu_, strerror(rc));
+      cpu_ = -1;
+    }
+  }
   return Status::OK();
 }
 

@@ -54,7 +54,11 @@ class EventLoop {
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
-  Status Start();
+  // `cpu` >= 0 pins the loop's thread to that CPU (a failure to pin is logged, and the loop runs
+  // unpinned).
+  Status Start(int cpu = -1);
+  // The CPU the thread was asked to run on, or -1.
+  int cpu() const { return cpu_; }
   // Ends the thread and closes every connection. Tasks not yet run are dropped.
   void Stop();
 
@@ -89,6 +93,7 @@ class EventLoop {
   int ep_ = -1;
   int wake_ = -1;
   std::thread thread_;
+  int cpu_ = -1;
   uint64_t next_id_ = 1;                          // the loop thread's alone
   std::unordered_map<uint64_t, Entry> sessions_;  // the loop thread's alone; epoll names an Entry
   std::mutex mu_;

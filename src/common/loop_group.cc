@@ -1,5 +1,7 @@
 #include "common/loop_group.h"
 
+#include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,12 +16,24 @@ LoopGroup::~LoopGroup() { Stop(); }
 
 Status LoopGroup::Start() {
   const int n = std::max(1, options_.threads);
+  std::vector<int> cpus;
+  if (options_.pin_to_cpus) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+      }
+    }
+    if (cpus.empty())
+      YB_LOG_WARN("{}: cannot read this process's CPUs: the serving threads run unpinned", options_.name);
+  }
   loops_.reserve(n);
   for (int i = 0; i < n; ++i) {
     loops_.push_back(std::make_unique<EventLoop>([this, i](int fd, std::string peer) {
       return factory_(*loops_[i], fd, std::move(peer));
     }));
-    if (Status st = loops_.back()->Start(); !st.ok()) {
+    if (Status st = loops_.back()->Start(cpus.empty() ? -1 : cpus[i % cpus.size()]); !st.ok()) {
       loops_.clear();
       return Status(st.code(), options_.name + ": " + st.message());
     }
@@ -50,11 +64,29 @@ void LoopGroup::Deal(int fd, std::string peer) {
     ::close(fd);
     return;
   }
-  size_t best = 0;
+  loops_[Choose(fd)]->Adopt(fd, std::move(peer));
+}
+
+size_t LoopGroup::Choose(int fd) const {
+  size_t least = 0;
   for (size_t i = 1; i < loops_.size(); ++i) {
-    if (loops_[i]->open_connections() < loops_[best]->open_connections()) best = i;
+    if (loops_[i]->open_connections() < loops_[least]->open_connections()) least = i;
   }
-  loops_[best]->Adopt(fd, std::move(peer));
+  int cpu = -1;
+  socklen_t len = sizeof(cpu);
+  if (!options_.pin_to_cpus || getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0 || cpu < 0) return least;
+  size_t local = loops_.size();  // the least busy loop on that CPU
+  for (size_t i = 0; i < loops_.size(); ++i) {
+    if (loops_[i]->cpu() == cpu &&
+        (local == loops_.size() || loops_[i]->open_connections() < loops_[local]->open_connections())) {
+      local = i;
+    }
+  }
+  if (local == loops_.size()) return least;
+  // Balance first when the packets all arrive on a few CPUs (a NIC with one queue): the local loop
+  // may serve at most a quarter more connections than the least busy one, plus a few.
+  const int floor = loops_[least]->open_connections();
+  return loops_[local]->open_connections() <= floor + floor / 4 + 4 ? local : least;
 }
 
 void LoopGroup::Stop() {

@@ -32,6 +32,12 @@ class LoopGroup {
     Listener::Options listen;  // address, port, keepalive, on_accept_failed
     int threads = 1;           // event loops (at least 1)
     int max_connections = 4096;
+    // Pins loop i to the i-th CPU this process may run on (wrapping around), and gives a new
+    // connection to a loop on the CPU that processes its incoming packets (SO_INCOMING_CPU) unless
+    // that loop serves clearly more connections than the least busy one. A connection's packets are
+    // then received and served on one CPU, with no wake-up sent to another: on loopback the sender's
+    // CPU receives, on a NIC the CPU its receive queue interrupts. For a host that runs little else.
+    bool pin_to_cpus = false;
   };
 
   LoopGroup(Options options, Factory factory);
@@ -55,6 +61,7 @@ class LoopGroup {
 
  private:
   void Deal(int fd, std::string peer);  // on the accepting thread
+  size_t Choose(int fd) const;          // the loop for a new connection
 
   Options options_;
   Factory factory_;

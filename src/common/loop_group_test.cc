@@ -1,8 +1,10 @@
 #include "common/loop_group.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,7 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <gtest/gtest.h>
+#include <thread>
 
 namespace yb {
 namespace {
@@ -72,6 +74,50 @@ class EchoSession final : public LoopSession {
   int fd_;
 };
 
+// Answers each byte with two: the CPU its loop was pinned to and the CPU it runs on.
+class CpuSession final : public LoopSession {
+ public:
+  CpuSession(const EventLoop& loop, int fd) : loop_(loop), fd_(fd) {}
+  uint32_t Interest() const override { return EPOLLIN; }
+  bool OnEvents(uint32_t) override {
+    char c;
+    ssize_t n = ::recv(fd_, &c, 1, 0);
+    if (n < 0) return errno == EAGAIN || errno == EINTR;
+    const char reply[2] = {static_cast<char>(loop_.cpu()), static_cast<char>(sched_getcpu())};
+    return n > 0 && ::send(fd_, reply, 2, MSG_NOSIGNAL) == 2;
+  }
+
+ private:
+  const EventLoop& loop_;
+  int fd_;
+};
+
+// The CPUs this process may run on.
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
+// Runs `fn` on a thread pinned to `cpu`.
+template <typename Fn>
+void OnCpu(int cpu, Fn fn) {
+  std::thread t([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+    fn();
+  });
+  t.join();
+}
+
 // A blocking client connection to 127.0.0.1.
 class Conn {
  public:
@@ -83,6 +129,12 @@ class Conn {
     ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   }
   ~Conn() { ::close(fd_); }
+  // Sends a byte and reads a CpuSession's answer: {loop's CPU, CPU it ran on}, or {-2, -2}.
+  std::pair<int, int> Cpus() {
+    char c = 'x', r[2];
+    if (!ok_ || ::send(fd_, &c, 1, MSG_NOSIGNAL) != 1 || ::recv(fd_, r, 2, MSG_WAITALL) != 2) return {-2, -2};
+    return {r[0], r[1]};
+  }
   // Sends a byte and reads the echo: false when the server closed the connection instead.
   bool Echoes() {
     char c = 'x';
@@ -124,6 +176,51 @@ TEST(LoopGroupTest, EachNewConnectionGoesToTheLoopServingFewest) {
   conns.clear();
   ASSERT_TRUE(seen.WaitUntil([&] { return seen.open == 0; }));
   EXPECT_EQ(g->open_connections(), 0);
+}
+
+std::unique_ptr<LoopGroup> StartPinned(int threads) {
+  LoopGroup::Options o;
+  o.name = "pinned server";
+  o.listen.address = "127.0.0.1";
+  o.threads = threads;
+  o.pin_to_cpus = true;
+  auto g = std::make_unique<LoopGroup>(
+      std::move(o), [](EventLoop& loop, int fd, std::string) { return std::make_unique<CpuSession>(loop, fd); });
+  EXPECT_TRUE(g->Start().ok());
+  return g;
+}
+
+TEST(LoopGroupTest, PinnedLoopsServeEachConnectionOnTheCpuThatSendsIt) {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this process may use " << cpus.size();
+  auto g = StartPinned(2);
+  // On loopback the sender's CPU receives the packets: connections made and used from a thread
+  // pinned to CPU c are served by the loop pinned to c, on c.
+  for (int cpu : {cpus[0], cpus[1]}) {
+    OnCpu(cpu, [&] {
+      for (int i = 0; i < 3; ++i) {
+        Conn c(g->port());
+        EXPECT_EQ(c.Cpus(), std::make_pair(cpu, cpu));
+      }
+    });
+  }
+}
+
+TEST(LoopGroupTest, PinnedLoopsStillShareConnectionsThatAllArriveOnOneCpu) {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this process may use " << cpus.size();
+  auto g = StartPinned(2);
+  std::map<int, int> per_loop_cpu;  // as a NIC with one receive queue would deliver them
+  std::vector<std::unique_ptr<Conn>> conns;
+  OnCpu(cpus[0], [&] {
+    for (int i = 0; i < 40; ++i) {
+      conns.push_back(std::make_unique<Conn>(g->port()));
+      ++per_loop_cpu[conns.back()->Cpus().first];
+    }
+  });
+  ASSERT_EQ(per_loop_cpu.size(), 2u);
+  EXPECT_GT(per_loop_cpu[cpus[0]], per_loop_cpu[cpus[1]]);  // the local loop takes more, within a bound
+  EXPECT_LE(per_loop_cpu[cpus[0]], per_loop_cpu[cpus[1]] + per_loop_cpu[cpus[1]] / 4 + 5);
 }
 
 TEST(LoopGroupTest, ConnectionsPastTheLimitAreClosedAtOnceAndTheOthersGoOn) {

@@ -151,6 +151,7 @@ Status RpcServer::Start() {
   go.name = "rpc";
   go.listen = {options_.address, options_.port, options_.on_accept_failed, options_.keepalive};
   go.threads = options_.threads;
+  go.pin_to_cpus = options_.pin_to_cpus;
   go.max_connections = options_.max_connections;
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop&, int fd, std::string peer) {
     return std::make_unique<Session>(*this, fd, std::move(peer));

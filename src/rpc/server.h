@@ -34,6 +34,9 @@ class RpcServer {
     std::string address = "0.0.0.0";
     uint16_t port = 0;  // 0: any free port (see port())
     int threads = 2;
+    // Serving thread i runs on the i-th CPU, and a connection is served on the CPU that receives
+    // its packets (LoopGroup::Options::pin_to_cpus).
+    bool pin_to_cpus = false;
     uint32_t max_body = kDefaultMaxBody;
     // Open connections at most; one more is closed at once (and logged). Each costs a descriptor
     // and its buffers.
