@@ -4,14 +4,18 @@
 # Usage: bench/cluster_bench.sh [build dir] [yb-bench flags...]; YB_MASTER_FLAGS sets yb-master flags.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
 # storage daemon and the callers, a second RPC thread competes with the callers for the cores
-# instead of adding capacity (docs/performance.md has the comparison).
+# instead of adding capacity (docs/performance.md has the comparison). With yb-bench's
+# --per_cpu_callers (a caller thread pinned to each CPU) the master runs a serving thread pinned to
+# each CPU instead (--rpc_pin_threads), so that each connection is served on its caller's CPU.
 set -euo pipefail
 BUILD=${1:-build}
 shift || true
 BIN="$BUILD/bin"
 PORT=${YB_BENCH_PORT:-50651}
 LOG=$(mktemp -d)
-"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 ${YB_MASTER_FLAGS:---rpc_thread_num 1} >"$LOG/master.log" 2>&1 &
+MASTER_FLAGS="--rpc_thread_num 1"
+[[ " $* " == *" --per_cpu_callers "* ]] && MASTER_FLAGS="--rpc_thread_num $(nproc) --rpc_pin_threads"
+"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
 MASTER=$!
 trap 'kill $CLIENT $MASTER 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
 "$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \

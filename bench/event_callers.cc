@@ -3,13 +3,18 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "rpc/frame.h"
@@ -67,8 +72,9 @@ Status Send(Conn& c, int index, const NextRequest& next) {
 
 }  // namespace
 
-Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, int conns, double seconds,
-                                        const NextRequest& next, const CheckReply& check) {
+// One thread's callers: connections [first, first + conns), named by those indices to next/check.
+Result<EventCallResult> RunOneLoop(const std::string& host, uint16_t port, int first, int conns, double seconds,
+                                   const NextRequest& next, const CheckReply& check) {
   std::vector<Conn> cs(conns);
   int ep = epoll_create1(EPOLL_CLOEXEC);
   auto cleanup = [&] {
@@ -93,7 +99,7 @@ Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, 
   Status failed = Status::OK();
   auto t0 = Clock::now();
   auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  for (int i = 0; i < conns && failed.ok(); ++i) failed = Send(cs[i], i, next);
+  for (int i = 0; i < conns && failed.ok(); ++i) failed = Send(cs[i], first + i, next);
   std::vector<epoll_event> evs(conns);
   while (failed.ok() && Clock::now() < until) {
     int k = epoll_wait(ep, evs.data(), conns, 100);
@@ -121,18 +127,55 @@ Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, 
         failed = Status(Code::kRpcFail, "unexpected bytes after a reply");
         break;
       }
-      bool ok =
-          !(h->flags & rpc::kFlagError) && check(i, c.n, std::string_view(c.in.data() + rpc::kHeaderSize, h->body_len));
+      bool ok = !(h->flags & rpc::kFlagError) &&
+                check(first + i, c.n, std::string_view(c.in.data() + rpc::kHeaderSize, h->body_len));
       ++(ok ? out.calls : out.failures);
       c.in_len = 0;
       ++c.n;
-      failed = Send(c, i, next);
+      failed = Send(c, first + i, next);
     }
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   cleanup();
   if (!failed.ok()) return failed;
   return out;
+}
+
+Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, int conns, double seconds,
+                                        const NextRequest& next, const CheckReply& check, bool per_cpu) {
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (per_cpu && sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    }
+  }
+  const int threads = std::clamp(static_cast<int>(cpus.size()), 1, conns);
+  if (threads == 1) return RunOneLoop(host, port, 0, conns, seconds, next, check);
+  std::vector<std::optional<Result<EventCallResult>>> results(threads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[t], &one);
+      // Pinned before it connects: on loopback the CPU that sends also receives, so the server
+      // sees this CPU as the connection's incoming CPU.
+      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      const int first = conns * t / threads, last = conns * (t + 1) / threads;
+      results[t] = RunOneLoop(host, port, first, last - first, seconds, next, check);
+    });
+  }
+  for (auto& th : ts) th.join();
+  EventCallResult sum;
+  for (auto& r : results) {
+    if (!r->ok()) return r->status();
+    sum.calls += (*r)->calls;
+    sum.failures += (*r)->failures;
+    sum.seconds = std::max(sum.seconds, (*r)->seconds);
+  }
+  return sum;
 }
 
 }  // namespace yb::bench

@@ -29,8 +29,11 @@ using NextRequest = std::function<std::string_view(int conn, uint64_t n, uint16_
 using CheckReply = std::function<bool(int conn, uint64_t n, std::string_view body)>;
 
 // Runs for `seconds`; fails when a connection cannot be made, a reply is malformed, or a
-// connection is lost.
+// connection is lost. `per_cpu` runs one such caller thread per CPU this process may use, each
+// pinned to its CPU and holding its share of the connections, as callers on other hosts would reach
+// a server whose NIC spreads connections over its CPUs; `next` and `check` are then called from
+// those threads at once.
 Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, int conns, double seconds,
-                                        const NextRequest& next, const CheckReply& check);
+                                        const NextRequest& next, const CheckReply& check, bool per_cpu = false);
 
 }  // namespace yb::bench

@@ -93,9 +93,13 @@ std::optional<std::pair<double, double>> ProcessCpu(pid_t pid) {
 // each (event_callers.h); ops/s of replies that succeeded. PutStart+PutEnd counts pairs. With
 // check_replies false any reply counts (for the no-op server). When server_pid names the serving
 // process on this host, *cpu gets its user and system CPU microseconds per call over the run.
+std::string EventLoopCase(int conns, bool per_cpu) {
+  return std::to_string(conns) + "_conns_1_in_flight_each_event_loop" + (per_cpu ? "_per_cpu" : "");
+}
+
 double EventLoopRate(const std::string& host, uint16_t port, int conns, double seconds, const std::string& op,
                      const yb::CallContext& ctx, const std::vector<std::string>& keys, std::atomic<uint64_t>& put_seq,
-                     bool check_replies = true, pid_t server_pid = 0, json* cpu = nullptr) {
+                     bool check_replies = true, pid_t server_pid = 0, json* cpu = nullptr, bool per_cpu = false) {
   using yb::rpc::MasterMethod;
   const bool put = op == "PutStart+PutEnd", exist = op == "ExistKey";
   const auto method = static_cast<uint16_t>(exist ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
@@ -113,34 +117,38 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
       bodies.push_back(q.SerializeAsString());
     }
   }
-  std::vector<std::string> put_bodies(conns);  // a put's body, alive until its connection's next call
+  // Per connection, as the per-CPU callers call from several threads: a put's request and body
+  // (alive until the connection's next call), and the reply parsed by `check`.
+  std::vector<std::string> put_bodies(conns);
+  std::vector<yb::pb::MasterRequest> put_reqs(conns, q);
+  std::vector<yb::pb::MasterResponse> resps(conns);
   auto next = [&](int c, uint64_t n, uint16_t* m) -> std::string_view {
     if (!put) {
       *m = method;
       return bodies[(n * conns + c) % bodies.size()];
     }
-    q.clear_keys();
-    q.clear_sizes();
-    q.clear_values();
-    q.clear_has_values();
-    q.clear_config();
-    q.add_keys("bench/eput/" + std::to_string(put_base + (n / 2) * conns + c));
+    yb::pb::MasterRequest& pq = put_reqs[c];
+    pq.clear_keys();
+    pq.clear_sizes();
+    pq.clear_values();
+    pq.clear_has_values();
+    pq.clear_config();
+    pq.add_keys("bench/eput/" + std::to_string(put_base + (n / 2) * conns + c));
     if (n % 2 == 0) {
       *m = static_cast<uint16_t>(MasterMethod::kPutStart);
-      q.add_sizes(4096);
-      q.mutable_config()->set_replica_num(1);
+      pq.add_sizes(4096);
+      pq.mutable_config()->set_replica_num(1);
     } else {
       *m = static_cast<uint16_t>(MasterMethod::kPutEnd);
-      q.add_has_values(false);
-      q.add_values(0);
+      pq.add_has_values(false);
+      pq.add_values(0);
     }
-    q.SerializeToString(&put_bodies[c]);
+    pq.SerializeToString(&put_bodies[c]);
     return put_bodies[c];
   };
-  yb::pb::MasterResponse resp;
-  auto check = [&](int, uint64_t, std::string_view body) {
+  auto check = [&](int c, uint64_t, std::string_view body) {
     if (!check_replies) return true;
-    yb::pb::MasterResponse& r = resp;
+    yb::pb::MasterResponse& r = resps[c];
     if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())) || r.results_size() != 1 ||
         r.results(0).status().code() != 0) {
       return false;
@@ -149,7 +157,7 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
     return exist ? r.results(0).exists() : r.results(0).replicas_size() > 0;
   };
   auto cpu0 = server_pid > 0 ? ProcessCpu(server_pid) : std::nullopt;
-  auto r = yb::bench::RunEventCallers(host, port, conns, seconds, next, check);
+  auto r = yb::bench::RunEventCallers(host, port, conns, seconds, next, check, per_cpu);
   auto cpu1 = server_pid > 0 ? ProcessCpu(server_pid) : std::nullopt;
   if (!r.ok()) {
     spdlog::error("{} from an event loop over {} connections: {}", op, conns, r.status().ToString());
@@ -164,7 +172,8 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
   return static_cast<double>(r->calls) / (put ? 2 : 1) / r->seconds;
 }
 
-json MetadataBench(const std::string& master, double seconds, const std::regex& filter, pid_t master_pid) {
+json MetadataBench(const std::string& master, double seconds, const std::regex& filter, pid_t master_pid,
+                   bool per_cpu) {
   constexpr int kKeys = 20000, kBatch = 128;
   auto hp = yb::rpc::ParseHostPort(master).value();
   auto timeout = std::chrono::milliseconds(5000);
@@ -201,11 +210,11 @@ json MetadataBench(const std::string& master, double seconds, const std::regex& 
     for (int n : {16, 64}) {
       run(op.name, std::to_string(n) + "_conns_1_in_flight_each",
           [&] { return Rate(n, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * n + t); }); });
-      const std::string name = std::to_string(n) + "_conns_1_in_flight_each_event_loop";
+      const std::string name = EventLoopCase(n, per_cpu);
       run(op.name, name, [&] {
         json cpu;
-        double rate =
-            EventLoopRate(hp.first, hp.second, n, seconds, op.name, ctx, keys, put_seq, true, master_pid, &cpu);
+        double rate = EventLoopRate(hp.first, hp.second, n, seconds, op.name, ctx, keys, put_seq, true, master_pid,
+                                    &cpu, per_cpu);
         if (!cpu.is_null()) out["master_cpu_us_per_call"][op.name][name] = cpu;
         return rate;
       });
@@ -430,7 +439,7 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf) {
 class NoopRpcServer {
  public:
   // Call before any thread is started (it forks).
-  bool Start() {
+  bool Start(bool pinned) {
     int down[2], up[2];
     if (pipe(down) != 0) return false;
     if (pipe(up) != 0) return false;
@@ -439,9 +448,12 @@ class NoopRpcServer {
     if (pid_ == 0) {
       close(down[1]);
       close(up[0]);
+      // As cluster_bench.sh runs the master: one serving thread, or with per-CPU callers one
+      // pinned thread per CPU.
       yb::rpc::RpcServer::Options o;
       o.address = "127.0.0.1";
-      o.threads = 1;
+      o.threads = pinned ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) : 1;
+      o.pin_to_cpus = pinned;
       yb::rpc::RpcServer server(o);
       server.Register(static_cast<uint16_t>(yb::rpc::MasterMethod::kExistKey),
                       [](std::string_view, std::string&) { return yb::Status::OK(); });
@@ -492,6 +504,7 @@ int main(int argc, char** argv) {
   bool skip_iperf = false, skip_meta = false, skip_data = false;
   std::string meta_cases = ".";
   pid_t master_pid = 0;
+  bool per_cpu = false;
   app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
   app.add_option("--seconds", seconds, "duration of each measurement");
   app.add_flag("--skip_iperf", skip_iperf, "do not run iperf3");
@@ -503,9 +516,12 @@ int main(int argc, char** argv) {
   app.add_option("--master_pid", master_pid,
                  "the yb-master's process id when it runs on this host: the event-loop cases then report its CPU "
                  "time per call (master_cpu_us_per_call)");
+  app.add_flag("--per_cpu_callers", per_cpu,
+               "event-loop cases: one caller thread per CPU, each pinned and holding its share of the connections "
+               "(cases named ..._per_cpu); for a master run with --rpc_pin_threads");
   CLI11_PARSE(app, argc, argv);
   NoopRpcServer noop;
-  bool have_noop = !skip_meta && noop.Start();                      // forks: before any thread
+  bool have_noop = !skip_meta && noop.Start(per_cpu);               // forks: before any thread
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb-bench"));  // stdout carries the JSON
   spdlog::set_level(spdlog::level::warn);
   json out;
@@ -530,14 +546,14 @@ int main(int argc, char** argv) {
       std::atomic<uint64_t> unused{0};
       std::vector<std::string> key{"bench/noop"};
       for (int n : {16, 64}) {
-        const std::string name = std::to_string(n) + "_conns_1_in_flight_each_event_loop";
+        const std::string name = EventLoopCase(n, per_cpu);
         json cpu;
-        out["machine"]["rpc_noop_server_ops_per_s"][name] =
-            EventLoopRate("127.0.0.1", noop.port(), n, seconds, "ExistKey", {}, key, unused, false, noop.pid(), &cpu);
+        out["machine"]["rpc_noop_server_ops_per_s"][name] = EventLoopRate(
+            "127.0.0.1", noop.port(), n, seconds, "ExistKey", {}, key, unused, false, noop.pid(), &cpu, per_cpu);
         if (!cpu.is_null()) out["machine"]["rpc_noop_server_cpu_us_per_call"][name] = cpu;
       }
     }
-    json meta = MetadataBench(master, seconds, filter, master_pid);
+    json meta = MetadataBench(master, seconds, filter, master_pid, per_cpu);
     if (meta.contains("master_cpu_us_per_call")) {
       out["master_cpu_us_per_call"] = meta["master_cpu_us_per_call"];
       meta.erase("master_cpu_us_per_call");
