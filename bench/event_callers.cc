@@ -3,8 +3,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpus.h"
 #include "rpc/frame.h"
 
 namespace yb::bench {
@@ -143,26 +142,16 @@ Result<EventCallResult> RunOneLoop(const std::string& host, uint16_t port, int f
 
 Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, int conns, double seconds,
                                         const NextRequest& next, const CheckReply& check, bool per_cpu) {
-  std::vector<int> cpus;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (per_cpu && sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-    }
-  }
+  const std::vector<int> cpus = per_cpu ? AllowedCpus() : std::vector<int>{};
   const int threads = std::clamp(static_cast<int>(cpus.size()), 1, conns);
   if (threads == 1) return RunOneLoop(host, port, 0, conns, seconds, next, check);
   std::vector<std::optional<Result<EventCallResult>>> results(threads);
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back([&, t] {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpus[t], &one);
       // Pinned before it connects: on loopback the CPU that sends also receives, so the server
       // sees this CPU as the connection's incoming CPU.
-      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      PinThread(pthread_self(), cpus[t]);
       const int first = conns * t / threads, last = conns * (t + 1) / threads;
       results[t] = RunOneLoop(host, port, first, last - first, seconds, next, check);
     });

@@ -1,7 +1,5 @@
 #include "common/event_loop.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -9,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/cpus.h"
 #include "common/log.h"
 
 namespace yb {
@@ -33,10 +32,7 @@ Status EventLoop::Start(int cpu) {
   }
   thread_ = std::thread([this] { Run(); });
   if (cpu_ >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu_, &set);
-    if (int rc = pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set); rc != 0) {
+    if (int rc = PinThread(thread_.native_handle(), cpu_); rc != 0) {
       YB_LOG_WARN("event loop: cannot pin the serving thread to CPU {}: {}; it runs unpinned", cpu_, strerror(rc));
       cpu_ = -1;
     }

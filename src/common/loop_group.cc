@@ -1,11 +1,11 @@
 #include "common/loop_group.h"
 
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "common/cpus.h"
 #include "common/log.h"
 
 namespace yb {
@@ -18,13 +18,7 @@ Status LoopGroup::Start() {
   const int n = std::max(1, options_.threads);
   std::vector<int> cpus;
   if (options_.pin_to_cpus) {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-      for (int c = 0; c < CPU_SETSIZE; ++c) {
-        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-      }
-    }
+    cpus = AllowedCpus();
     if (cpus.empty())
       YB_LOG_WARN("{}: cannot read this process's CPUs: the serving threads run unpinned", options_.name);
   }

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/cpus.h"
+
 namespace yb {
 namespace {
 
@@ -92,27 +94,11 @@ class CpuSession final : public LoopSession {
   int fd_;
 };
 
-// The CPUs this process may run on.
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    }
-  }
-  return cpus;
-}
-
 // Runs `fn` on a thread pinned to `cpu`.
 template <typename Fn>
 void OnCpu(int cpu, Fn fn) {
   std::thread t([&] {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+    ASSERT_EQ(PinThread(pthread_self(), cpu), 0);
     fn();
   });
   t.join();
