@@ -24,8 +24,12 @@ def get(c, key):
     return r.returncode, r.stdout
 
 
-def test_put_with_two_replicas_then_read_from_another_client(cluster):
-    cluster.start_master()
+# The second run pins the master's serving threads to CPUs (--rpc_pin_threads): connections are
+# then dealt by the CPU that receives them, and every call must still be answered.
+@pytest.mark.parametrize("master_flags", [[], ["--rpc_thread_num", "2", "--rpc_pin_threads"]],
+                         ids=["default", "pinned"])
+def test_put_with_two_replicas_then_read_from_another_client(cluster, master_flags):
+    cluster.start_master(extra=master_flags)
     cluster.start_client("node-a")
     cluster.start_client("node-b")
     data = value(3 << 20, 7)
@@ -35,6 +39,8 @@ def test_put_with_two_replicas_then_read_from_another_client(cluster):
     segs = cluster.segments()
     assert {s["name"] for s in segs} == {"node-a", "node-b"}
     assert all(s["allocations"] == 1 for s in segs), segs  # one replica on each node
+    pinned = "pinned to CPUs" in (cluster.tmp / "master.log").read_text()
+    assert pinned == ("--rpc_pin_threads" in master_flags)
 
 
 def test_kill9_replica_holder_then_ttl_unmount_then_remount(cluster):
