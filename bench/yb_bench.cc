@@ -89,14 +89,16 @@ std::optional<std::pair<double, double>> ProcessCpu(pid_t pid) {
   return std::make_pair(utime / tick, stime / tick);
 }
 
-// Single-key calls from one event-loop thread over `conns` connections, one call in flight on
-// each (event_callers.h); ops/s of replies that succeeded. PutStart+PutEnd counts pairs. With
-// check_replies false any reply counts (for the no-op server). When server_pid names the serving
-// process on this host, *cpu gets its user and system CPU microseconds per call over the run.
+// The name of an event-loop case in the JSON.
 std::string EventLoopCase(int conns, bool per_cpu) {
   return std::to_string(conns) + "_conns_1_in_flight_each_event_loop" + (per_cpu ? "_per_cpu" : "");
 }
 
+// Single-key calls from one event-loop thread (with per_cpu, one pinned thread per CPU) over
+// `conns` connections, one call in flight on each (event_callers.h); ops/s of replies that
+// succeeded. PutStart+PutEnd counts pairs. With check_replies false any reply counts (for the no-op
+// server). When server_pid names the serving process on this host, *cpu gets its user and system
+// CPU microseconds per call over the run.
 double EventLoopRate(const std::string& host, uint16_t port, int conns, double seconds, const std::string& op,
                      const yb::CallContext& ctx, const std::vector<std::string>& keys, std::atomic<uint64_t>& put_seq,
                      bool check_replies = true, pid_t server_pid = 0, json* cpu = nullptr, bool per_cpu = false) {
