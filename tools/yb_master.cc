@@ -293,7 +293,8 @@ int main(int argc, char** argv) {
   background.Add("master-background", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
   background.Start();
   spdlog::info("yb-master serving RPC on {}:{} ({} threads{}), HTTP on {}:{}", f.rpc_address, server.port(), ro.threads,
-               ro.pin_to_cpus ? ", pinned to CPUs" : "", f.metrics_address, f.metrics_port);
+               ro.pin_to_cpus ? fmt::format(", {} pinned to CPUs", server.pinned_threads()) : "", f.metrics_address,
+               f.metrics_port);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

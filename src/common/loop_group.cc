@@ -42,6 +42,10 @@ Status LoopGroup::Start() {
   return Status::OK();
 }
 
+int LoopGroup::pinned_threads() const {
+  return static_cast<int>(std::count_if(loops_.begin(), loops_.end(), [](const auto& l) { return l->cpu() >= 0; }));
+}
+
 int LoopGroup::open_connections() const {
   int n = 0;
   for (const auto& loop : loops_) n += loop->open_connections();

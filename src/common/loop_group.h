@@ -53,6 +53,8 @@ class LoopGroup {
 
   uint16_t port() const { return listener_ ? listener_->port() : 0; }
   int threads() const { return static_cast<int>(loops_.size()); }
+  // Loops whose thread is pinned to a CPU (pin_to_cpus; a thread that could not be pinned is not).
+  int pinned_threads() const;
   int open_connections() const;
   // Connections closed at once because max_connections were open.
   uint64_t refused_connections() const { return refused_.load(); }

@@ -147,6 +147,7 @@ TEST(LoopGroupTest, EachNewConnectionGoesToTheLoopServingFewest) {
   LoopGroup::Options o;
   o.threads = 3;
   auto g = StartGroup(seen, o);
+  EXPECT_EQ(g->pinned_threads(), 0);
   std::vector<std::unique_ptr<Conn>> conns;
   for (int i = 0; i < 6; ++i) {
     conns.push_back(std::make_unique<Conn>(g->port()));
@@ -180,6 +181,7 @@ TEST(LoopGroupTest, PinnedLoopsServeEachConnectionOnTheCpuThatSendsIt) {
   const std::vector<int> cpus = AllowedCpus();
   if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this process may use " << cpus.size();
   auto g = StartPinned(2);
+  EXPECT_EQ(g->pinned_threads(), 2);
   // On loopback the sender's CPU receives the packets: connections made and used from a thread
   // pinned to CPU c are served by the loop pinned to c, on c.
   for (int cpu : {cpus[0], cpus[1]}) {

@@ -62,6 +62,8 @@ class RpcServer {
   Status Start();
   void Stop();
   uint16_t port() const { return group_ ? group_->port() : 0; }
+  // Serving threads pinned to a CPU (Options::pin_to_cpus).
+  int pinned_threads() const { return group_ ? group_->pinned_threads() : 0; }
 
   uint64_t malformed_frames() const { return malformed_.load(); }
   uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }

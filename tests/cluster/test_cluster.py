@@ -39,7 +39,7 @@ def test_put_with_two_replicas_then_read_from_another_client(cluster, master_fla
     segs = cluster.segments()
     assert {s["name"] for s in segs} == {"node-a", "node-b"}
     assert all(s["allocations"] == 1 for s in segs), segs  # one replica on each node
-    pinned = "pinned to CPUs" in (cluster.tmp / "master.log").read_text()
+    pinned = "2 pinned to CPUs" in (cluster.tmp / "master.log").read_text()
     assert pinned == ("--rpc_pin_threads" in master_flags)
 
 
