@@ -151,7 +151,11 @@ Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, 
     ts.emplace_back([&, t] {
       // Pinned before it connects: on loopback the CPU that sends also receives, so the server
       // sees this CPU as the connection's incoming CPU.
-      PinThread(pthread_self(), cpus[t]);
+      if (int rc = PinThread(pthread_self(), cpus[t]); rc != 0) {
+        results[t] = Status(Code::kInternal,
+                            "cannot pin a caller thread to CPU " + std::to_string(cpus[t]) + ": " + std::strerror(rc));
+        return;
+      }
       const int first = conns * t / threads, last = conns * (t + 1) / threads;
       results[t] = RunOneLoop(host, port, first, last - first, seconds, next, check);
     });

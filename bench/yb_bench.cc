@@ -10,8 +10,9 @@
 //   - the machine: single-thread memcpy bandwidth, iperf3's loopback bandwidth when iperf3 is
 //     installed, and the same event-loop caller against an RPC server (a child process, one
 //     thread) whose handler does nothing: the ceiling for the master's single-key figures.
-// Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf]
-#include <cstdlib>
+// With --per_cpu_callers the event-loop callers run as a pinned thread per CPU (against a master
+// started with --rpc_pin_threads), and the do-nothing server as a pinned thread per CPU.
+// Usage: yb-bench --master 127.0.0.1:50051 [--seconds 1.5] [--skip_iperf] [--per_cpu_callers]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -27,6 +28,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -34,6 +36,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cpus.h"
 #include "event_callers.h"
 #include "master.pb.h"
 #include "master/master_api.h"
@@ -454,7 +457,7 @@ class NoopRpcServer {
       // pinned thread per CPU.
       yb::rpc::RpcServer::Options o;
       o.address = "127.0.0.1";
-      o.threads = pinned ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) : 1;
+      o.threads = pinned ? std::max<int>(1, static_cast<int>(yb::AllowedCpus().size())) : 1;  // as `nproc`
       o.pin_to_cpus = pinned;
       yb::rpc::RpcServer server(o);
       server.Register(static_cast<uint16_t>(yb::rpc::MasterMethod::kExistKey),
