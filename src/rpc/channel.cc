@@ -158,6 +158,7 @@ RpcChannel::RpcChannel(std::string host, uint16_t port, Options options)
       port_(port),
       target_(host_ + ":" + std::to_string(port)),
       options_(options),
+      resolver_(options.lookup),
       backoff_(options.backoff_min, options.backoff_max, options.backoff_jitter) {}
 
 RpcChannel::~RpcChannel() {
@@ -190,15 +191,18 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
     next_attempt_ = now + backoff_.Next();
     return Status(code, msg);
   };
-  try {
-    asio::ip::tcp::resolver resolver(c->io);
-    auto endpoints = resolver.resolve(host_, std::to_string(port_));
-    asio::async_connect(c->socket, endpoints, [&](asio::error_code e, const asio::ip::tcp::endpoint&) { ec = e; });
-    const auto budget = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
-    c->io.run_for(std::min(options_.connect_timeout, budget));
-  } catch (const std::exception& e) {
-    return fail(Code::kRpcFail, "cannot resolve " + target_ + ": " + e.what());
+  const auto connect_until = std::min(until, now + options_.connect_timeout);
+  auto addresses = resolver_.Resolve(host_, std::to_string(port_), connect_until);
+  if (!addresses.ok()) return fail(addresses.status().code(), addresses.status().message());
+  std::vector<asio::ip::tcp::endpoint> endpoints;
+  for (const SocketAddress& a : *addresses) {
+    asio::ip::tcp::endpoint ep;
+    std::memcpy(ep.data(), &a.addr, a.len);
+    ep.resize(a.len);
+    endpoints.push_back(ep);
   }
+  asio::async_connect(c->socket, endpoints, [&](asio::error_code e, const asio::ip::tcp::endpoint&) { ec = e; });
+  c->io.run_until(connect_until);
   if (ec) {
     return fail(ec == asio::error::timed_out ? Code::kRpcTimeout : Code::kRpcFail,
                 "cannot connect to " + target_ + ": " + ec.message());

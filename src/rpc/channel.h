@@ -9,7 +9,8 @@
 // reply with no thread switch. A broken connection fails the calls in flight with RPC_FAIL; the
 // next call reconnects, no sooner than an exponential backoff (100 ms doubling to 5 s, each pause
 // +-20% at random so that the clients of a restarted master do not all reconnect at once) allows.
-// Thread-safe.
+// Connecting, name lookup included (common/resolve.h), is bounded by the call's deadline and the
+// connect timeout. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,7 @@
 
 #include "common/backoff.h"
 #include "common/deadline_mutex.h"
+#include "common/resolve.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
 
@@ -38,6 +40,7 @@ class RpcChannel {
     std::chrono::milliseconds backoff_max{5000};
     double backoff_jitter = 0.2;
     uint32_t max_body = kDefaultMaxBody;
+    NameResolver::Lookup lookup = NameResolver::SystemLookup;  // how host names are looked up
   };
 
   RpcChannel(std::string host, uint16_t port, Options options);
@@ -61,6 +64,7 @@ class RpcChannel {
   uint16_t port_;
   std::string target_;
   Options options_;
+  NameResolver resolver_;
   DeadlineMutex mu_;  // guards everything below; held while connecting
   std::shared_ptr<Connection> conn_;
   std::chrono::steady_clock::time_point next_attempt_{};

@@ -259,6 +259,40 @@ TEST(RpcTest, ListenerThatNeverAnswersTimesOutWithinTheDeadline) {
   EXPECT_LT(took, 2s);
 }
 
+// A host name whose lookup hangs (as with a DNS server that does not answer) costs a call its
+// deadline, not the resolver's timeouts; when the lookup answers, the next call connects with it.
+TEST(RpcTest, AHungNameLookupEndsTheCallAtItsDeadline) {
+  auto server = EchoServer();
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  RpcChannel::Options co;
+  co.backoff_min = 0ms;  // try again at the next call
+  co.backoff_max = 0ms;
+  co.lookup = [gate](const std::string&, const std::string& port) {
+    std::unique_lock l(gate->mu);
+    gate->cv.wait(l, [&] { return gate->open; });
+    return NameResolver::SystemLookup("127.0.0.1", port);
+  };
+  RpcChannel ch("master.example", server->port(), co);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = ch.Call(1, "x", 200ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  ASSERT_EQ(r.code(), Code::kRpcTimeout) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("resolving master.example"), std::string::npos) << r.status().message();
+  {
+    std::lock_guard l(gate->mu);
+    gate->open = true;
+  }
+  gate->cv.notify_all();
+  auto ok = ch.Call(1, "y", 5s);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, "echo:y");
+}
+
 // A server whose kernel takes the connection but which never reads: once the socket buffers are
 // full a request cannot be sent whole. The call ends at its deadline all the same, and so does a
 // second caller queued behind it to write on the same connection.

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -36,34 +35,33 @@ struct TcpTransport::Conn {
 
 namespace {
 
-// Connects within `timeout` (a host that drops the SYNs would otherwise hold the caller for the
-// kernel's two minutes of retries) and sets the connection up for transfers, with `io_timeout`.
-Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout, std::chrono::milliseconds io_timeout,
-                 std::chrono::milliseconds unacked_timeout, int* out) {
+// Connects within `timeout`, name lookup included (a host that drops the SYNs, or a DNS server
+// that does not answer, would otherwise hold the caller for minutes) and sets the connection up for
+// transfers, with `io_timeout`.
+Status ConnectTo(NameResolver& names, const std::string& endpoint, std::chrono::milliseconds timeout,
+                 std::chrono::milliseconds io_timeout, std::chrono::milliseconds unacked_timeout, int* out) {
   auto colon = endpoint.rfind(':');
   if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
-  const std::string host = endpoint.substr(0, colon), port = endpoint.substr(colon + 1);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    return Status(Code::kTransferFail, "cannot resolve transfer server " + endpoint + ": " + gai_strerror(rc));
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  auto addresses = names.Resolve(endpoint.substr(0, colon), endpoint.substr(colon + 1), until);
+  if (!addresses.ok()) {
+    return Status(Code::kTransferFail, "transfer server " + endpoint + ": " + addresses.status().message());
   }
   std::string why = "no address";
   int fd = -1;
-  for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  for (const SocketAddress& a : *addresses) {
+    fd = ::socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
       why = strerror(errno);
       continue;
     }
-    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    int err = ::connect(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ? 0 : errno;
     if (err == EINPROGRESS) {
       pollfd p{fd, POLLOUT, 0};
       int n;
       do {
-        n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
       } while (n < 0 && errno == EINTR);
       socklen_t len = sizeof(err);
       if (n == 0) {
@@ -76,9 +74,10 @@ Status ConnectTo(const std::string& endpoint, std::chrono::milliseconds timeout,
       why = strerror(err);
       ::close(fd);
       fd = -1;
+      continue;
     }
+    break;
   }
-  freeaddrinfo(res);
   if (fd < 0) return Status(Code::kTransferFail, "cannot connect to transfer server " + endpoint + ": " + why);
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   int one = 1;
@@ -199,7 +198,7 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
     if (!MayConnectLocked(endpoint, Now(), error)) return nullptr;
   }
   auto c = std::make_unique<Conn>();
-  *error = ConnectTo(endpoint, options_.connect_timeout, options_.io_timeout, options_.unacked_timeout, &c->fd);
+  *error = ConnectTo(names_, endpoint, options_.connect_timeout, options_.io_timeout, options_.unacked_timeout, &c->fd);
   {
     std::lock_guard lock(mu_);
     NoteConnectLocked(endpoint, Now(), *error);

@@ -1,0 +1,100 @@
+#include "common/resolve.h"
+
+#include <netdb.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <thread>
+
+namespace yb {
+
+namespace {
+
+constexpr TimeMs kFreshMs = 30'000;  // a lookup started longer ago than this is not waited for or used
+
+Result<std::vector<SocketAddress>> GetAddrInfo(const std::string& host, const std::string& port, int flags) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = flags;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Status(Code::kRpcFail, std::string("cannot resolve ") + host + ":" + port + ": " +
+                                      (rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc)));
+  }
+  std::vector<SocketAddress> out;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    if (a->ai_addrlen > sizeof(sockaddr_storage)) continue;
+    SocketAddress s;
+    std::memcpy(&s.addr, a->ai_addr, a->ai_addrlen);
+    s.len = a->ai_addrlen;
+    s.family = a->ai_family;
+    out.push_back(s);
+  }
+  freeaddrinfo(res);
+  if (out.empty()) return Status(Code::kRpcFail, "cannot resolve " + host + ":" + port + ": no address");
+  return out;
+}
+
+const RealClock kRealClock;
+
+}  // namespace
+
+struct NameResolver::Pending {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  TimeMs started = 0;
+  Result<std::vector<SocketAddress>> result{Status(Code::kInternal, "")};
+};
+
+NameResolver::NameResolver(Lookup lookup, const Clock* clock)
+    : lookup_(std::move(lookup)), clock_(clock ? clock : &kRealClock) {}
+
+Result<std::vector<SocketAddress>> NameResolver::SystemLookup(const std::string& host, const std::string& port) {
+  return GetAddrInfo(host, port, 0);
+}
+
+Result<std::vector<SocketAddress>> NameResolver::Resolve(const std::string& host, const std::string& port,
+                                                         std::chrono::steady_clock::time_point until) {
+  if (auto numeric = GetAddrInfo(host, port, AI_NUMERICHOST | AI_NUMERICSERV); numeric.ok()) return numeric;
+  const std::string key = host + '\0' + port;
+  std::shared_ptr<Pending> p;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(key);
+    const TimeMs now = clock_->NowMs();
+    if (it != pending_.end() && now - it->second->started <= kFreshMs) p = it->second;
+    if (!p) {
+      p = std::make_shared<Pending>();
+      p->started = now;
+      try {
+        std::thread([lookup = lookup_, p, host, port] {
+          auto r = lookup(host, port);
+          {
+            std::lock_guard pl(p->mu);
+            p->result = std::move(r);
+            p->done = true;
+          }
+          p->cv.notify_all();
+        }).detach();
+      } catch (const std::system_error& e) {
+        return Status(Code::kRpcFail,
+                      "cannot resolve " + host + ":" + port + ": no thread for the lookup: " + e.what());
+      }
+      pending_[key] = p;
+    }
+  }
+  std::unique_lock pl(p->mu);
+  if (!p->cv.wait_until(pl, until, [&] { return p->done; })) {
+    return Status(Code::kRpcTimeout, "resolving " + host + " took longer than the deadline (the lookup goes on)");
+  }
+  auto result = p->result;
+  pl.unlock();
+  std::lock_guard lock(mu_);
+  if (auto it = pending_.find(key); it != pending_.end() && it->second == p)
+    pending_.erase(it);  // used: look up anew next time
+  return result;
+}
+
+}  // namespace yb
