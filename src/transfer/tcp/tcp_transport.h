@@ -8,13 +8,14 @@
 // again once, on a new connection, and the endpoint's other idle connections are dropped.
 //
 // An endpoint that cannot be connected to (its node went away: refused, or no answer within
-// connect_timeout, which bounds the host name's lookup too: common/resolve.h) is not tried again for a while, 100 ms
-// after the first failure doubling to 2 s: meanwhile its requests fail at once (TRANSFER_FAIL, "unreachable"), so that
-// a read moves on to its next replica without a connection attempt each, and a dead host costs a caller one
-// connect_timeout per pause, not one per request. A connection that times out (no answer within
-// io_timeout, or sent bytes unacknowledged for unacked_timeout: a host cut off or powered off sends
-// no reset) counts as such a failure, and takes the endpoint's idle connections with it. Logged the
-// 1st, 2nd, 4th, ... failure in a row, and when it is reached again.
+// connect_timeout, which bounds the host name's lookup too: common/resolve.h) is not tried again
+// for a while, 100 ms after the first failure doubling to 2 s: meanwhile its requests fail at once
+// (TRANSFER_FAIL, "unreachable"), so that a read moves on to its next replica without a connection
+// attempt each, and a dead host costs a caller one connect_timeout per pause, not one per request.
+// A connection that times out (no answer within io_timeout, or sent bytes unacknowledged for
+// unacked_timeout: a host cut off or powered off sends no reset) counts as such a failure, and
+// takes the endpoint's idle connections with it. Logged the 1st, 2nd, 4th, ... failure in a row,
+// and when it is reached again.
 // Thread-safe.
 #pragma once
 
