@@ -69,8 +69,6 @@ Status Send(Conn& c, int index, const NextRequest& next) {
   return Status::OK();
 }
 
-}  // namespace
-
 // One thread's callers: connections [first, first + conns), named by those indices to next/check.
 Result<EventCallResult> RunOneLoop(const std::string& host, uint16_t port, int first, int conns, double seconds,
                                    const NextRequest& next, const CheckReply& check) {
@@ -139,6 +137,8 @@ Result<EventCallResult> RunOneLoop(const std::string& host, uint16_t port, int f
   if (!failed.ok()) return failed;
   return out;
 }
+
+}  // namespace
 
 Result<EventCallResult> RunEventCallers(const std::string& host, uint16_t port, int conns, double seconds,
                                         const NextRequest& next, const CheckReply& check, bool per_cpu) {
