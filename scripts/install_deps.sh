@@ -10,6 +10,7 @@ PKGS=(
   libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
   libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
   python3 python3-dev python3-pytest python3-numpy pybind11-dev iproute2 iperf3 curl
+  clang
 )
 missing=()
 for p in "${PKGS[@]}"; do

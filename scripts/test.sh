@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is needed, builds, runs every test, then runs the unit tests
 # again under AddressSanitizer + UndefinedBehaviorSanitizer. Set YB_SKIP_SANITIZERS=1 to skip that
-# second pass, YB_TSAN=1 to add a ThreadSanitizer pass.
+# second pass, YB_TSAN=1 to add a ThreadSanitizer pass. Clang's thread-safety analysis runs over the
+# master after the first pass (scripts/thread_safety.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
@@ -12,6 +13,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_BUILD_TESTS=ON -DYB_B
 cmake --build build -j"$jobs"
 echo "== tests =="
 ctest --test-dir build --output-on-failure -j"$jobs"
+echo "== thread-safety analysis (clang) =="
+scripts/thread_safety.sh
 
 if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== build (ASan + UBSan) =="

@@ -11,7 +11,7 @@ ClientRegistry::Entry& ClientRegistry::TouchLocked(const ClientId& id, TimeMs no
 
 void ClientRegistry::Register(const ClientId& id) {
   TimeMs now = clock_.NowMs();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // Registering starts a (re-)mount: a fresh client owes nothing. A known one keeps a debt it has
   // not been told of: its segments were dropped, and it may not know.
   bool inserted = false;
@@ -20,7 +20,7 @@ void ClientRegistry::Register(const ClientId& id) {
 
 void ClientRegistry::Touch(const ClientId& id) {
   TimeMs now = clock_.NowMs();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bool inserted = false;
   Entry& e = TouchLocked(id, now, &inserted);
   if (inserted) e.owes_remount = true;  // known from a call, not a registration
@@ -28,7 +28,7 @@ void ClientRegistry::Touch(const ClientId& id) {
 
 bool ClientRegistry::Ping(const ClientId& id) {
   TimeMs now = clock_.NowMs();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bool inserted = false;
   Entry& e = TouchLocked(id, now, &inserted);
   bool owes = inserted || e.owes_remount;
@@ -37,19 +37,19 @@ bool ClientRegistry::Ping(const ClientId& id) {
 }
 
 void ClientRegistry::MarkRemount(const ClientId& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = clients_.find(id); it != clients_.end()) it->second.owes_remount = true;
 }
 
 bool ClientRegistry::Known(const ClientId& id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return clients_.count(id) != 0;
 }
 
 std::vector<ClientId> ClientRegistry::Expire() {
   TimeMs now = clock_.NowMs();
   std::vector<ClientId> dead;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (now - it->second.last_seen > ttl_ms_) {
       dead.push_back(it->first);
@@ -62,12 +62,12 @@ std::vector<ClientId> ClientRegistry::Expire() {
 }
 
 bool ClientRegistry::Remove(const ClientId& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return clients_.erase(id) != 0;
 }
 
 size_t ClientRegistry::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return clients_.size();
 }
 

@@ -8,7 +8,7 @@
 // segments; and MarkRemount() covers a call that arrived while the client was being forgotten.
 #pragma once
 
-#include <mutex>
+#include "common/thread_annotations.h"
 #include <unordered_map>
 #include <vector>
 
@@ -45,13 +45,13 @@ class ClientRegistry {
     TimeMs last_seen = 0;
     bool owes_remount = false;
   };
-  // The entry, its last sign of life now; created (owing nothing) when the client was not known. mu_ held.
-  Entry& TouchLocked(const ClientId& id, TimeMs now, bool* inserted);
+  // The entry, its last sign of life now; created (owing nothing) when the client was not known.
+  Entry& TouchLocked(const ClientId& id, TimeMs now, bool* inserted) REQUIRES(mu_);
 
   const Clock& clock_;
   int64_t ttl_ms_;
-  mutable std::mutex mu_;
-  std::unordered_map<ClientId, Entry, IdHash> clients_;  // guarded by mu_
+  mutable Mutex mu_;  // a leaf: nothing is called while it is held
+  std::unordered_map<ClientId, Entry, IdHash> clients_ GUARDED_BY(mu_);
 };
 
 }  // namespace yb

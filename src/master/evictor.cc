@@ -65,60 +65,54 @@ bool Evictor::IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const {
 void Evictor::Collect(Pass pass, TimeMs now, std::vector<Candidate>& out) {
   out.clear();
   for (size_t i = 0; i < table_.shard_count(); ++i) {
-    Shard& s = table_.shard(i);
-    std::lock_guard lock(s.mu);
     size_t scanned = 0, taken = 0;
-    ObjectEntry* e = s.lru_head;
-    for (; e && scanned < kScanPerShard && taken < kCandidatesPerShard; e = e->second.lru_next, ++scanned) {
-      if (!IsCandidate(e->second, pass, now)) continue;
-      out.push_back(Candidate{e->second.last_access, static_cast<uint32_t>(i), false, e->second.object_id,
-                              MemoryBytes(e->second), std::string(e->first)});
-      ++taken;
-    }
-    if (e && taken > 0) out.back().last_of_truncated_shard = true;
+    const bool truncated = table_.LockShard(i).ForEachLeastRecent([&](const ObjectEntry& e) {
+      ++scanned;
+      if (IsCandidate(e.second, pass, now)) {
+        out.push_back(Candidate{e.second.last_access, static_cast<uint32_t>(i), false, e.second.object_id,
+                                MemoryBytes(e.second), std::string(e.first)});
+        ++taken;
+      }
+      return scanned < kScanPerShard && taken < kCandidatesPerShard;
+    });
+    if (truncated && taken > 0) out.back().last_of_truncated_shard = true;
   }
 }
 
-uint64_t Evictor::EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now) {
-  auto it = s.objects.find(HashedKey(c.key));
-  if (it == s.objects.end() || it->second.object_id != c.object_id) return 0;
-  ObjectMeta& m = it->second;
+uint64_t Evictor::EvictOne(ObjectTable::Locked& s, const Candidate& c, Pass pass, TimeMs now) {
+  auto obj = s.Find(HashedKey(c.key));
+  if (!obj || obj->object_id != c.object_id) return 0;
+  const ObjectMeta& m = obj.meta();
   if (!IsCandidate(m, pass, now)) return 0;
   uint64_t freed = MemoryBytes(m);
   if (config_.offload_on_evict && !(m.flags & kNoOffload) && !m.HasKind(ReplicaKind::kLocalDisk)) {
-    Offload o = QueueOffload(*it);
+    Offload o = QueueOffload(s, obj);
     if (o == Offload::kQueued) return freed;  // freed when the disk copy is durable
     if (o == Offload::kQueueFull && !config_.offload_force_evict) {
       kept_queue_full_.fetch_add(1, std::memory_order_relaxed);
       return 0;
     }
   }
-  table_.DropMemoryReplicas(s, it);  // an object with a disk copy stays, without DRAM
+  s.DropMemoryReplicas(obj);  // an object with a disk copy stays, without DRAM
   return freed;
 }
 
-Evictor::Offload Evictor::QueueOffload(ObjectEntry& e) {
-  ObjectMeta& m = e.second;
+Evictor::Offload Evictor::QueueOffload(ObjectTable::Locked& s, ObjectTable::Ref obj) {
+  const ObjectMeta& m = obj.meta();
   bool full = false;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const StoredReplica r = m.replica(i);
     ClientId owner;
     if (r.kind() != ReplicaKind::kMemory || !segments_.OwnerOf(r.segment(), &owner) || !offload_.Has(owner)) continue;
-    if (!offload_.Push(owner, OffloadItem{std::string(e.first), m.object_id, m.size, true})) {
+    if (!offload_.Push(owner, OffloadItem{std::string(obj.key()), m.object_id, m.size, true})) {
       full = true;
       continue;
     }
     // Keep this replica (and any non-memory ones); the other memory replicas go now.
-    std::vector<StoredReplica> keep, gone;
-    for (size_t j = 0; j < m.n_replicas; ++j) {
-      const StoredReplica& o = m.replica(j);
-      (j == i || o.kind() != ReplicaKind::kMemory ? keep : gone).push_back(o);
-    }
-    if (!gone.empty()) {
-      table_.FreeReplicas(m.tenant, m.size, gone);
-      m.SetReplicas(keep);
-    }
-    m.flags |= kOffloading;
+    s.DropReplicasIf(obj, [&](const StoredReplica& o) {
+      return o.kind() == ReplicaKind::kMemory && !(o.segment() == r.segment() && o.offset() == r.offset());
+    });
+    s.SetOffloadFlags(obj, kOffloading);
     offloaded_on_evict_.fetch_add(1, std::memory_order_relaxed);
     return Offload::kQueued;
   }
@@ -126,7 +120,7 @@ Evictor::Offload Evictor::QueueOffload(ObjectEntry& e) {
 }
 
 uint64_t Evictor::EvictBytes(uint64_t need) {
-  std::lock_guard run_lock(run_mu_);
+  MutexLock run_lock(run_mu_);
   TimeMs now = clock_.NowMs();
   uint64_t freed = 0, objects = 0;
   std::vector<Candidate> cands;
@@ -149,8 +143,7 @@ uint64_t Evictor::EvictBytes(uint64_t need) {
                        [](const Candidate& a, const Candidate& b) { return a.shard < b.shard; });
       uint64_t round = 0;
       for (size_t i = 0; i < take;) {
-        Shard& s = table_.shard(cands[i].shard);
-        std::lock_guard lock(s.mu);
+        auto s = table_.LockShard(cands[i].shard);
         for (uint32_t sh = cands[i].shard; i < take && cands[i].shard == sh; ++i) {
           uint64_t f = EvictOne(s, cands[i], pass, now);
           if (f > 0) {

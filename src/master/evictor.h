@@ -24,9 +24,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
 #include "common/clock.h"
+#include "common/thread_annotations.h"
 #include "master/master_config.h"
 #include "master/object_table.h"
 #include "master/offload_queues.h"
@@ -66,16 +66,16 @@ class Evictor {
   bool IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const;
   static uint64_t MemoryBytes(const ObjectMeta& m);
   void Collect(Pass pass, TimeMs now, std::vector<Candidate>& out);
-  uint64_t EvictOne(Shard& s, const Candidate& c, Pass pass, TimeMs now);
+  uint64_t EvictOne(ObjectTable::Locked& s, const Candidate& c, Pass pass, TimeMs now);
   enum class Offload { kQueued, kQueueFull, kNoSsdTier };
-  Offload QueueOffload(ObjectEntry& e);
+  Offload QueueOffload(ObjectTable::Locked& s, ObjectTable::Ref obj);
 
   ObjectTable& table_;
   SegmentManager& segments_;
   OffloadQueues& offload_;
   const Clock& clock_;
   const MasterConfig& config_;
-  std::mutex run_mu_;
+  Mutex run_mu_;  // serializes evictions; taken before any shard's accessor
   std::atomic<uint64_t> failed_bytes_{0};
   std::atomic<uint64_t> evicted_objects_{0};
   std::atomic<uint64_t> evicted_bytes_{0};

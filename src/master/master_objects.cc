@@ -19,11 +19,11 @@ ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size) const
   return ReplicaDesc{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
 }
 
-// The key has a Put in progress, by this caller. Shard lock held.
-static Status CheckWriter(Shard& s, const HashedKey& hk, const CallContext& ctx, const std::string& key) {
-  auto p = s.pending.find(hk);
-  if (p == s.pending.end()) return Status(Code::kObjectNotFound, "no Put in progress for key " + Quote(key));
-  if (!(p->second.writer == ctx.client)) {
+// The key has a Put in progress, by this caller.
+static Status CheckWriter(ObjectTable::Locked& s, const HashedKey& hk, const CallContext& ctx, const std::string& key) {
+  const PendingPut* p = s.FindPending(hk);
+  if (!p) return Status(Code::kObjectNotFound, "no Put in progress for key " + Quote(key));
+  if (!(p->writer == ctx.client)) {
     return Status(Code::kIllegalClient, "key " + Quote(key) + " is being written by another client");
   }
   return Status::OK();
@@ -82,33 +82,30 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   }
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
-  Shard& s = table_.ShardFor(hk);
   const TimeMs now = clock_.NowMs();
-  auto check_free = [&]() -> Status {
-    auto obj = s.objects.find(hk);
-    if (obj != s.objects.end() && !upsert) {
+  auto check_free = [&](ObjectTable::Locked& s) -> Status {
+    auto obj = s.Find(hk);
+    if (obj && !upsert) {
       return Status(Code::kObjectAlreadyExists,
-                    "key " + Quote(key) + " exists with " + std::to_string(obj->second.size) + " bytes");
+                    "key " + Quote(key) + " exists with " + std::to_string(obj->size) + " bytes");
     }
-    auto p = s.pending.find(hk);
-    if (p == s.pending.end()) return Status::OK();
-    if (now - p->second.started < config_.put_start_discard_timeout_sec * 1000) {
+    const PendingPut* p = s.FindPending(hk);
+    if (!p) return Status::OK();
+    if (now - p->started < config_.put_start_discard_timeout_sec * 1000) {
       return Status(Code::kObjectAlreadyExists, "key " + Quote(key) + " is being written");
     }
     // Take over a Put unfinished for put_start_discard_timeout: its writer may still be copying,
     // so its space is released only at put_start_release_timeout.
-    YB_LOG_WARN("taking over key {} from client {}", Quote(key), p->second.writer.ToString());
-    {
-      std::lock_guard dl(discarded_mu_);
-      discarded_.push_back(Discarded{p->second.started + config_.put_start_release_timeout_sec * 1000, p->second.tenant,
-                                     p->second.size, std::move(p->second.replicas)});
-    }
-    s.pending.erase(p);
+    YB_LOG_WARN("taking over key {} from client {}", Quote(key), p->writer.ToString());
+    PendingPut old = s.TakePending(hk);
+    MutexLock dl(discarded_mu_);
+    discarded_.push_back(Discarded{old.started + config_.put_start_release_timeout_sec * 1000, old.tenant, old.size,
+                                   std::move(old.replicas)});
     return Status::OK();
   };
   {
-    std::lock_guard lock(s.mu);
-    YB_RETURN_IF_ERROR(check_free());
+    auto s = table_.Lock(hk);
+    YB_RETURN_IF_ERROR(check_free(s));
   }
   auto allocs = Reserve(ctx.tenant, size, config);
   if (!allocs.ok()) return allocs.status();
@@ -119,14 +116,14 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     descs.push_back(Describe(replicas.back(), size));
   }
 
-  std::lock_guard lock(s.mu);
-  Status again = check_free();  // another writer may have come in while we allocated
+  auto s = table_.Lock(hk);
+  Status again = check_free(s);  // another writer may have come in while we allocated
   if (!again.ok()) {
     table_.FreeReplicas(ctx.tenant, size, replicas);
     return again;
   }
   uint8_t flags = (config.with_hard_pin ? kHardPin : 0) | (config.with_soft_pin ? kSoftPin : 0);
-  s.pending.emplace(tk.key, PendingPut{ctx.client, now, size, ctx.tenant, flags, upsert, std::move(replicas)});
+  s.AddPending(hk, PendingPut{ctx.client, now, size, ctx.tenant, flags, upsert, std::move(replicas)});
   return descs;
 }
 
@@ -144,23 +141,19 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
-  Shard& s = table_.ShardFor(hk);
   const TimeMs now = clock_.NowMs();
-  std::lock_guard lock(s.mu);
+  auto s = table_.Lock(hk);
   Status own = CheckWriter(s, hk, ctx, key);
   if (!own.ok()) return own;
-  auto p = s.pending.find(hk);
-  PendingPut put = std::move(p->second);
-  s.pending.erase(p);
+  PendingPut put = s.TakePending(hk);
   if (put.replicas.empty()) {
     return Status(Code::kInvalidWrite, "every replica of key " + Quote(key) + " was lost to an unmount");
   }
-  auto old = s.objects.find(hk);
-  if (old != s.objects.end()) {  // upsert: readers of the old value keep its bytes
-    DropDiskCopiesLocked(s, *old);
-    table_.Drop(s, old);
+  if (auto old = s.Find(hk)) {  // upsert: readers of the old value keep its bytes
+    DropDiskCopiesLocked(s, old);
+    s.Remove(old);
   }
-  SupersedeAwayCopiesLocked(s, tk.key);
+  s.SupersedeAwayCopies(tk.key);
 
   ObjectMeta meta;
   meta.size = put.size;
@@ -177,8 +170,8 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   meta.object_id = table_.NextObjectId();
   for (auto& r : put.replicas) r.set_status(ReplicaStatus::kComplete);
   meta.SetReplicas(put.replicas);
-  ObjectEntry& e = table_.Insert(s, hk, std::move(meta));
-  if (config_.enable_offload) QueueEagerOffloadLocked(e);
+  auto e = s.Publish(hk, std::move(meta));
+  if (config_.enable_offload) QueueEagerOffloadLocked(s, e);
   return Status::OK();
 }
 
@@ -186,13 +179,10 @@ Status MasterService::PutRevoke(const CallContext& ctx, const std::string& key) 
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
-  Shard& s = table_.ShardFor(hk);
-  std::lock_guard lock(s.mu);
+  auto s = table_.Lock(hk);
   Status own = CheckWriter(s, hk, ctx, key);
   if (!own.ok()) return own;
-  auto p = s.pending.find(hk);
-  table_.FreeReplicas(p->second.tenant, p->second.size, p->second.replicas);
-  s.pending.erase(p);
+  s.RevokePending(hk);
   return Status::OK();
 }
 
@@ -200,15 +190,14 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
-  Shard& s = table_.ShardFor(hk);
   const TimeMs now = clock_.NowMs();
-  std::lock_guard lock(s.mu);
-  auto it = s.objects.find(hk);
-  if (it == s.objects.end()) {
-    if (s.pending.count(hk)) return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
+  auto s = table_.Lock(hk);
+  auto obj = s.Find(hk);
+  if (!obj) {
+    if (s.FindPending(hk)) return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
     return Status(Code::kObjectNotFound, "key " + Quote(key));
   }
-  ObjectMeta& m = it->second;
+  const ObjectMeta& m = obj.meta();
   ObjectInfo info;
   info.size = m.size;
   if (m.flags & kHasChecksum) info.checksum = m.checksum;
@@ -219,14 +208,10 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
     ReplicaDesc d = Describe(r, m.size);
     if (d.segment != 0) info.replicas.push_back(d);  // 0: its segment is being unmounted
   }
-  m.lease_deadline = std::max(m.lease_deadline, now + config_.default_kv_lease_ttl_ms);
-  if (m.flags & kSoftPin) m.soft_pin_deadline = now + config_.default_kv_soft_pin_ttl_ms;
-  table_.Touch(s, *it);
-  if (pin) {
-    ++m.readers;
-    ++s.pins[PinKey{m.object_id, ctx.client}];
-    info.read_pin = m.object_id;
-  }
+  s.ExtendLease(obj, now + config_.default_kv_lease_ttl_ms);
+  if (m.flags & kSoftPin) s.SetSoftPinDeadline(obj, now + config_.default_kv_soft_pin_ttl_ms);
+  s.Touch(obj);
+  if (pin) info.read_pin = s.AddReadPin(obj, ctx.client);
   return info;
 }
 
@@ -234,10 +219,8 @@ Status MasterService::ReadEnd(const CallContext& ctx, const std::string& key, ui
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
-  Shard& s = table_.ShardFor(hk);
-  std::lock_guard lock(s.mu);
-  auto it = s.objects.find(hk);
-  if (!table_.Unpin(s, ctx.client, read_pin, it == s.objects.end() ? nullptr : &*it)) {
+  auto s = table_.Lock(hk);
+  if (!s.Unpin(ctx.client, read_pin, s.Find(hk))) {
     return Status(Code::kInvalidParams, "no read pin " + std::to_string(read_pin) + " on key " + Quote(key));
   }
   return Status::OK();
@@ -247,19 +230,18 @@ Result<bool> MasterService::ExistKey(const CallContext& ctx, const std::string& 
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
-  Shard& s = table_.ShardFor(hk);
-  std::lock_guard lock(s.mu);
-  return s.objects.find(hk) != s.objects.end();
+  auto s = table_.Lock(hk);
+  return static_cast<bool>(s.Find(hk));
 }
 
-Status MasterService::RemoveLocked(Shard& s, ObjectMap::iterator it, bool force, TimeMs now) {
-  const ObjectMeta& m = it->second;
+Status MasterService::RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now) {
+  const ObjectMeta& m = obj.meta();
   if (!force && (m.lease_deadline > now || m.readers > 0)) {
     return Status(Code::kObjectHasLease, "object is leased by a reader");
   }
-  DropDiskCopiesLocked(s, *it);
-  SupersedeAwayCopiesLocked(s, it->first);
-  table_.Drop(s, it);  // bytes still being read stay reserved until their reads end
+  DropDiskCopiesLocked(s, obj);
+  s.SupersedeAwayCopies(obj.key());
+  s.Remove(obj);  // bytes still being read stay reserved until their reads end
   return Status::OK();
 }
 
@@ -267,15 +249,14 @@ Status MasterService::Remove(const CallContext& ctx, const std::string& key, boo
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
-  Shard& s = table_.ShardFor(hk);
-  std::lock_guard lock(s.mu);
-  auto it = s.objects.find(hk);
-  if (it == s.objects.end()) {
-    if (s.pending.count(hk)) return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
-    SupersedeAwayCopiesLocked(s, tk.key);  // a copy on an absent client's disk does not come back either
+  auto s = table_.Lock(hk);
+  auto obj = s.Find(hk);
+  if (!obj) {
+    if (s.FindPending(hk)) return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
+    s.SupersedeAwayCopies(tk.key);  // a copy on an absent client's disk does not come back either
     return Status(Code::kObjectNotFound, "key " + Quote(key));
   }
-  Status st = RemoveLocked(s, it, force, clock_.NowMs());
+  Status st = RemoveLocked(s, obj, force, clock_.NowMs());
   if (!st.ok()) return Status(st.code(), "key " + Quote(key) + ": " + st.message());
   return st;
 }
@@ -284,25 +265,15 @@ uint64_t MasterService::RemoveMatching(const CallContext& ctx, bool force,
                                        const std::function<bool(std::string_view)>& match) {
   const TimeMs now = clock_.NowMs();
   const char t0 = static_cast<char>(ctx.tenant >> 8), t1 = static_cast<char>(ctx.tenant & 0xff);
+  auto matches = [&](std::string_view ik) { return ik[0] == t0 && ik[1] == t1 && match(ik.substr(2)); };
   uint64_t removed = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
-    Shard& s = table_.shard(i);
-    std::lock_guard lock(s.mu);
-    for (auto it = s.objects.begin(); it != s.objects.end();) {
-      const std::string_view ik = it->first;  // valid until RemoveLocked frees the entry
-      auto next = std::next(it);
-      if (ik[0] == t0 && ik[1] == t1 && match(ik.substr(2)) && RemoveLocked(s, it, force, now).ok()) {
-        ++removed;
-      }
-      it = next;
-    }
+    auto s = table_.LockShard(i);
+    s.ForEach([&](ObjectTable::Ref obj) {
+      if (matches(obj.key()) && RemoveLocked(s, obj, force, now).ok()) ++removed;
+    });
     // Nor do copies of matching keys on absent clients' disks, unless the key stays (leased).
-    for (auto& [ik, copies] : s.away) {
-      if (ik[0] == t0 && ik[1] == t1 && match(std::string_view(ik).substr(2)) &&
-          s.objects.find(HashedKey(ik)) == s.objects.end()) {
-        for (AwayCopy& c : copies) c.superseded = true;
-      }
-    }
+    s.SupersedeAbsentAwayCopiesIf(matches);
   }
   return removed;
 }

@@ -12,15 +12,6 @@ namespace {
 // The key a table key has in an offload task: tenant index and key, back to tenant name and key.
 std::string_view UserKey(std::string_view table_key) { return table_key.substr(2); }
 
-// Adds a LOCAL_DISK replica naming `segment` (its owner's).
-void AddDiskReplica(ObjectMeta& m, SegmentRef segment) {
-  m.flags &= static_cast<uint8_t>(~kDiskCopyPending);
-  std::vector<StoredReplica> replicas = m.TakeReplicas();
-  replicas.emplace_back(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
-                        ReplicaStatus::kComplete);
-  m.SetReplicas(replicas);
-}
-
 }  // namespace
 
 bool MasterService::OwnedBy(const StoredReplica& r, const ClientId& client) const {
@@ -39,8 +30,8 @@ MasterService::ClientReplicas MasterService::ReplicasOn(const ObjectMeta& m, con
   return out;
 }
 
-void MasterService::QueueEagerOffloadLocked(ObjectEntry& e) {
-  ObjectMeta& m = e.second;
+void MasterService::QueueEagerOffloadLocked(ObjectTable::Locked& s, ObjectTable::Ref obj) {
+  const ObjectMeta& m = obj.meta();
   for (size_t i = 0; i < m.n_replicas; ++i) {
     ClientId owner;
     const StoredReplica& r = m.replica(i);
@@ -49,18 +40,20 @@ void MasterService::QueueEagerOffloadLocked(ObjectEntry& e) {
     // copies on disk, and the bytes never cross the network on the way down.
     // Until a copy is on disk, eviction leaves the object alone (DESIGN.md section 5): dropping
     // it now would lose what is about to be kept.
-    if (offload_.Push(owner, OffloadItem{std::string(e.first), m.object_id, m.size, false})) m.flags |= kDiskCopyPending;
+    if (offload_.Push(owner, OffloadItem{std::string(obj.key()), m.object_id, m.size, false})) {
+      s.SetOffloadFlags(obj, kDiskCopyPending);
+    }
   }
 }
 
-void MasterService::DropDiskCopiesLocked(Shard& s, const ObjectEntry& e) {
-  const ObjectMeta& m = e.second;
+void MasterService::DropDiskCopiesLocked(ObjectTable::Locked& s, ObjectTable::Ref obj) {
+  const ObjectMeta& m = obj.meta();
   for (size_t i = 0; i < m.n_replicas; ++i) {
     ClientId owner;
     const StoredReplica& r = m.replica(i);
     if (r.kind() != ReplicaKind::kLocalDisk || !segments_.OwnerOf(r.segment(), &owner)) continue;
     OffloadItem item;
-    item.table_key = DiskKey(tenants_.name(m.tenant), UserKey(e.first));
+    item.table_key = DiskKey(tenants_.name(m.tenant), UserKey(obj.key()));
     item.object_id = m.object_id;
     item.drop = true;
     if (!offload_.Push(owner, std::move(item))) {
@@ -71,57 +64,16 @@ void MasterService::DropDiskCopiesLocked(Shard& s, const ObjectEntry& e) {
             "evicted, and is refused if the client registers it again ({} such copies so far)",
             owner.ToString(), n);
       }
-      NoteAwayCopyLocked(s, e.first, m.known_checksum(), true);
+      s.NoteAwayCopy(obj.key(), m.known_checksum(), true);
     }
   }
 }
 
-void MasterService::NoteAwayCopyLocked(Shard& s, std::string_view table_key, std::optional<uint64_t> checksum,
-                                       bool superseded) {
-  if (away_copies_.load(std::memory_order_relaxed) >= config_.disk_away_copies_limit) {
-    const uint64_t n = away_untracked_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if ((n & (n - 1)) == 0) {
-      YB_LOG_WARN(
-          "{} disk copies of absent clients are remembered (--disk_away_copies_limit): {} more are not, and "
-          "such a copy of a key removed or rewritten meanwhile would be registered again if its owner returns",
-          config_.disk_away_copies_limit, n);
-    }
-    return;
-  }
-  auto it = s.away.find(HashedKey(table_key));
-  if (it == s.away.end()) it = s.away.emplace(std::string(table_key), std::vector<AwayCopy>{}).first;
-  it->second.push_back(AwayCopy{checksum, superseded});
-  away_copies_.fetch_add(1, std::memory_order_relaxed);
-}
-
-void MasterService::SupersedeAwayCopiesLocked(Shard& s, std::string_view table_key) {
-  if (s.away.empty()) return;  // the common case: no hashing
-  auto it = s.away.find(HashedKey(table_key));
-  if (it == s.away.end()) return;
-  for (AwayCopy& c : it->second) c.superseded = true;
-}
-
-std::optional<bool> MasterService::TakeAwayCopyLocked(Shard& s, const HashedKey& hk, uint64_t checksum) {
-  auto it = s.away.find(hk);
-  if (it == s.away.end()) return std::nullopt;
-  std::vector<AwayCopy>& copies = it->second;
-  auto match = std::find_if(copies.begin(), copies.end(), [&](const AwayCopy& c) { return c.checksum == checksum; });
-  if (match == copies.end()) {
-    match = std::find_if(copies.begin(), copies.end(), [](const AwayCopy& c) { return !c.checksum; });
-  }
-  if (match == copies.end()) return std::nullopt;
-  const bool superseded = match->superseded;
-  copies.erase(match);
-  if (copies.empty()) s.away.erase(it);
-  away_copies_.fetch_sub(1, std::memory_order_relaxed);
-  return superseded;
-}
-
-void MasterService::FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it) {
-  ObjectMeta& m = it->second;
-  m.flags &= static_cast<uint8_t>(~kOffloading);
+void MasterService::FinishEvictOffloadLocked(ObjectTable::Locked& s, ObjectTable::Ref obj) {
+  s.ClearOffloadFlags(obj, kOffloading);
+  const ObjectMeta& m = obj.meta();
   if (!m.HasKind(ReplicaKind::kLocalDisk) || m.readers > 0) return;  // eviction picks it again later
-  table_.DropMemoryReplicas(s, it);
+  s.DropMemoryReplicas(obj);
 }
 
 Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& ctx, uint32_t max) {
@@ -136,24 +88,22 @@ Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& 
       continue;
     }
     const HashedKey hk(item.table_key);
-    Shard& s = table_.ShardFor(hk);
-    std::lock_guard lock(s.mu);
-    auto it = s.objects.find(hk);
-    if (it == s.objects.end() || it->second.object_id != item.object_id) {  // removed or replaced
+    auto s = table_.Lock(hk);
+    auto obj = s.Find(hk);
+    if (!obj || obj->object_id != item.object_id) {  // removed or replaced
       (void)offload_.Finish(ctx.client, item.object_id);
       continue;
     }
-    ObjectMeta& m = it->second;
+    const ObjectMeta& m = obj.meta();
     const ClientReplicas mine = ReplicasOn(m, ctx.client);
     const StoredReplica* mem = mine.memory;
     if (!mem || mine.on_disk) {  // nothing of ours to copy, or already copied
       (void)offload_.Finish(ctx.client, item.object_id);
-      m.flags &= static_cast<uint8_t>(~kDiskCopyPending);
-      if (item.on_evict) FinishEvictOffloadLocked(s, it);
+      s.ClearOffloadFlags(obj, kDiskCopyPending);
+      if (item.on_evict) FinishEvictOffloadLocked(s, obj);
       continue;
     }
-    ++m.readers;  // the bytes stay put while the client copies them
-    ++s.pins[PinKey{m.object_id, ctx.client}];
+    s.AddReadPin(obj, ctx.client);  // the bytes stay put while the client copies them
     OffloadTask t;
     t.disk_key = DiskKey(tenants_.name(m.tenant), UserKey(item.table_key));
     t.object_id = m.object_id;
@@ -176,16 +126,14 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
       continue;
     }
     const HashedKey hk(item->table_key);
-    Shard& s = table_.ShardFor(hk);
-    std::lock_guard lock(s.mu);
-    auto it = s.objects.find(hk);
-    ObjectEntry* live = it != s.objects.end() && it->second.object_id == item->object_id ? &*it : nullptr;
-    table_.Unpin(s, ctx.client, item->object_id, live);
-    if (!live) {
+    auto s = table_.Lock(hk);
+    auto obj = s.Find(hk);
+    s.Unpin(ctx.client, item->object_id, obj);
+    if (!obj || obj->object_id != item->object_id) {
       out.emplace_back(Code::kObjectNotFound, "the object was removed or replaced during its offload");
       continue;
     }
-    ObjectMeta& m = live->second;
+    const ObjectMeta& m = obj.meta();
     Status st = Status::OK();
     Status copy = res.status;
     if (copy.ok() && res.checksum && m.checksum_known() && *res.checksum != m.checksum) {
@@ -198,22 +146,20 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
       if (!mine.memory) {
         st = Status(Code::kSegmentNotFound, "the client's segment was unmounted during the offload");
       } else if (!mine.on_disk) {
-        AddDiskReplica(m, mine.memory->segment());
+        s.AddDiskReplica(obj, mine.memory->segment());
         offloaded_.fetch_add(1, std::memory_order_relaxed);
       }
       // Remembered so that a disk copy registered later (after a restart) can be matched to this value.
-      if (!m.checksum_known() && res.checksum) {
-        m.checksum = *res.checksum;
-        m.flags |= kDiskChecksum;
-      }
+      if (!m.checksum_known() && res.checksum) s.SetDiskChecksum(obj, *res.checksum);
     } else {
       // The DRAM copy stays; eviction will treat the object as one without an SSD tier.
-      m.flags = static_cast<uint8_t>((m.flags | kNoOffload) & ~kDiskCopyPending);
+      s.SetOffloadFlags(obj, kNoOffload);
+      s.ClearOffloadFlags(obj, kDiskCopyPending);
       offload_failed_.fetch_add(1, std::memory_order_relaxed);
       YB_LOG_WARN("client {} could not offload an object of {} bytes: {}", ctx.client.ToString(), m.size,
                   copy.ToString());
     }
-    if (item->on_evict) FinishEvictOffloadLocked(s, it);
+    if (item->on_evict) FinishEvictOffloadLocked(s, obj);
     out.push_back(std::move(st));
   }
   return out;
@@ -248,17 +194,15 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
       continue;
     }
     const HashedKey hk(tk->key);
-    Shard& s = table_.ShardFor(hk);
-    std::lock_guard lock(s.mu);
-    if (s.pending.count(hk)) {
+    auto s = table_.Lock(hk);
+    if (s.FindPending(hk)) {
       out.emplace_back(Code::kReplicaNotReady, "the key is being written");
       continue;
     }
     // The copy is back: the master no longer needs to remember it.
-    const std::optional<bool> superseded = TakeAwayCopyLocked(s, hk, obj.checksum);
-    auto it = s.objects.find(hk);
-    if (it != s.objects.end()) {
-      ObjectMeta& m = it->second;
+    const std::optional<bool> superseded = s.TakeAwayCopy(hk, obj.checksum);
+    if (auto live = s.Find(hk)) {
+      const ObjectMeta& m = live.meta();
       // The copy joins the live object only when it provably holds its value. Without a checksum to
       // compare (a value neither the writer nor an offload checksummed), it may be an older value of
       // the key, put again while this client was away: refused, rather than risk serving it.
@@ -269,7 +213,7 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
         continue;
       }
       if (!ReplicasOn(m, ctx.client).on_disk) {
-        AddDiskReplica(m, ref);
+        s.AddDiskReplica(live, ref);
         disk_registered_.fetch_add(1, std::memory_order_relaxed);
       }
       out.push_back(Status::OK());
@@ -286,8 +230,9 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
     meta.tenant = tk->tenant;
     meta.lease_deadline = now;
     meta.object_id = table_.NextObjectId();
-    AddDiskReplica(meta, ref);
-    table_.Insert(s, hk, std::move(meta));
+    meta.SetReplicas({StoredReplica(Allocation{0, ref, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
+                                    ReplicaStatus::kComplete)});
+    s.Publish(hk, std::move(meta));
     disk_registered_.fetch_add(1, std::memory_order_relaxed);
     out.push_back(Status::OK());
   }
@@ -304,28 +249,12 @@ std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, cons
       continue;
     }
     const HashedKey hk(tk->key);
-    Shard& s = table_.ShardFor(hk);
-    std::lock_guard lock(s.mu);
-    auto it = s.objects.find(hk);
-    if (it == s.objects.end()) {
-      out.push_back(Status::OK());
-      continue;
-    }
-    ObjectMeta& m = it->second;
-    std::vector<StoredReplica> keep;
-    for (size_t i = 0; i < m.n_replicas; ++i) {
-      const StoredReplica& r = m.replica(i);
-      if (r.kind() == ReplicaKind::kLocalDisk && OwnedBy(r, ctx.client)) {
-        disk_dropped_.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        keep.push_back(r);
-      }
-    }
-    if (keep.empty()) {
-      table_.Drop(s, it);
-    } else if (keep.size() != m.n_replicas) {
-      m.SetReplicas(keep);
-      table_.Relink(s, *it);
+    auto s = table_.Lock(hk);
+    if (auto obj = s.Find(hk)) {
+      const size_t dropped = s.DropReplicasIf(obj, [&](const StoredReplica& r) {
+        return r.kind() == ReplicaKind::kLocalDisk && OwnedBy(r, ctx.client);
+      });
+      disk_dropped_.fetch_add(dropped, std::memory_order_relaxed);
     }
     out.push_back(Status::OK());
   }
@@ -341,18 +270,14 @@ void MasterService::ForgetOffloadsOf(const ClientId& client) {
       // that the copy is refused if its owner registers it again.
       auto tk = TableKeyOfDiskKey(item.table_key);
       if (!tk.ok()) continue;
-      Shard& s = table_.ShardFor(HashedKey(tk->key));
-      std::lock_guard lock(s.mu);
-      NoteAwayCopyLocked(s, tk->key, std::nullopt, true);
+      table_.Lock(HashedKey(tk->key)).NoteAwayCopy(tk->key, std::nullopt, true);
       continue;
     }
     const HashedKey hk(item.table_key);
-    Shard& s = table_.ShardFor(hk);
-    std::lock_guard lock(s.mu);
-    auto it = s.objects.find(hk);
-    if (it != s.objects.end() && it->second.object_id == item.object_id) {
-      const int clear = kDiskCopyPending | (item.on_evict ? kOffloading : 0);
-      it->second.flags &= static_cast<uint8_t>(~clear);
+    auto s = table_.Lock(hk);
+    auto obj = s.Find(hk);
+    if (obj && obj->object_id == item.object_id) {
+      s.ClearOffloadFlags(obj, static_cast<uint8_t>(kDiskCopyPending | (item.on_evict ? kOffloading : 0)));
     }
   }
 }

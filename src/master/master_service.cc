@@ -45,7 +45,7 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
     : config_(config),
       clock_(clock),
       segments_(std::move(strategy), config.allocation_alignment),
-      table_(segments_, tenants_, config.object_shards),
+      table_(segments_, tenants_, config.object_shards, config.disk_away_copies_limit),
       offload_(config.offload_queue_limit),
       evictor_(table_, segments_, offload_, clock_, config_),
       clients_(clock_, config.client_ttl_sec * 1000) {}
@@ -92,14 +92,12 @@ Status MasterService::UnmountSegment(const CallContext& ctx, SegmentId id) {
 void MasterService::DropSegmentEverywhere(SegmentRef id) {
   uint64_t dropped = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
-    Shard& s = table_.shard(i);
-    std::lock_guard lock(s.mu);
+    auto s = table_.LockShard(i);
     // The owner keeps its disk copies: they come back when it registers them again.
-    dropped += table_.DropSegmentReplicas(
-        s, id, [&](const ObjectEntry& e) { NoteAwayCopyLocked(s, e.first, e.second.known_checksum(), false); });
+    dropped += s.DropSegment(id, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); });
   }
   {
-    std::lock_guard lock(discarded_mu_);
+    MutexLock lock(discarded_mu_);
     for (auto& d : discarded_) {
       std::erase_if(d.replicas, [&](const StoredReplica& r) { return r.segment() == id; });
     }
@@ -114,7 +112,7 @@ uint64_t MasterService::ReclaimOnce() {
   uint64_t reclaimed = 0;
   std::vector<Discarded> due;
   {
-    std::lock_guard lock(discarded_mu_);
+    MutexLock lock(discarded_mu_);
     std::erase_if(discarded_, [&](Discarded& d) {
       if (d.release_at > now) return false;
       due.push_back(std::move(d));
@@ -127,19 +125,11 @@ uint64_t MasterService::ReclaimOnce() {
   }
   const TimeMs release_ms = config_.put_start_release_timeout_sec * 1000;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
-    Shard& s = table_.shard(i);
-    std::lock_guard lock(s.mu);
-    for (auto it = s.pending.begin(); it != s.pending.end();) {
-      if (now - it->second.started < release_ms) {
-        ++it;
-        continue;
-      }
-      YB_LOG_WARN("reclaiming a Put unfinished for {} s by client {}", (now - it->second.started) / 1000,
-                  it->second.writer.ToString());
-      table_.FreeReplicas(it->second.tenant, it->second.size, it->second.replicas);
-      it = s.pending.erase(it);
-      ++reclaimed;
-    }
+    reclaimed += table_.LockShard(i).RevokePendingIf([&](const PendingPut& p) {
+      if (now - p.started < release_ms) return false;
+      YB_LOG_WARN("reclaiming a Put unfinished for {} s by client {}", (now - p.started) / 1000, p.writer.ToString());
+      return true;
+    });
   }
   return reclaimed;
 }
@@ -180,14 +170,7 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why) {
 void MasterService::UnpinForgottenClients() {
   // The read pins of every client the master no longer knows (dead, gone, or never registered).
   for (size_t i = 0; i < table_.shard_count(); ++i) {
-    Shard& s = table_.shard(i);
-    std::lock_guard lock(s.mu);
-    if (s.pins.empty()) continue;
-    std::vector<ClientId> gone;
-    for (const auto& [pin, count] : s.pins) {
-      if (!clients_.Known(pin.client)) gone.push_back(pin.client);
-    }
-    for (const ClientId& c : gone) table_.UnpinClient(s, c);
+    table_.LockShard(i).UnpinClientsIf([&](const ClientId& c) { return !clients_.Known(c); });
   }
 }
 
@@ -216,14 +199,10 @@ MasterStats MasterService::Stats() const {
   st.offload_refused = offload_.refused();
   st.disk_registered = disk_registered_.load(std::memory_order_relaxed);
   st.disk_dropped = disk_dropped_.load(std::memory_order_relaxed);
-  st.disk_away_copies = away_copies_.load(std::memory_order_relaxed);
-  st.disk_away_untracked = away_untracked_.load(std::memory_order_relaxed);
+  st.disk_away_copies = table_.away_copies();
+  st.disk_away_untracked = table_.away_untracked();
   auto& table = const_cast<ObjectTable&>(table_);
-  for (size_t i = 0; i < table.shard_count(); ++i) {
-    Shard& s = table.shard(i);
-    std::lock_guard lock(s.mu);
-    st.pending_puts += s.pending.size();
-  }
+  for (size_t i = 0; i < table.shard_count(); ++i) st.pending_puts += table.LockShard(i).pending_count();
   return st;
 }
 

@@ -6,15 +6,20 @@
 // scheduler drives; tests call them directly with a ManualClock.
 //
 // Keys live in a tenant namespace: the table key is a 2-byte tenant index followed by the key.
+//
+// Lock order: Evictor's run lock, then one object-table shard (through its accessor, never two),
+// then any of the leaves: discarded_mu_, SegmentManager (its table lock, then one segment's),
+// OffloadQueues, ClientRegistry, TenantRegistry. A leaf calls nothing while it holds its lock.
+// Every lock is annotated (common/thread_annotations.h); scripts/thread_safety.sh checks them.
 #pragma once
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/thread_annotations.h"
 #include "master/client_registry.h"
 #include "master/evictor.h"
 #include "master/master_api.h"
@@ -126,7 +131,7 @@ class MasterService final : public MasterApi {
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, uint64_t size, const ReplicateConfig& config);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
   ReplicaDesc Describe(const StoredReplica& r, uint64_t size) const;
-  Status RemoveLocked(Shard& s, ObjectMap::iterator it, bool force, TimeMs now);
+  Status RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now);
   // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys,
   // but for objects a lease kept, are superseded.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
@@ -136,7 +141,7 @@ class MasterService final : public MasterApi {
   void ForgetClient(const ClientId& c, const std::string& why);
   // Ends the read pins of clients the registry no longer holds.
   void UnpinForgottenClients();
-  // SSD tier (master_offload.cc). Shard lock held for the *Locked ones.
+  // SSD tier (master_offload.cc). The *Locked ones take the accessor of the object's shard.
   bool OwnedBy(const StoredReplica& r, const ClientId& client) const;
   // What of an object lives on `client`: its first COMPLETE MEMORY replica there, and whether it
   // has a LOCAL_DISK replica there.
@@ -145,21 +150,13 @@ class MasterService final : public MasterApi {
     bool on_disk = false;
   };
   ClientReplicas ReplicasOn(const ObjectMeta& m, const ClientId& client) const;
-  void QueueEagerOffloadLocked(ObjectEntry& e);
+  void QueueEagerOffloadLocked(ObjectTable::Locked& s, ObjectTable::Ref obj);
   // The key of `e` is going away (removed, or replaced by a new value): each owner of a LOCAL_DISK
   // replica is told to drop its copy, so that a restart does not bring the old value back. A drop
   // its owner's full queue does not take is kept as a superseded away copy instead.
-  void DropDiskCopiesLocked(Shard& s, const ObjectEntry& e);
-  // Away copies (AwayCopy in object_table.h), at most config_.disk_away_copies_limit of them.
-  void NoteAwayCopyLocked(Shard& s, std::string_view table_key, std::optional<uint64_t> checksum, bool superseded);
-  // The key was removed or given a new value: its copies still away hold an older state of it.
-  void SupersedeAwayCopiesLocked(Shard& s, std::string_view table_key);
-  // A copy of the key with this checksum is registered: takes the away copy it is (one of the same
-  // checksum, else one of unknown checksum) and says whether that was superseded; nothing when the
-  // master holds no such copy.
-  std::optional<bool> TakeAwayCopyLocked(Shard& s, const HashedKey& hk, uint64_t checksum);
+  void DropDiskCopiesLocked(ObjectTable::Locked& s, ObjectTable::Ref obj);
   // Ends an eviction's offload: once the object has a disk copy and no reader, its memory goes.
-  void FinishEvictOffloadLocked(Shard& s, ObjectMap::iterator it);
+  void FinishEvictOffloadLocked(ObjectTable::Locked& s, ObjectTable::Ref obj);
   void ForgetOffloadsOf(const ClientId& client);
   // The tenant and table key of a disk key (registering the tenant), or an error for a malformed one.
   struct DiskTableKey {
@@ -176,15 +173,13 @@ class MasterService final : public MasterApi {
   OffloadQueues offload_;
   Evictor evictor_;
   ClientRegistry clients_;
-  std::mutex discarded_mu_;
-  std::vector<Discarded> discarded_;  // guarded by discarded_mu_
+  Mutex discarded_mu_;  // taken with or without a shard's accessor held; calls nothing while held
+  std::vector<Discarded> discarded_ GUARDED_BY(discarded_mu_);
   std::atomic<uint64_t> offloaded_{0};
   std::atomic<uint64_t> offload_failed_{0};
   std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};
   std::atomic<uint64_t> disk_dropped_{0};
-  std::atomic<uint64_t> away_copies_{0};
-  std::atomic<uint64_t> away_untracked_{0};
 };
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "common/log.h"
+
 namespace yb {
 
 ObjectMeta::ObjectMeta(ObjectMeta&& o) noexcept : one_() { *this = std::move(o); }
@@ -55,61 +57,39 @@ std::vector<StoredReplica> ObjectMeta::TakeReplicas() {
   return out;
 }
 
-ObjectTable::ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size_t shards)
-    : segments_(segments), tenants_(tenants) {
+struct ObjectTable::Shard {
+  Mutex mu;
+  ObjectMap objects GUARDED_BY(mu);
+  std::unordered_map<std::string, PendingPut, KeyHash, KeyEq> pending GUARDED_BY(mu);
+  std::unordered_map<PinKey, uint32_t, PinKeyHash> pins GUARDED_BY(mu);
+  std::unordered_map<uint64_t, Zombie> zombies GUARDED_BY(mu);
+  std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away GUARDED_BY(mu);  // by table key
+  ObjectEntry* lru_head GUARDED_BY(mu) = nullptr;  // least recently used
+  ObjectEntry* lru_tail GUARDED_BY(mu) = nullptr;
+};
+
+ObjectTable::ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size_t shards, size_t away_limit)
+    : segments_(segments), tenants_(tenants), away_limit_(away_limit) {
   shards_.reserve(shards);
   for (size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>());
 }
 
 ObjectTable::~ObjectTable() = default;
 
-void ObjectTable::LruUnlink(Shard& s, ObjectEntry& e) {
-  ObjectMeta& m = e.second;
-  if (m.lru_prev) {
-    m.lru_prev->second.lru_next = m.lru_next;
-  } else if (s.lru_head == &e) {
-    s.lru_head = m.lru_next;
-  }
-  if (m.lru_next) {
-    m.lru_next->second.lru_prev = m.lru_prev;
-  } else if (s.lru_tail == &e) {
-    s.lru_tail = m.lru_prev;
-  }
-  m.lru_prev = m.lru_next = nullptr;
-}
+ObjectTable::Locked ObjectTable::Lock(const HashedKey& k) { return Locked(*this, *shards_[ShardIndex(k)]); }
+ObjectTable::Locked ObjectTable::LockShard(size_t i) { return Locked(*this, *shards_[i]); }
 
-void ObjectTable::LruAppend(Shard& s, ObjectEntry& e) {
-  ObjectMeta& m = e.second;
-  m.lru_prev = s.lru_tail;
-  m.lru_next = nullptr;
-  if (s.lru_tail) s.lru_tail->second.lru_next = &e;
-  s.lru_tail = &e;
-  if (!s.lru_head) s.lru_head = &e;
+// The accessor holds the shard's mutex from construction to destruction; the analysis cannot follow
+// a lock held by an object a function returned, so each operation asserts it (AssertHeld).
+ObjectTable::Locked::Locked(ObjectTable& table, Shard& shard) NO_THREAD_SAFETY_ANALYSIS : t_(table), s_(shard) {
+  s_.mu.lock();
 }
-
-ObjectEntry& ObjectTable::Insert(Shard& s, const HashedKey& key, ObjectMeta meta) {
-  meta.last_access = NextAccess();
-  auto [it, inserted] = s.objects.emplace(key, std::move(meta));
-  objects_.fetch_add(1, std::memory_order_relaxed);
-  if (it->second.Evictable()) LruAppend(s, *it);
-  return *it;
-}
-
-void ObjectTable::Touch(Shard& s, ObjectEntry& e) {
-  e.second.last_access = NextAccess();
-  if (!e.second.Evictable() || s.lru_tail == &e) return;
-  LruUnlink(s, e);
-  LruAppend(s, e);
-}
-
-void ObjectTable::Relink(Shard& s, ObjectEntry& e) {
-  bool linked = e.second.lru_prev != nullptr || s.lru_head == &e;
-  if (e.second.Evictable() && !linked) {
-    LruAppend(s, e);
-  } else if (!e.second.Evictable() && linked) {
-    LruUnlink(s, e);
-  }
-}
+ObjectTable::Locked::~Locked() NO_THREAD_SAFETY_ANALYSIS { s_.mu.unlock(); }
+namespace {
+// Tells the analysis that the accessor holds the shard's mutex (its invariant).
+template <typename S>
+void AssertHeld(const S& s) ASSERT_CAPABILITY(s.mu) {}
+}  // namespace
 
 void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas) {
   uint64_t memory = 0;
@@ -121,89 +101,281 @@ void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vec
   tenants_.Release(tenant, size * memory);
 }
 
-void ObjectTable::Drop(Shard& s, ObjectMap::iterator it) {
-  ObjectMeta& m = it->second;
-  LruUnlink(s, *it);  // a no-op for an object not on the list
+// ---- lookups
+
+ObjectTable::Ref ObjectTable::Locked::Find(const HashedKey& k) {
+  AssertHeld(s_);
+  auto it = s_.objects.find(k);
+  return Ref(it, it != s_.objects.end());
+}
+
+const PendingPut* ObjectTable::Locked::FindPending(const HashedKey& k) const {
+  AssertHeld(s_);
+  auto p = s_.pending.find(k);
+  return p == s_.pending.end() ? nullptr : &p->second;
+}
+
+size_t ObjectTable::Locked::pending_count() const {
+  AssertHeld(s_);
+  return s_.pending.size();
+}
+
+void ObjectTable::Locked::ForEach(const std::function<void(Ref)>& f) {
+  AssertHeld(s_);
+  for (auto it = s_.objects.begin(); it != s_.objects.end();) {
+    auto next = std::next(it);  // f may remove `it`; the map's other entries keep their slots
+    f(Ref(it, true));
+    it = next;
+  }
+}
+
+bool ObjectTable::Locked::ForEachLeastRecent(const std::function<bool(const ObjectEntry&)>& f) {
+  AssertHeld(s_);
+  for (const ObjectEntry* e = s_.lru_head; e; e = e->second.lru_next) {
+    if (!f(*e)) return e->second.lru_next != nullptr;
+  }
+  return false;
+}
+
+// ---- Puts in progress
+
+void ObjectTable::Locked::AddPending(const HashedKey& k, PendingPut put) {
+  AssertHeld(s_);
+  s_.pending.emplace(std::string(k.key), std::move(put));
+}
+
+PendingPut ObjectTable::Locked::TakePending(const HashedKey& k) {
+  AssertHeld(s_);
+  auto p = s_.pending.find(k);
+  PendingPut put = std::move(p->second);
+  s_.pending.erase(p);
+  return put;
+}
+
+bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
+  AssertHeld(s_);
+  auto p = s_.pending.find(k);
+  if (p == s_.pending.end()) return false;
+  t_.FreeReplicas(p->second.tenant, p->second.size, p->second.replicas);
+  s_.pending.erase(p);
+  return true;
+}
+
+uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const PendingPut&)>& pred) {
+  AssertHeld(s_);
+  uint64_t n = 0;
+  for (auto it = s_.pending.begin(); it != s_.pending.end();) {
+    if (!pred(it->second)) {
+      ++it;
+      continue;
+    }
+    t_.FreeReplicas(it->second.tenant, it->second.size, it->second.replicas);
+    it = s_.pending.erase(it);
+    ++n;
+  }
+  return n;
+}
+
+// ---- the recency list
+
+void ObjectTable::Locked::LruUnlink(ObjectEntry& e) {
+  AssertHeld(s_);
+  ObjectMeta& m = e.second;
+  if (m.lru_prev) {
+    m.lru_prev->second.lru_next = m.lru_next;
+  } else if (s_.lru_head == &e) {
+    s_.lru_head = m.lru_next;
+  }
+  if (m.lru_next) {
+    m.lru_next->second.lru_prev = m.lru_prev;
+  } else if (s_.lru_tail == &e) {
+    s_.lru_tail = m.lru_prev;
+  }
+  m.lru_prev = m.lru_next = nullptr;
+}
+
+void ObjectTable::Locked::LruAppend(ObjectEntry& e) {
+  AssertHeld(s_);
+  ObjectMeta& m = e.second;
+  m.lru_prev = s_.lru_tail;
+  m.lru_next = nullptr;
+  if (s_.lru_tail) s_.lru_tail->second.lru_next = &e;
+  s_.lru_tail = &e;
+  if (!s_.lru_head) s_.lru_head = &e;
+}
+
+void ObjectTable::Locked::Relink(ObjectEntry& e) {
+  AssertHeld(s_);
+  bool linked = e.second.lru_prev != nullptr || s_.lru_head == &e;
+  if (e.second.Evictable() && !linked) {
+    LruAppend(e);
+  } else if (!e.second.Evictable() && linked) {
+    LruUnlink(e);
+  }
+}
+
+// ---- published objects
+
+ObjectTable::Ref ObjectTable::Locked::Publish(const HashedKey& k, ObjectMeta meta) {
+  AssertHeld(s_);
+  meta.last_access = t_.NextAccess();
+  auto [it, inserted] = s_.objects.emplace(k, std::move(meta));
+  t_.objects_.fetch_add(1, std::memory_order_relaxed);
+  if (it->second.Evictable()) LruAppend(*it);
+  return Ref(it, true);
+}
+
+void ObjectTable::Locked::Remove(Ref r) {
+  AssertHeld(s_);
+  ObjectMeta& m = r.mut();
+  LruUnlink(*r.it_);  // a no-op for an object not on the list
   auto replicas = m.TakeReplicas();
   if (m.readers > 0) {
     Zombie z{m.readers, m.tenant, m.size, std::move(replicas)};
-    s.zombies.emplace(m.object_id, std::move(z));
+    s_.zombies.emplace(m.object_id, std::move(z));
   } else {
-    FreeReplicas(m.tenant, m.size, replicas);
+    t_.FreeReplicas(m.tenant, m.size, replicas);
   }
-  s.objects.erase(it);
-  objects_.fetch_sub(1, std::memory_order_relaxed);
+  s_.objects.erase(r.it_);
+  t_.objects_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void ObjectTable::DropMemoryReplicas(Shard& s, ObjectMap::iterator it) {
-  ObjectMeta& m = it->second;
+void ObjectTable::Locked::SetReplicas(Ref r, const std::vector<StoredReplica>& keep) {
+  if (keep.empty()) return Remove(r);
+  r.mut().SetReplicas(keep);
+  Relink(*r.it_);
+}
+
+void ObjectTable::Locked::DropMemoryReplicas(Ref r) {
+  DropReplicasIf(r, [](const StoredReplica& x) { return x.kind() == ReplicaKind::kMemory; });
+}
+
+size_t ObjectTable::Locked::DropReplicasIf(Ref r, const std::function<bool(const StoredReplica&)>& drop) {
+  const ObjectMeta& m = r.meta();
   std::vector<StoredReplica> keep, gone;
-  for (size_t i = 0; i < m.n_replicas; ++i) {
-    (m.replica(i).kind() == ReplicaKind::kMemory ? gone : keep).push_back(m.replica(i));
+  for (size_t i = 0; i < m.n_replicas; ++i) (drop(m.replica(i)) ? gone : keep).push_back(m.replica(i));
+  if (gone.empty()) return 0;
+  if (keep.empty()) {
+    Remove(r);  // frees what it held
+  } else {
+    t_.FreeReplicas(m.tenant, m.size, gone);
+    SetReplicas(r, keep);
   }
-  if (keep.empty()) return Drop(s, it);
-  FreeReplicas(m.tenant, m.size, gone);
-  m.SetReplicas(keep);
-  Relink(s, *it);
+  return gone.size();
 }
 
-bool ObjectTable::Unpin(Shard& s, const ClientId& client, uint64_t object_id, ObjectEntry* live) {
-  auto pin = s.pins.find(PinKey{object_id, client});
-  if (pin == s.pins.end()) return false;
-  if (--pin->second == 0) s.pins.erase(pin);
-  if (live && live->second.object_id == object_id) {
-    --live->second.readers;
+void ObjectTable::Locked::AddDiskReplica(Ref r, SegmentRef segment) {
+  ObjectMeta& m = r.mut();
+  m.flags &= static_cast<uint8_t>(~kDiskCopyPending);
+  std::vector<StoredReplica> replicas = m.TakeReplicas();
+  replicas.emplace_back(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
+                        ReplicaStatus::kComplete);
+  SetReplicas(r, replicas);
+}
+
+void ObjectTable::Locked::SetDiskChecksum(Ref r, uint64_t checksum) {
+  ObjectMeta& m = r.mut();
+  m.checksum = checksum;
+  m.flags |= kDiskChecksum;
+}
+
+namespace {
+constexpr uint8_t kOffloadBits = kOffloading | kNoOffload | kDiskCopyPending;
+}
+
+void ObjectTable::Locked::SetOffloadFlags(Ref r, uint8_t bits) { r.mut().flags |= (bits & kOffloadBits); }
+void ObjectTable::Locked::ClearOffloadFlags(Ref r, uint8_t bits) {
+  r.mut().flags &= static_cast<uint8_t>(~(bits & kOffloadBits));
+}
+
+// ---- readers
+
+void ObjectTable::Locked::Touch(Ref r) {
+  AssertHeld(s_);
+  ObjectEntry& e = *r.it_;
+  e.second.last_access = t_.NextAccess();
+  if (!e.second.Evictable() || s_.lru_tail == &e) return;
+  LruUnlink(e);
+  LruAppend(e);
+}
+
+void ObjectTable::Locked::ExtendLease(Ref r, TimeMs until) {
+  r.mut().lease_deadline = std::max(r.meta().lease_deadline, until);
+}
+
+void ObjectTable::Locked::SetSoftPinDeadline(Ref r, TimeMs until) { r.mut().soft_pin_deadline = until; }
+
+uint64_t ObjectTable::Locked::AddReadPin(Ref r, const ClientId& client) {
+  AssertHeld(s_);
+  ObjectMeta& m = r.mut();
+  ++m.readers;
+  ++s_.pins[PinKey{m.object_id, client}];
+  return m.object_id;
+}
+
+bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref live) {
+  AssertHeld(s_);
+  auto pin = s_.pins.find(PinKey{object_id, client});
+  if (pin == s_.pins.end()) return false;
+  if (--pin->second == 0) s_.pins.erase(pin);
+  if (live && live.meta().object_id == object_id) {
+    --live.mut().readers;
     return true;
   }
-  auto z = s.zombies.find(object_id);
-  if (z != s.zombies.end() && --z->second.readers == 0) {
-    FreeReplicas(z->second.tenant, z->second.size, z->second.replicas);
-    s.zombies.erase(z);
+  auto z = s_.zombies.find(object_id);
+  if (z != s_.zombies.end() && --z->second.readers == 0) {
+    t_.FreeReplicas(z->second.tenant, z->second.size, z->second.replicas);
+    s_.zombies.erase(z);
   }
   return true;
 }
 
-uint64_t ObjectTable::UnpinClient(Shard& s, const ClientId& client) {
-  std::unordered_map<uint64_t, uint32_t> mine;  // object id -> pins held
-  for (auto it = s.pins.begin(); it != s.pins.end();) {
-    if (it->first.client == client) {
-      mine[it->first.object_id] += it->second;
-      it = s.pins.erase(it);
+uint64_t ObjectTable::Locked::UnpinClientsIf(const std::function<bool(const ClientId&)>& gone) {
+  AssertHeld(s_);
+  if (s_.pins.empty()) return 0;
+  std::unordered_map<uint64_t, uint32_t> ended;  // object id -> pins ended
+  for (auto it = s_.pins.begin(); it != s_.pins.end();) {
+    if (gone(it->first.client)) {
+      ended[it->first.object_id] += it->second;
+      it = s_.pins.erase(it);
     } else {
       ++it;
     }
   }
-  if (mine.empty()) return 0;
+  if (ended.empty()) return 0;
   uint64_t released = 0;
-  for (auto& [key, meta] : s.objects) {
-    auto m = mine.find(meta.object_id);
-    if (m == mine.end()) continue;
+  for (auto& [key, meta] : s_.objects) {
+    auto m = ended.find(meta.object_id);
+    if (m == ended.end()) continue;
     meta.readers -= m->second;
     released += m->second;
-    mine.erase(m);
+    ended.erase(m);
   }
-  for (auto& [id, count] : mine) {
-    auto z = s.zombies.find(id);
-    if (z == s.zombies.end()) continue;
+  for (auto& [id, count] : ended) {
+    auto z = s_.zombies.find(id);
+    if (z == s_.zombies.end()) continue;
     released += count;
     z->second.readers -= count;
     if (z->second.readers == 0) {
-      FreeReplicas(z->second.tenant, z->second.size, z->second.replicas);
-      s.zombies.erase(z);
+      t_.FreeReplicas(z->second.tenant, z->second.size, z->second.replicas);
+      s_.zombies.erase(z);
     }
   }
   return released;
 }
 
-uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment,
-                                          const std::function<void(const ObjectEntry&)>& on_disk_copy) {
+// ---- segments
+
+uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy) {
+  AssertHeld(s_);
   uint64_t dropped = 0;
-  for (auto it = s.objects.begin(); it != s.objects.end();) {
+  for (auto it = s_.objects.begin(); it != s_.objects.end();) {
     ObjectMeta& m = it->second;
+    auto next = std::next(it);
     bool hit = false;
     for (size_t i = 0; i < m.n_replicas && !hit; ++i) hit = m.replica(i).segment() == segment;
     if (!hit) {
-      ++it;
+      it = next;
       continue;
     }
     std::vector<StoredReplica> keep;
@@ -214,37 +386,91 @@ uint64_t ObjectTable::DropSegmentReplicas(Shard& s, SegmentRef segment,
       } else if (m.replica(i).kind() == ReplicaKind::kMemory) {
         ++gone;
       } else if (m.replica(i).kind() == ReplicaKind::kLocalDisk && on_disk_copy) {
-        on_disk_copy(*it);
+        on_disk_copy(Ref(it, true));
       }
     }
-    tenants_.Release(m.tenant, m.size * gone);  // the segment's memory left with its owner
+    t_.tenants_.Release(m.tenant, m.size * gone);  // the segment's memory left with its owner
     if (keep.empty()) {
       (void)m.TakeReplicas();
-      auto next = std::next(it);
-      Drop(s, it);
-      it = next;
+      Remove(Ref(it, true));
       ++dropped;
     } else {
-      m.SetReplicas(keep);
-      Relink(s, *it);
-      ++it;
+      SetReplicas(Ref(it, true), keep);
     }
+    it = next;
   }
-  for (auto& [key, p] : s.pending) {
+  for (auto& entry : s_.pending) {
+    PendingPut& p = entry.second;
     std::erase_if(p.replicas, [&](const StoredReplica& r) {
       if (r.segment() != segment) return false;
-      tenants_.Release(p.tenant, p.size);
+      t_.tenants_.Release(p.tenant, p.size);
       return true;
     });
   }
-  for (auto& [id, z] : s.zombies) {
+  for (auto& entry : s_.zombies) {
+    Zombie& z = entry.second;
     std::erase_if(z.replicas, [&](const StoredReplica& r) {
       if (r.segment() != segment) return false;
-      if (r.kind() == ReplicaKind::kMemory) tenants_.Release(z.tenant, z.size);
+      if (r.kind() == ReplicaKind::kMemory) t_.tenants_.Release(z.tenant, z.size);
       return true;
     });
   }
   return dropped;
+}
+
+// ---- away copies
+
+void ObjectTable::Locked::NoteAwayCopy(std::string_view table_key, std::optional<uint64_t> checksum,
+                                       bool superseded) {
+  AssertHeld(s_);
+  if (t_.away_copies_.load(std::memory_order_relaxed) >= t_.away_limit_) {
+    const uint64_t n = t_.away_untracked_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if ((n & (n - 1)) == 0) {  // 1st, 2nd, 4th, ...: a burst does not flood the log
+      YB_LOG_WARN(
+          "{} disk copies of absent clients are remembered (--disk_away_copies_limit): {} more are not, and "
+          "such a copy of a key removed or rewritten meanwhile would be registered again if its owner returns",
+          t_.away_limit_, n);
+    }
+    return;
+  }
+  auto it = s_.away.find(HashedKey(table_key));
+  if (it == s_.away.end()) it = s_.away.emplace(std::string(table_key), std::vector<AwayCopy>{}).first;
+  it->second.push_back(AwayCopy{checksum, superseded});
+  t_.away_copies_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ObjectTable::Locked::SupersedeAwayCopies(std::string_view table_key) {
+  AssertHeld(s_);
+  if (s_.away.empty()) return;  // the common case: no hashing
+  auto it = s_.away.find(HashedKey(table_key));
+  if (it == s_.away.end()) return;
+  for (AwayCopy& c : it->second) c.superseded = true;
+}
+
+void ObjectTable::Locked::SupersedeAbsentAwayCopiesIf(const std::function<bool(std::string_view)>& match) {
+  AssertHeld(s_);
+  for (auto& [ik, copies] : s_.away) {
+    if (match(ik) && s_.objects.find(HashedKey(ik)) == s_.objects.end()) {
+      for (AwayCopy& c : copies) c.superseded = true;
+    }
+  }
+}
+
+std::optional<bool> ObjectTable::Locked::TakeAwayCopy(const HashedKey& k, uint64_t checksum) {
+  AssertHeld(s_);
+  auto it = s_.away.find(k);
+  if (it == s_.away.end()) return std::nullopt;
+  std::vector<AwayCopy>& copies = it->second;
+  auto match = std::find_if(copies.begin(), copies.end(), [&](const AwayCopy& c) { return c.checksum == checksum; });
+  if (match == copies.end()) {
+    match = std::find_if(copies.begin(), copies.end(), [](const AwayCopy& c) { return !c.checksum; });
+  }
+  if (match == copies.end()) return std::nullopt;
+  const bool superseded = match->superseded;
+  copies.erase(match);
+  if (copies.empty()) s_.away.erase(it);
+  t_.away_copies_.fetch_sub(1, std::memory_order_relaxed);
+  return superseded;
 }
 
 }  // namespace yb

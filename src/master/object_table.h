@@ -4,17 +4,19 @@
 //   objects  - published (COMPLETE) objects, each on the shard's recency list unless hard-pinned;
 //   pending  - Puts between PutStart and PutEnd (invisible to readers, the key is reserved);
 //   pins     - read pins per (object, client): bytes a reader is copying are never freed;
-//   zombies  - objects already removed whose bytes are still pinned by readers.
-// Callers lock a shard through Locked(), and operate on it; the table frees space through the
-// SegmentManager and returns quota through the TenantRegistry.
-// Lock order: shard mutex, then segment locks (inside SegmentManager). Never two shards at once.
+//   zombies  - objects already removed whose bytes are still pinned by readers;
+//   away     - disk copies whose owner went away (AwayCopy).
+// The shard is private: callers lock one through Lock()/LockShard(), which return a Locked
+// accessor, and read and change it only through the accessor's named operations. The table frees
+// space through the SegmentManager and returns quota through the TenantRegistry.
+// Lock order: a shard mutex, then the locks of SegmentManager, OffloadQueues, ClientRegistry and
+// TenantRegistry (each leaf: none calls out while holding its own). Never two shards at once.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -22,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/thread_annotations.h"
 #include "master/inline_key_map.h"
 #include "master/master_api.h"
 #include "master/segment_manager.h"
@@ -151,66 +154,156 @@ struct AwayCopy {
   bool superseded = false;           // the key was removed or written since the copy was made
 };
 
-struct Shard {
-  std::mutex mu;
-  ObjectMap objects;
-  std::unordered_map<std::string, PendingPut, KeyHash, KeyEq> pending;
-  std::unordered_map<PinKey, uint32_t, PinKeyHash> pins;
-  std::unordered_map<uint64_t, Zombie> zombies;
-  std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away;  // by table key
-  ObjectEntry* lru_head = nullptr;                                              // least recently used
-  ObjectEntry* lru_tail = nullptr;
-};
-
 class ObjectTable {
+  struct Shard;
+
  public:
   static constexpr size_t kDefaultShards = 1024;
+  static constexpr size_t kDefaultAwayLimit = 1'000'000;
 
-  ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size_t shards = kDefaultShards);
+  // `away_limit` bounds the away copies remembered (MasterConfig::disk_away_copies_limit).
+  ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size_t shards = kDefaultShards,
+              size_t away_limit = kDefaultAwayLimit);
   ~ObjectTable();
 
+  // A published object as a shard's accessor hands it out: read-only. Valid while the accessor
+  // that gave it is alive and until that accessor publishes (which may rehash) or removes it.
+  class Ref {
+   public:
+    Ref() = default;
+    explicit operator bool() const { return valid_; }
+    std::string_view key() const { return it_->first; }
+    const ObjectMeta& meta() const { return it_->second; }
+    const ObjectMeta* operator->() const { return &it_->second; }
+    const ObjectEntry& entry() const { return *it_; }
+
+   private:
+    friend class ObjectTable;
+    Ref(ObjectMap::iterator it, bool valid) : it_(it), valid_(valid) {}
+    ObjectMeta& mut() const { return it_->second; }
+    ObjectMap::iterator it_;
+    bool valid_ = false;
+  };
+
+  // Holds one shard's mutex for its lifetime and is the only way to read or change the shard. Every
+  // change to what readers see (a value published, revoked or removed, replicas added or dropped,
+  // pins) is one of its named operations: the one place a metadata log records them. Not movable;
+  // one accessor per thread at a time (never two shards at once).
+  class Locked {
+   public:
+    ~Locked();
+    Locked(const Locked&) = delete;
+    Locked& operator=(const Locked&) = delete;
+
+    // ---- lookups
+    Ref Find(const HashedKey& k);
+    const PendingPut* FindPending(const HashedKey& k) const;
+    size_t pending_count() const;
+    // Calls f(ref) for every published object; f may Remove the object it is given.
+    void ForEach(const std::function<void(Ref)>& f);
+    // Calls f(entry) for objects on the recency list, least recent first, until f returns false.
+    // Returns true if f stopped it with objects left on the list.
+    bool ForEachLeastRecent(const std::function<bool(const ObjectEntry&)>& f);
+
+    // ---- Puts in progress (invisible to readers; the key is reserved)
+    void AddPending(const HashedKey& k, PendingPut put);
+    // Takes a Put out of the table, its space still reserved (the caller frees or keeps it).
+    PendingPut TakePending(const HashedKey& k);
+    // Ends a Put and frees its space. False if there is none.
+    bool RevokePending(const HashedKey& k);
+    // Revokes every Put for which `pred` holds, calling it once per Put. Returns how many.
+    uint64_t RevokePendingIf(const std::function<bool(const PendingPut&)>& pred);
+
+    // ---- published objects
+    // Publishes a new object (the key must be free) and puts it on the recency list.
+    Ref Publish(const HashedKey& k, ObjectMeta meta);
+    // Removes an object. Its bytes are freed now, or when its last reader ends.
+    void Remove(Ref r);
+    // Frees an object's MEMORY replicas and keeps the others (disk copies); an object left with no
+    // replica is removed. The caller makes sure no reader holds the memory.
+    void DropMemoryReplicas(Ref r);
+    // Drops the replicas for which `drop` holds (MEMORY ones are freed); an object left with no
+    // replica is removed. Returns how many were dropped.
+    size_t DropReplicasIf(Ref r, const std::function<bool(const StoredReplica&)>& drop);
+    // Adds a LOCAL_DISK replica on `segment` (its owner's) and ends kDiskCopyPending.
+    void AddDiskReplica(Ref r, SegmentRef segment);
+    // The XXH3-64 an offload computed for a value its writer gave none (kDiskChecksum).
+    void SetDiskChecksum(Ref r, uint64_t checksum);
+    // Sets or clears the offload bits (kOffloading, kNoOffload, kDiskCopyPending): state that the
+    // offload queues rebuild, not part of the value.
+    void SetOffloadFlags(Ref r, uint8_t bits);
+    void ClearOffloadFlags(Ref r, uint8_t bits);
+
+    // ---- readers (leases, recency and read pins are rebuilt state, never logged)
+    void Touch(Ref r);
+    // The lease lasts at least until `until`.
+    void ExtendLease(Ref r, TimeMs until);
+    void SetSoftPinDeadline(Ref r, TimeMs until);
+    // Pins the object's bytes for `client` until Unpin; returns the pin's id (the object id).
+    uint64_t AddReadPin(Ref r, const ClientId& client);
+    // Ends one read pin of `client` on object `object_id` (`live` is the key's object, if any);
+    // false if there is no such pin.
+    bool Unpin(const ClientId& client, uint64_t object_id, Ref live);
+    // Ends every read pin of the clients for which `gone` holds. Returns how many.
+    uint64_t UnpinClientsIf(const std::function<bool(const ClientId&)>& gone);
+
+    // ---- segments
+    // Removes every replica on `segment` (its memory left with its owner: nothing is freed);
+    // objects left with none are removed. `on_disk_copy` is called with each object losing a
+    // LOCAL_DISK replica, before it changes. Returns objects removed.
+    uint64_t DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy = {});
+
+    // ---- away copies (AwayCopy)
+    void NoteAwayCopy(std::string_view table_key, std::optional<uint64_t> checksum, bool superseded);
+    // The key was removed or given a new value: its copies still away hold an older state of it.
+    void SupersedeAwayCopies(std::string_view table_key);
+    // Supersedes the away copies of every key that `match` accepts and that holds no object.
+    void SupersedeAbsentAwayCopiesIf(const std::function<bool(std::string_view)>& match);
+    // A copy of the key with this checksum is registered: takes the away copy it is (one of the same
+    // checksum, else one of unknown checksum) and says whether that was superseded; nothing when the
+    // table holds no such copy.
+    std::optional<bool> TakeAwayCopy(const HashedKey& k, uint64_t checksum);
+
+   private:
+    friend class ObjectTable;
+    Locked(ObjectTable& table, Shard& shard);
+    void LruUnlink(ObjectEntry& e);
+    void LruAppend(ObjectEntry& e);
+    void Relink(ObjectEntry& e);
+    void SetReplicas(Ref r, const std::vector<StoredReplica>& keep);
+
+    ObjectTable& t_;
+    Shard& s_;
+  };
+
+  // Locks the shard of `k`, or shard `i` (0 <= i < shard_count()).
+  Locked Lock(const HashedKey& k);
+  Locked LockShard(size_t i);
   size_t shard_count() const { return shards_.size(); }
-  Shard& shard(size_t i) { return *shards_[i]; }
-  Shard& ShardFor(const HashedKey& k) { return *shards_[(k.hash >> 32) % shards_.size()]; }
+  size_t ShardIndex(const HashedKey& k) const { return (k.hash >> 32) % shards_.size(); }
 
   uint64_t NextObjectId() { return next_object_id_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t NextAccess() { return access_seq_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t object_count() const { return objects_.load(std::memory_order_relaxed); }
+  // Away copies remembered, and those not remembered because away_limit was reached.
+  uint64_t away_copies() const { return away_copies_.load(std::memory_order_relaxed); }
+  uint64_t away_untracked() const { return away_untracked_.load(std::memory_order_relaxed); }
 
-  // All of the following need the shard's mutex held.
-
-  // Publishes a new object (not yet in the map) and puts it on the recency list.
-  ObjectEntry& Insert(Shard& s, const HashedKey& key, ObjectMeta meta);
-  // Marks an object as just used.
-  void Touch(Shard& s, ObjectEntry& e);
-  // Puts an object on, or takes it off, the recency list after its replicas changed.
-  void Relink(Shard& s, ObjectEntry& e);
-  // Removes an object. Its bytes are freed now, or when its last reader ends (zombie).
-  void Drop(Shard& s, ObjectMap::iterator it);
-  // Frees an object's MEMORY replicas and keeps the others (disk copies); an object left with no
-  // replica is dropped. The caller makes sure no reader holds the memory.
-  void DropMemoryReplicas(Shard& s, ObjectMap::iterator it);
-  // Frees replicas and returns their quota. Only MEMORY replicas hold space and quota.
+  // Frees replicas and returns their quota. Only MEMORY replicas hold space and quota. For space
+  // the table no longer lists (a Put taken over); needs no shard lock.
   void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas);
-  // Ends one read pin of `client` on object `object_id`; false if there is no such pin.
-  bool Unpin(Shard& s, const ClientId& client, uint64_t object_id, ObjectEntry* live);
-  // Ends every read pin `client` holds in this shard; returns how many.
-  uint64_t UnpinClient(Shard& s, const ClientId& client);
-  // Removes every replica on `segment`; objects left with none are dropped. Returns objects dropped.
-  // `on_disk_copy` is called with each object losing a LOCAL_DISK replica, before it changes.
-  uint64_t DropSegmentReplicas(Shard& s, SegmentRef segment,
-                               const std::function<void(const ObjectEntry&)>& on_disk_copy = {});
 
  private:
-  void LruUnlink(Shard& s, ObjectEntry& e);
-  void LruAppend(Shard& s, ObjectEntry& e);
+  uint64_t NextAccess() { return access_seq_.fetch_add(1, std::memory_order_relaxed); }
 
   SegmentManager& segments_;
   TenantRegistry& tenants_;
+  const size_t away_limit_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<uint64_t> next_object_id_{1};
   std::atomic<uint64_t> access_seq_{1};
   std::atomic<uint64_t> objects_{0};
+  std::atomic<uint64_t> away_copies_{0};
+  std::atomic<uint64_t> away_untracked_{0};
 };
 
 }  // namespace yb

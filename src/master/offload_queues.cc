@@ -3,22 +3,22 @@
 namespace yb {
 
 void OffloadQueues::AddClient(const ClientId& c) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   queues_.try_emplace(c);
 }
 
 bool OffloadQueues::Any() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return !queues_.empty();
 }
 
 bool OffloadQueues::Has(const ClientId& c) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queues_.count(c) != 0;
 }
 
 bool OffloadQueues::Push(const ClientId& c, OffloadItem item) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = queues_.find(c);
   if (it == queues_.end()) return false;
   Queue& q = it->second;
@@ -38,7 +38,7 @@ bool OffloadQueues::Push(const ClientId& c, OffloadItem item) {
 
 std::vector<OffloadItem> OffloadQueues::Take(const ClientId& c, size_t max) {
   std::vector<OffloadItem> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = queues_.find(c);
   if (it == queues_.end()) return out;
   Queue& q = it->second;
@@ -67,7 +67,7 @@ std::vector<OffloadItem> OffloadQueues::Take(const ClientId& c, size_t max) {
 }
 
 std::optional<OffloadItem> OffloadQueues::Finish(const ClientId& c, uint64_t object_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = queues_.find(c);
   if (it == queues_.end()) return std::nullopt;
   auto h = it->second.handed_out.find(object_id);
@@ -80,7 +80,7 @@ std::optional<OffloadItem> OffloadQueues::Finish(const ClientId& c, uint64_t obj
 
 std::vector<OffloadItem> OffloadQueues::RemoveClient(const ClientId& c) {
   std::vector<OffloadItem> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = queues_.find(c);
   if (it == queues_.end()) return out;
   for (auto& item : it->second.waiting) {
@@ -100,7 +100,7 @@ void OffloadQueues::Forget(const OffloadItem& item) {
 }
 
 uint64_t OffloadQueues::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t n = 0;
   for (const auto& [c, q] : queues_) n += q.waiting.size() + q.handed_out.size();
   return n;

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
+#include "common/thread_annotations.h"
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -61,11 +61,11 @@ class OffloadQueues {
     size_t drops = 0;                                      // drop items in `waiting`
   };
   static constexpr size_t kDropsPerTask = 64;  // drop items allowed per unit of `limit`
-  void Forget(const OffloadItem& item);  // mu_ held
+  void Forget(const OffloadItem& item) REQUIRES(mu_);
 
   const size_t limit_;
-  mutable std::mutex mu_;
-  std::unordered_map<ClientId, Queue, IdHash> queues_;  // guarded by mu_
+  mutable Mutex mu_;  // a leaf: nothing is called while it is held
+  std::unordered_map<ClientId, Queue, IdHash> queues_ GUARDED_BY(mu_);
   std::atomic<uint64_t> evict_pending_{0};
   std::atomic<uint64_t> pushed_{0};
   std::atomic<uint64_t> refused_{0};

@@ -35,7 +35,7 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   }
   if (desc.name.empty()) return Status(Code::kInvalidParams, "segment has no name");
   if (desc.size >= (1ULL << 56)) return Status(Code::kInvalidParams, "segment is larger than 64 PiB");
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   auto it = by_id_.find(desc.id);
   if (it != by_id_.end()) {
     if (it->second->owner == owner && it->second->desc.size == desc.size) return Status::OK();
@@ -49,7 +49,7 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   slot_id_[slot].store(desc.id, std::memory_order_release);
   slot_ref_[slot].store(seg->ref, std::memory_order_release);
   by_slot_[slot] = seg;
-  capacity_.fetch_add(seg->alloc.capacity(), std::memory_order_relaxed);
+  capacity_.fetch_add(seg->capacity, std::memory_order_relaxed);
   by_id_.emplace(desc.id, std::move(seg));
   RebuildListLocked();
   YB_LOG_INFO("mounted segment {} '{}' ({} bytes) for client {}", desc.id, desc.name, desc.size, owner.ToString());
@@ -57,14 +57,14 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
 }
 
 Result<SegmentRef> SegmentManager::Unmount(const ClientId& owner, SegmentId id) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return Status(Code::kSegmentNotFound, "segment " + std::to_string(id) + " is not mounted");
   if (!(it->second->owner == owner)) {
     return Status(Code::kIllegalClient, "segment " + std::to_string(id) + " belongs to another client");
   }
   {
-    std::lock_guard seg_lock(it->second->mu);
+    MutexLock seg_lock(it->second->mu);
     capacity_.fetch_sub(it->second->alloc.capacity(), std::memory_order_relaxed);
     allocated_.fetch_sub(it->second->alloc.capacity() - it->second->alloc.free_bytes(), std::memory_order_relaxed);
   }
@@ -86,7 +86,7 @@ void SegmentManager::RebuildListLocked() {
 }
 
 std::vector<SegmentId> SegmentManager::SegmentsOf(const ClientId& owner) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   std::vector<SegmentId> out;
   for (const auto& seg : list_) {
     if (seg->owner == owner) out.push_back(seg->desc.id);
@@ -95,7 +95,7 @@ std::vector<SegmentId> SegmentManager::SegmentsOf(const ClientId& owner) const {
 }
 
 bool SegmentManager::OwnerOf(SegmentRef ref, ClientId* owner) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const auto& slot = by_slot_[SlotOf(ref)];
   if (!slot || slot->ref != ref) return false;
   *owner = slot->owner;
@@ -103,18 +103,18 @@ bool SegmentManager::OwnerOf(SegmentRef ref, ClientId* owner) const {
 }
 
 SegmentRef SegmentManager::RefOf(SegmentId id, const ClientId& owner) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   auto it = by_id_.find(id);
   return it != by_id_.end() && it->second->owner == owner ? it->second->ref : kNoSegment;
 }
 
 bool SegmentManager::Contains(SegmentId id) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return by_id_.count(id) != 0;
 }
 
 bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out) {
-  std::lock_guard lock(seg.mu);
+  MutexLock lock(seg.mu);
   auto r = seg.alloc.Allocate(size);
   if (!r) return false;
   seg.free_bytes.store(seg.alloc.free_bytes(), std::memory_order_relaxed);
@@ -127,7 +127,7 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
                                                  const std::vector<SegmentId>& avoid) {
   std::vector<Allocation> out;
   if (count == 0 || size == 0) return out;
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   // A segment to avoid takes its owner's other segments with it: one process, one fate.
   std::vector<ClientId> avoided_owners;
   for (SegmentId id : avoid) {
@@ -157,7 +157,7 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
   thread_local std::vector<uint32_t> order;
   candidates.clear();
   for (const auto& seg : list_) {
-    candidates.push_back({seg->alloc.capacity(), seg->free_bytes.load(std::memory_order_relaxed)});
+    candidates.push_back({seg->capacity, seg->free_bytes.load(std::memory_order_relaxed)});
   }
   strategy_->Order(candidates, order);
   for (uint32_t i : order) {
@@ -169,11 +169,11 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
 }
 
 void SegmentManager::Free(const Allocation& a) {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const auto& slot = by_slot_[SlotOf(a.segment)];
   if (!slot || slot->ref != a.segment) return;  // unmounted: its memory went with it
   Segment& seg = *slot;
-  std::lock_guard seg_lock(seg.mu);
+  MutexLock seg_lock(seg.mu);
   uint64_t sz = seg.alloc.AllocationSize(a.node);
   if (seg.alloc.Free(a.node)) {
     seg.free_bytes.store(seg.alloc.free_bytes(), std::memory_order_relaxed);
@@ -184,22 +184,22 @@ void SegmentManager::Free(const Allocation& a) {
 }
 
 uint64_t SegmentManager::largest_segment() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   uint64_t m = 0;
-  for (const auto& seg : list_) m = std::max(m, seg->alloc.capacity());
+  for (const auto& seg : list_) m = std::max(m, seg->capacity);
   return m;
 }
 
 size_t SegmentManager::segment_count() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return list_.size();
 }
 
 std::vector<SegmentUsage> SegmentManager::List() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   std::vector<SegmentUsage> out;
   for (const auto& seg : list_) {
-    std::lock_guard seg_lock(seg->mu);
+    MutexLock seg_lock(seg->mu);
     auto st = seg->alloc.GetStats();
     SegmentUsage u;
     u.desc = seg->desc;

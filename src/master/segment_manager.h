@@ -9,12 +9,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "master/allocation_strategy.h"
 #include "master/offset_allocator.h"
 #include "yuebing/status.h"
@@ -75,25 +74,26 @@ class SegmentManager {
     SegmentDesc desc;
     ClientId owner;
     SegmentRef ref = kNoSegment;
-    mutable std::mutex mu;
-    OffsetAllocator alloc;  // guarded by mu
+    mutable Mutex mu;  // after mu_ (shared) when both are held
+    OffsetAllocator alloc GUARDED_BY(mu);
+    const uint64_t capacity;  // alloc.capacity(), fixed at mount
     // alloc.free_bytes(), readable without the lock (strategies look at every segment per Put).
     std::atomic<uint64_t> free_bytes{0};
     Segment(const SegmentDesc& d, const ClientId& o, uint64_t alignment)
-        : desc(d), owner(o), alloc(d.size, alignment), free_bytes(alloc.free_bytes()) {}
+        : desc(d), owner(o), alloc(d.size, alignment), capacity(alloc.capacity()), free_bytes(alloc.free_bytes()) {}
   };
 
   bool TryAllocateOn(Segment& seg, uint64_t size, Allocation* out);
-  void RebuildListLocked();
+  void RebuildListLocked() REQUIRES(mu_);
 
   std::unique_ptr<AllocationStrategy> strategy_;
   uint64_t alignment_;
-  mutable std::shared_mutex mu_;
-  std::unordered_map<SegmentId, std::shared_ptr<Segment>> by_id_;  // guarded by mu_
-  std::vector<std::shared_ptr<Segment>> list_;                     // guarded by mu_
-  std::vector<std::shared_ptr<Segment>> by_slot_;                  // guarded by mu_
-  std::vector<uint16_t> free_slots_;                               // guarded by mu_
-  std::vector<uint16_t> slot_gen_;                                 // guarded by mu_
+  mutable SharedMutex mu_;
+  std::unordered_map<SegmentId, std::shared_ptr<Segment>> by_id_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Segment>> list_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Segment>> by_slot_ GUARDED_BY(mu_);
+  std::vector<uint16_t> free_slots_ GUARDED_BY(mu_);
+  std::vector<uint16_t> slot_gen_ GUARDED_BY(mu_);
   // Lock-free view for IdOf(): the ref a slot holds now, and its segment id.
   std::unique_ptr<std::atomic<uint32_t>[]> slot_ref_;
   std::unique_ptr<std::atomic<uint64_t>[]> slot_id_;

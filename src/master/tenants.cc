@@ -10,7 +10,7 @@ TenantRegistry::TenantRegistry()
 Result<TenantIndex> TenantRegistry::Register(const std::string& name) {
   // 255: the SSD tier stores the name length-prefixed in one byte (common/disk_key.h).
   if (name.empty() || name.size() > 255) return Status(Code::kInvalidParams, "tenant name must be 1-255 bytes");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_name_.find(name);
   if (it != by_name_.end()) return it->second;
   size_t n = count_.load(std::memory_order_relaxed);

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include "common/thread_annotations.h"
 #include <string>
 #include <unordered_map>
 
@@ -39,8 +39,8 @@ class TenantRegistry {
     std::atomic<uint64_t> used{0};
     std::atomic<uint64_t> quota{kNoQuota};
   };
-  std::mutex mu_;
-  std::unordered_map<std::string, TenantIndex> by_name_;  // guarded by mu_
+  Mutex mu_;  // a leaf: nothing is called while it is held
+  std::unordered_map<std::string, TenantIndex> by_name_ GUARDED_BY(mu_);
   std::atomic<size_t> count_{0};
   std::unique_ptr<Slot[]> slots_;
   std::unique_ptr<std::string[]> names_;  // written once under mu_ before count_ publishes it
