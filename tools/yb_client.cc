@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
   auto client = yb::Client::Connect(c);
   for (uint64_t failed = 1; !client.ok(); ++failed) {
     yb::Code code = client.code();
-    if (code != yb::Code::kRpcFail && code != yb::Code::kRpcTimeout) {
+    if (!yb::IsUnavailable(code)) {
       spdlog::error("yb-client: {}", client.status().ToString());
       return 1;
     }

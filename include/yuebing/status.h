@@ -59,6 +59,13 @@ std::string_view CodeName(Code code);
 int32_t ToMooncakeCode(Code code);
 // Inverse of ToMooncakeCode; unknown numbers map to kInternal.
 Code FromMooncakeCode(int32_t mooncake_code);
+// The peer (the master, a transfer server) was not reached or did not answer in time (RPC_FAIL,
+// RPC_TIMEOUT): the call may or may not have taken effect, and may be made again once it is back.
+bool IsUnavailable(Code code);
+// The same call may succeed later without the caller changing anything: the peer is unavailable,
+// there was no space (NO_AVAILABLE_HANDLE: eviction runs), the object is being written, leased or
+// busy, or a transfer failed (the next try may pick another replica or segment).
+bool IsRetryable(Code code);
 
 class [[nodiscard]] Status {
  public:
@@ -74,6 +81,9 @@ class [[nodiscard]] Status {
   int32_t mooncake_code() const { return ToMooncakeCode(code_); }
   // "OBJECT_NOT_FOUND: key 'x'".
   std::string ToString() const;
+
+  bool IsUnavailable() const { return yb::IsUnavailable(code_); }
+  bool IsRetryable() const { return yb::IsRetryable(code_); }
 
   bool operator==(Code c) const { return code_ == c; }
 

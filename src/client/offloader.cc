@@ -22,8 +22,6 @@ class EngineReader final : public ObjectReader {
 
 constexpr size_t kRegisterBatch = 1000;
 
-bool Unreachable(const Status& st) { return st.code() == Code::kRpcFail || st.code() == Code::kRpcTimeout; }
-
 }  // namespace
 
 Offloader::Offloader(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
@@ -62,7 +60,7 @@ Status Offloader::RegisterAll(SegmentId segment) {
     auto sts = master_->AddDiskReplicas(ctx_(), segment, batch);
     std::vector<std::string> stale;
     for (size_t i = 0; i < sts.size(); ++i) {
-      if (Unreachable(sts[i])) return sts[i];
+      if (sts[i].IsUnavailable()) return sts[i];
       if (sts[i].ok()) {
         ++registered;
       } else {
@@ -84,7 +82,7 @@ size_t Offloader::EvictIfNeeded(uint64_t incoming) {
   for (uint64_t bucket : engine_->PickEvictions(incoming)) {
     Status st = engine_->EvictBucket(bucket, [this](const std::vector<std::string>& keys) {
       for (const Status& s : master_->DropDiskReplicas(ctx_(), keys)) {
-        if (Unreachable(s)) return s;  // keep the bucket: the master still lists its replicas
+        if (s.IsUnavailable()) return s;  // keep the bucket: the master still lists its replicas
       }
       return Status::OK();
     });
@@ -158,7 +156,8 @@ size_t Offloader::RunOnce() {
   for (size_t i = 0; i < done.size() && i < results.size(); ++i) {
     // The value went away (removed or replaced) while it was written, or the bytes written are not
     // the value's (its recorded checksum differs): nobody will ask for this copy.
-    if (results[i].status.ok() && (done[i].code() == Code::kObjectNotFound || done[i].code() == Code::kChecksumMismatch)) {
+    if (results[i].status.ok() &&
+        (done[i].code() == Code::kObjectNotFound || done[i].code() == Code::kChecksumMismatch)) {
       unwanted.push_back(results[i].disk_key);
     }
   }

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "common/status_wire.h"
+
 namespace yb {
 namespace {
 
@@ -40,6 +42,33 @@ TEST(StatusTest, MooncakeNumbersMatchTheirPublishedValues) {
 }
 
 TEST(StatusTest, UnknownMooncakeNumberIsInternal) { EXPECT_EQ(FromMooncakeCode(-123456), Code::kInternal); }
+
+TEST(StatusTest, EveryCodeRoundTripsThroughTheWire) {
+  for (int i = 0; i < kNumCodes; ++i) {
+    auto code = static_cast<Code>(i);
+    Status st = DecodeStatus(EncodeCode(code), "m");
+    EXPECT_EQ(st.code(), code) << CodeName(code);
+  }
+  Status unknown = DecodeStatus(kNumCodes + 7, "from a newer peer");
+  EXPECT_EQ(unknown.code(), Code::kInternal);
+  EXPECT_NE(unknown.message().find(std::to_string(kNumCodes + 7)), std::string::npos);
+}
+
+TEST(StatusTest, ClassifiersSayWhatACallerShouldDo) {
+  EXPECT_TRUE(IsUnavailable(Code::kRpcFail));
+  EXPECT_TRUE(IsUnavailable(Code::kRpcTimeout));
+  EXPECT_FALSE(IsUnavailable(Code::kNoAvailableHandle));
+  for (Code c : {Code::kRpcFail, Code::kRpcTimeout, Code::kNoAvailableHandle, Code::kReplicaNotReady,
+                 Code::kObjectHasLease, Code::kTransferFail}) {
+    EXPECT_TRUE(IsRetryable(c)) << CodeName(c);
+  }
+  for (Code c : {Code::kOk, Code::kInvalidKey, Code::kInvalidParams, Code::kObjectNotFound, Code::kObjectAlreadyExists,
+                 Code::kBufferOverflow, Code::kChecksumMismatch}) {
+    EXPECT_FALSE(IsRetryable(c)) << CodeName(c);
+    EXPECT_FALSE(IsUnavailable(c)) << CodeName(c);
+  }
+  EXPECT_TRUE(Status(Code::kRpcTimeout, "x").IsUnavailable());
+}
 
 TEST(StatusTest, ResultCarriesValueOrStatus) {
   Result<int> good(7);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/status_wire.h"
 
 namespace yb::rpc {
 
@@ -29,7 +30,7 @@ struct RpcChannel::Connection {
   asio::io_context io;
   asio::ip::tcp::socket socket{io};
   DeadlineMutex write_mu;  // one frame is written at a time
-  std::mutex mu;  // guards the fields below
+  std::mutex mu;           // guards the fields below
   std::condition_variable cv;
   std::unordered_map<uint32_t, Waiter*> pending;
   bool reading = false;  // a caller is reading the socket
@@ -142,8 +143,8 @@ struct RpcChannel::Connection {
       pending.erase(it);
       w->done = true;
       if (h.flags & kFlagError) {
-        Code code = body.empty() ? Code::kInternal : static_cast<Code>(static_cast<uint8_t>(body[0]));
-        w->result = Status(code, body.empty() ? "" : body.substr(1));
+        w->result = body.empty() ? Status(Code::kInternal, "empty error reply")
+                                 : DecodeStatus(static_cast<uint8_t>(body[0]), body.substr(1));
       } else {
         w->result = std::move(body);
       }

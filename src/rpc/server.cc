@@ -8,11 +8,12 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/status_wire.h"
 
 namespace yb::rpc {
 
 namespace {
-constexpr size_t kInputBuffer = 16 << 10;   // a connection's first read buffer, and how it grows
+constexpr size_t kInputBuffer = 16 << 10;    // a connection's first read buffer, and how it grows
 constexpr size_t kMaxIdleInput = 256 << 10;  // a larger one goes back to kInputBuffer when emptied
 }  // namespace
 
@@ -99,7 +100,7 @@ class RpcServer::Session final : public LoopSession {
     if (!st.ok()) {
       out_.resize(start + kHeaderSize);
       reply.flags = kFlagError;
-      out_.push_back(static_cast<char>(st.code()));
+      out_.push_back(static_cast<char>(EncodeCode(st.code())));
       out_ += st.message();
     }
     reply.body_len = static_cast<uint32_t>(out_.size() - start - kHeaderSize);

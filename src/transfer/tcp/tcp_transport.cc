@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/status_wire.h"
 #include "common/units.h"
 #include "transfer/tcp/wire.h"
 
@@ -366,10 +367,10 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
     pos += kResponseSize;
     ++answers;
     if (resp.code != 0) {
-      Code c = resp.code < static_cast<uint32_t>(kNumCodes) ? static_cast<Code>(resp.code) : Code::kInternal;
       {
         std::lock_guard lock(errors_mu);
-        if (errors[s.request].ok()) errors[s.request] = Status(c, "refused by transfer server " + endpoint);
+        if (errors[s.request].ok())
+          errors[s.request] = DecodeStatus(resp.code, "refused by transfer server " + endpoint);
       }
       if (s.piece.op == TransferRequest::Op::kWrite) {  // the server closed the connection
         return Status(Code::kTransferFail, "transfer server " + endpoint + " refused a write");

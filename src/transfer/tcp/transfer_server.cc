@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/status_wire.h"
 #include "transfer/memcpy_transport.h"
 
 namespace yb::tcp {
@@ -88,7 +89,7 @@ class TransferServer::Session final : public LoopSession {
   void Answer(Code code, const uint8_t* data = nullptr, uint64_t length = 0, std::shared_ptr<const void> hold = {},
               bool owned = false) {
     Pending& p = out_.emplace_back();
-    WireResponse{static_cast<uint32_t>(code), data ? length : 0}.Encode(p.header);
+    WireResponse{EncodeCode(code), data ? length : 0}.Encode(p.header);
     p.data = data;
     p.length = data ? length : 0;
     p.hold = std::move(hold);
@@ -338,8 +339,8 @@ Status TransferServer::Start() {
   LoopGroup::Options go;
   go.name = "transfer server";
   go.listen = {options_.address, options_.port, options_.on_accept_failed, options_.keepalive};
-  go.threads = options_.threads > 0 ? options_.threads
-                                    : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
+  go.threads =
+      options_.threads > 0 ? options_.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
   go.max_connections = options_.max_connections;
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
