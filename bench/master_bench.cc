@@ -130,7 +130,7 @@ void BM_BatchPutStartEnd(benchmark::State& state) {
     keys.reserve(kBatch);
     uint64_t base = s.put_seq.fetch_add(kBatch, std::memory_order_relaxed);
     for (int j = 0; j < kBatch; ++j) keys.push_back(prefix + std::to_string(base + j));
-    (void)s.master->BatchPutStart(s.ctx, keys, sizes, {});
+    (void)s.master->BatchPutStart(s.ctx, keys, sizes, {}, yb::WriteMode::kPut);
     (void)s.master->BatchPutEnd(s.ctx, keys, {});
   }
   state.SetItemsProcessed(state.iterations() * kBatch);

@@ -36,11 +36,12 @@
 #include <sstream>
 #include <thread>
 
+#include "api/master_api.h"
 #include "common/cpus.h"
 #include "event_callers.h"
 #include "master.pb.h"
-#include "master/master_api.h"
-#include "rpc/master_rpc.h"
+#include "rpc/master_client.h"
+#include "rpc/master_server.h"
 #include "yuebing/client.h"
 
 namespace {
@@ -107,59 +108,79 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
                      bool check_replies = true, pid_t server_pid = 0, json* cpu = nullptr, bool per_cpu = false) {
   using yb::rpc::MasterMethod;
   const bool put = op == "PutStart+PutEnd", exist = op == "ExistKey";
-  const auto method = static_cast<uint16_t>(exist ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
   uint64_t put_base = put_seq.fetch_add(1ULL << 32);  // fresh keys for this run
-  yb::pb::MasterRequest q;
-  q.mutable_ctx()->set_client_hi(ctx.client.hi);
-  q.mutable_ctx()->set_client_lo(ctx.client.lo);
-  q.mutable_ctx()->set_tenant(ctx.tenant);
+  yb::pb::Context pctx;
+  pctx.set_client_hi(ctx.client.hi);
+  pctx.set_client_lo(ctx.client.lo);
+  pctx.set_tenant(ctx.tenant);
   // Reads of existing keys: every request body is built before the clock starts.
   std::vector<std::string> bodies;
   if (!put) {
     for (const auto& k : keys) {
-      q.clear_keys();
-      q.add_keys(k);
-      bodies.push_back(q.SerializeAsString());
+      if (exist) {
+        yb::pb::KeysRequest q;
+        *q.mutable_ctx() = pctx;
+        q.add_keys(k);
+        bodies.push_back(q.SerializeAsString());
+      } else {
+        yb::pb::GetReplicaListRequest q;
+        *q.mutable_ctx() = pctx;
+        q.add_keys(k);
+        bodies.push_back(q.SerializeAsString());
+      }
     }
   }
-  // Per connection, as the per-CPU callers call from several threads: a put's request and body
-  // (alive until the connection's next call), and the reply parsed by `check`.
+  // Per connection, as the per-CPU callers call from several threads: a put's requests and body
+  // (alive until the connection's next call), and the replies parsed by `check`.
   std::vector<std::string> put_bodies(conns);
-  std::vector<yb::pb::MasterRequest> put_reqs(conns, q);
-  std::vector<yb::pb::MasterResponse> resps(conns);
+  std::vector<yb::pb::PutStartRequest> starts(conns);
+  std::vector<yb::pb::PutEndRequest> ends(conns);
+  std::vector<yb::pb::ExistKeyResponse> exist_resps(conns);
+  std::vector<yb::pb::GetReplicaListResponse> grl_resps(conns);
+  std::vector<yb::pb::PutStartResponse> start_resps(conns);
+  std::vector<yb::pb::StatusesResponse> end_resps(conns);
+  for (int c = 0; c < conns; ++c) {
+    *starts[c].mutable_ctx() = pctx;
+    starts[c].mutable_config()->set_replica_num(1);
+    *ends[c].mutable_ctx() = pctx;
+  }
   auto next = [&](int c, uint64_t n, uint16_t* m) -> std::string_view {
     if (!put) {
-      *m = method;
+      *m = static_cast<uint16_t>(exist ? MasterMethod::kExistKey : MasterMethod::kGetReplicaList);
       return bodies[(n * conns + c) % bodies.size()];
     }
-    yb::pb::MasterRequest& pq = put_reqs[c];
-    pq.clear_keys();
-    pq.clear_sizes();
-    pq.clear_values();
-    pq.clear_has_values();
-    pq.clear_config();
-    pq.add_keys("bench/eput/" + std::to_string(put_base + (n / 2) * conns + c));
+    std::string key = "bench/eput/" + std::to_string(put_base + (n / 2) * conns + c);
     if (n % 2 == 0) {
       *m = static_cast<uint16_t>(MasterMethod::kPutStart);
-      pq.add_sizes(4096);
-      pq.mutable_config()->set_replica_num(1);
+      auto& q = starts[c];
+      q.clear_keys();
+      q.clear_sizes();
+      q.add_keys(key);
+      q.add_sizes(4096);
+      q.SerializeToString(&put_bodies[c]);
     } else {
       *m = static_cast<uint16_t>(MasterMethod::kPutEnd);
-      pq.add_has_values(false);
-      pq.add_values(0);
+      auto& q = ends[c];
+      q.clear_keys();
+      q.add_keys(key);
+      q.SerializeToString(&put_bodies[c]);
     }
-    pq.SerializeToString(&put_bodies[c]);
     return put_bodies[c];
   };
-  auto check = [&](int c, uint64_t, std::string_view body) {
+  // A reply with one OK result (and for reads, the key found).
+  auto one_ok = [](auto& r, std::string_view body) {
+    return r.ParseFromArray(body.data(), static_cast<int>(body.size())) && r.results_size() == 1;
+  };
+  auto check = [&](int c, uint64_t n, std::string_view body) {
     if (!check_replies) return true;
-    yb::pb::MasterResponse& r = resps[c];
-    if (!r.ParseFromArray(body.data(), static_cast<int>(body.size())) || r.results_size() != 1 ||
-        r.results(0).status().code() != 0) {
-      return false;
+    if (put && n % 2 == 0) return one_ok(start_resps[c], body) && start_resps[c].results(0).status().code() == 0;
+    if (put) return one_ok(end_resps[c], body) && end_resps[c].results(0).code() == 0;
+    if (exist) {
+      auto& r = exist_resps[c];
+      return one_ok(r, body) && r.results(0).code() == 0 && r.exists_size() == 1 && r.exists(0);
     }
-    if (put) return true;
-    return exist ? r.results(0).exists() : r.results(0).replicas_size() > 0;
+    auto& r = grl_resps[c];
+    return one_ok(r, body) && r.results(0).status().code() == 0 && r.results(0).replicas_size() > 0;
   };
   auto cpu0 = server_pid > 0 ? ProcessCpu(server_pid) : std::nullopt;
   auto r = yb::bench::RunEventCallers(host, port, conns, seconds, next, check, per_cpu);

@@ -15,9 +15,9 @@
 #include <iostream>
 #include <iterator>
 
+#include "api/master_api.h"
 #include "common/units.h"
-#include "master/master_api.h"
-#include "rpc/master_rpc.h"
+#include "rpc/master_client.h"
 #include "yuebing/client.h"
 
 namespace {

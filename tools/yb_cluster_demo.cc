@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <map>
 
+#include "api/master_api.h"
 #include "common/units.h"
 #include "demo_values.h"
-#include "master/master_api.h"
 #include "yuebing/client.h"
 
 int main(int argc, char** argv) {

@@ -15,7 +15,8 @@
 #include "common/open_files.h"
 #include "common/periodic_runner.h"
 #include "master/master_service.h"
-#include "rpc/master_rpc.h"
+#include "rpc/master_client.h"
+#include "rpc/master_server.h"
 #include "stop_signals.h"
 
 namespace {
@@ -91,9 +92,8 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
   yb::tools::PrometheusText p;
   auto per_method = [&](const char* name, const char* help, auto value) {
     p.Family("counter", name, help);
-    for (uint16_t m = 0; m < yb::rpc::RpcMetrics::kMethods; ++m) {
-      const char* op = yb::rpc::MasterMethodName(m);
-      if (*op) p.Sample(name, fmt::format("op=\"{}\"", op), value(m));
+    for (const auto& row : yb::rpc::kMasterMethods) {
+      p.Sample(name, fmt::format("op=\"{}\"", row.name), value(static_cast<uint16_t>(row.method)));
     }
   };
   per_method("yb_master_requests_total", "RPC calls per operation.", [&](uint16_t m) { return rpc.calls(m); });

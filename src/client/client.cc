@@ -174,7 +174,7 @@ bool Client::Impl::UnmountPool() {
   for (const auto& d : segs) {
     if (master_reachable) {
       Status st = master->UnmountSegment(ctx(), d.id);
-      if (st.code() == Code::kRpcFail || st.code() == Code::kRpcTimeout) {
+      if (st.IsUnavailable()) {
         // Do not wait a deadline per segment: the master drops them when our pings stop.
         YB_LOG_WARN("master unreachable while unmounting ({}); it will drop our segments after client_ttl",
                     st.ToString());
@@ -223,7 +223,7 @@ Status Client::Impl::Heartbeat() {
     }
     if (!segs.empty()) {
       YB_LOG_INFO("master asked client {} to re-mount {} segments", id.ToString(), segs.size());
-      YB_RETURN_IF_ERROR(master->ReMountSegment(ctx(), segs));
+      YB_RETURN_IF_ERROR(master->MountSegments(ctx(), segs));
       ++remounts;
       // The master forgot our disk replicas with our segments: tell it again what the SSD holds
       // (once the SSD tier runs; it registers them itself when it starts).

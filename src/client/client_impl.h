@@ -6,11 +6,11 @@
 #include <mutex>
 #include <vector>
 
+#include "api/master_api.h"
 #include "client/buffers.h"
 #include "client/offloader.h"
 #include "common/log.h"
 #include "common/periodic_runner.h"
-#include "master/master_api.h"
 #include "transfer/local_segments.h"
 #include "transfer/tcp/transfer_server.h"
 #include "transfer/transfer_engine.h"

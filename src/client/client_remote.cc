@@ -3,7 +3,7 @@
 #include "client/client_impl.h"
 #include "client/segment_directory.h"
 #include "common/log.h"
-#include "rpc/master_rpc.h"
+#include "rpc/master_client.h"
 #include "transfer/memcpy_transport.h"
 #include "transfer/tcp/tcp_transport.h"
 #include "transfer/tcp/transfer_server.h"
@@ -51,8 +51,7 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
   if (config.protocol != "tcp") {
     return Status(Code::kNotSupported, "protocol '" + config.protocol + "' is not available; use tcp");
   }
-  auto transport_options =
-      tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size, config.mc_slice_size);
+  auto transport_options = tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size, config.mc_slice_size);
   if (!transport_options.ok()) return transport_options.status();
   auto plumbing = std::make_shared<RemotePlumbing>();
   plumbing->master =

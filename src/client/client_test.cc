@@ -319,11 +319,12 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
     cv.notify_all();
     return PingResponse{};
   });
-  ON_CALL(*master, MountSegment(::testing::_, ::testing::_)).WillByDefault([&](const CallContext&, const SegmentDesc&) {
-    std::unique_lock lock(mu);
-    beat_while_mounting = cv.wait_for(lock, std::chrono::seconds(30), [&] { return pings > 0; });
-    return Status::OK();
-  });
+  ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
+      .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>&) {
+        std::unique_lock lock(mu);
+        beat_while_mounting = cv.wait_for(lock, std::chrono::seconds(30), [&] { return pings > 0; });
+        return Status::OK();
+      });
   ClientConfig c;
   c.local_hostname = "slow";
   c.global_segment_size = 1 << 20;

@@ -7,52 +7,38 @@
 #include <string>
 #include <vector>
 
-#include "master/master_api.h"
+#include "api/master_api.h"
 
 namespace yb::testing {
 
+// Only the virtual calls: the single-key helpers of MasterApi arrive here as batches of one.
 class MockMaster : public MasterApi {
  public:
+  using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   MOCK_METHOD(Result<TenantIndex>, RegisterClient, (const ClientRegistration&), (override));
   MOCK_METHOD(Result<PingResponse>, Ping, (const CallContext&), (override));
   MOCK_METHOD(Status, UnregisterClient, (const CallContext&), (override));
-  MOCK_METHOD(Status, MountSegment, (const CallContext&, const SegmentDesc&), (override));
-  MOCK_METHOD(Status, ReMountSegment, (const CallContext&, const std::vector<SegmentDesc>&), (override));
+  MOCK_METHOD(Status, MountSegments, (const CallContext&, const std::vector<SegmentDesc>&), (override));
   MOCK_METHOD(Status, UnmountSegment, (const CallContext&, SegmentId), (override));
   MOCK_METHOD(Result<std::vector<SegmentUsage>>, ListSegments, (), (override));
-  MOCK_METHOD(Result<std::vector<ReplicaDesc>>, PutStart,
-              (const CallContext&, const std::string&, uint64_t, const ReplicateConfig&), (override));
-  MOCK_METHOD(Result<std::vector<ReplicaDesc>>, UpsertStart,
-              (const CallContext&, const std::string&, uint64_t, const ReplicateConfig&), (override));
-  MOCK_METHOD(Status, PutEnd, (const CallContext&, const std::string&, std::optional<uint64_t>), (override));
-  MOCK_METHOD(Status, PutRevoke, (const CallContext&, const std::string&), (override));
-  MOCK_METHOD(Result<ObjectInfo>, GetReplicaList, (const CallContext&, const std::string&, bool), (override));
-  MOCK_METHOD(Status, ReadEnd, (const CallContext&, const std::string&, uint64_t), (override));
-  MOCK_METHOD(Result<bool>, ExistKey, (const CallContext&, const std::string&), (override));
-  MOCK_METHOD(Status, Remove, (const CallContext&, const std::string&, bool), (override));
-  MOCK_METHOD(Result<uint64_t>, RemoveByRegex, (const CallContext&, const std::string&, bool), (override));
-  MOCK_METHOD(Result<uint64_t>, RemoveAll, (const CallContext&, bool), (override));
+  MOCK_METHOD(std::vector<Result<std::vector<ReplicaDesc>>>, BatchPutStart,
+              (const CallContext&, const Keys&, const std::vector<uint64_t>&, const ReplicateConfig&, WriteMode),
+              (override));
+  MOCK_METHOD(std::vector<Status>, BatchPutEnd,
+              (const CallContext&, const Keys&, const std::vector<std::optional<uint64_t>>&), (override));
+  MOCK_METHOD(std::vector<Status>, BatchPutRevoke, (const CallContext&, const Keys&), (override));
+  MOCK_METHOD(std::vector<Result<ObjectInfo>>, BatchGetReplicaList, (const CallContext&, const Keys&, bool),
+              (override));
+  MOCK_METHOD(std::vector<Status>, BatchReadEnd, (const CallContext&, const Keys&, const std::vector<uint64_t>&),
+              (override));
+  MOCK_METHOD(std::vector<Result<bool>>, BatchExistKey, (const CallContext&, const Keys&), (override));
+  MOCK_METHOD(std::vector<Status>, BatchRemove, (const CallContext&, const Keys&, bool), (override));
+  MOCK_METHOD(Result<uint64_t>, RemoveWhere, (const CallContext&, const std::optional<std::string>&, bool), (override));
   MOCK_METHOD(Result<std::vector<OffloadTask>>, OffloadFetch, (const CallContext&, uint32_t), (override));
   MOCK_METHOD(std::vector<Status>, OffloadDone, (const CallContext&, const std::vector<OffloadResult>&), (override));
   MOCK_METHOD(std::vector<Status>, AddDiskReplicas, (const CallContext&, SegmentId, const std::vector<DiskObject>&),
               (override));
-  MOCK_METHOD(std::vector<Status>, DropDiskReplicas, (const CallContext&, const std::vector<std::string>&), (override));
-  MOCK_METHOD(std::vector<Result<std::vector<ReplicaDesc>>>, BatchPutStart,
-              (const CallContext&, const std::vector<std::string>&, const std::vector<uint64_t>&,
-               const ReplicateConfig&),
-              (override));
-  MOCK_METHOD(std::vector<Status>, BatchPutEnd,
-              (const CallContext&, const std::vector<std::string>&, const std::vector<std::optional<uint64_t>>&),
-              (override));
-  MOCK_METHOD(std::vector<Status>, BatchPutRevoke, (const CallContext&, const std::vector<std::string>&), (override));
-  MOCK_METHOD(std::vector<Result<ObjectInfo>>, BatchGetReplicaList,
-              (const CallContext&, const std::vector<std::string>&, bool), (override));
-  MOCK_METHOD(std::vector<Status>, BatchReadEnd,
-              (const CallContext&, const std::vector<std::string>&, const std::vector<uint64_t>&), (override));
-  MOCK_METHOD(std::vector<Result<bool>>, BatchExistKey, (const CallContext&, const std::vector<std::string>&),
-              (override));
-  MOCK_METHOD(std::vector<Status>, BatchRemove, (const CallContext&, const std::vector<std::string>&, bool),
-              (override));
+  MOCK_METHOD(std::vector<Status>, DropDiskReplicas, (const CallContext&, const Keys&), (override));
 };
 
 }  // namespace yb::testing

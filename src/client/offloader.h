@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "master/master_api.h"
+#include "api/master_api.h"
 #include "storage/storage_engine.h"
 #include "transfer/local_segments.h"
 

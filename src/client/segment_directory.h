@@ -17,7 +17,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "master/master_api.h"
+#include "api/master_api.h"
 
 namespace yb {
 

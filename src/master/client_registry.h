@@ -8,12 +8,12 @@
 // segments; and MarkRemount() covers a call that arrived while the client was being forgotten.
 #pragma once
 
-#include "common/thread_annotations.h"
 #include <unordered_map>
 #include <vector>
 
+#include "api/master_api.h"
 #include "common/clock.h"
-#include "master/master_api.h"
+#include "common/thread_annotations.h"
 
 namespace yb {
 

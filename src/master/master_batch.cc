@@ -5,7 +5,7 @@ namespace yb {
 namespace {
 
 template <typename Out, typename F>
-std::vector<Out> ForEachKey(const std::vector<std::string>& keys, F&& f) {
+std::vector<Out> ForEachKey(const MasterApi::Keys& keys, F&& f) {
   std::vector<Out> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) out.push_back(f(i));
@@ -19,43 +19,41 @@ std::vector<Out> SizeMismatch(size_t n, const char* what) {
 
 }  // namespace
 
-std::vector<Result<std::vector<ReplicaDesc>>> MasterService::BatchPutStart(const CallContext& ctx,
-                                                                           const std::vector<std::string>& keys,
+std::vector<Result<std::vector<ReplicaDesc>>> MasterService::BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                                            const std::vector<uint64_t>& sizes,
-                                                                           const ReplicateConfig& config) {
+                                                                           const ReplicateConfig& config,
+                                                                           WriteMode mode) {
   using R = Result<std::vector<ReplicaDesc>>;
   if (sizes.size() != keys.size()) return SizeMismatch<R>(keys.size(), "sizes");
-  return ForEachKey<R>(keys, [&](size_t i) { return PutStart(ctx, keys[i], sizes[i], config); });
+  return ForEachKey<R>(keys, [&](size_t i) { return StartWrite(ctx, keys[i], sizes[i], config, mode); });
 }
 
-std::vector<Status> MasterService::BatchPutEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+std::vector<Status> MasterService::BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                                const std::vector<std::optional<uint64_t>>& checksums) {
   if (!checksums.empty() && checksums.size() != keys.size()) return SizeMismatch<Status>(keys.size(), "checksums");
   return ForEachKey<Status>(
       keys, [&](size_t i) { return PutEnd(ctx, keys[i], checksums.empty() ? std::nullopt : checksums[i]); });
 }
 
-std::vector<Status> MasterService::BatchPutRevoke(const CallContext& ctx, const std::vector<std::string>& keys) {
+std::vector<Status> MasterService::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
   return ForEachKey<Status>(keys, [&](size_t i) { return PutRevoke(ctx, keys[i]); });
 }
 
-std::vector<Result<ObjectInfo>> MasterService::BatchGetReplicaList(const CallContext& ctx,
-                                                                   const std::vector<std::string>& keys, bool pin) {
+std::vector<Result<ObjectInfo>> MasterService::BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) {
   return ForEachKey<Result<ObjectInfo>>(keys, [&](size_t i) { return GetReplicaList(ctx, keys[i], pin); });
 }
 
-std::vector<Status> MasterService::BatchReadEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+std::vector<Status> MasterService::BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                                 const std::vector<uint64_t>& read_pins) {
   if (read_pins.size() != keys.size()) return SizeMismatch<Status>(keys.size(), "read_pins");
   return ForEachKey<Status>(keys, [&](size_t i) { return ReadEnd(ctx, keys[i], read_pins[i]); });
 }
 
-std::vector<Result<bool>> MasterService::BatchExistKey(const CallContext& ctx, const std::vector<std::string>& keys) {
+std::vector<Result<bool>> MasterService::BatchExistKey(const CallContext& ctx, const Keys& keys) {
   return ForEachKey<Result<bool>>(keys, [&](size_t i) { return ExistKey(ctx, keys[i]); });
 }
 
-std::vector<Status> MasterService::BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys,
-                                               bool force) {
+std::vector<Status> MasterService::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
   return ForEachKey<Status>(keys, [&](size_t i) { return Remove(ctx, keys[i], force); });
 }
 

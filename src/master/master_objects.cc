@@ -63,7 +63,9 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, uint6
 }
 
 Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ctx, const std::string& key,
-                                                           uint64_t size, const ReplicateConfig& config, bool upsert) {
+                                                           uint64_t size, const ReplicateConfig& config,
+                                                           WriteMode mode) {
+  const bool upsert = mode == WriteMode::kUpsert;
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   if (size == 0) return Status(Code::kInvalidParams, "object size is 0");
   if (config.replica_num == 0 || config.replica_num > 64) {
@@ -129,12 +131,12 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
 
 Result<std::vector<ReplicaDesc>> MasterService::PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
                                                          const ReplicateConfig& config) {
-  return StartWrite(ctx, key, size, config, false);
+  return StartWrite(ctx, key, size, config, WriteMode::kPut);
 }
 
 Result<std::vector<ReplicaDesc>> MasterService::UpsertStart(const CallContext& ctx, const std::string& key,
                                                             uint64_t size, const ReplicateConfig& config) {
-  return StartWrite(ctx, key, size, config, true);
+  return StartWrite(ctx, key, size, config, WriteMode::kUpsert);
 }
 
 Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) {
@@ -278,24 +280,23 @@ uint64_t MasterService::RemoveMatching(const CallContext& ctx, bool force,
   return removed;
 }
 
-Result<uint64_t> MasterService::RemoveByRegex(const CallContext& ctx, const std::string& pattern, bool force) {
+Result<uint64_t> MasterService::RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern,
+                                            bool force) {
   if (!tenants_.Valid(ctx.tenant)) return Status(Code::kTenantNotRegistered, "unknown tenant index");
+  if (!pattern) {
+    uint64_t n = RemoveMatching(ctx, force, [](std::string_view) { return true; });
+    YB_LOG_INFO("removed all {} objects", n);
+    return n;
+  }
   std::regex re;
   try {
-    re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+    re = std::regex(*pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {
-    return Status(Code::kInvalidParams, "bad regular expression '" + pattern + "': " + e.what());
+    return Status(Code::kInvalidParams, "bad regular expression '" + *pattern + "': " + e.what());
   }
   uint64_t n =
       RemoveMatching(ctx, force, [&](std::string_view k) { return std::regex_search(k.begin(), k.end(), re); });
-  YB_LOG_INFO("removed {} objects matching '{}'", n, pattern);
-  return n;
-}
-
-Result<uint64_t> MasterService::RemoveAll(const CallContext& ctx, bool force) {
-  if (!tenants_.Valid(ctx.tenant)) return Status(Code::kTenantNotRegistered, "unknown tenant index");
-  uint64_t n = RemoveMatching(ctx, force, [](std::string_view) { return true; });
-  YB_LOG_INFO("removed all {} objects", n);
+  YB_LOG_INFO("removed {} objects matching '{}'", n, *pattern);
   return n;
 }
 

@@ -239,7 +239,7 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
   return out;
 }
 
-std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, const std::vector<std::string>& disk_keys) {
+std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) {
   std::vector<Status> out;
   out.reserve(disk_keys.size());
   for (const std::string& dk : disk_keys) {
@@ -251,9 +251,8 @@ std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, cons
     const HashedKey hk(tk->key);
     auto s = table_.Lock(hk);
     if (auto obj = s.Find(hk)) {
-      const size_t dropped = s.DropReplicasIf(obj, [&](const StoredReplica& r) {
-        return r.kind() == ReplicaKind::kLocalDisk && OwnedBy(r, ctx.client);
-      });
+      const size_t dropped = s.DropReplicasIf(
+          obj, [&](const StoredReplica& r) { return r.kind() == ReplicaKind::kLocalDisk && OwnedBy(r, ctx.client); });
       disk_dropped_.fetch_add(dropped, std::memory_order_relaxed);
     }
     out.push_back(Status::OK());

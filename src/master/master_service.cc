@@ -67,16 +67,16 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx) {
   return r;
 }
 
-Status MasterService::MountSegment(const CallContext& ctx, const SegmentDesc& seg) {
+Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
   if (ctx.client.empty()) return Status(Code::kInvalidParams, "client id is empty");
   clients_.Touch(ctx.client);
   return segments_.Mount(ctx.client, seg);
 }
 
-Status MasterService::ReMountSegment(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
+Status MasterService::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
   Status first_error;
   for (const auto& s : segs) {
-    Status st = MountSegment(ctx, s);
+    Status st = MountOne(ctx, s);
     if (!st.ok() && first_error.ok()) first_error = st;
   }
   return first_error;
@@ -94,7 +94,8 @@ void MasterService::DropSegmentEverywhere(SegmentRef id) {
   for (size_t i = 0; i < table_.shard_count(); ++i) {
     auto s = table_.LockShard(i);
     // The owner keeps its disk copies: they come back when it registers them again.
-    dropped += s.DropSegment(id, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); });
+    dropped +=
+        s.DropSegment(id, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); });
   }
   {
     MutexLock lock(discarded_mu_);

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "api/master_api.h"
 #include "common/clock.h"
 #include "common/thread_annotations.h"
 #include "master/client_registry.h"
 #include "master/evictor.h"
-#include "master/master_api.h"
 #include "master/master_config.h"
 #include "master/object_table.h"
 #include "master/offload_queues.h"
@@ -61,43 +61,43 @@ class MasterService final : public MasterApi {
   static Result<std::unique_ptr<MasterService>> Create(const MasterConfig& config, const Clock& clock);
 
   // MasterApi.
+  using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
   Result<PingResponse> Ping(const CallContext& ctx) override;
   Status UnregisterClient(const CallContext& ctx) override;
-  Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) override;
-  Status ReMountSegment(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
+  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
   Result<std::vector<SegmentUsage>> ListSegments() override;
-  Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                            const ReplicateConfig& config) override;
-  Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                               const ReplicateConfig& config) override;
-  Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) override;
-  Status PutRevoke(const CallContext& ctx, const std::string& key) override;
-  Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin) override;
-  Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin) override;
-  Result<bool> ExistKey(const CallContext& ctx, const std::string& key) override;
-  Status Remove(const CallContext& ctx, const std::string& key, bool force) override;
-  Result<uint64_t> RemoveByRegex(const CallContext& ctx, const std::string& pattern, bool force) override;
-  Result<uint64_t> RemoveAll(const CallContext& ctx, bool force) override;
-  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx,
-                                                              const std::vector<std::string>& keys,
+  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,
-                                                              const ReplicateConfig& config) override;
-  std::vector<Status> BatchPutEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+                                                              const ReplicateConfig& config, WriteMode mode) override;
+  std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
-  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const std::vector<std::string>& keys) override;
-  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const std::vector<std::string>& keys,
-                                                      bool pin) override;
-  std::vector<Status> BatchReadEnd(const CallContext& ctx, const std::vector<std::string>& keys,
+  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
+  std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                    const std::vector<uint64_t>& read_pins) override;
-  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const std::vector<std::string>& keys) override;
-  std::vector<Status> BatchRemove(const CallContext& ctx, const std::vector<std::string>& keys, bool force) override;
+  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
+  Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
   Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
   std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
   std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                       const std::vector<DiskObject>& objects) override;
-  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const std::vector<std::string>& disk_keys) override;
+  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
+
+  // The single-key forms, answered directly instead of as a batch of one (MasterApi's helpers), for
+  // callers that hold a MasterService: the batch forms above are these in a loop.
+  Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                            const ReplicateConfig& config);
+  Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                               const ReplicateConfig& config);
+  Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
+  Status PutRevoke(const CallContext& ctx, const std::string& key);
+  Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin);
+  Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin);
+  Result<bool> ExistKey(const CallContext& ctx, const std::string& key);
+  Status Remove(const CallContext& ctx, const std::string& key, bool force);
 
   // Administration.
   Status SetTenantQuota(const std::string& tenant, uint64_t bytes) { return tenants_.SetQuota(tenant, bytes); }
@@ -127,7 +127,8 @@ class MasterService final : public MasterApi {
   };
 
   Result<std::vector<ReplicaDesc>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
-                                              const ReplicateConfig& config, bool upsert);
+                                              const ReplicateConfig& config, WriteMode mode);
+  Status MountOne(const CallContext& ctx, const SegmentDesc& seg);
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, uint64_t size, const ReplicateConfig& config);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
   ReplicaDesc Describe(const StoredReplica& r, uint64_t size) const;

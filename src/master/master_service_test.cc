@@ -256,7 +256,7 @@ TEST_F(MasterServiceTest, AClientDeclaredDeadBetweenTwoMountsIsToldToRemount) {
   ASSERT_TRUE(pong.ok());
   EXPECT_TRUE(pong->need_remount);
   ASSERT_TRUE(master_->RegisterClient({late.client, "host", "default"}).ok());
-  ASSERT_TRUE(master_->ReMountSegment(late, {first, second}).ok());  // the second again: a no-op
+  ASSERT_TRUE(master_->MountSegments(late, {first, second}).ok());  // the second again: a no-op
   EXPECT_EQ(master_->Stats().segments, 2u);
   EXPECT_FALSE(master_->Ping(late)->need_remount);
 }

@@ -22,11 +22,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/master_api.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/thread_annotations.h"
 #include "master/inline_key_map.h"
-#include "master/master_api.h"
 #include "master/segment_manager.h"
 #include "master/tenants.h"
 

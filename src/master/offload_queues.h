@@ -9,13 +9,13 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include "common/thread_annotations.h"
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "master/master_api.h"
+#include "api/master_api.h"
+#include "common/thread_annotations.h"
 
 namespace yb {
 

@@ -6,11 +6,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include "common/thread_annotations.h"
 #include <string>
 #include <unordered_map>
 
-#include "master/master_api.h"
+#include "api/master_api.h"
+#include "common/thread_annotations.h"
 #include "yuebing/status.h"
 
 namespace yb {

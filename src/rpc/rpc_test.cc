@@ -13,7 +13,8 @@
 #include "common/test_util.h"
 #include "master/master_service.h"
 #include "rpc/channel.h"
-#include "rpc/master_rpc.h"
+#include "rpc/master_client.h"
+#include "rpc/master_server.h"
 #include "rpc/server.h"
 
 namespace yb::rpc {
@@ -509,6 +510,69 @@ TEST(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
   EXPECT_EQ((*segs)[0].desc.endpoint, "127.0.0.1:1");
   EXPECT_FALSE(mc.Ping(ctx)->need_remount);
   EXPECT_TRUE(mc.UnmountSegment(ctx, 42).ok());
+}
+
+// The method table: every row named, served and counted, up to the largest id.
+TEST(MasterRpcTest, EveryMethodOfTheTableIsServedAndCounted) {
+  ManualClock clock;
+  auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  RpcServer server(o);
+  RpcMetrics metrics;
+  RegisterMasterService(server, *master, &metrics);
+  ASSERT_TRUE(server.Start().ok());
+  RpcChannel ch("127.0.0.1", server.port());
+  for (const auto& row : kMasterMethods) {
+    const auto id = static_cast<uint16_t>(row.method);
+    EXPECT_FALSE(row.name.empty());
+    EXPECT_EQ(MasterMethodName(id), row.name);
+    EXPECT_LT(id, RpcMetrics::kMethods);
+    // An empty body is a valid (empty) request of every method: each is registered and answers.
+    if (row.method == MasterMethod::kReadEnd) continue;  // one-way from MasterClient, but answered too
+    auto reply = ch.Call(id, "", 2s);
+    EXPECT_TRUE(reply.ok()) << row.name << ": " << reply.status().ToString();
+    EXPECT_EQ(metrics.calls(id), 1u) << row.name;
+  }
+  // A body that is not the method's message is refused, and counted as a failure.
+  const auto put_start = static_cast<uint16_t>(MasterMethod::kPutStart);
+  EXPECT_EQ(ch.Call(put_start, "\xff\xff\xff", 2s).code(), Code::kInvalidParams);
+  EXPECT_EQ(metrics.failures(put_start), 1u);
+  EXPECT_EQ(ch.Call(kMethodIdLimit, "", 2s).code(), Code::kNotSupported);
+}
+
+// The calls that share one method with a mode (Upsert, RemoveAll) keep their meaning over RPC.
+TEST(MasterRpcTest, UpsertMountsAndRemoveWhereOverRpc) {
+  ManualClock clock;
+  auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  RpcServer server(o);
+  RegisterMasterService(server, *master);
+  ASSERT_TRUE(server.Start().ok());
+  MasterClient mc("127.0.0.1", server.port(), 2s);
+  ClientId id{9, 9};
+  CallContext ctx{id, mc.RegisterClient({id, "h", "default"}).value()};
+  ASSERT_TRUE(mc.MountSegments(ctx, {{1, "h", 0, 1 << 20, "e:1"}, {2, "h", 0, 1 << 20, "e:2"}}).ok());
+  EXPECT_EQ(master->Stats().segments, 2u);
+  for (const char* k : {"a1", "a2", "b1"}) {
+    ASSERT_TRUE(mc.PutStart(ctx, k, 100, {}).ok());
+    ASSERT_TRUE(mc.PutEnd(ctx, k, std::nullopt).ok());
+  }
+  EXPECT_EQ(mc.PutStart(ctx, "a1", 200, {}).code(), Code::kObjectAlreadyExists);
+  ASSERT_TRUE(mc.UpsertStart(ctx, "a1", 200, {}).ok());
+  ASSERT_TRUE(mc.PutEnd(ctx, "a1", 5).ok());
+  auto info = mc.GetReplicaList(ctx, "a1", false);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 200u);
+  EXPECT_EQ(info->checksum, 5u);
+  EXPECT_FALSE(mc.GetReplicaList(ctx, "a2", false)->checksum.has_value());
+  clock.Advance(MasterConfig{}.default_kv_lease_ttl_ms + 1);
+  EXPECT_EQ(*mc.RemoveByRegex(ctx, "^a", false), 2u);
+  EXPECT_EQ(*mc.RemoveAll(ctx, false), 1u);
+  auto puts = mc.BatchPutStart(ctx, {"x", "y"}, {10}, {});
+  ASSERT_EQ(puts.size(), 2u);
+  EXPECT_EQ(puts[0].code(), Code::kInvalidParams);  // sizes and keys differ in length
 }
 
 }  // namespace

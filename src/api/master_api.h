@@ -1,0 +1,164 @@
+// MasterApi: everything a client asks of the master. The in-process MasterService implements it;
+// the RPC client (MasterClient) implements it over the network. Clients hold only a MasterApi, so
+// the same Client code runs embedded or remote. This module (src/api) holds the interface and its
+// value types only, so that the client side and the master side both include it and neither
+// includes the other.
+//
+// Only the batch forms (and the calls that have no key) are virtual: a decorator (leader redirect,
+// authentication, metrics) implements those, and the single-key forms are helpers on the base that
+// make a batch of one.
+//
+// Semantics (docs/design.md, "Objects"): two-phase Put (PutStart reserves, the writer copies,
+// PutEnd publishes or PutRevoke frees); readers see only COMPLETE objects; GetReplicaList with `pin`
+// holds the object's bytes for the caller until ReadEnd (or until the caller is declared dead), so
+// no timer can fail a read in progress. Batch calls answer each key on its own, in order.
+// All methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yuebing/status.h"
+#include "yuebing/types.h"
+
+namespace yb {
+
+using TenantIndex = uint16_t;
+
+// Who is calling: sent with every request.
+struct CallContext {
+  ClientId client;
+  TenantIndex tenant = 0;  // from RegisterClient
+};
+
+struct ClientRegistration {
+  ClientId id;
+  std::string hostname;
+  std::string tenant = "default";
+  bool ssd_tier = false;  // the client has an SSD tier: the master may queue offloads to it
+};
+
+// An object the master asks a client to copy from its own segment to its SSD tier. The bytes are
+// read-pinned for the client until it reports the task in OffloadDone.
+struct OffloadTask {
+  std::string disk_key;  // DiskKey(tenant name, key): the key to store it under
+  uint64_t object_id = 0;
+  SegmentId segment = 0;  // the client's segment holding a MEMORY replica
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  std::optional<uint64_t> checksum;
+  // The key was removed or replaced: drop the disk copy stored under disk_key, durably (other
+  // fields unset; not reported in OffloadDone).
+  bool drop = false;
+};
+
+struct OffloadResult {
+  std::string disk_key;
+  uint64_t object_id = 0;
+  Status status;                     // OK: durable on disk
+  std::optional<uint64_t> checksum;  // with OK: XXH3-64 of the bytes written
+};
+
+// An object on a client's SSD tier, as registered after a restart.
+struct DiskObject {
+  std::string disk_key;
+  uint64_t size = 0;
+  uint64_t checksum = 0;  // XXH3-64 of the value
+};
+
+struct ObjectInfo {
+  uint64_t size = 0;
+  std::optional<uint64_t> checksum;   // XXH3-64 of the value, when the writer gave one
+  std::vector<ReplicaDesc> replicas;  // COMPLETE replicas only
+  uint64_t read_pin = 0;              // non-zero when pinned: pass to ReadEnd
+};
+
+struct PingResponse {
+  bool need_remount = false;  // the master does not know this client's segments
+};
+
+// A Put's start: a new key (PutStart), or a replacement of an existing value (UpsertStart).
+enum class WriteMode : uint8_t { kPut, kUpsert };
+
+class MasterApi {
+ public:
+  using Keys = std::vector<std::string>;
+
+  virtual ~MasterApi() = default;
+
+  // ---- clients and segments
+  virtual Result<TenantIndex> RegisterClient(const ClientRegistration& reg) = 0;
+  virtual Result<PingResponse> Ping(const CallContext& ctx) = 0;
+  // The client leaves: it stops counting as live, its read pins end, and whatever it still has
+  // mounted is unmounted as if it had died. OK for a client the master does not know.
+  virtual Status UnregisterClient(const CallContext& ctx) = 0;
+  // Mounts segments (also again, after the master forgot them: a restart, or the client declared
+  // dead). Every segment is tried; the first error is returned.
+  virtual Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) = 0;
+  virtual Status UnmountSegment(const CallContext& ctx, SegmentId id) = 0;
+  virtual Result<std::vector<SegmentUsage>> ListSegments() = 0;
+
+  // ---- objects, one answer per key, in order
+  // Reserves space for each key (`sizes` one per key). kUpsert: an existing COMPLETE value is
+  // replaced atomically at PutEnd.
+  virtual std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                      const std::vector<uint64_t>& sizes,
+                                                                      const ReplicateConfig& config,
+                                                                      WriteMode mode) = 0;
+  // `checksums`: one per key, or empty (none known).
+  virtual std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
+                                          const std::vector<std::optional<uint64_t>>& checksums) = 0;
+  virtual std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) = 0;
+  virtual std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) = 0;
+  // Over RPC this is one-way: it returns once sent, and an unknown pin is not reported.
+  virtual std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
+                                           const std::vector<uint64_t>& read_pins) = 0;
+  // Never renews a lease nor changes recency: probes cannot keep objects from eviction.
+  virtual std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) = 0;
+  virtual std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) = 0;
+  // Removes the caller's tenant's objects whose key `pattern` (ECMAScript, searched) matches, or
+  // every one of them without a pattern. Returns how many were removed.
+  virtual Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern,
+                                       bool force) = 0;
+
+  // ---- SSD tier (docs/ssd-tier.md)
+  // Up to `max` offload tasks queued for the caller (empty when none).
+  virtual Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) = 0;
+  // Ends offload tasks: each success adds a LOCAL_DISK replica on the task's segment (and, for an
+  // eviction, frees the memory); a failure leaves the DRAM copy as it was. One answer per result.
+  virtual std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) = 0;
+  // Records objects already on the caller's SSD tier (after a restart or a re-mount) as LOCAL_DISK
+  // replicas on its segment `segment`. A key whose current value differs is refused
+  // (OBJECT_ALREADY_EXISTS): the caller should forget its copy.
+  virtual std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                              const std::vector<DiskObject>& objects) = 0;
+  // Drops the caller's LOCAL_DISK replicas of these disk keys (its SSD tier evicts them); an object
+  // left without replicas is removed. Unknown keys are not an error.
+  virtual std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) = 0;
+
+  // ---- helpers: the calls above for one key or one segment
+  Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) { return MountSegments(ctx, {seg}); }
+  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                              const std::vector<uint64_t>& sizes,
+                                                              const ReplicateConfig& config) {
+    return BatchPutStart(ctx, keys, sizes, config, WriteMode::kPut);
+  }
+  Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                            const ReplicateConfig& config);
+  Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                               const ReplicateConfig& config);
+  Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
+  Status PutRevoke(const CallContext& ctx, const std::string& key);
+  Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin);
+  Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin);
+  Result<bool> ExistKey(const CallContext& ctx, const std::string& key);
+  Status Remove(const CallContext& ctx, const std::string& key, bool force);
+  Result<uint64_t> RemoveByRegex(const CallContext& ctx, const std::string& pattern, bool force) {
+    return RemoveWhere(ctx, pattern, force);
+  }
+  Result<uint64_t> RemoveAll(const CallContext& ctx, bool force) { return RemoveWhere(ctx, std::nullopt, force); }
+};
+
+}  // namespace yb

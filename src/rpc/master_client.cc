@@ -1,0 +1,246 @@
+// The client half of the master's RPC: each MasterApi call as a request of its method.
+#include "rpc/master_client.h"
+
+#include "rpc/master_convert.h"
+
+namespace yb::rpc {
+namespace {
+
+using M = MasterMethod;
+
+template <typename Q>
+void SetContext(const CallContext& ctx, Q& q) {
+  ToPb(ctx, q.mutable_ctx());
+}
+
+template <typename Q>
+Q KeysRequestOf(const CallContext& ctx, const MasterApi::Keys& keys) {
+  Q q;
+  SetContext(ctx, q);
+  for (const auto& k : keys) q.add_keys(k);
+  return q;
+}
+
+// The per-key answers of a reply: `decode(i)` for each of n keys, or for every key the call's
+// failure (also a reply with a result missing).
+template <typename Out, typename R, typename Decode>
+std::vector<Out> PerKey(const Result<R>& r, size_t n, Decode&& decode) {
+  if (!r.ok()) return std::vector<Out>(n, Out(r.status()));
+  if (static_cast<size_t>(r->results_size()) != n) {
+    return std::vector<Out>(n, Out(Status(Code::kRpcFail, "reply has " + std::to_string(r->results_size()) +
+                                                              " results for " + std::to_string(n) + " keys")));
+  }
+  std::vector<Out> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(decode(static_cast<int>(i)));
+  return out;
+}
+
+std::vector<Status> Statuses(const Result<pb::StatusesResponse>& r, size_t n) {
+  return PerKey<Status>(r, n, [&](int i) { return FromPb(r->results(i)); });
+}
+
+}  // namespace
+
+template <MasterMethod m>
+Result<typename MethodTraits<m>::Response> MasterClient::Call(const typename MethodTraits<m>::Request& q) {
+  auto reply = channel_.Call(static_cast<uint16_t>(m), q.SerializeAsString(), timeout_);
+  if (!reply.ok()) return reply.status();
+  typename MethodTraits<m>::Response resp;
+  if (!resp.ParseFromString(*reply)) {
+    return Status(Code::kRpcFail, "reply to " + std::string(MasterMethodName(static_cast<uint16_t>(m))) + " from " +
+                                      channel_.target() + " does not parse");
+  }
+  if (Status st = FromPb(resp.status()); !st.ok()) return st;
+  return resp;
+}
+
+Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address, bool allow_port_zero) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Status(Code::kInvalidParams, "address '" + address + "' is not host:port");
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned long port = 0;
+  try {
+    size_t used = 0;
+    port = std::stoul(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1) throw std::invalid_argument("trailing");
+  } catch (...) {
+    return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
+  }
+  if ((port == 0 && !allow_port_zero) || port > 65535)
+    return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
+  return std::make_pair(host, static_cast<uint16_t>(port));
+}
+
+MasterClient::MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout)
+    : channel_(host, port), timeout_(timeout) {}
+
+Result<std::unique_ptr<MasterClient>> MasterClient::Connect(const std::string& address,
+                                                            std::chrono::milliseconds timeout) {
+  auto hp = ParseHostPort(address);
+  if (!hp.ok()) return hp.status();
+  return std::make_unique<MasterClient>(hp->first, hp->second, timeout);
+}
+
+Result<TenantIndex> MasterClient::RegisterClient(const ClientRegistration& reg) {
+  pb::RegisterClientRequest q;
+  SetContext(CallContext{reg.id, 0}, q);
+  q.set_hostname(reg.hostname);
+  q.set_tenant(reg.tenant);
+  q.set_ssd_tier(reg.ssd_tier);
+  auto r = Call<M::kRegisterClient>(q);
+  if (!r.ok()) return r.status();
+  return static_cast<TenantIndex>(r->tenant_index());
+}
+
+Result<PingResponse> MasterClient::Ping(const CallContext& ctx) {
+  pb::PingRequest q;
+  SetContext(ctx, q);
+  auto r = Call<M::kPing>(q);
+  if (!r.ok()) return r.status();
+  return PingResponse{r->need_remount()};
+}
+
+Status MasterClient::UnregisterClient(const CallContext& ctx) {
+  pb::UnregisterClientRequest q;
+  SetContext(ctx, q);
+  return Call<M::kUnregisterClient>(q).status();
+}
+
+Status MasterClient::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
+  pb::MountSegmentsRequest q;
+  SetContext(ctx, q);
+  for (const auto& s : segs) ToPb(s, q.add_segments());
+  return Call<M::kMountSegments>(q).status();
+}
+
+Status MasterClient::UnmountSegment(const CallContext& ctx, SegmentId id) {
+  pb::UnmountSegmentRequest q;
+  SetContext(ctx, q);
+  q.set_segment_id(id);
+  return Call<M::kUnmountSegment>(q).status();
+}
+
+Result<std::vector<SegmentUsage>> MasterClient::ListSegments() {
+  auto r = Call<M::kListSegments>(pb::ListSegmentsRequest());
+  if (!r.ok()) return r.status();
+  return FromPbList(r->segments());
+}
+
+std::vector<Result<std::vector<ReplicaDesc>>> MasterClient::BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                          const std::vector<uint64_t>& sizes,
+                                                                          const ReplicateConfig& config,
+                                                                          WriteMode mode) {
+  auto q = KeysRequestOf<pb::PutStartRequest>(ctx, keys);
+  for (auto s : sizes) q.add_sizes(s);
+  ToPb(config, q.mutable_config());
+  q.set_upsert(mode == WriteMode::kUpsert);
+  auto r = Call<M::kPutStart>(q);
+  return PerKey<Result<std::vector<ReplicaDesc>>>(r, keys.size(), [&](int i) -> Result<std::vector<ReplicaDesc>> {
+    const auto& k = r->results(i);
+    if (Status st = FromPb(k.status()); !st.ok()) return st;
+    return FromPbList(k.replicas());
+  });
+}
+
+std::vector<Status> MasterClient::BatchPutEnd(const CallContext& ctx, const Keys& keys,
+                                              const std::vector<std::optional<uint64_t>>& checksums) {
+  auto q = KeysRequestOf<pb::PutEndRequest>(ctx, keys);
+  for (const auto& c : checksums) {
+    q.add_checksums(c.value_or(0));
+    q.add_has_checksum(c.has_value());
+  }
+  return Statuses(Call<M::kPutEnd>(q), keys.size());
+}
+
+std::vector<Status> MasterClient::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
+  return Statuses(Call<M::kPutRevoke>(KeysRequestOf<pb::KeysRequest>(ctx, keys)), keys.size());
+}
+
+std::vector<Result<ObjectInfo>> MasterClient::BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) {
+  auto q = KeysRequestOf<pb::GetReplicaListRequest>(ctx, keys);
+  q.set_pin(pin);
+  auto r = Call<M::kGetReplicaList>(q);
+  return PerKey<Result<ObjectInfo>>(r, keys.size(), [&](int i) -> Result<ObjectInfo> {
+    const auto& k = r->results(i);
+    if (Status st = FromPb(k.status()); !st.ok()) return st;
+    return FromPb(k);
+  });
+}
+
+// A pin whose ReadEnd is lost is released when the client is declared dead.
+std::vector<Status> MasterClient::BatchReadEnd(const CallContext& ctx, const Keys& keys,
+                                               const std::vector<uint64_t>& read_pins) {
+  auto q = KeysRequestOf<pb::ReadEndRequest>(ctx, keys);
+  for (auto p : read_pins) q.add_read_pins(p);
+  Status st = channel_.Send(static_cast<uint16_t>(M::kReadEnd), q.SerializeAsString(), timeout_);
+  return std::vector<Status>(keys.size(), st);
+}
+
+std::vector<Result<bool>> MasterClient::BatchExistKey(const CallContext& ctx, const Keys& keys) {
+  auto r = Call<M::kExistKey>(KeysRequestOf<pb::KeysRequest>(ctx, keys));
+  if (r.ok() && r->exists_size() != r->results_size()) r = Status(Code::kRpcFail, "ExistKey reply is malformed");
+  return PerKey<Result<bool>>(r, keys.size(), [&](int i) -> Result<bool> {
+    if (Status st = FromPb(r->results(i)); !st.ok()) return st;
+    return r->exists(i);
+  });
+}
+
+std::vector<Status> MasterClient::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
+  auto q = KeysRequestOf<pb::RemoveRequest>(ctx, keys);
+  q.set_force(force);
+  return Statuses(Call<M::kRemove>(q), keys.size());
+}
+
+Result<uint64_t> MasterClient::RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern,
+                                           bool force) {
+  pb::RemoveWhereRequest q;
+  SetContext(ctx, q);
+  if (pattern) q.set_pattern(*pattern);
+  q.set_force(force);
+  auto r = Call<M::kRemoveWhere>(q);
+  if (!r.ok()) return r.status();
+  return r->removed();
+}
+
+Result<std::vector<OffloadTask>> MasterClient::OffloadFetch(const CallContext& ctx, uint32_t max) {
+  pb::OffloadFetchRequest q;
+  SetContext(ctx, q);
+  q.set_max(max);
+  auto r = Call<M::kOffloadFetch>(q);
+  if (!r.ok()) return r.status();
+  return FromPbList(r->tasks());
+}
+
+std::vector<Status> MasterClient::OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) {
+  pb::OffloadDoneRequest q;
+  SetContext(ctx, q);
+  for (const auto& res : results) ToPb(res, q.add_results());
+  return Statuses(Call<M::kOffloadDone>(q), results.size());
+}
+
+std::vector<Status> MasterClient::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                                  const std::vector<DiskObject>& objects) {
+  pb::AddDiskReplicasRequest q;
+  SetContext(ctx, q);
+  q.set_segment_id(segment);
+  for (const auto& o : objects) {
+    auto* p = q.add_objects();
+    p->set_disk_key(o.disk_key);
+    p->set_size(o.size);
+    p->set_checksum(o.checksum);
+  }
+  return Statuses(Call<M::kAddDiskReplicas>(q), objects.size());
+}
+
+std::vector<Status> MasterClient::DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) {
+  pb::DropDiskReplicasRequest q;
+  SetContext(ctx, q);
+  for (const auto& k : disk_keys) q.add_disk_keys(k);
+  return Statuses(Call<M::kDropDiskReplicas>(q), disk_keys.size());
+}
+
+}  // namespace yb::rpc

@@ -1,0 +1,64 @@
+// The client half of the master's RPC: MasterClient, a MasterApi over an RpcChannel.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "api/master_api.h"
+#include "rpc/channel.h"
+#include "rpc/master_methods.h"
+
+namespace yb::rpc {
+
+// Every call has `timeout` as its deadline; a call that fails on the way returns RPC_FAIL or
+// RPC_TIMEOUT (a per-key call: for every key). Thread-safe: calls from many threads are pipelined
+// on one connection.
+class MasterClient final : public MasterApi {
+ public:
+  MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+  // "host:port".
+  static Result<std::unique_ptr<MasterClient>> Connect(const std::string& address, std::chrono::milliseconds timeout);
+
+  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
+  Result<PingResponse> Ping(const CallContext& ctx) override;
+  Status UnregisterClient(const CallContext& ctx) override;
+  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
+  Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
+  Result<std::vector<SegmentUsage>> ListSegments() override;
+  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                              const std::vector<uint64_t>& sizes,
+                                                              const ReplicateConfig& config, WriteMode mode) override;
+  std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
+                                  const std::vector<std::optional<uint64_t>>& checksums) override;
+  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
+  // One-way: a read's end needs no answer, so it costs the reader no round trip. Returns once sent.
+  std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
+                                   const std::vector<uint64_t>& read_pins) override;
+  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
+  Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
+  Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
+  std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
+  std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                      const std::vector<DiskObject>& objects) override;
+  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
+
+ private:
+  // One round trip of method `m`: its response, or the call's failure (on the way, or the
+  // response's own call-level status).
+  template <MasterMethod m>
+  Result<typename MethodTraits<m>::Response> Call(const typename MethodTraits<m>::Request& q);
+
+  RpcChannel channel_;
+  std::chrono::milliseconds timeout_;
+};
+
+// Splits "host:port"; INVALID_PARAMS when malformed. Port 0 ("any free port") only if allowed.
+Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address, bool allow_port_zero = false);
+
+}  // namespace yb::rpc

@@ -1,0 +1,40 @@
+// Conversions between the master's value types (api/master_api.h) and their messages
+// (proto/master.proto), shared by the server and client halves of the master's RPC.
+#pragma once
+
+#include <vector>
+
+#include "api/master_api.h"
+#include "master.pb.h"
+
+namespace yb::rpc {
+
+CallContext FromPb(const pb::Context& c);
+void ToPb(const CallContext& c, pb::Context* out);
+ReplicateConfig FromPb(const pb::ReplicateConfig& c);
+void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out);
+SegmentDesc FromPb(const pb::Segment& s);
+void ToPb(const SegmentDesc& s, pb::Segment* out);
+SegmentUsage FromPb(const pb::SegmentUsage& u);
+void ToPb(const SegmentUsage& u, pb::SegmentUsage* out);
+ReplicaDesc FromPb(const pb::Replica& r);
+void ToPb(const ReplicaDesc& r, pb::Replica* out);
+// The one decoder of a wire status: a code this build does not know is INTERNAL_ERROR, message kept.
+Status FromPb(const pb::Status& s);
+void ToPb(const Status& s, pb::Status* out);
+ObjectInfo FromPb(const pb::ObjectInfo& o);
+void ToPb(const Result<ObjectInfo>& o, pb::ObjectInfo* out);
+OffloadTask FromPb(const pb::OffloadTask& t);
+void ToPb(const OffloadTask& t, pb::OffloadTask* out);
+OffloadResult FromPb(const pb::OffloadResult& r);
+void ToPb(const OffloadResult& r, pb::OffloadResult* out);
+
+template <typename Field, typename T = decltype(FromPb(std::declval<const typename Field::value_type&>()))>
+std::vector<T> FromPbList(const Field& field) {
+  std::vector<T> out;
+  out.reserve(field.size());
+  for (const auto& m : field) out.push_back(FromPb(m));
+  return out;
+}
+
+}  // namespace yb::rpc

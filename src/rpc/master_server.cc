@@ -1,0 +1,199 @@
+// The server half of the master's RPC: one Serve<M> per row of YB_MASTER_METHODS, each decoding
+// its request, calling the MasterApi and encoding the answer.
+#include "rpc/master_server.h"
+
+#include "rpc/master_convert.h"
+
+namespace yb::rpc {
+namespace {
+
+using M = MasterMethod;
+template <M m>
+using Req = typename MethodTraits<m>::Request;
+template <M m>
+using Resp = typename MethodTraits<m>::Response;
+
+// A request field of strings as the MasterApi takes keys.
+MasterApi::Keys KeysOf(const google::protobuf::RepeatedPtrField<std::string>& f) { return {f.begin(), f.end()}; }
+
+void PutStatuses(const std::vector<Status>& sts, pb::StatusesResponse& r) {
+  for (const auto& s : sts) ToPb(s, r.add_results());
+}
+
+// Whether a reply reports a failure: of the call, or of any of its keys.
+template <typename R>
+bool Failed(const R& r) {
+  if (r.status().code() != 0) return true;
+  if constexpr (requires { r.results(); }) {
+    for (const auto& k : r.results()) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(k)>, pb::Status>) {
+        if (k.code() != 0) return true;
+      } else if (k.status().code() != 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// One specialization per method; a row of the table without one does not compile.
+template <M m>
+void Serve(MasterApi& api, const Req<m>& q, Resp<m>& r) = delete;
+
+template <>
+void Serve<M::kRegisterClient>(MasterApi& api, const pb::RegisterClientRequest& q, pb::RegisterClientResponse& r) {
+  auto t = api.RegisterClient(
+      {FromPb(q.ctx()).client, q.hostname(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier()});
+  ToPb(t.status(), r.mutable_status());
+  if (t.ok()) r.set_tenant_index(*t);
+}
+
+template <>
+void Serve<M::kPing>(MasterApi& api, const pb::PingRequest& q, pb::PingResponse& r) {
+  auto p = api.Ping(FromPb(q.ctx()));
+  ToPb(p.status(), r.mutable_status());
+  if (p.ok()) r.set_need_remount(p->need_remount);
+}
+
+template <>
+void Serve<M::kUnregisterClient>(MasterApi& api, const pb::UnregisterClientRequest& q, pb::StatusResponse& r) {
+  ToPb(api.UnregisterClient(FromPb(q.ctx())), r.mutable_status());
+}
+
+template <>
+void Serve<M::kMountSegments>(MasterApi& api, const pb::MountSegmentsRequest& q, pb::StatusResponse& r) {
+  ToPb(api.MountSegments(FromPb(q.ctx()), FromPbList(q.segments())), r.mutable_status());
+}
+
+template <>
+void Serve<M::kUnmountSegment>(MasterApi& api, const pb::UnmountSegmentRequest& q, pb::StatusResponse& r) {
+  ToPb(api.UnmountSegment(FromPb(q.ctx()), q.segment_id()), r.mutable_status());
+}
+
+template <>
+void Serve<M::kListSegments>(MasterApi& api, const pb::ListSegmentsRequest&, pb::ListSegmentsResponse& r) {
+  auto list = api.ListSegments();
+  ToPb(list.status(), r.mutable_status());
+  if (!list.ok()) return;
+  for (const auto& u : *list) ToPb(u, r.add_segments());
+}
+
+template <>
+void Serve<M::kPutStart>(MasterApi& api, const pb::PutStartRequest& q, pb::PutStartResponse& r) {
+  auto starts = api.BatchPutStart(FromPb(q.ctx()), KeysOf(q.keys()), {q.sizes().begin(), q.sizes().end()},
+                                  FromPb(q.config()), q.upsert() ? WriteMode::kUpsert : WriteMode::kPut);
+  for (const auto& s : starts) {
+    auto* k = r.add_results();
+    ToPb(s.status(), k->mutable_status());
+    if (!s.ok()) continue;
+    for (const auto& rep : *s) ToPb(rep, k->add_replicas());
+  }
+}
+
+template <>
+void Serve<M::kPutEnd>(MasterApi& api, const pb::PutEndRequest& q, pb::StatusesResponse& r) {
+  std::vector<std::optional<uint64_t>> sums;
+  sums.reserve(q.checksums_size());
+  for (int i = 0; i < q.checksums_size(); ++i) {
+    sums.push_back(i < q.has_checksum_size() && q.has_checksum(i) ? std::optional(q.checksums(i)) : std::nullopt);
+  }
+  PutStatuses(api.BatchPutEnd(FromPb(q.ctx()), KeysOf(q.keys()), sums), r);
+}
+
+template <>
+void Serve<M::kPutRevoke>(MasterApi& api, const pb::KeysRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.BatchPutRevoke(FromPb(q.ctx()), KeysOf(q.keys())), r);
+}
+
+template <>
+void Serve<M::kGetReplicaList>(MasterApi& api, const pb::GetReplicaListRequest& q, pb::GetReplicaListResponse& r) {
+  for (const auto& info : api.BatchGetReplicaList(FromPb(q.ctx()), KeysOf(q.keys()), q.pin())) {
+    ToPb(info, r.add_results());
+  }
+}
+
+template <>
+void Serve<M::kReadEnd>(MasterApi& api, const pb::ReadEndRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.BatchReadEnd(FromPb(q.ctx()), KeysOf(q.keys()), {q.read_pins().begin(), q.read_pins().end()}), r);
+}
+
+template <>
+void Serve<M::kExistKey>(MasterApi& api, const pb::KeysRequest& q, pb::ExistKeyResponse& r) {
+  for (const auto& e : api.BatchExistKey(FromPb(q.ctx()), KeysOf(q.keys()))) {
+    ToPb(e.status(), r.add_results());
+    r.add_exists(e.ok() && *e);
+  }
+}
+
+template <>
+void Serve<M::kRemove>(MasterApi& api, const pb::RemoveRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.BatchRemove(FromPb(q.ctx()), KeysOf(q.keys()), q.force()), r);
+}
+
+template <>
+void Serve<M::kRemoveWhere>(MasterApi& api, const pb::RemoveWhereRequest& q, pb::RemoveWhereResponse& r) {
+  auto n = api.RemoveWhere(FromPb(q.ctx()), q.has_pattern() ? std::optional(q.pattern()) : std::nullopt, q.force());
+  ToPb(n.status(), r.mutable_status());
+  if (n.ok()) r.set_removed(*n);
+}
+
+template <>
+void Serve<M::kOffloadFetch>(MasterApi& api, const pb::OffloadFetchRequest& q, pb::OffloadFetchResponse& r) {
+  auto tasks = api.OffloadFetch(FromPb(q.ctx()), q.max());
+  ToPb(tasks.status(), r.mutable_status());
+  if (!tasks.ok()) return;
+  for (const auto& t : *tasks) ToPb(t, r.add_tasks());
+}
+
+template <>
+void Serve<M::kOffloadDone>(MasterApi& api, const pb::OffloadDoneRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.OffloadDone(FromPb(q.ctx()), FromPbList(q.results())), r);
+}
+
+template <>
+void Serve<M::kAddDiskReplicas>(MasterApi& api, const pb::AddDiskReplicasRequest& q, pb::StatusesResponse& r) {
+  std::vector<DiskObject> objects;
+  objects.reserve(q.objects_size());
+  for (const auto& o : q.objects()) objects.push_back({o.disk_key(), o.size(), o.checksum()});
+  PutStatuses(api.AddDiskReplicas(FromPb(q.ctx()), q.segment_id(), objects), r);
+}
+
+template <>
+void Serve<M::kDropDiskReplicas>(MasterApi& api, const pb::DropDiskReplicasRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.DropDiskReplicas(FromPb(q.ctx()), KeysOf(q.disk_keys())), r);
+}
+
+// Registers method `m`: parse, Serve<m>, count, serialize.
+template <M m>
+void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics) {
+  constexpr auto id = static_cast<uint16_t>(m);
+  server.Register(id, [&api, metrics](std::string_view body, std::string& reply) -> Status {
+    // One request and one response message per method and server thread, cleared and refilled on
+    // each call: their strings and repeated fields keep their memory, so a call allocates little.
+    thread_local Req<m> req;
+    thread_local Resp<m> resp;
+    if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      if (metrics) metrics->Record(id, true);
+      return Status(Code::kInvalidParams, "request does not parse");
+    }
+    resp.Clear();
+    Serve<m>(api, req, resp);
+    if (metrics) metrics->Record(id, Failed(resp));
+    resp.AppendToString(&reply);
+    if (body.size() + static_cast<size_t>(resp.GetCachedSize()) > (256u << 10)) {  // a big batch: drop its memory
+      Req<m>().Swap(&req);
+      Resp<m>().Swap(&resp);
+    }
+    return Status::OK();
+  });
+}
+
+}  // namespace
+
+void RegisterMasterService(RpcServer& server, MasterApi& api, RpcMetrics* metrics) {
+#define YB_REGISTER(id, name, req, resp) Add<M::k##name>(server, api, metrics);
+  YB_MASTER_METHODS(YB_REGISTER)
+#undef YB_REGISTER
+}
+
+}  // namespace yb::rpc

@@ -1,0 +1,37 @@
+// The server half of the master's RPC: every method of the table (rpc/master_methods.h) answered
+// by a MasterApi behind an RpcServer, with calls and failures counted per method.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "api/master_api.h"
+#include "rpc/master_methods.h"
+#include "rpc/server.h"
+
+namespace yb::rpc {
+
+// Calls and failed calls per method (a per-key call fails when any of its keys fails). Indexed by
+// wire id; every id of the table fits. Thread-safe.
+class RpcMetrics {
+ public:
+  static constexpr uint16_t kMethods = kMethodIdLimit;
+  void Record(uint16_t method, bool failed) {
+    if (method >= kMethods) return;
+    calls_[method].fetch_add(1, std::memory_order_relaxed);
+    if (failed) failures_[method].fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t calls(uint16_t m) const { return m < kMethods ? calls_[m].load(std::memory_order_relaxed) : 0; }
+  uint64_t failures(uint16_t m) const { return m < kMethods ? failures_[m].load(std::memory_order_relaxed) : 0; }
+
+ private:
+  std::array<std::atomic<uint64_t>, kMethods> calls_{};
+  std::array<std::atomic<uint64_t>, kMethods> failures_{};
+};
+
+// Registers every method of the table on `server`, answered by `master` (which must outlive the
+// server). Counts calls in `metrics` when given. Before server.Start().
+void RegisterMasterService(RpcServer& server, MasterApi& master, RpcMetrics* metrics = nullptr);
+
+}  // namespace yb::rpc
