@@ -3,12 +3,12 @@
 // for get, empty on a miss). It converts arguments and calls yb::Client; the GIL is released while
 // bytes move. Buffers are integer addresses (which must lie in a registered buffer) or
 // buffer-protocol objects (numpy arrays, bytearray, memoryview).
-#include <cstdlib>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +18,7 @@
 
 #include "common/units.h"
 #include "yuebing/client.h"
+#include "yuebing/embedded.h"
 
 namespace py = pybind11;
 
@@ -102,6 +103,7 @@ class Store {
     yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;
+      yb::EnableEmbeddedMaster();
       r = yb::Client::Connect(c);
     }
     if (!r.ok()) return Error(r.status());

@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
     client = yb::Client::Connect(c);
   }
   spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", local_hostname, yb::FormatBytes(*seg),
-               (*client)->segments().size(), master);
+               (*client)->Stats().segments, master);
   daemon = client->get();
   int sig = 0;
   sigwait(&stop_signals, &sig);

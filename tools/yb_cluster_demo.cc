@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <map>
 
-#include "api/master_api.h"
 #include "common/units.h"
 #include "demo_values.h"
 #include "yuebing/client.h"
@@ -71,7 +70,7 @@ int main(int argc, char** argv) {
               static_cast<double>(good) * static_cast<double>(*size) / secs / 1e6);
   if (role == "write") {
     std::map<yb::SegmentId, std::string> owner;
-    auto segs = (*client)->master().ListSegments();
+    auto segs = (*client)->ListSegments();
     if (segs.ok()) {
       for (const auto& s : *segs) owner[s.desc.id] = s.desc.name;
     }

@@ -11,10 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "client/embedded_cluster.h"
 #include "common/units.h"
 #include "demo_values.h"
+#include "embedded/embedded_cluster.h"
 #include "yuebing/client.h"
+#include "yuebing/embedded.h"
 
 namespace {
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   // A short lease so that the demo's own reads stop protecting objects within a second.
   yb::MasterConfig master_config;
   master_config.default_kv_lease_ttl_ms = 300;
+  yb::EnableEmbeddedMaster();
   auto cluster = yb::EmbeddedCluster::Get("demo", master_config);
   if (!cluster.ok()) {
     std::fprintf(stderr, "master: %s\n", cluster.status().ToString().c_str());

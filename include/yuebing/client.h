@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,10 +17,6 @@
 #include "yuebing/types.h"
 
 namespace yb {
-
-class MasterApi;
-class LocalSegmentRegistry;
-class TransferEngine;
 
 // One piece of a value: objects are stored contiguously, written from and read into slices.
 struct Slice {
@@ -60,9 +55,9 @@ struct ClientConfig {
   // tools' main(), the C API's and the Python binding's setup); the library reads no environment.
   // A value that is not a size in 4 KiB - 64 MiB is logged and ignored.
   std::string mc_slice_size;
-  bool prefault_segment = false;   // fault the pool memory in at mount (steady latency; costs RAM now)
+  bool prefault_segment = false;  // fault the pool memory in at mount (steady latency; costs RAM now)
 
-  // SSD tier (DESIGN.md section 5): objects in this client's segment go down to `storage_path`
+  // SSD tier (docs/ssd-tier.md): objects in this client's segment go down to `storage_path`
   // when the master queues them (its enable_offload / offload_on_evict). Needs a global segment.
   bool enable_offload = false;
   std::string storage_path;                      // directory, created if missing
@@ -72,10 +67,7 @@ struct ClientConfig {
   std::string storage_eviction_policy = "fifo";  // fifo | lru (buckets)
   double storage_high_watermark = 0.90;
   double storage_low_watermark = 0.80;
-  uint32_t offload_interval_ms = 20;  // SSD-tier thread's pause when idle; 0: no thread (RunOffloadOnce)
-  // Tests only: a failing device. Called before each SSD write/sync/read with the operation and
-  // file; a non-zero return is the errno that operation fails with.
-  std::function<int(std::string_view op, const std::string& path)> storage_fault;
+  uint32_t offload_interval_ms = 20;  // the SSD tier's pause when it found nothing to do (>= 1)
 };
 
 // What a client holds and has done, for monitoring (yb-client serves it on /metrics).
@@ -98,19 +90,12 @@ struct ClientStats {
 
 class Client {
  public:
-  // Creates a client on an existing master and transfer setup (embedded mode and tests).
-  // `endpoint` is where other processes reach this client's segments ("local": only this
-  // process); `served`, when given, is the registry its transfer server serves from. With
-  // `heartbeat`, a thread calls Heartbeat() every second from the moment the master knows the
-  // client, as Connect() does; without, the caller does (tests step it).
-  static Result<std::unique_ptr<Client>> Create(const ClientConfig& config, std::shared_ptr<MasterApi> master,
-                                                std::shared_ptr<LocalSegmentRegistry> local_segments,
-                                                std::shared_ptr<TransferEngine> engine,
-                                                const std::string& endpoint = "local",
-                                                std::shared_ptr<LocalSegmentRegistry> served = nullptr,
-                                                bool heartbeat = false);
-  // Creates a client from its configuration alone: finds or starts the master it names.
+  // Connects to the master that config.master_server_addr names ("host:port"; "embedded[:NAME]"
+  // runs one in this process, see yuebing/embedded.h), mounts config.global_segment_size of memory
+  // and starts the heartbeat (and the SSD tier when enabled). A bad configuration is INVALID_PARAMS
+  // (or NOT_SUPPORTED for an unavailable protocol) naming the setting.
   static Result<std::unique_ptr<Client>> Connect(const ClientConfig& config);
+  // Unmounts this client's memory and tells the master it leaves.
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -144,6 +129,8 @@ class Client {
   Result<bool> IsExist(const std::string& key);
   std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys);
   Result<uint64_t> GetSize(const std::string& key);
+  // The segments of the cluster, with their owners and usage.
+  Result<std::vector<SegmentUsage>> ListSegments();
 
   // Removal.
   Status Remove(const std::string& key, bool force = false);
@@ -157,26 +144,17 @@ class Client {
   // Whether [ptr, ptr + size) lies inside one registered buffer.
   bool IsRegistered(const void* ptr, uint64_t size) const;
 
-  // Pings the master and re-mounts this client's segments when the master asks. Call every second
-  // (Connect() starts a thread that does).
-  Status Heartbeat();
+  // OK while the master answers.
   Status HealthCheck();
   const std::string& hostname() const;
   ClientId id() const;
-  std::vector<SegmentId> segments() const;
-  MasterApi& master();
-  // One offload round now (fetch, write, report, evict); returns the tasks handled. The SSD tier's
-  // thread does this on its own; tests call it to step deterministically. 0 without an SSD tier.
-  size_t RunOffloadOnce();
-  // Objects in this client's SSD tier; 0 without one.
-  size_t DiskObjects() const;
   // Safe from any thread while the client exists.
   ClientStats Stats() const;
 
  private:
+  friend class ClientInternal;  // client/client_internal.h: creation from parts, test hooks
   struct Impl;
   explicit Client(std::unique_ptr<Impl> impl);
-  static Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,8 +1,8 @@
 // The C API: converts arguments and calls yb::Client. No logic lives here.
 #include "yuebing/store_c.h"
 
-#include <cstdlib>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "yuebing/client.h"
+#include "yuebing/embedded.h"
 
 namespace {
 
@@ -105,6 +106,7 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
       YB_LOG_ERROR("setup: this store is already set up");
       return kInvalid;
     }
+    yb::EnableEmbeddedMaster();  // Mooncake's callers may ask for "embedded"
     auto client = yb::Client::Connect(c);
     if (!client.ok()) {
       YB_LOG_ERROR("setup failed: {}", client.status().ToString());

@@ -1,10 +1,10 @@
-// Client: moving bytes between caller slices and replicas.
+// DataPath: moving bytes between caller slices and replicas.
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "client/client_impl.h"
+#include "client/data_path.h"
 
 namespace yb {
 
@@ -27,8 +27,8 @@ uint64_t SlicesChecksum(const std::vector<Slice>& slices) {
   return h;
 }
 
-void Client::Impl::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
-                                  std::vector<TransferRequest>& out) {
+void DataPath::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                              std::vector<TransferRequest>& out) {
   uint64_t off = replica.offset;
   for (const auto& s : slices) {
     if (s.size == 0) continue;
@@ -37,34 +37,34 @@ void Client::Impl::AppendRequests(TransferRequest::Op op, const ReplicaDesc& rep
   }
 }
 
-bool Client::Impl::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
-  Transport* t = engine->Route(replica.segment);
+bool DataPath::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
+  Transport* t = engine_->Route(replica.segment);
   if (!t || !t->RequiresRegisteredMemory()) return false;
   return std::any_of(slices.begin(), slices.end(), [&](const Slice& s) {
-    return s.size > 0 && !registered.Contains(s.ptr, s.size) && !staging->Contains(s.ptr, s.size);
+    return s.size > 0 && !registered_.Contains(s.ptr, s.size) && !staging_->Contains(s.ptr, s.size);
   });
 }
 
-Status Client::Impl::Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices) {
+Status DataPath::Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices) {
   if (!NeedsStaging(replica, slices)) {
     std::vector<TransferRequest> reqs;
     AppendRequests(op, replica, slices, reqs);
-    for (auto& st : engine->Submit(reqs)) YB_RETURN_IF_ERROR(st);
+    for (auto& st : engine_->Submit(reqs)) YB_RETURN_IF_ERROR(st);
     return Status::OK();
   }
   // Stage in pieces of at most half the staging buffer, so two movers can share it.
-  uint64_t piece_max = std::max<uint64_t>(staging->capacity() / 2, 64);
+  uint64_t piece_max = std::max<uint64_t>(staging_->capacity() / 2, 64);
   uint64_t off = replica.offset;
   for (const auto& s : slices) {
     for (uint64_t done = 0; done < s.size;) {
       uint64_t n = std::min(piece_max, s.size - done);
-      auto lease = staging->Allocate(n);
+      auto lease = staging_->Allocate(n);
       if (!lease) return Status(Code::kNoAvailableHandle, "staging buffer (local_buffer_size) is too small or full");
       auto* user = static_cast<uint8_t*>(s.ptr) + done;
       if (op == TransferRequest::Op::kWrite) std::memcpy(lease->ptr, user, n);
-      Status st = engine->Submit({{op, replica.segment, off, lease->ptr, n}})[0];
+      Status st = engine_->Submit({{op, replica.segment, off, lease->ptr, n}})[0];
       if (st.ok() && op == TransferRequest::Op::kRead) std::memcpy(user, lease->ptr, n);
-      staging->Free(*lease);
+      staging_->Free(*lease);
       YB_RETURN_IF_ERROR(st);
       done += n;
       off += n;

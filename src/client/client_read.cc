@@ -1,8 +1,8 @@
-// Client: Get and BatchGet. A read pins the object at the master (GetReplicaList with pin) and
-// releases it with ReadEnd, so no timer can fail it; replicas are tried in DESIGN order.
+// DataPath: reads. A read pins the object at the master (GetReplicaList with pin) and releases it
+// with ReadEnd, so no timer can fail it; replicas are tried in order (replica_order.h).
 #include <cstring>
 
-#include "client/client_impl.h"
+#include "client/data_path.h"
 #include "client/replica_order.h"
 #include "common/disk_key.h"
 #include "common/log.h"
@@ -29,9 +29,8 @@ Status TooSmall(uint64_t have, uint64_t need) {
 
 }  // namespace
 
-Status Client::Impl::ReadFromDisk(const std::string& key, const ReplicaDesc& replica,
-                                  const std::vector<Slice>& slices) {
-  const std::string disk_key = DiskKey(config.tenant, key);
+Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices) {
+  const std::string disk_key = DiskKey(config_.tenant, key);
   // The object comes whole: straight into a single slice, else through a buffer and scattered.
   std::string buffer;
   void* dst = slices.size() == 1 ? slices[0].ptr : nullptr;
@@ -40,7 +39,7 @@ Status Client::Impl::ReadFromDisk(const std::string& key, const ReplicaDesc& rep
     dst = buffer.data();
   }
   TransferRequest r{TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key};
-  YB_RETURN_IF_ERROR(engine->Submit({r})[0]);
+  YB_RETURN_IF_ERROR(engine_->Submit({r})[0]);
   if (!buffer.empty()) {
     uint64_t off = 0;
     for (const auto& s : slices) {
@@ -51,20 +50,20 @@ Status Client::Impl::ReadFromDisk(const std::string& key, const ReplicaDesc& rep
   return Status::OK();
 }
 
-Status Client::Impl::ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target,
-                                  size_t first, Status prior) {
-  auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return IsLocal(s); });
+Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target,
+                              size_t first, Status prior) {
+  auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); });
   if (ordered.empty()) return Status(Code::kInvalidReplica, "object has no complete replica");
   Status last = std::move(prior);
   for (size_t i = first; i < ordered.size(); ++i) {
     Status st = ordered[i].kind == ReplicaKind::kLocalDisk ? ReadFromDisk(key, ordered[i], target)
                                                            : Move(TransferRequest::Op::kRead, ordered[i], target);
-    if (st.ok() && info.checksum && config.verify_checksum && SlicesChecksum(target) != *info.checksum) {
+    if (st.ok() && info.checksum && config_.verify_checksum && SlicesChecksum(target) != *info.checksum) {
       st = Status(Code::kChecksumMismatch,
                   "replica on segment " + std::to_string(ordered[i].segment) + " does not match the checksum");
     }
     if (st.ok()) return st;
-    if (uint64_t held = 0; transfer_warnings.Allow(RealClock().NowMs(), &held)) {
+    if (uint64_t held = 0; transfer_warnings_.Allow(clock_.NowMs(), &held)) {
       YB_LOG_WARN("read of a {} replica on segment {} failed, trying the next replica: {}{}",
                   ordered[i].kind == ReplicaKind::kLocalDisk ? "disk" : "memory", ordered[i].segment, st.ToString(),
                   LogBudget::HeldBack(held));
@@ -74,40 +73,30 @@ Status Client::Impl::ReadReplicas(const std::string& key, const ObjectInfo& info
   return last;
 }
 
-Result<uint64_t> Client::Impl::Read(const std::string& key, const std::vector<Slice>& slices) {
+Result<uint64_t> DataPath::Read(const std::string& key, const std::vector<Slice>& slices) {
   auto total = SlicesSize(slices);
   if (!total.ok()) return total.status();
-  auto info = master->GetReplicaList(ctx(), key, true);
+  auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
   Status st =
       info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(key, *info, Trim(slices, info->size), 0);
-  (void)master->ReadEnd(ctx(), key, info->read_pin);
+  (void)master().ReadEnd(ctx(), key, info->read_pin);
   if (!st.ok()) return st;
   return info->size;
 }
 
-Result<uint64_t> Client::Get(const std::string& key, void* buffer, uint64_t size) {
-  if (!buffer && size > 0) return Status(Code::kInvalidParams, "null buffer");
-  return impl_->Read(key, {{buffer, size}});
-}
-
-Result<uint64_t> Client::Get(const std::string& key, const std::vector<Slice>& slices) {
-  return impl_->Read(key, slices);
-}
-
-Result<std::string> Client::Get(const std::string& key) {
-  auto info = impl_->master->GetReplicaList(impl_->ctx(), key, true);
+Result<std::string> DataPath::ReadString(const std::string& key) {
+  auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
   std::string out(info->size, '\0');
-  Status st = impl_->ReadReplicas(key, *info, {{out.data(), out.size()}}, 0);
-  (void)impl_->master->ReadEnd(impl_->ctx(), key, info->read_pin);
+  Status st = ReadReplicas(key, *info, {{out.data(), out.size()}}, 0);
+  (void)master().ReadEnd(ctx(), key, info->read_pin);
   if (!st.ok()) return st;
   return out;
 }
 
-std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& keys,
-                                               const std::vector<std::vector<Slice>>& buffers) {
-  Impl& impl = *impl_;
+std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
+                                                  const std::vector<std::vector<Slice>>& buffers) {
   const size_t n = keys.size();
   std::vector<Result<uint64_t>> out(n, Result<uint64_t>(uint64_t{0}));
   if (buffers.size() != n) {
@@ -119,7 +108,7 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
     if (!t.ok()) out[i] = t.status();
     totals[i] = t.ok() ? *t : 0;
   }
-  auto infos = impl.master->BatchGetReplicaList(impl.ctx(), keys, true);
+  auto infos = master().BatchGetReplicaList(ctx(), keys, true);
   // First attempt: every object from its best replica, in one batch.
   std::vector<TransferRequest> reqs;
   std::vector<size_t> owner;
@@ -137,31 +126,29 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
       continue;
     }
     targets[i] = Trim(buffers[i], infos[i]->size);
-    ordered[i] = OrderReplicas(infos[i]->replicas, [&](SegmentId s) { return impl.IsLocal(s); });
-    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory ||
-        impl.NeedsStaging(ordered[i][0], targets[i]))
+    ordered[i] = OrderReplicas(infos[i]->replicas, [&](SegmentId s) { return members_.IsLocal(s); });
+    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory || NeedsStaging(ordered[i][0], targets[i]))
       continue;  // handled below, one by one
     ok[i] = attempted[i] = true;
-    Impl::AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs);
+    AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs);
     owner.resize(reqs.size(), i);
   }
-  auto results = impl.engine->Submit(reqs);
+  auto results = engine_->Submit(reqs);
   for (size_t k = 0; k < results.size(); ++k) {
     if (!results[k].ok()) ok[owner[k]] = false;
   }
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok() || !infos[i].ok()) continue;
     const ObjectInfo& info = *infos[i];
-    bool good =
-        ok[i] && (!info.checksum || !impl.config.verify_checksum || SlicesChecksum(targets[i]) == *info.checksum);
+    bool good = ok[i] && (!info.checksum || !config_.verify_checksum || SlicesChecksum(targets[i]) == *info.checksum);
     // On a failed first attempt, go on from the second replica.
     Status prior = !attempted[i] ? Status(Code::kTransferFail, "no replica could be read")
                    : ok[i]       ? Status(Code::kChecksumMismatch, "first replica does not match the checksum")
                                  : Status(Code::kTransferFail, "first replica could not be read");
-    Status st = good ? Status::OK() : impl.ReadReplicas(keys[i], info, targets[i], attempted[i] ? 1 : 0, prior);
+    Status st = good ? Status::OK() : ReadReplicas(keys[i], info, targets[i], attempted[i] ? 1 : 0, prior);
     out[i] = st.ok() ? Result<uint64_t>(info.size) : Result<uint64_t>(st);
   }
-  std::vector<std::string> pinned_keys;
+  MasterApi::Keys pinned_keys;
   std::vector<uint64_t> pins;
   for (size_t i = 0; i < n; ++i) {
     if (infos[i].ok()) {
@@ -169,14 +156,14 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
       pins.push_back(infos[i]->read_pin);
     }
   }
-  if (!pinned_keys.empty()) (void)impl.master->BatchReadEnd(impl.ctx(), pinned_keys, pins);
+  if (!pinned_keys.empty()) (void)master().BatchReadEnd(ctx(), pinned_keys, pins);
   return out;
 }
 
-std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>& keys) {
+std::vector<Result<std::string>> DataPath::BatchReadStrings(const MasterApi::Keys& keys) {
   std::vector<Result<std::string>> out(keys.size(), Result<std::string>(std::string()));
-  auto sizes = impl_->master->BatchGetReplicaList(impl_->ctx(), keys, false);
-  std::vector<std::string> found_keys;
+  auto sizes = master().BatchGetReplicaList(ctx(), keys, false);
+  MasterApi::Keys found_keys;
   std::vector<size_t> where;
   std::vector<std::string> values;
   values.reserve(keys.size());
@@ -191,7 +178,7 @@ std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>
   }
   std::vector<std::vector<Slice>> slices;
   for (auto& v : values) slices.push_back({{v.data(), v.size()}});
-  auto got = BatchGet(found_keys, slices);
+  auto got = BatchRead(found_keys, slices);
   for (size_t j = 0; j < found_keys.size(); ++j) {
     // A value replaced by a larger one in between reads as BUFFER_OVERFLOW: the caller sees an error.
     out[where[j]] = got[j].ok() ? Result<std::string>(std::move(values[j])) : Result<std::string>(got[j].status());

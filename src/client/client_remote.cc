@@ -1,6 +1,6 @@
-// Client::ConnectRemote: a client of a yb-master over the network, with a TCP transfer server for
+// ConnectRemote: a client of a yb-master over the network, with a TCP transfer server for
 // the segments it mounts, and memcpy for segments mapped in this process.
-#include "client/client_impl.h"
+#include "client/client_internal.h"
 #include "client/segment_directory.h"
 #include "common/log.h"
 #include "rpc/master_client.h"
@@ -19,6 +19,7 @@ std::shared_ptr<LocalSegmentRegistry> ProcessSegments() {
 
 // What a remote client keeps alive besides itself.
 struct RemotePlumbing {
+  RealClock clock;
   std::shared_ptr<rpc::MasterClient> master;
   std::shared_ptr<SegmentDirectory> directory;
   std::unique_ptr<tcp::TransferServer> server;
@@ -36,7 +37,7 @@ Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
 
 }  // namespace
 
-Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config) {
+Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   auto hp = rpc::ParseHostPort(config.master_server_addr);
   if (!hp.ok()) {
     return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
@@ -56,7 +57,7 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
   auto plumbing = std::make_shared<RemotePlumbing>();
   plumbing->master =
       std::make_shared<rpc::MasterClient>(hp->first, hp->second, std::chrono::milliseconds(config.rpc_timeout_ms));
-  plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master);
+  plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master, plumbing->clock);
   auto engine = std::make_shared<TransferEngine>();
   engine->AddTransport(std::make_shared<MemcpyTransport>(ProcessSegments()));
   auto directory = plumbing->directory;
@@ -83,10 +84,16 @@ Result<std::unique_ptr<Client>> Client::ConnectRemote(const ClientConfig& config
     }
     endpoint = host + ":" + std::to_string(plumbing->server->port());
   }
-  auto client = Create(config, plumbing->master, ProcessSegments(), engine, endpoint, served, /*heartbeat=*/true);
+  ClientParts parts;
+  parts.master = plumbing->master;
+  parts.local_segments = ProcessSegments();
+  parts.engine = engine;
+  parts.endpoint = endpoint;
+  parts.served = served;
+  parts.transfer_server = plumbing->server.get();
+  parts.keepalive = plumbing;
+  auto client = ClientInternal::Create(config, std::move(parts));
   if (!client.ok()) return client;
-  (*client)->impl_->keepalive = plumbing;
-  (*client)->impl_->transfer_server = plumbing->server.get();
   YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", config.local_hostname, config.master_server_addr,
               endpoint);
   return client;

@@ -7,12 +7,14 @@
 #include <mutex>
 #include <numeric>
 
+#include "client/client_internal.h"
 #include "client/mock_master.h"
 #include "common/clock.h"
 #include "master/master_service.h"
 #include "transfer/fault_transport.h"
 #include "transfer/memcpy_transport.h"
 #include "transfer/transfer_engine.h"
+#include "yuebing/embedded.h"
 
 namespace yb {
 namespace {
@@ -42,10 +44,21 @@ class ClientTest : public ::testing::Test {
     c.global_segment_size = segment;
     c.local_buffer_size = 1 << 16;
     c.enable_checksum = checksum;
-    auto cl = Client::Create(c, master_, local_, engine_);
+    auto cl = ClientInternal::Create(c, Parts());
     EXPECT_TRUE(cl.ok()) << cl.status().ToString();
     clients_.push_back(std::move(cl).value());
     return clients_.back().get();
+  }
+
+  // The test's master and memcpy engine; the heartbeat on a scheduler the tests never advance
+  // (they call Heartbeat themselves).
+  ClientParts Parts() {
+    ClientParts p;
+    p.master = master_;
+    p.local_segments = local_;
+    p.engine = engine_;
+    p.scheduler = &scheduler_;
+    return p;
   }
 
   static std::string Bytes(size_t n, char seed) {
@@ -55,6 +68,7 @@ class ClientTest : public ::testing::Test {
   }
 
   ManualClock clock_;
+  ManualScheduler scheduler_{clock_};
   std::shared_ptr<MasterService> master_;
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<FaultInjectingTransport> fault_;
@@ -136,7 +150,7 @@ TEST_F(ClientTest, ChecksumCatchesCorruptionAndTriesTheNextReplica) {
   on_a.preferred_segments = {"node-a"};
   ASSERT_TRUE(c->Put("k1", v.data(), v.size(), on_a).ok());
   ASSERT_TRUE(b_->Query("k2")->checksum.has_value());
-  fault_->CorruptReadsFrom(a_->segments()[0]);
+  fault_->CorruptReadsFrom(ClientInternal::segments(*a_)[0]);
   EXPECT_EQ(*b_->Get("k2"), v);
   std::string out(4096, '\0');
   EXPECT_EQ(b_->Get("k1", out.data(), out.size()).code(), Code::kChecksumMismatch);
@@ -148,8 +162,8 @@ TEST_F(ClientTest, ChecksumCatchesCorruptionAndTriesTheNextReplica) {
 }
 
 TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
-  for (SegmentId s : a_->segments()) fault_->FailSegment(s);
-  for (SegmentId s : b_->segments()) fault_->FailSegment(s);
+  for (SegmentId s : ClientInternal::segments(*a_)) fault_->FailSegment(s);
+  for (SegmentId s : ClientInternal::segments(*b_)) fault_->FailSegment(s);
   std::string v = Bytes(100, 'w');
   EXPECT_EQ(a_->Put("k", v.data(), v.size()).code(), Code::kTransferFail);
   EXPECT_FALSE(*a_->IsExist("k"));
@@ -160,7 +174,7 @@ TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
 // A put whose replica write fails (its node went away, and the master has not noticed yet) goes
 // once more, on other segments; a batch does the same for its keys that failed.
 TEST_F(ClientTest, AFailedReplicaWriteIsTriedOnceMoreElsewhere) {
-  for (SegmentId s : a_->segments()) fault_->FailSegment(s);
+  for (SegmentId s : ClientInternal::segments(*a_)) fault_->FailSegment(s);
   ReplicateConfig on_a;
   on_a.preferred_segments = {"node-a"};  // every first try lands on the failing node
   std::string v = Bytes(100, 'r');
@@ -168,7 +182,7 @@ TEST_F(ClientTest, AFailedReplicaWriteIsTriedOnceMoreElsewhere) {
   auto q = b_->Query("k");
   ASSERT_TRUE(q.ok());
   ASSERT_EQ(q->replicas.size(), 1u);
-  EXPECT_EQ(q->replicas[0].segment, b_->segments()[0]);
+  EXPECT_EQ(q->replicas[0].segment, ClientInternal::segments(*b_)[0]);
   EXPECT_EQ(*b_->Get("k"), v);
 
   std::vector<std::string> keys = {"b1", "b2", "b3"};
@@ -178,7 +192,7 @@ TEST_F(ClientTest, AFailedReplicaWriteIsTriedOnceMoreElsewhere) {
   auto put = b_->BatchPut(keys, slices, on_a);
   for (size_t i = 0; i < keys.size(); ++i) {
     ASSERT_TRUE(put[i].ok()) << keys[i] << ": " << put[i].ToString();
-    EXPECT_EQ(b_->Query(keys[i])->replicas[0].segment, b_->segments()[0]);
+    EXPECT_EQ(b_->Query(keys[i])->replicas[0].segment, ClientInternal::segments(*b_)[0]);
     EXPECT_EQ(*b_->Get(keys[i]), vals[i]);
   }
   EXPECT_EQ(master_->Stats().pending_puts, 0u);
@@ -241,7 +255,7 @@ TEST_F(ClientTest, RemoveByRegexAndRemoveAll) {
 
 TEST_F(ClientTest, PureCallerCanPutAndGet) {
   Client* caller = NewClient("caller", 0);
-  EXPECT_TRUE(caller->segments().empty());
+  EXPECT_TRUE(ClientInternal::segments(*caller).empty());
   std::string v = Bytes(300, 'p');
   ASSERT_TRUE(caller->Put("k", v.data(), v.size()).ok());
   EXPECT_EQ(*caller->Get("k"), v);
@@ -253,7 +267,7 @@ TEST_F(ClientTest, DestroyedClientTakesItsReplicasAlong) {
   ReplicateConfig on_c;
   on_c.preferred_segments = {"node-c"};
   ASSERT_TRUE(c->Put("k", v.data(), v.size(), on_c).ok());
-  EXPECT_EQ(b_->Query("k")->replicas[0].segment, c->segments()[0]);
+  EXPECT_EQ(b_->Query("k")->replicas[0].segment, ClientInternal::segments(*c)[0]);
   clients_.pop_back();  // destroys c: unmounts its segment
   EXPECT_FALSE(*b_->IsExist("k"));
   EXPECT_EQ(master_->Stats().segments, 2u);
@@ -261,11 +275,11 @@ TEST_F(ClientTest, DestroyedClientTakesItsReplicasAlong) {
 
 TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
   clock_.AdvanceSec(11);
-  ASSERT_TRUE(b_->Heartbeat().ok());
+  ASSERT_TRUE(ClientInternal::Heartbeat(*b_).ok());
   master_->LivenessOnce();  // a_ was silent: its segment is gone
   EXPECT_EQ(master_->Stats().segments, 1u);
   EXPECT_EQ(a_->Stats().remounts, 0u);
-  ASSERT_TRUE(a_->Heartbeat().ok());  // told to re-mount, and does
+  ASSERT_TRUE(ClientInternal::Heartbeat(*a_).ok());  // told to re-mount, and does
   EXPECT_EQ(master_->Stats().segments, 2u);
   ClientStats sa = a_->Stats(), sb = b_->Stats();
   EXPECT_EQ(sa.remounts, 1u);
@@ -280,17 +294,18 @@ TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
   ReplicateConfig on_a;
   on_a.preferred_segments = {"node-a"};
   ASSERT_TRUE(b_->Put("k", v.data(), v.size(), on_a).ok());
-  EXPECT_EQ(b_->Query("k")->replicas[0].segment, a_->segments()[0]);
+  EXPECT_EQ(b_->Query("k")->replicas[0].segment, ClientInternal::segments(*a_)[0]);
 }
 
 TEST_F(ClientTest, ConnectRunsAnEmbeddedMaster) {
+  EnableEmbeddedMaster();
   ClientConfig c;
   c.master_server_addr = "embedded:client-test";
   c.global_segment_size = 4 << 20;
   c.segment_chunk_size = 1 << 20;
   auto x = Client::Connect(c);
   ASSERT_TRUE(x.ok()) << x.status().ToString();
-  EXPECT_EQ((*x)->segments().size(), 4u);
+  EXPECT_EQ(ClientInternal::segments(**x).size(), 4u);
   auto y = Client::Connect(c);
   ASSERT_TRUE(y.ok());
   std::string v = Bytes(5000, 'e');
@@ -302,38 +317,42 @@ TEST_F(ClientTest, ConnectRunsAnEmbeddedMaster) {
 
 // The heartbeat starts as soon as the master knows the client, not once its segments are mounted:
 // mapping and faulting in a large segment can take longer than the master's client_ttl, and a
-// client silent that long is declared dead. Here the first mount waits for a ping (a condition
-// wait: the heartbeat's first beat comes a second after registration).
+// client silent that long is declared dead. Here mounting takes three seconds of the scheduler's
+// clock, and the heartbeat beats in them.
 TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
   auto master = std::make_shared<::testing::NiceMock<testing::MockMaster>>();
-  std::mutex mu;
-  std::condition_variable cv;
-  int pings = 0;
-  bool beat_while_mounting = false;
+  ManualClock clock;
+  ManualScheduler scheduler(clock);
+  int pings = 0, pings_while_mounting = 0;
   ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
   ON_CALL(*master, Ping(::testing::_)).WillByDefault([&](const CallContext&) -> Result<PingResponse> {
-    {
-      std::lock_guard lock(mu);
-      ++pings;
-    }
-    cv.notify_all();
+    ++pings;
     return PingResponse{};
   });
   ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
       .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>&) {
-        std::unique_lock lock(mu);
-        beat_while_mounting = cv.wait_for(lock, std::chrono::seconds(30), [&] { return pings > 0; });
+        scheduler.Advance(3000);  // a slow mount
+        pings_while_mounting = pings;
         return Status::OK();
       });
   ClientConfig c;
   c.local_hostname = "slow";
   c.global_segment_size = 1 << 20;
   c.local_buffer_size = 0;
-  auto client = Client::Create(c, master, std::make_shared<LocalSegmentRegistry>(), std::make_shared<TransferEngine>(),
-                               "local", nullptr, /*heartbeat=*/true);
+  ClientParts parts;
+  parts.master = master;
+  parts.local_segments = std::make_shared<LocalSegmentRegistry>();
+  parts.engine = std::make_shared<TransferEngine>();
+  parts.scheduler = &scheduler;
+  auto client = ClientInternal::Create(c, std::move(parts));
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  EXPECT_TRUE(beat_while_mounting);
-  EXPECT_EQ((*client)->segments().size(), 1u);
+  EXPECT_EQ(pings_while_mounting, 3);
+  EXPECT_EQ(ClientInternal::segments(**client).size(), 1u);
+  EXPECT_EQ(scheduler.jobs(), 1u);  // the heartbeat
+  scheduler.Advance(1000);
+  EXPECT_EQ(pings, 4);
+  client->reset();
+  EXPECT_EQ(scheduler.jobs(), 0u);  // stopped with its client
 }
 
 }  // namespace

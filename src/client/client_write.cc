@@ -1,7 +1,8 @@
-// Client: Put, Upsert and BatchPut (two-phase: PutStart, copy every replica, PutEnd or PutRevoke).
+// DataPath: writes (two-phase: PutStart, copy every replica, PutEnd or PutRevoke), single or
+// batched through one path.
 #include <algorithm>
 
-#include "client/client_impl.h"
+#include "client/data_path.h"
 #include "common/log.h"
 
 namespace yb {
@@ -17,60 +18,8 @@ Status SameSizeIsSuccess(MasterApi& master, const CallContext& ctx, const std::s
 
 }  // namespace
 
-Status Client::Put(const std::string& key, const void* data, uint64_t size, const ReplicateConfig& config) {
-  return Put(key, std::vector<Slice>{{const_cast<void*>(data), size}}, config);
-}
-
-Status Client::Impl::Write(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config,
-                           bool upsert) {
-  auto size = SlicesSize(slices);
-  if (!size.ok()) return size.status();
-  if (*size == 0) return Status(Code::kInvalidParams, "value is empty");
-  std::optional<uint64_t> checksum;
-  if (this->config.enable_checksum) checksum = SlicesChecksum(slices);
-  ReplicateConfig attempt = config;
-  for (int round = 0;; ++round) {
-    auto replicas =
-        upsert ? master->UpsertStart(ctx(), key, *size, attempt) : master->PutStart(ctx(), key, *size, attempt);
-    if (!replicas.ok()) {
-      if (replicas.code() == Code::kObjectAlreadyExists && !upsert) {
-        return SameSizeIsSuccess(*master, ctx(), key, *size, replicas.status());
-      }
-      return replicas.status();
-    }
-    Status failed;
-    SegmentId where = 0;
-    for (const auto& r : *replicas) {
-      failed = Move(TransferRequest::Op::kWrite, r, slices);
-      where = r.segment;
-      if (!failed.ok()) break;
-    }
-    if (failed.ok()) return master->PutEnd(ctx(), key, checksum);
-    if (uint64_t held = 0; transfer_warnings.Allow(RealClock().NowMs(), &held)) {
-      YB_LOG_WARN("put of '{}' failed writing segment {}{}: {}{}", key, where, round == 0 ? "" : " (second try)",
-                  failed.ToString(), LogBudget::HeldBack(held));
-    }
-    (void)master->PutRevoke(ctx(), key);
-    // Most likely its node went away and the master has not noticed yet (client_ttl): once more,
-    // on other segments.
-    if (round == 0 && failed.code() == Code::kTransferFail) {
-      attempt.avoid_segments.push_back(where);
-      continue;
-    }
-    return Status(Code::kTransferFail, "writing a replica failed: " + failed.ToString());
-  }
-}
-
-Status Client::Put(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config) {
-  return impl_->Write(key, slices, config, false);
-}
-
-Status Client::Upsert(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config) {
-  return impl_->Write(key, slices, config, true);
-}
-
-std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
-                                     const std::vector<std::vector<Slice>>& values, const ReplicateConfig& config) {
+std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
+                                    const ReplicateConfig& config, WriteMode mode) {
   const size_t n = keys.size();
   if (values.size() != n) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and values differ in length"));
@@ -89,12 +38,13 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
       pending.push_back(i);
     }
   }
-  // As Write(): the keys whose replica writes failed go once more, avoiding the segments that failed.
+  // The retry policy: keys whose replica writes failed go once more, avoiding the segments that
+  // failed (and their owners' others).
   ReplicateConfig attempt = config;
   for (int round = 0; round < 2 && !pending.empty(); ++round) {
-    std::vector<SegmentId> unreachable;
-    pending = impl_->BatchWriteRound(keys, values, sizes, pending, attempt, out, unreachable);
-    for (SegmentId s : unreachable) {
+    std::vector<SegmentId> failed_segments;
+    pending = WriteRound(keys, values, sizes, pending, attempt, mode, round, out, failed_segments);
+    for (SegmentId s : failed_segments) {
       if (std::find(attempt.avoid_segments.begin(), attempt.avoid_segments.end(), s) == attempt.avoid_segments.end()) {
         attempt.avoid_segments.push_back(s);
       }
@@ -103,32 +53,33 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
   return out;
 }
 
-std::vector<size_t> Client::Impl::BatchWriteRound(const std::vector<std::string>& keys,
-                                                  const std::vector<std::vector<Slice>>& values,
-                                                  const std::vector<uint64_t>& sizes,
-                                                  const std::vector<size_t>& pending, const ReplicateConfig& config,
-                                                  std::vector<Status>& out, std::vector<SegmentId>& unreachable) {
-  std::vector<std::string> start_keys;
+std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
+                                         const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
+                                         const ReplicateConfig& config, WriteMode mode, int round,
+                                         std::vector<Status>& out, std::vector<SegmentId>& failed_segments) {
+  MasterApi::Keys start_keys;
   std::vector<uint64_t> start_sizes;
+  start_keys.reserve(pending.size());
+  start_sizes.reserve(pending.size());
   for (size_t i : pending) {
     start_keys.push_back(keys[i]);
     start_sizes.push_back(sizes[i]);
   }
-  auto starts = master->BatchPutStart(ctx(), start_keys, start_sizes, config);
+  auto starts = master().BatchPutStart(ctx(), start_keys, start_sizes, config, mode);
 
   // Copy every replica of every started key in one batch (or one by one when staging is needed).
   std::vector<TransferRequest> reqs;
   std::vector<size_t> req_owner;  // index into pending
-  std::vector<bool> failed(pending.size(), false);
+  std::vector<Status> failed(pending.size());
   auto note = [&](size_t j, SegmentId segment, const Status& st) {
-    failed[j] = true;
-    if (st.code() == Code::kTransferFail) unreachable.push_back(segment);
+    if (failed[j].ok()) failed[j] = Status(st.code(), "segment " + std::to_string(segment) + ": " + st.ToString());
+    if (st.code() == Code::kTransferFail) failed_segments.push_back(segment);
   };
   for (size_t j = 0; j < pending.size(); ++j) {
     size_t i = pending[j];
     if (!starts[j].ok()) {
-      out[i] = starts[j].code() == Code::kObjectAlreadyExists
-                   ? SameSizeIsSuccess(*master, ctx(), keys[i], sizes[i], starts[j].status())
+      out[i] = starts[j].code() == Code::kObjectAlreadyExists && mode == WriteMode::kPut
+                   ? SameSizeIsSuccess(master(), ctx(), keys[i], sizes[i], starts[j].status())
                    : starts[j].status();
       continue;
     }
@@ -141,30 +92,36 @@ std::vector<size_t> Client::Impl::BatchWriteRound(const std::vector<std::string>
       req_owner.resize(reqs.size(), j);
     }
   }
-  auto results = engine->Submit(reqs);
+  auto results = engine_->Submit(reqs);
   for (size_t k = 0; k < results.size(); ++k) {
     if (!results[k].ok()) note(req_owner[k], reqs[k].segment, results[k]);
   }
-  std::vector<std::string> end_keys, revoke_keys;
+  MasterApi::Keys end_keys, revoke_keys;
   std::vector<std::optional<uint64_t>> checksums;
   std::vector<size_t> end_idx, again;
   for (size_t j = 0; j < pending.size(); ++j) {
     if (!starts[j].ok()) continue;
     size_t i = pending[j];
-    if (failed[j]) {
+    if (!failed[j].ok()) {
+      if (uint64_t held = 0; transfer_warnings_.Allow(clock_.NowMs(), &held)) {
+        YB_LOG_WARN("put of '{}' failed writing {}{}{}", keys[i], failed[j].message(),
+                    round == 0 ? "" : " (second try)", LogBudget::HeldBack(held));
+      }
       revoke_keys.push_back(keys[i]);
-      out[i] = Status(Code::kTransferFail, "writing a replica failed");
+      out[i] = Status(failed[j].code(), "writing a replica failed: " + failed[j].message());
       again.push_back(i);
     } else {
       end_keys.push_back(keys[i]);
       end_idx.push_back(i);
-      checksums.push_back(this->config.enable_checksum ? std::optional(SlicesChecksum(values[i])) : std::nullopt);
+      checksums.push_back(config_.enable_checksum ? std::optional(SlicesChecksum(values[i])) : std::nullopt);
     }
   }
-  if (!revoke_keys.empty()) (void)master->BatchPutRevoke(ctx(), revoke_keys);
-  auto ends = master->BatchPutEnd(ctx(), end_keys, checksums);
-  for (size_t k = 0; k < ends.size(); ++k) out[end_idx[k]] = ends[k];
-  if (unreachable.empty()) again.clear();  // nothing to steer around: another try would fail alike
+  if (!revoke_keys.empty()) (void)master().BatchPutRevoke(ctx(), revoke_keys);
+  if (!end_keys.empty()) {
+    auto ends = master().BatchPutEnd(ctx(), end_keys, checksums);
+    for (size_t k = 0; k < ends.size(); ++k) out[end_idx[k]] = ends[k];
+  }
+  if (failed_segments.empty()) again.clear();  // nothing to steer around: another try would fail alike
   return again;
 }
 

@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "client/client_internal.h"
 #include "common/clock.h"
 #include "common/temp_dir.h"
 #include "master/master_service.h"
 #include "transfer/memcpy_transport.h"
 #include "transfer/transfer_engine.h"
 #include "yuebing/client.h"
+#include "yuebing/embedded.h"
 
 namespace yb {
 namespace {
@@ -42,11 +44,18 @@ class ClientOffloadTest : public ::testing::Test {
     c.enable_checksum = true;
     c.enable_offload = ssd;
     c.storage_path = root_ + "/" + host;
-    c.offload_interval_ms = 0;  // the test steps every round
     return c;
   }
-  Client* Add(const ClientConfig& c) {
-    auto cl = Client::Create(c, master_, local_, engine_);
+  // The SSD tier's rounds and the heartbeat on a scheduler the tests never advance: they step
+  // every round themselves.
+  Client* Add(const ClientConfig& c, StorageFault fault = {}) {
+    ClientParts p;
+    p.master = master_;
+    p.local_segments = local_;
+    p.engine = engine_;
+    p.scheduler = &scheduler_;
+    p.storage_fault = std::move(fault);
+    auto cl = ClientInternal::Create(c, std::move(p));
     EXPECT_TRUE(cl.ok()) << cl.status().ToString();
     if (!cl.ok()) return nullptr;
     clients_.push_back(std::move(cl).value());
@@ -88,6 +97,7 @@ class ClientOffloadTest : public ::testing::Test {
   TempDir tmp_{"yb-offload"};
   const std::string root_ = tmp_.path();
   ManualClock clock_;
+  ManualScheduler scheduler_{clock_};
   std::shared_ptr<MasterService> master_;
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<TransferEngine> engine_;
@@ -100,8 +110,8 @@ TEST_F(ClientOffloadTest, EagerOffloadThenEvictionLeavesADiskHitReadableAnywhere
   Client* b = Add(Config("b", false));
   std::string v = Bytes(3000, 'x');
   ASSERT_TRUE(a->Put("k", v.data(), v.size(), On({"a"})).ok());
-  EXPECT_EQ(a->RunOffloadOnce(), 1u);
-  EXPECT_EQ(a->DiskObjects(), 1u);
+  EXPECT_EQ(ClientInternal::RunOffloadOnce(*a), 1u);
+  EXPECT_EQ(ClientInternal::DiskObjects(*a), 1u);
   EXPECT_EQ(Kinds(b, "k"), (std::vector<ReplicaKind>{ReplicaKind::kMemory, ReplicaKind::kLocalDisk}));
   EvictAllMemory();
   EXPECT_EQ(Kinds(b, "k"), (std::vector<ReplicaKind>{ReplicaKind::kLocalDisk}));
@@ -129,7 +139,7 @@ TEST_F(ClientOffloadTest, EvictionOffloadsInsteadOfDropping) {
   EvictAllMemory();
   EXPECT_EQ(master_->Stats().keys, 8u);
   EXPECT_GT(master_->Stats().allocated, 0u);  // memory stays until the copies are durable
-  while (a->RunOffloadOnce() > 0) {
+  while (ClientInternal::RunOffloadOnce(*a) > 0) {
   }
   EXPECT_EQ(master_->Stats().allocated, 0u);
   for (int i = 0; i < 8; ++i) {
@@ -146,14 +156,14 @@ TEST_F(ClientOffloadTest, ACorruptDiskCopyIsCaughtAndTheNextReplicaRead) {
   Client* b = Add(Config("b", false));
   std::string v = Bytes(5000, 'q');
   ASSERT_TRUE(b->Put("k", v.data(), v.size(), On({"a", "c"})).ok());
-  a->RunOffloadOnce();
-  c->RunOffloadOnce();
+  ClientInternal::RunOffloadOnce(*a);
+  ClientInternal::RunOffloadOnce(*c);
   EvictAllMemory();
   auto q = b->Query("k");
   ASSERT_TRUE(q.ok());
   ASSERT_EQ(q->replicas.size(), 2u);
   // Damage the copy a reader tries first.
-  auto first_segs = a->segments();
+  auto first_segs = ClientInternal::segments(*a);
   bool a_first = std::find(first_segs.begin(), first_segs.end(), q->replicas[0].segment) != first_segs.end();
   FlipAByteIn(root_ + (a_first ? "/a" : "/c"));
   auto got = b->Get("k");
@@ -167,12 +177,11 @@ TEST_F(ClientOffloadTest, ACorruptDiskCopyIsCaughtAndTheNextReplicaRead) {
 TEST_F(ClientOffloadTest, AFullOrFailingDiskKeepsTheDramCopy) {
   StartMaster(/*eager=*/true, /*on_evict=*/false);
   ClientConfig cfg = Config("a", true);
-  cfg.storage_fault = [](std::string_view op, const std::string&) { return op == "write" ? ENOSPC : 0; };
-  Client* a = Add(cfg);
+  Client* a = Add(cfg, [](std::string_view op, const std::string&) { return op == "write" ? ENOSPC : 0; });
   std::string v = Bytes(2000, 'f');
   ASSERT_TRUE(a->Put("k", v.data(), v.size()).ok());
-  EXPECT_EQ(a->RunOffloadOnce(), 1u);
-  EXPECT_EQ(a->DiskObjects(), 0u);
+  EXPECT_EQ(ClientInternal::RunOffloadOnce(*a), 1u);
+  EXPECT_EQ(ClientInternal::DiskObjects(*a), 0u);
   EXPECT_EQ(Kinds(a, "k"), (std::vector<ReplicaKind>{ReplicaKind::kMemory}));
   EXPECT_EQ(master_->Stats().offload_failed, 1u);
   auto got = a->Get("k");
@@ -188,12 +197,12 @@ TEST_F(ClientOffloadTest, ARestartedClientServesItsSsdDataAgain) {
   {
     Client* a = Add(Config("a", true));
     ASSERT_TRUE(a->Put("k", v.data(), v.size(), On({"a"})).ok());
-    a->RunOffloadOnce();
+    ClientInternal::RunOffloadOnce(*a);
     clients_.erase(clients_.begin() + 1);  // a goes away: its segment and replicas with it
   }
   EXPECT_FALSE(*b->IsExist("k"));
   Client* a2 = Add(Config("a", true));  // same storage directory
-  EXPECT_EQ(a2->DiskObjects(), 1u);
+  EXPECT_EQ(ClientInternal::DiskObjects(*a2), 1u);
   auto got = b->Get("k");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, v);
@@ -209,15 +218,15 @@ TEST_F(ClientOffloadTest, BucketEvictionDropsTheMastersDiskReplicasFirst) {
   std::string v = Bytes(5000, 'e');
   for (int i = 0; i < 8; ++i) {
     ASSERT_TRUE(a->Put("k" + std::to_string(i), v.data(), v.size()).ok());
-    while (a->RunOffloadOnce() > 0) {
+    while (ClientInternal::RunOffloadOnce(*a) > 0) {
     }
   }
   EvictAllMemory();
   // 40 KB of disk holds at most 7 objects; FIFO took the oldest buckets, and the master was told.
-  EXPECT_LT(a->DiskObjects(), 8u);
+  EXPECT_LT(ClientInternal::DiskObjects(*a), 8u);
   EXPECT_FALSE(*a->IsExist("k0"));
   EXPECT_TRUE(*a->IsExist("k7"));
-  EXPECT_EQ(master_->Stats().keys, a->DiskObjects());
+  EXPECT_EQ(master_->Stats().keys, ClientInternal::DiskObjects(*a));
   EXPECT_GT(master_->Stats().disk_dropped, 0u);
 }
 

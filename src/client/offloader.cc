@@ -165,28 +165,12 @@ size_t Offloader::RunOnce() {
   return fetched;
 }
 
-void Offloader::Start() {
-  std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] {
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      lock.unlock();
-      size_t n = RunOnce();
-      lock.lock();
-      if (n == 0) cv_.wait_for(lock, std::chrono::milliseconds(options_.idle_ms), [this] { return stop_; });
-    }
-  });
+void Offloader::Start(Scheduler& scheduler) {
+  if (job_) return;
+  job_ = scheduler.Every("yb-ssd-tier", std::chrono::milliseconds(std::max<uint32_t>(1, options_.idle_ms)),
+                         Scheduler::Step([this] { return RunOnce() > 0; }));
 }
 
-void Offloader::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Offloader::Stop() { job_.reset(); }
 
 }  // namespace yb

@@ -1,5 +1,6 @@
-// Offloader: a client's SSD tier in motion (DESIGN.md section 5). It owns the StorageEngine over
-// the client's storage directory and, on its own thread:
+// Offloader: a client's SSD tier in motion (docs/ssd-tier.md). It owns the StorageEngine over
+// the client's storage directory and, in rounds run on a Scheduler (back to back while there is
+// work, idle_ms apart when there is none):
 //   - fetches the offload tasks the master queued for this client (eager after PutEnd, or from
 //     eviction), copies each object from the client's own segment into a bucket, and reports the
 //     outcome (OffloadDone) so the master records the LOCAL_DISK replica or keeps the DRAM copy;
@@ -8,13 +9,13 @@
 // registers what is on disk with the master after start, re-mount or master restart.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "api/master_api.h"
+#include "common/scheduler.h"
 #include "storage/storage_engine.h"
 #include "transfer/local_segments.h"
 
@@ -27,7 +28,7 @@ class Offloader {
     // Offload tasks fetched per round: a round is one bucket write (fsync pair), and small buckets
     // cost throughput (64 KiB objects: 0.8 GB/s in rounds of 64, 1.3-1.5 GB/s in rounds of 256+).
     uint32_t batch = 500;
-    uint32_t idle_ms = 20;  // wait between rounds that found nothing to do
+    uint32_t idle_ms = 20;  // wait after a round that found nothing to do
   };
   using ContextFn = std::function<CallContext()>;
 
@@ -43,7 +44,8 @@ class Offloader {
   size_t RunOnce();
   // Brings usage under the watermarks (plus `incoming` bytes). Returns buckets evicted.
   size_t EvictIfNeeded(uint64_t incoming = 0);
-  void Start();
+  // Runs rounds on `scheduler` until Stop() (or destruction).
+  void Start(Scheduler& scheduler);
   void Stop();
 
   std::shared_ptr<ObjectReader> reader() const { return reader_; }
@@ -65,11 +67,8 @@ class Offloader {
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<storage::StorageEngine> engine_;
   std::shared_ptr<ObjectReader> reader_;
-  std::mutex round_mu_;  // one round at a time (thread and tests)
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::mutex round_mu_;  // one round at a time (scheduler and tests)
+  std::unique_ptr<Scheduler::Job> job_;
   std::atomic<uint64_t> offloaded_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> evicted_buckets_{0};

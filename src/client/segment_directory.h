@@ -5,7 +5,8 @@
 // sooner than `refresh_interval` after the previous one, one at a time, and every miss waiting at
 // that moment is answered by the same refresh. The list is fetched outside the lock, so lookups
 // of known segments never wait for the master (a master restarting, or cut off until the call's
-// deadline). An id still unknown after a refresh that started after its miss is not found.
+// deadline). An id still unknown after a refresh that started after its miss is not found. Time
+// is the injected Clock's (a test's ManualClock moves when a miss waits out the interval).
 // Thread-safe.
 #pragma once
 
@@ -18,14 +19,15 @@
 #include <unordered_map>
 
 #include "api/master_api.h"
+#include "common/clock.h"
 
 namespace yb {
 
 class SegmentDirectory {
  public:
-  explicit SegmentDirectory(MasterApi& master,
-                            std::chrono::milliseconds refresh_interval = std::chrono::milliseconds(200))
-      : master_(master), refresh_interval_(refresh_interval) {}
+  SegmentDirectory(MasterApi& master, const Clock& clock,
+                   std::chrono::milliseconds refresh_interval = std::chrono::milliseconds(200))
+      : master_(master), clock_(clock), refresh_interval_(refresh_interval.count()) {}
 
   std::optional<std::string> Resolve(SegmentId id) {
     std::unique_lock lock(mu_);
@@ -39,9 +41,12 @@ class SegmentDirectory {
         cv_.wait(lock);
         continue;
       }
-      const auto now = std::chrono::steady_clock::now();
-      if (now < last_refresh_ + refresh_interval_) {
-        cv_.wait_until(lock, last_refresh_ + refresh_interval_);
+      const TimeMs now = clock_.NowMs();
+      if (started_ > 0 && now < last_refresh_ + refresh_interval_) {
+        const TimeMs until = last_refresh_ + refresh_interval_;
+        lock.unlock();
+        clock_.SleepUntil(until);
+        lock.lock();
         continue;
       }
       RefreshLocked(lock, now);
@@ -56,7 +61,7 @@ class SegmentDirectory {
   }
 
   // Fetches the list with mu_ released; a failed fetch keeps what we knew.
-  void RefreshLocked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point now) {
+  void RefreshLocked(std::unique_lock<std::mutex>& lock, TimeMs now) {
     ++started_;
     last_refresh_ = now;
     lock.unlock();
@@ -72,11 +77,12 @@ class SegmentDirectory {
   }
 
   MasterApi& master_;
-  std::chrono::milliseconds refresh_interval_;
+  const Clock& clock_;
+  const TimeMs refresh_interval_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<SegmentId, std::string> endpoints_;  // guarded by mu_
-  std::chrono::steady_clock::time_point last_refresh_{};  // when the last refresh started; guarded by mu_
+  TimeMs last_refresh_ = 0;                               // when the last refresh started; guarded by mu_
   uint64_t started_ = 0, done_ = 0;  // refreshes, one at a time (one is out while they differ); guarded by mu_
 };
 

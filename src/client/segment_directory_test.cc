@@ -23,10 +23,15 @@ std::vector<SegmentUsage> List(std::initializer_list<std::pair<SegmentId, std::s
   return out;
 }
 
-TEST(SegmentDirectoryTest, AMissAsksTheMasterAndAKnownSegmentDoesNot) {
+class SegmentDirectoryTest : public ::testing::Test {
+ protected:
+  ManualClock clock_;
+};
+
+TEST_F(SegmentDirectoryTest, AMissAsksTheMasterAndAKnownSegmentDoesNot) {
   ::testing::StrictMock<testing::MockMaster> master;
   EXPECT_CALL(master, ListSegments()).Times(2).WillRepeatedly(Return(List({{1, "a:1"}, {2, "b:2"}})));
-  SegmentDirectory dir(master, std::chrono::milliseconds(0));
+  SegmentDirectory dir(master, clock_, std::chrono::milliseconds(0));
   EXPECT_EQ(dir.Resolve(1), "a:1");
   EXPECT_EQ(dir.Resolve(2), "b:2");
   EXPECT_EQ(dir.Resolve(1), "a:1");
@@ -35,19 +40,21 @@ TEST(SegmentDirectoryTest, AMissAsksTheMasterAndAKnownSegmentDoesNot) {
 
 // A node mounts a segment just after our last refresh, and the master allocates on it at once: the
 // miss waits for the next refresh (after the interval) instead of failing the transfer.
-TEST(SegmentDirectoryTest, ASegmentMountedJustAfterARefreshIsFoundByTheNextOne) {
+TEST_F(SegmentDirectoryTest, ASegmentMountedJustAfterARefreshIsFoundByTheNextOne) {
   ::testing::StrictMock<testing::MockMaster> master;
   EXPECT_CALL(master, ListSegments())
       .WillOnce(Return(List({{1, "a:1"}})))
       .WillOnce(Return(List({{1, "a:1"}, {2, "b:2"}})));
-  SegmentDirectory dir(master, std::chrono::milliseconds(50));
+  SegmentDirectory dir(master, clock_, std::chrono::milliseconds(50));
   EXPECT_EQ(dir.Resolve(1), "a:1");
+  const TimeMs first = clock_.NowMs();
   EXPECT_EQ(dir.Resolve(2), "b:2");
+  EXPECT_EQ(clock_.NowMs(), first + 50);  // it waited out the interval, and no longer
 }
 
 // A master that takes long to answer (restarting, or cut off until the call's deadline) holds up
 // only the lookup that asked it, and the misses that wait for its answer: not the known segments.
-TEST(SegmentDirectoryTest, KnownSegmentsResolveWhileARefreshWaitsForTheMaster) {
+TEST_F(SegmentDirectoryTest, KnownSegmentsResolveWhileARefreshWaitsForTheMaster) {
   ::testing::StrictMock<testing::MockMaster> master;
   std::promise<void> entered, release;
   auto released = release.get_future().share();
@@ -58,7 +65,7 @@ TEST(SegmentDirectoryTest, KnownSegmentsResolveWhileARefreshWaitsForTheMaster) {
         released.wait();
         return List({{1, "a:1"}, {2, "b:2"}});
       });
-  SegmentDirectory dir(master, std::chrono::milliseconds(0));
+  SegmentDirectory dir(master, clock_, std::chrono::milliseconds(0));
   ASSERT_EQ(dir.Resolve(1), "a:1");
   auto slow = std::async(std::launch::async, [&] { return dir.Resolve(2); });
   entered.get_future().wait();

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 namespace yb {
 
@@ -15,6 +16,8 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual TimeMs NowMs() const = 0;
+  // Returns once NowMs() >= t.
+  virtual void SleepUntil(TimeMs t) const = 0;
 };
 
 // steady_clock, in milliseconds. Thread-safe.
@@ -24,19 +27,29 @@ class RealClock final : public Clock {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
+  void SleepUntil(TimeMs t) const override {
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::milliseconds(t)));
+  }
 };
 
-// A clock that moves only when told. Thread-safe.
+// A clock that moves only when told, or when someone sleeps on it: SleepUntil moves it to the
+// moment the sleeper waits for, at once, so code that waits out an interval runs without waiting
+// in a test (which then sees the clock moved). Thread-safe.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(TimeMs start = 1'000'000) : now_(start) {}
   TimeMs NowMs() const override { return now_.load(std::memory_order_relaxed); }
+  void SleepUntil(TimeMs t) const override {
+    TimeMs now = now_.load(std::memory_order_relaxed);
+    while (now < t && !now_.compare_exchange_weak(now, t, std::memory_order_relaxed)) {
+    }
+  }
   void Advance(TimeMs ms) { now_.fetch_add(ms, std::memory_order_relaxed); }
   void AdvanceSec(int64_t s) { Advance(s * 1000); }
   void Set(TimeMs t) { now_.store(t, std::memory_order_relaxed); }
 
  private:
-  std::atomic<TimeMs> now_;
+  mutable std::atomic<TimeMs> now_;  // SleepUntil moves it
 };
 
 }  // namespace yb

@@ -1,13 +1,13 @@
 // EmbeddedCluster: a master and a transfer setup living in this process, shared by every client
 // of the process that names the same cluster ("embedded" or "embedded:NAME"). It runs the
-// master's background steps on a PeriodicRunner and goes away with its last client.
+// master's background steps on a ThreadScheduler and goes away with its last client.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "common/clock.h"
-#include "common/periodic_runner.h"
+#include "common/scheduler.h"
 #include "master/master_service.h"
 #include "transfer/local_segments.h"
 #include "transfer/transfer_engine.h"
@@ -26,14 +26,11 @@ class EmbeddedCluster {
 
  private:
   EmbeddedCluster() = default;
-  RealClock clock_;
+  ThreadScheduler scheduler_;
   std::shared_ptr<MasterService> master_;
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<TransferEngine> engine_;
-  PeriodicRunner runner_;
+  std::unique_ptr<Scheduler::Job> background_;
 };
-
-// Parses "embedded" / "embedded:NAME"; nullopt for any other address.
-std::optional<std::string> EmbeddedClusterName(const std::string& master_server_addr);
 
 }  // namespace yb

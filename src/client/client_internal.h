@@ -1,0 +1,71 @@
+// What the public Client does not show: creating a client from parts (embedded mode, tests), and
+// the hooks tests step a client with. Only code inside the project includes this.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/master_api.h"
+#include "common/clock.h"
+#include "common/scheduler.h"
+#include "transfer/local_segments.h"
+#include "transfer/transfer_engine.h"
+#include "yuebing/client.h"
+
+namespace yb {
+
+namespace tcp {
+class TransferServer;
+}
+
+// Called before each SSD-tier write, sync and read with the operation and the file; a non-zero
+// return is the errno that operation fails with (tests: a failing device).
+using StorageFault = std::function<int(std::string_view op, const std::string& path)>;
+
+// What a client runs on. Connect() builds them from the configuration.
+struct ClientParts {
+  std::shared_ptr<MasterApi> master;
+  std::shared_ptr<LocalSegmentRegistry> local_segments;  // segments this process reaches by memcpy
+  std::shared_ptr<TransferEngine> engine;
+  // Where other processes reach this client's segments ("local": only this process), and the
+  // registry its transfer server serves from, if it runs one.
+  std::string endpoint = "local";
+  std::shared_ptr<LocalSegmentRegistry> served;
+  const tcp::TransferServer* transfer_server = nullptr;  // for Stats(); owned by `keepalive`
+  std::shared_ptr<void> keepalive;                       // kept until the client is gone (a master, a server)
+  // Runs the heartbeat (every second, from the moment the master knows the client) and the SSD
+  // tier. Null: the client runs its own ThreadScheduler on the real clock. A test passes a
+  // ManualScheduler and steps it, or never advances it and calls Heartbeat()/RunOffloadOnce().
+  Scheduler* scheduler = nullptr;
+  StorageFault storage_fault;
+};
+
+class ClientInternal {
+ public:
+  static Result<std::unique_ptr<Client>> Create(const ClientConfig& config, ClientParts parts);
+  // Tests and tools: the parts in use, and the background steps run by hand.
+  static MasterApi& master(Client& c);
+  // Pings the master; registers and re-mounts when it asks (what the heartbeat does each second).
+  static Status Heartbeat(Client& c);
+  // One SSD-tier round now (fetch, write, report, evict); the tasks handled. 0 without an SSD tier.
+  static size_t RunOffloadOnce(Client& c);
+  static size_t DiskObjects(const Client& c);
+  static std::vector<SegmentId> segments(const Client& c);
+};
+
+// A client of a yb-master over the network ("host:port"), with a TCP transfer server for the
+// segments it mounts (client_remote.cc).
+Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config);
+
+// "embedded" / "embedded:NAME" names a master in this process; nullopt for any other address.
+std::optional<std::string> EmbeddedClusterName(const std::string& master_server_addr);
+
+// How Connect() reaches an embedded master. Set by EnableEmbeddedMaster() (yuebing/embedded.h),
+// whose library carries the master; without it, an embedded address is NOT_SUPPORTED.
+using EmbeddedConnector = std::function<Result<std::unique_ptr<Client>>(const ClientConfig&, const std::string& name)>;
+void SetEmbeddedConnector(EmbeddedConnector connect);
+
+}  // namespace yb

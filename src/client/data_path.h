@@ -1,0 +1,103 @@
+// DataPath: a client's reads and writes of object bytes. It asks the master where (PutStart,
+// GetReplicaList), moves the bytes itself through the transfer engine (staging through the local
+// buffer when a transport needs registered memory and the caller's memory is not), and publishes
+// or releases (PutEnd / PutRevoke, ReadEnd). It owns the staging buffer, the registry of the
+// caller's registered buffers and the SSD tier (the Offloader) when the client has one.
+//
+// Writes, single or batched, go through one path: a round starts every key, copies every replica
+// and ends or revokes each key on its own; keys whose replica write failed in transfer get one more
+// round avoiding the segments that failed (and, at the master, their owners' others): most likely
+// their node went away and the master has not noticed yet (client_ttl).
+//
+// Thread-safe; callers' threads run the reads and writes, the SSD tier its rounds on the scheduler.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/master_api.h"
+#include "client/buffers.h"
+#include "client/client_internal.h"
+#include "client/membership.h"
+#include "client/offloader.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/scheduler.h"
+#include "transfer/transfer_engine.h"
+#include "yuebing/client.h"
+
+namespace yb {
+
+class DataPath {
+ public:
+  DataPath(const ClientConfig& config, Membership& members, std::shared_ptr<TransferEngine> engine, const Clock& clock);
+  ~DataPath();
+  DataPath(const DataPath&) = delete;
+  DataPath& operator=(const DataPath&) = delete;
+
+  // Maps the staging buffer (local_buffer_size).
+  Status Init();
+
+  // ---- writes: one status per key
+  std::vector<Status> Write(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
+                            const ReplicateConfig& config, WriteMode mode);
+
+  // ---- reads
+  // Reads a whole object into `slices` from its best replica, falling back to the next ones.
+  Result<uint64_t> Read(const std::string& key, const std::vector<Slice>& slices);
+  Result<std::string> ReadString(const std::string& key);
+  std::vector<Result<uint64_t>> BatchRead(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& buffers);
+  std::vector<Result<std::string>> BatchReadStrings(const MasterApi::Keys& keys);
+
+  BufferRegistry& registered() { return registered_; }
+  const BufferRegistry& registered() const { return registered_; }
+
+  // ---- the SSD tier
+  // Opens it, serves it under this client's segments (in `local` and `served`), registers what it
+  // holds with the master, and runs its rounds on `scheduler`.
+  Status StartSsdTier(Scheduler& scheduler, const StorageFault& fault,
+                      const std::shared_ptr<LocalSegmentRegistry>& local, LocalSegmentRegistry* served);
+  void StopSsdTier(LocalSegmentRegistry& local, LocalSegmentRegistry* served);
+  Offloader* ssd_tier() const { return offloader_.get(); }
+
+ private:
+  // One round of writes over the keys `pending` (indices): start, copy, end or revoke; sets `out`
+  // for each. Returns the keys whose replica writes failed in transfer, adding the segments that
+  // failed to `failed_segments` (none: no round can help).
+  std::vector<size_t> WriteRound(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
+                                 const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
+                                 const ReplicateConfig& config, WriteMode mode, int round, std::vector<Status>& out,
+                                 std::vector<SegmentId>& failed_segments);
+  // Copies one object (info) into `target`, trying replicas in order from `first`; `prior` is the
+  // error of the attempts already made (returned if no later replica succeeds).
+  Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
+                      Status prior = Status(Code::kTransferFail, "no replica could be read"));
+  // Reads a whole object from a LOCAL_DISK replica (here or through its owner's transfer server).
+  Status ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices);
+  // Moves a contiguous object range to or from the caller's slices, staging when needed.
+  Status Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices);
+  bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
+  // Requests for a whole object over `slices`, appended to `out`.
+  static void AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                             std::vector<TransferRequest>& out);
+  MasterApi& master() const { return members_.master(); }
+  CallContext ctx() const { return members_.ctx(); }
+
+  const ClientConfig& config_;
+  Membership& members_;
+  const std::shared_ptr<TransferEngine> engine_;
+  const Clock& clock_;
+  std::unique_ptr<StagingBuffer> staging_;
+  BufferRegistry registered_;
+  std::unique_ptr<Offloader> offloader_;  // the SSD tier, when enable_offload
+  // Failed replica transfers are warned about at most 5 times in 10 s: a node that went away fails
+  // every transfer that touches it until the master drops its segments (client_ttl).
+  LogBudget transfer_warnings_{5, 10'000};
+};
+
+// Total bytes of slices; INVALID_PARAMS for a null slice with a size.
+Result<uint64_t> SlicesSize(const std::vector<Slice>& slices);
+uint64_t SlicesChecksum(const std::vector<Slice>& slices);
+
+}  // namespace yb

@@ -1,0 +1,162 @@
+#include "client/membership.h"
+
+#include <random>
+
+namespace yb {
+
+Membership::Membership(const ClientConfig& config, std::shared_ptr<MasterApi> master,
+                       std::shared_ptr<LocalSegmentRegistry> local, std::shared_ptr<LocalSegmentRegistry> served,
+                       std::string endpoint)
+    : config_(config),
+      master_(std::move(master)),
+      local_(std::move(local)),
+      served_(std::move(served)),
+      endpoint_(std::move(endpoint)),
+      id_(ClientId::Random()) {}
+
+Membership::~Membership() { StopHeartbeat(); }
+
+ClientRegistration Membership::Registration() const {
+  return {id_, config_.local_hostname, config_.tenant, config_.enable_offload};
+}
+
+Status Membership::Register() {
+  auto tenant = master_->RegisterClient(Registration());
+  if (!tenant.ok()) return tenant.status();
+  tenant_ = *tenant;
+  return Status::OK();
+}
+
+void Membership::StartHeartbeat(Scheduler& scheduler) {
+  heartbeat_ = scheduler.Every("yb-heartbeat", std::chrono::seconds(1), [this] { (void)Beat(); });
+}
+
+void Membership::StopHeartbeat() { heartbeat_.reset(); }
+
+Status Membership::MountPool() {
+  if (config_.global_segment_size == 0) return Status::OK();
+  pool_ = MappedRegion::Map(config_.global_segment_size, config_.prefault_segment);
+  if (!pool_) {
+    return Status(Code::kInternal, "cannot " + std::string(config_.prefault_segment ? "map and fault in" : "map") +
+                                       " a global segment of " + std::to_string(config_.global_segment_size) +
+                                       " bytes: not that much memory free?");
+  }
+  std::mt19937_64 rng(std::random_device{}() ^ id_.lo);
+  for (uint64_t off = 0; off < config_.global_segment_size; off += config_.segment_chunk_size) {
+    uint64_t size = std::min(config_.segment_chunk_size, config_.global_segment_size - off);
+    SegmentDesc d{rng() | 1, config_.local_hostname, reinterpret_cast<uint64_t>(pool_->data() + off), size, endpoint_};
+    local_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
+    if (served_) served_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
+    Status st = master_->MountSegment(ctx(), d);
+    if (!st.ok()) {
+      local_->Remove(d.id);
+      if (served_) served_->Remove(d.id);
+      UnmountPool();
+      return st;
+    }
+    std::lock_guard lock(mu_);
+    mounted_.push_back(d);
+  }
+  return Status::OK();
+}
+
+bool Membership::UnmountPool() {
+  std::vector<SegmentDesc> segs;
+  {
+    std::lock_guard lock(mu_);
+    segs.swap(mounted_);
+  }
+  bool master_reachable = true;
+  for (const auto& d : segs) {
+    if (master_reachable) {
+      Status st = master_->UnmountSegment(ctx(), d.id);
+      if (st.IsUnavailable()) {
+        // Do not wait a deadline per segment: the master drops them when our pings stop.
+        YB_LOG_WARN("master unreachable while unmounting ({}); it will drop our segments after client_ttl",
+                    st.ToString());
+        master_reachable = false;
+      } else if (!st.ok() && st.code() != Code::kSegmentNotFound) {
+        YB_LOG_WARN("unmounting segment {} failed: {}", d.id, st.ToString());
+      }
+    }
+    local_->Remove(d.id);
+    if (served_) served_->Remove(d.id);
+  }
+  return master_reachable;
+}
+
+void Membership::Leave() {
+  // Leaving says so, so that the master stops counting this client as live now rather than after
+  // client_ttl.
+  if (Status st = master_->UnregisterClient(ctx()); !st.ok() && st.code() != Code::kNotSupported) {
+    YB_LOG_INFO("leaving: the master did not take the news ({}); it forgets this client after client_ttl",
+                st.ToString());
+  }
+}
+
+void Membership::Note(const Status& ping) {
+  if (ping.ok()) {
+    if (uint64_t missed = missed_.exchange(0); missed > 0) {
+      YB_LOG_INFO("client '{}': master {} reachable again after {} failed heartbeats", config_.local_hostname,
+                  config_.master_server_addr, missed);
+    }
+    return;
+  }
+  ++failures_;
+  if (uint64_t missed = ++missed_; LogOccurrence(missed)) {
+    YB_LOG_WARN("client '{}': {} heartbeat{} to master {} failed ({}); trying again every second",
+                config_.local_hostname, missed, missed == 1 ? "" : "s in a row", config_.master_server_addr,
+                ping.ToString());
+  }
+}
+
+Status Membership::Beat() {
+  auto pong = master_->Ping(ctx());
+  Note(pong.status());
+  if (!pong.ok()) return pong.status();
+  if (pong->need_remount) {
+    // The master lost us (restart, or we were declared dead): register again, then re-mount.
+    YB_RETURN_IF_ERROR(Register());
+    std::vector<SegmentDesc> segs = mounted();
+    if (!segs.empty()) {
+      YB_LOG_INFO("master asked client {} to re-mount {} segments", id_.ToString(), segs.size());
+      YB_RETURN_IF_ERROR(master_->MountSegments(ctx(), segs));
+      ++remounts_;
+      // The master forgot our disk replicas with our segments: they are registered again below.
+      std::lock_guard lock(mu_);
+      hook_owed_ = true;
+    }
+  }
+  std::function<Status(SegmentId)> hook;
+  SegmentId first = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!hook_owed_ || !remount_hook_ || mounted_.empty()) return Status::OK();
+    hook = remount_hook_;
+    first = mounted_.front().id;
+  }
+  YB_RETURN_IF_ERROR(hook(first));
+  std::lock_guard lock(mu_);
+  hook_owed_ = false;
+  return Status::OK();
+}
+
+void Membership::SetRemountHook(std::function<Status(SegmentId)> hook) {
+  std::lock_guard lock(mu_);
+  remount_hook_ = std::move(hook);
+}
+
+bool Membership::IsLocal(SegmentId s) const {
+  std::lock_guard lock(mu_);
+  for (const auto& d : mounted_) {
+    if (d.id == s) return true;
+  }
+  return false;
+}
+
+std::vector<SegmentDesc> Membership::mounted() const {
+  std::lock_guard lock(mu_);
+  return mounted_;
+}
+
+}  // namespace yb

@@ -1,0 +1,92 @@
+// Membership: what makes a client a member of the cluster. It owns the client's id and its
+// registration with the master (which binds its tenant), the memory it contributes (mapped once,
+// mounted as segments of segment_chunk_size), and the heartbeat: a Beat() each second pings the
+// master and, when the master has forgotten the client (a restart, or the client declared dead),
+// registers again and re-mounts the same segments, then runs the re-mount hook (the SSD tier
+// registering its disk replicas again) until that succeeds.
+//
+// Thread-safe: the heartbeat beats on the scheduler's thread while callers read ctx() and the
+// mounted segments. Lock order: mu_ is a leaf (no call to the master is made holding it).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/master_api.h"
+#include "common/log.h"
+#include "common/scheduler.h"
+#include "transfer/local_segments.h"
+#include "yuebing/client.h"
+
+namespace yb {
+
+class Membership {
+ public:
+  // `served`, when given, is the registry the client's transfer server serves from; `endpoint`
+  // is where other processes reach it.
+  Membership(const ClientConfig& config, std::shared_ptr<MasterApi> master, std::shared_ptr<LocalSegmentRegistry> local,
+             std::shared_ptr<LocalSegmentRegistry> served, std::string endpoint);
+  ~Membership();
+  Membership(const Membership&) = delete;
+  Membership& operator=(const Membership&) = delete;
+
+  // Registers with the master (a fresh random id). The first step of a client's life.
+  Status Register();
+  // Beats every second on `scheduler` until StopHeartbeat() (or destruction).
+  void StartHeartbeat(Scheduler& scheduler);
+  void StopHeartbeat();
+  // Maps global_segment_size and mounts it; on failure nothing stays mounted.
+  Status MountPool();
+  // Unmounts every segment; false when the master could not be reached.
+  bool UnmountPool();
+  // Tells the master this client leaves (after UnmountPool). Logged, never fatal.
+  void Leave();
+  // One heartbeat: ping; register and re-mount if asked; run the re-mount hook if it is owed.
+  Status Beat();
+  // Called by Beat() after the master forgot the segments, with the first of them, until it
+  // returns OK. Set once the SSD tier runs.
+  void SetRemountHook(std::function<Status(SegmentId first)> hook);
+
+  // Who is calling, for the master. Safe from any thread.
+  CallContext ctx() const { return {id_, tenant_.load(std::memory_order_relaxed)}; }
+  ClientId id() const { return id_; }
+  MasterApi& master() const { return *master_; }
+  const std::shared_ptr<MasterApi>& master_ptr() const { return master_; }
+  // A segment this client mounted (its memory is ours: the cheapest replica to read).
+  bool IsLocal(SegmentId s) const;
+  std::vector<SegmentDesc> mounted() const;
+
+  // Liveness as the heartbeats see it. The master is reachable while no heartbeat has failed
+  // since it last answered.
+  bool master_reachable() const { return missed_.load() == 0; }
+  uint64_t heartbeat_failures() const { return failures_.load(); }
+  uint64_t remounts() const { return remounts_.load(); }
+
+ private:
+  ClientRegistration Registration() const;
+  // Records whether a heartbeat reached the master; logs when it stops and starts doing so.
+  void Note(const Status& ping);
+
+  const ClientConfig& config_;
+  const std::shared_ptr<MasterApi> master_;
+  const std::shared_ptr<LocalSegmentRegistry> local_;
+  const std::shared_ptr<LocalSegmentRegistry> served_;
+  const std::string endpoint_;
+  ClientId id_;
+  std::atomic<TenantIndex> tenant_{0};  // changes when the client registers again
+  std::shared_ptr<MappedRegion> pool_;  // the memory behind the segments
+  std::unique_ptr<Scheduler::Job> heartbeat_;
+  mutable std::mutex mu_;
+  std::vector<SegmentDesc> mounted_;               // guarded by mu_
+  std::function<Status(SegmentId)> remount_hook_;  // guarded by mu_
+  bool hook_owed_ = false;                         // guarded by mu_
+  std::atomic<uint64_t> failures_{0};
+  std::atomic<uint64_t> missed_{0};  // in a row, since the master was last reached
+  std::atomic<uint64_t> remounts_{0};
+};
+
+}  // namespace yb
