@@ -13,7 +13,7 @@
 #include "admin_http.h"
 #include "common/clock.h"
 #include "common/open_files.h"
-#include "common/periodic_runner.h"
+#include "common/scheduler.h"
 #include "master/master_service.h"
 #include "rpc/master_client.h"
 #include "rpc/master_server.h"
@@ -242,8 +242,8 @@ int main(int argc, char** argv) {
   mc.offload_force_evict = f.offload_force_evict;
   mc.offload_queue_limit = f.offload_queue_limit;
   mc.disk_away_copies_limit = f.disk_away_copies_limit;
-  yb::RealClock clock;
-  auto created = yb::MasterService::Create(mc, clock);
+  yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
+  auto created = yb::MasterService::Create(mc, scheduler.clock());
   if (!created.ok()) {
     spdlog::error("bad configuration: {}", created.status().ToString());
     return 2;
@@ -288,10 +288,9 @@ int main(int argc, char** argv) {
     if (!http.Start("yb-master", f.metrics_address, f.metrics_port)) return 1;
   }
 
-  yb::PeriodicRunner background;
   yb::MasterService* m = master.get();
-  background.Add("master-background", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
-  background.Start();
+  auto background =
+      scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
   spdlog::info("yb-master serving RPC on {}:{} ({} threads{}), HTTP on {}:{}", f.rpc_address, server.port(), ro.threads,
                ro.pin_to_cpus ? fmt::format(", {} pinned to CPUs", server.pinned_threads()) : "", f.metrics_address,
                f.metrics_port);
@@ -299,7 +298,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("yb-master: signal {} received, shutting down", sig);
-  background.Stop();
+  background.reset();
   http.Stop();
   server.Stop();
   spdlog::info("yb-master stopped");
