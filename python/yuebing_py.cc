@@ -78,6 +78,11 @@ struct PyReplicaDescriptor {
   }
 };
 
+// What Mooncake's Python setup() assumes for arguments left out, where it differs from a C++
+// client's defaults (ClientConfig): it contributes 16 MiB, and looks for a master on this host.
+constexpr uint64_t kPyGlobalSegmentSize = 16ULL << 20;
+constexpr const char* kPyMasterServerAddr = "127.0.0.1:50051";
+
 class Store {
  public:
   int Setup(const std::string& local_hostname, const std::string& metadata_server, uint64_t global_segment_size,
@@ -90,7 +95,7 @@ class Store {
     }
     yb::ClientConfig c;
     c.enable_offload = enable_ssd_offload;
-    c.storage_path = ssd_offload_path;
+    c.ssd.path = ssd_offload_path;
     c.local_hostname = local_hostname;
     c.metadata_server = metadata_server;
     c.global_segment_size = global_segment_size;
@@ -123,10 +128,10 @@ class Store {
       if (!parsed.ok()) return std::nullopt;
       return *parsed;
     };
-    auto gss = size("global_segment_size", 16ULL << 20);
-    auto lbs = size("local_buffer_size", 1ULL << 30);
+    auto gss = size("global_segment_size", kPyGlobalSegmentSize);
+    auto lbs = size("local_buffer_size", yb::ClientConfig{}.local_buffer_size);
     if (!gss || !lbs) throw py::value_error("setup: global_segment_size / local_buffer_size must be bytes or \"4 GB\"");
-    std::string master = str("master_server_address", str("master_server_addr", "127.0.0.1:50051"));
+    std::string master = str("master_server_address", str("master_server_addr", kPyMasterServerAddr));
     return Setup(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
                  str("protocol", "tcp"), str("device_name", str("rdma_devices", "")), master, py::none(),
                  d.contains("enable_ssd_offload") && py::bool_(d["enable_ssd_offload"]).cast<bool>(),
@@ -489,8 +494,9 @@ PYBIND11_MODULE(_yuebing, m) {
   py::class_<Store>(m, "MooncakeDistributedStore")
       .def(py::init<>())
       .def("setup", &Store::Setup, py::arg("local_hostname"), py::arg("metadata_server"),
-           py::arg("global_segment_size") = 16ULL << 20, py::arg("local_buffer_size") = 1ULL << 30,
-           py::arg("protocol") = "tcp", py::arg("rdma_devices") = "", py::arg("master_server_addr") = "127.0.0.1:50051",
+           py::arg("global_segment_size") = kPyGlobalSegmentSize,
+           py::arg("local_buffer_size") = yb::ClientConfig{}.local_buffer_size, py::arg("protocol") = "tcp",
+           py::arg("rdma_devices") = "", py::arg("master_server_addr") = kPyMasterServerAddr,
            py::arg("engine") = py::none(), py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
            py::arg("tenant_id") = "default")
       .def("setup", &Store::SetupFromDict, py::arg("config"))

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/open_files.h"
 #include "common/units.h"
+#include "flags.h"
 #include "stop_signals.h"
 #include "yuebing/client.h"
 
@@ -61,104 +62,88 @@ std::string Metrics(const yb::ClientStats& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-client: contributes a node's memory to a Yuebing pool"};
-  std::string host = "0.0.0.0", local_hostname, master = "127.0.0.1:50051", gss = "4 GB", lbs = "16 MB";
-  std::string metadata_server = "P2PHANDSHAKE", protocol = "tcp", device_names, log_level = "info";
-  std::string chunk = "1 GB";
-  int port = 50052, threads = 1;
-  int metrics_port = 0;
-  std::string metrics_address = "0.0.0.0";
+  // The daemon's own defaults where they differ from a library client's (ClientConfig's): Mooncake's
+  // mooncake_client flags (a 4 GB segment, transfers on 0.0.0.0:50052), the memory faulted in at
+  // start for steady latency.
   yb::ClientConfig c;
-  bool enable_offload = false;
-  bool prefault = true;
-  app.add_option("--host", host, "address the transfer server binds to");
-  app.add_option("--port", port, "port of the transfer server (0: any free port)")->check(CLI::Range(0, 65535));
-  app.add_option("--local_hostname", local_hostname,
+  c.master_server_addr = "127.0.0.1:50051";
+  c.global_segment_size = 4ULL << 30;
+  c.prefault_segment = true;
+  std::string host = "0.0.0.0", log_level = "info", metrics_address = "0.0.0.0";
+  int port = 50052, threads = 1, metrics_port = 0;
+  c.local_hostname.clear();  // default: from --host (below)
+  app.add_option("--host", host, "address the transfer server binds to")->capture_default_str();
+  app.add_option("--port", port, "port of the transfer server (0: any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--local_hostname", c.local_hostname,
                  "name of this node's segments and the host others reach it at (default: --host, or the "
                  "machine's hostname when --host is 0.0.0.0)");
-  app.add_option("--master_server_address", master, "yb-master host:port");
-  app.add_option("--global_segment_size", gss, "memory to contribute (\"4 GB\", \"512MB\", bytes)");
-  app.add_option("--local_buffer_size", lbs, "staging buffer");
-  app.add_option("--segment_chunk_size", chunk, "the memory is mounted in chunks of this size");
-  app.add_option("--metadata_server", metadata_server, "P2PHANDSHAKE (no other service needed)");
-  app.add_option("--protocol", protocol, "tcp")->check(CLI::IsMember({"tcp"}));
-  app.add_option("--device_names", device_names, "RDMA devices (unused: TCP only)");
+  app.add_option("--master_server_address", c.master_server_addr, "yb-master host:port")->capture_default_str();
+  yb::tools::AddSizeOption(app, "--global_segment_size", c.global_segment_size,
+                           "memory to contribute (\"4 GB\", \"512MB\", bytes)");
+  yb::tools::AddSizeOption(app, "--local_buffer_size", c.local_buffer_size, "staging buffer");
+  yb::tools::AddSizeOption(app, "--segment_chunk_size", c.segment_chunk_size,
+                           "the memory is mounted in chunks of this size");
+  app.add_option("--metadata_server", c.metadata_server, "P2PHANDSHAKE (no other service needed)")
+      ->capture_default_str();
+  app.add_option("--protocol", c.protocol, "tcp (rdma is not available)")->capture_default_str();
+  app.add_option("--device_names", c.device_name, "RDMA devices (unused: TCP only)");
   app.add_option("--threads", threads, "accepted for compatibility");
   app.add_option("--metrics_port", metrics_port, "HTTP port for /metrics and /health (0: off)")
-      ->check(CLI::Range(0, 65535));
-  app.add_option("--metrics_address", metrics_address, "address to serve HTTP on");
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--metrics_address", metrics_address, "address to serve HTTP on")->capture_default_str();
   app.add_option("--transfer_max_connections", c.transfer_max_connections,
                  "open transfer connections at most; one more is closed at once and counted")
-      ->check(CLI::Range(1, 1 << 24));
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
   app.add_option("--transfer_keepalive_sec", c.transfer_keepalive_sec,
                  "close the transfer connection of a peer that is silent and answers no TCP keepalive probe for "
                  "about this long (its host died or was cut off); 0: off")
-      ->check(CLI::Range(int64_t{0}, yb::kMaxKeepaliveSec));
-  std::string storage_dir, storage_limit = "64 GB", bucket_size = "256 MB", policy = "fifo";
-  uint64_t bucket_keys = 500;
-  double high = 0.90, low = 0.80;
-  app.add_option("--enable_offload", enable_offload,
+      ->check(CLI::Range(int64_t{0}, yb::kMaxKeepaliveSec))
+      ->capture_default_str();
+  yb::SsdTierConfig& ssd = c.ssd;
+  app.add_option("--enable_offload", c.enable_offload,
                  "run an SSD tier: objects in this node's segment go down to --storage_root_dir when the master "
-                 "queues them (its --enable_offload / --offload_on_evict)");
-  app.add_option("--storage_root_dir,--ssd_offload_path", storage_dir,
-                 "directory of the SSD tier (created if missing)");
-  app.add_option("--storage_size_limit", storage_limit, "bytes the SSD tier may use (\"64 GB\")");
-  app.add_option("--bucket_size_limit", bucket_size, "bytes per bucket file");
-  app.add_option("--bucket_keys_limit", bucket_keys, "objects per bucket")->check(CLI::PositiveNumber);
-  app.add_option("--bucket_eviction_policy", policy, "which bucket goes first: fifo (oldest) or lru (least read)")
-      ->check(CLI::IsMember({"fifo", "lru"}));
-  app.add_option("--storage_high_watermark", high, "usage share that starts bucket eviction")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--storage_low_watermark", low, "usage share bucket eviction brings it down to")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--prefault", prefault, "fault the segment's memory in at start (true: steady latency)");
-  app.add_option("--log_level", log_level, "trace | debug | info | warn | error");
+                 "queues them (its --enable_offload / --offload_on_evict)")
+      ->capture_default_str();
+  app.add_option("--storage_root_dir,--ssd_offload_path", ssd.path, "directory of the SSD tier (created if missing)");
+  yb::tools::AddSizeOption(app, "--storage_size_limit", ssd.total_size_limit, "bytes the SSD tier may use");
+  yb::tools::AddSizeOption(app, "--bucket_size_limit", ssd.bucket_size_limit, "bytes per bucket file");
+  app.add_option("--bucket_keys_limit", ssd.bucket_keys_limit, "objects per bucket")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--bucket_eviction_policy", ssd.eviction_policy,
+                 "which bucket goes first: fifo (oldest) or lru (least read)")
+      ->capture_default_str();
+  app.add_option("--storage_high_watermark", ssd.high_watermark, "usage share that starts bucket eviction")
+      ->capture_default_str();
+  app.add_option("--storage_low_watermark", ssd.low_watermark, "usage share bucket eviction brings it down to")
+      ->capture_default_str();
+  app.add_option("--prefault", c.prefault_segment, "fault the segment's memory in at start (true: steady latency)")
+      ->capture_default_str();
+  app.add_option("--log_level", log_level, "trace | debug | info | warn | error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
-  if (enable_offload && storage_dir.empty()) {
-    spdlog::error("--enable_offload needs --storage_root_dir");
-    return 2;
-  }
-  auto seg = yb::ParseSize(gss);
-  auto buf = yb::ParseSize(lbs);
-  auto chunk_size = yb::ParseSize(chunk);
-  auto storage_bytes = yb::ParseSize(storage_limit);
-  auto bucket_bytes = yb::ParseSize(bucket_size);
-  for (const auto* r : {&seg, &buf, &chunk_size, &storage_bytes, &bucket_bytes}) {
-    if (!r->ok()) {
-      spdlog::error("{}", r->status().ToString());
-      return 2;
-    }
-  }
-  if (local_hostname.empty()) {
-    local_hostname = host;
+  if (c.local_hostname.empty()) {
+    c.local_hostname = host;
     if (host == "0.0.0.0") {
       char name[256] = {};
       gethostname(name, sizeof(name) - 1);
-      local_hostname = name;
+      c.local_hostname = name;
     }
+  }
+  c.transfer_bind_address = host + ":" + std::to_string(port);
+  // The checks every entry point makes (the C API and Python too), before anything starts.
+  if (yb::Status st = yb::ValidateClientConfig(c); !st.ok()) {
+    spdlog::error("yb-client: {}", st.ToString());
+    return 2;
   }
 
   sigset_t stop_signals = yb::tools::BlockStopSignals();
   yb::RaiseOpenFileLimit();  // the transfer server keeps a descriptor per connection
 
-  c.local_hostname = local_hostname;
-  c.master_server_addr = master;
-  c.metadata_server = metadata_server;
-  c.protocol = protocol;
-  c.device_name = device_names;
-  c.global_segment_size = *seg;
-  c.local_buffer_size = *buf;
-  c.segment_chunk_size = *chunk_size;
-  c.transfer_bind_address = host + ":" + std::to_string(port);
-  c.prefault_segment = prefault;
-  c.enable_offload = enable_offload;
-  c.storage_path = storage_dir;
-  c.storage_size_limit = *storage_bytes;
-  c.storage_bucket_size = *bucket_bytes;
-  c.storage_bucket_keys = bucket_keys;
-  c.storage_eviction_policy = policy;
-  c.storage_high_watermark = high;
-  c.storage_low_watermark = low;
   // HTTP first, so that /health answers (503) while the daemon waits for its master.
   std::atomic<const yb::Client*> daemon{nullptr};
   yb::tools::AdminHttp http;
@@ -192,15 +177,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (yb::LogOccurrence(failed)) {
-      spdlog::warn("yb-client: master {} not reachable ({}); retrying every second ({} attempts so far)", master,
-                   client.status().message(), failed);
+      spdlog::warn("yb-client: master {} not reachable ({}); retrying every second ({} attempts so far)",
+                   c.master_server_addr, client.status().message(), failed);
     }
     timespec one_second{1, 0};
     if (sigtimedwait(&stop_signals, nullptr, &one_second) > 0) return 0;
     client = yb::Client::Connect(c);
   }
-  spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", local_hostname, yb::FormatBytes(*seg),
-               (*client)->Stats().segments, master);
+  spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", c.local_hostname,
+               yb::FormatBytes(c.global_segment_size), (*client)->Stats().segments, c.master_server_addr);
   daemon = client->get();
   int sig = 0;
   sigwait(&stop_signals, &sig);

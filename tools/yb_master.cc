@@ -21,34 +21,21 @@
 
 namespace {
 
-struct Flags {
+// The daemon's settings beside the master's own (MasterConfig, whose fields the other flags set).
+struct DaemonFlags {
   std::string rpc_address = "0.0.0.0";
   int rpc_port = 50051;
   int rpc_thread_num = 0;
-  bool rpc_pin_threads = false;
+  bool rpc_pin_threads = yb::rpc::RpcServer::Options{}.pin_to_cpus;
   int rpc_max_connections = yb::rpc::RpcServer::Options{}.max_connections;
   int64_t rpc_keepalive_sec = yb::Keepalive{}.total().count();
   int metrics_port = 9003;
   std::string metrics_address = "0.0.0.0";
-  int64_t default_kv_lease_ttl = 10000;
-  int64_t default_kv_soft_pin_ttl = 30 * 60 * 1000;
-  int64_t max_kv_soft_pin_ttl = 24 * 3600 * 1000LL;
-  bool allow_evict_soft_pinned_objects = true;
-  double eviction_ratio = 0.05;
-  double eviction_high_watermark_ratio = 0.90;
-  int64_t client_ttl = 10;
-  std::string allocation_strategy = "random";
+  int64_t max_kv_soft_pin_ttl = 24 * 3600 * 1000LL;  // accepted: soft pins have the one lifetime
   std::string memory_allocator = "offset";
-  int64_t put_start_discard_timeout_sec = 30;
-  int64_t put_start_release_timeout_sec = 600;
   bool enable_ha = false;
   std::string etcd_endpoints;
   std::string cluster_id = "mooncake_cluster";
-  bool enable_offload = false;
-  bool offload_on_evict = false;
-  bool offload_force_evict = false;
-  size_t offload_queue_limit = 4096;
-  size_t disk_away_copies_limit = yb::MasterConfig{}.disk_away_copies_limit;
   std::string config_path;
   std::string log_level = "info";
 };
@@ -163,7 +150,9 @@ nlohmann::json SegmentsJson(yb::MasterService& master) {
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-master: Yuebing's metadata service"};
-  Flags f;
+  DaemonFlags f;
+  yb::MasterConfig mc;  // the defaults of the flags below
+  app.option_defaults()->always_capture_default();
   app.add_option("--rpc_address", f.rpc_address, "address to serve RPC on");
   app.add_option("--rpc_port", f.rpc_port, "RPC port")->check(CLI::Range(1, 65535));
   app.add_option("--rpc_thread_num", f.rpc_thread_num, "RPC threads (0: min(16, cores))")->check(CLI::Range(0, 256));
@@ -180,41 +169,41 @@ int main(int argc, char** argv) {
   app.add_option("--metrics_port", f.metrics_port, "HTTP port for /metrics, /health, /segments (0: off)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--metrics_address", f.metrics_address, "address to serve HTTP on");
-  app.add_option("--default_kv_lease_ttl", f.default_kv_lease_ttl, "lease granted to readers, ms")
+  app.add_option("--default_kv_lease_ttl", mc.default_kv_lease_ttl_ms, "lease granted to readers, ms")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--default_kv_soft_pin_ttl", f.default_kv_soft_pin_ttl, "soft pin lifetime, ms")
+  app.add_option("--default_kv_soft_pin_ttl", mc.default_kv_soft_pin_ttl_ms, "soft pin lifetime, ms")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--max_kv_soft_pin_ttl", f.max_kv_soft_pin_ttl, "upper bound of a soft pin, ms (accepted)");
-  app.add_option("--allow_evict_soft_pinned_objects", f.allow_evict_soft_pinned_objects,
+  app.add_option("--allow_evict_soft_pinned_objects", mc.allow_evict_soft_pinned_objects,
                  "evict soft-pinned objects after all others");
-  app.add_option("--eviction_ratio", f.eviction_ratio, "share of capacity one eviction frees")
+  app.add_option("--eviction_ratio", mc.eviction_ratio, "share of capacity one eviction frees")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--eviction_high_watermark_ratio", f.eviction_high_watermark_ratio, "usage that starts eviction")
+  app.add_option("--eviction_high_watermark_ratio", mc.eviction_high_watermark_ratio, "usage that starts eviction")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--client_ttl", f.client_ttl, "seconds of silence before a client is declared dead")
+  app.add_option("--client_ttl", mc.client_ttl_sec, "seconds of silence before a client is declared dead")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
-  app.add_option("--allocation_strategy", f.allocation_strategy, "random | free_ratio_first")
+  app.add_option("--allocation_strategy", mc.allocation_strategy, "random | free_ratio_first")
       ->check(CLI::IsMember({"random", "free_ratio_first"}));
   app.add_option("--memory_allocator", f.memory_allocator, "offset (the only one)")->check(CLI::IsMember({"offset"}));
-  app.add_option("--put_start_discard_timeout_sec", f.put_start_discard_timeout_sec,
+  app.add_option("--put_start_discard_timeout_sec", mc.put_start_discard_timeout_sec,
                  "seconds before another writer may take over an unfinished Put");
-  app.add_option("--put_start_release_timeout_sec", f.put_start_release_timeout_sec,
+  app.add_option("--put_start_release_timeout_sec", mc.put_start_release_timeout_sec,
                  "seconds before an unfinished Put's space is reclaimed");
   app.add_option("--enable_ha", f.enable_ha, "leader election through etcd (not available yet)");
   app.add_option("--etcd_endpoints,--ha_backend_connstring", f.etcd_endpoints, "etcd endpoints for HA");
   app.add_option("--cluster_id", f.cluster_id, "cluster name (HA)");
-  app.add_option("--enable_offload", f.enable_offload,
+  app.add_option("--enable_offload", mc.enable_offload,
                  "SSD tier, eager: queue every new object for offload to the SSD tiers of the clients holding it");
-  app.add_option("--offload_on_evict", f.offload_on_evict,
+  app.add_option("--offload_on_evict", mc.offload_on_evict,
                  "SSD tier: eviction moves objects down to a client's SSD tier instead of dropping them");
-  app.add_option("--offload_force_evict", f.offload_force_evict,
+  app.add_option("--offload_force_evict", mc.offload_force_evict,
                  "SSD tier: eviction drops objects whose disk copy is not made instead of keeping them in DRAM "
                  "(with --offload_on_evict, when a client's offload queue is full; with --enable_offload, while the "
                  "eager copy is queued or running)");
-  app.add_option("--offload_queue_limit", f.offload_queue_limit, "objects queued or in flight per client")
+  app.add_option("--offload_queue_limit", mc.offload_queue_limit, "objects queued or in flight per client")
       ->check(CLI::PositiveNumber);
   app.add_option(
-      "--disk_away_copies_limit", f.disk_away_copies_limit,
+      "--disk_away_copies_limit", mc.disk_away_copies_limit,
       "SSD tier: disk copies remembered while their owner is away (dead or unmounted), so that copies of "
       "keys removed or rewritten meanwhile are refused when it returns; about 120 bytes beside the key each");
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
@@ -227,21 +216,6 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  yb::MasterConfig mc;
-  mc.default_kv_lease_ttl_ms = f.default_kv_lease_ttl;
-  mc.default_kv_soft_pin_ttl_ms = f.default_kv_soft_pin_ttl;
-  mc.allow_evict_soft_pinned_objects = f.allow_evict_soft_pinned_objects;
-  mc.eviction_ratio = f.eviction_ratio;
-  mc.eviction_high_watermark_ratio = f.eviction_high_watermark_ratio;
-  mc.client_ttl_sec = f.client_ttl;
-  mc.allocation_strategy = f.allocation_strategy;
-  mc.put_start_discard_timeout_sec = f.put_start_discard_timeout_sec;
-  mc.put_start_release_timeout_sec = f.put_start_release_timeout_sec;
-  mc.enable_offload = f.enable_offload;
-  mc.offload_on_evict = f.offload_on_evict;
-  mc.offload_force_evict = f.offload_force_evict;
-  mc.offload_queue_limit = f.offload_queue_limit;
-  mc.disk_away_copies_limit = f.disk_away_copies_limit;
   yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
   auto created = yb::MasterService::Create(mc, scheduler.clock());
   if (!created.ok()) {
@@ -289,8 +263,7 @@ int main(int argc, char** argv) {
   }
 
   yb::MasterService* m = master.get();
-  auto background =
-      scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
+  auto background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
   spdlog::info("yb-master serving RPC on {}:{} ({} threads{}), HTTP on {}:{}", f.rpc_address, server.port(), ro.threads,
                ro.pin_to_cpus ? fmt::format(", {} pinned to CPUs", server.pinned_threads()) : "", f.metrics_address,
                f.metrics_port);

@@ -57,18 +57,15 @@ struct ClientConfig {
   std::string mc_slice_size;
   bool prefault_segment = false;  // fault the pool memory in at mount (steady latency; costs RAM now)
 
-  // SSD tier (docs/ssd-tier.md): objects in this client's segment go down to `storage_path`
-  // when the master queues them (its enable_offload / offload_on_evict). Needs a global segment.
+  // SSD tier (docs/ssd-tier.md): objects in this client's segment go down to `ssd.path` when the
+  // master queues them (its enable_offload / offload_on_evict). Needs a global segment.
   bool enable_offload = false;
-  std::string storage_path;                      // directory, created if missing
-  uint64_t storage_size_limit = 64ULL << 30;     // total bytes on disk
-  uint64_t storage_bucket_size = 256ULL << 20;   // bytes per bucket
-  uint64_t storage_bucket_keys = 500;            // objects per bucket
-  std::string storage_eviction_policy = "fifo";  // fifo | lru (buckets)
-  double storage_high_watermark = 0.90;
-  double storage_low_watermark = 0.80;
-  uint32_t offload_interval_ms = 20;  // the SSD tier's pause when it found nothing to do (>= 1)
+  SsdTierConfig ssd;
 };
+
+// Checks a configuration as Connect() does: INVALID_PARAMS naming the setting, or NOT_SUPPORTED
+// for a protocol this build cannot run ("rdma": no RDMA device support; "tcp" works).
+Status ValidateClientConfig(const ClientConfig& config);
 
 // What a client holds and has done, for monitoring (yb-client serves it on /metrics).
 struct ClientStats {

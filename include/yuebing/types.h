@@ -7,6 +7,18 @@
 
 namespace yb {
 
+// A client's SSD tier (docs/ssd-tier.md): where its objects go down to, and how much it keeps.
+struct SsdTierConfig {
+  std::string path;                           // directory, created if missing
+  uint64_t total_size_limit = 64ULL << 30;    // bytes on disk at most
+  uint64_t bucket_size_limit = 256ULL << 20;  // bytes per bucket file
+  uint64_t bucket_keys_limit = 500;           // objects per bucket
+  std::string eviction_policy = "fifo";       // which bucket goes first: fifo (oldest) | lru (least read)
+  double high_watermark = 0.90;               // usage share that starts bucket eviction
+  double low_watermark = 0.80;                // usage share bucket eviction brings it down to
+  uint32_t idle_ms = 20;                      // pause after a round that found nothing to do (>= 1)
+};
+
 // Keys longer than this are refused with INVALID_KEY.
 inline constexpr size_t kMaxKeyLength = 4096;
 

@@ -85,17 +85,12 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
   return Guard([&]() -> int {
     if (!store) return kInvalid;
     auto* h = static_cast<StoreHandle*>(store);
-    std::string proto = Or(protocol, "tcp");
-    if (proto != "tcp" && proto != "rdma") {
-      YB_LOG_ERROR("setup: unknown protocol '{}' (tcp, rdma)", proto);
-      return kInvalid;
-    }
     yb::ClientConfig c;
     c.local_hostname = Or(local_hostname, "localhost");
     c.metadata_server = Or(metadata_server, "P2PHANDSHAKE");
     c.global_segment_size = global_segment_size;
     c.local_buffer_size = local_buffer_size;
-    c.protocol = proto;
+    c.protocol = Or(protocol, "tcp");
     c.device_name = Or(device_name, "");
     c.master_server_addr = Or(master_server_addr, "embedded");
     // A C program has no main() of ours: this setup is its entry point, and Mooncake's users tune
@@ -120,8 +115,10 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
 
 int mooncake_store_init_all(mooncake_store_t store, const char* protocol, const char* device_name,
                             uint64_t mount_segment_size) {
-  return mooncake_store_setup(store, "localhost", "P2PHANDSHAKE", mount_segment_size, 16ULL << 20, protocol,
-                              device_name, "embedded");
+  const yb::ClientConfig defaults;
+  return mooncake_store_setup(store, defaults.local_hostname.c_str(), defaults.metadata_server.c_str(),
+                              mount_segment_size, defaults.local_buffer_size, protocol, device_name,
+                              defaults.master_server_addr.c_str());
 }
 
 int mooncake_store_health_check(mooncake_store_t store) {

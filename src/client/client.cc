@@ -28,13 +28,7 @@ Result<std::unique_ptr<Client>> ClientInternal::Create(const ClientConfig& confi
   if (!parts.master || !parts.local_segments || !parts.engine) {
     return Status(Code::kInvalidParams, "client needs a master and a transfer engine");
   }
-  if (config.local_hostname.empty()) return Status(Code::kInvalidParams, "local_hostname is empty");
-  if (config.global_segment_size > 0 && config.segment_chunk_size < 4096) {
-    return Status(Code::kInvalidParams, "segment_chunk_size must be at least 4096 bytes");
-  }
-  if (config.enable_offload && (config.global_segment_size == 0 || config.storage_path.empty())) {
-    return Status(Code::kInvalidParams, "enable_offload needs a global segment and a storage path");
-  }
+  YB_RETURN_IF_ERROR(ValidateClientConfig(config));
   auto impl = std::make_unique<Client::Impl>(config, std::move(parts));
   Membership& m = impl->members;
   YB_RETURN_IF_ERROR(m.Register());
@@ -70,6 +64,7 @@ Client::~Client() {
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
+  YB_RETURN_IF_ERROR(ValidateClientConfig(config));
   if (auto name = EmbeddedClusterName(config.master_server_addr)) {
     EmbeddedConnector connect;
     {

@@ -43,15 +43,6 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
                                             "' is neither host:port nor \"embedded[:NAME]\"");
   }
-  if (config.transfer_max_connections < 1) {
-    return Status(Code::kInvalidParams, "transfer_max_connections must be at least 1");
-  }
-  if (config.transfer_keepalive_sec > kMaxKeepaliveSec) {
-    return Status(Code::kInvalidParams, "transfer_keepalive_sec must be at most " + std::to_string(kMaxKeepaliveSec));
-  }
-  if (config.protocol != "tcp") {
-    return Status(Code::kNotSupported, "protocol '" + config.protocol + "' is not available; use tcp");
-  }
   auto transport_options = tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size, config.mc_slice_size);
   if (!transport_options.ok()) return transport_options.status();
   auto plumbing = std::make_shared<RemotePlumbing>();

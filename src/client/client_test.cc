@@ -315,6 +315,33 @@ TEST_F(ClientTest, ConnectRunsAnEmbeddedMaster) {
   EXPECT_EQ(Client::Connect(c).code(), Code::kInvalidParams);
 }
 
+// Every entry point (C, Python, the daemons) checks a configuration through this one function.
+TEST(ClientConfigTest, OneValidationForEveryEntryPoint) {
+  ClientConfig c;
+  EXPECT_TRUE(ValidateClientConfig(c).ok());
+  c.protocol = "rdma";
+  Status rdma = ValidateClientConfig(c);
+  EXPECT_EQ(rdma.code(), Code::kNotSupported);
+  EXPECT_NE(rdma.message().find("\"tcp\""), std::string::npos) << rdma.ToString();
+  c.protocol = "udp";
+  EXPECT_EQ(ValidateClientConfig(c).code(), Code::kInvalidParams);
+  c = ClientConfig{};
+  c.enable_offload = true;
+  EXPECT_EQ(ValidateClientConfig(c).code(), Code::kInvalidParams);  // no segment, no path
+  c.global_segment_size = 1 << 20;
+  c.ssd.path = "/tmp/x";
+  EXPECT_TRUE(ValidateClientConfig(c).ok());
+  c.ssd.low_watermark = 0.95;  // above the high one
+  EXPECT_EQ(ValidateClientConfig(c).code(), Code::kInvalidParams);
+  c.ssd.low_watermark = 0.5;
+  c.ssd.eviction_policy = "random";
+  EXPECT_EQ(ValidateClientConfig(c).code(), Code::kInvalidParams);
+  c = ClientConfig{};
+  c.global_segment_size = 1 << 20;
+  c.segment_chunk_size = 100;
+  EXPECT_EQ(Client::Connect(c).code(), Code::kInvalidParams);  // Connect checks before anything starts
+}
+
 // The heartbeat starts as soon as the master knows the client, not once its segments are mounted:
 // mapping and faulting in a large segment can take longer than the master's client_ttl, and a
 // client silent that long is declared dead. Here mounting takes three seconds of the scheduler's

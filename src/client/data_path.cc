@@ -20,18 +20,9 @@ Status DataPath::Init() {
 
 Status DataPath::StartSsdTier(Scheduler& scheduler, const StorageFault& fault,
                               const std::shared_ptr<LocalSegmentRegistry>& local, LocalSegmentRegistry* served) {
-  auto policy = storage::ParseBucketPolicy(config_.storage_eviction_policy);
-  if (!policy.ok()) return policy.status();
   Offloader::Options o;
-  o.storage.path = config_.storage_path;
-  o.storage.total_size_limit = config_.storage_size_limit;
-  o.storage.bucket_size_limit = config_.storage_bucket_size;
-  o.storage.bucket_keys_limit = config_.storage_bucket_keys;
-  o.storage.policy = *policy;
-  o.storage.high_watermark = config_.storage_high_watermark;
-  o.storage.low_watermark = config_.storage_low_watermark;
+  o.storage = storage::StorageConfig(config_.ssd);
   o.storage.fault = fault;
-  o.idle_ms = config_.offload_interval_ms;
   Membership& m = members_;
   auto off = Offloader::Open(
       o, members_.master_ptr(), [&m] { return m.ctx(); }, local);
@@ -48,7 +39,7 @@ Status DataPath::StartSsdTier(Scheduler& scheduler, const StorageFault& fault,
   Offloader* raw = offloader_.get();
   members_.SetRemountHook([raw](SegmentId first) { return raw->RegisterAll(first); });
   offloader_->Start(scheduler);
-  YB_LOG_INFO("SSD tier at {}: {} objects, {} bytes", config_.storage_path, offloader_->engine().object_count(),
+  YB_LOG_INFO("SSD tier at {}: {} objects, {} bytes", config_.ssd.path, offloader_->engine().object_count(),
               offloader_->engine().used_bytes());
   return Status::OK();
 }

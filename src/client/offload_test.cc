@@ -43,7 +43,7 @@ class ClientOffloadTest : public ::testing::Test {
     c.local_buffer_size = 1 << 16;
     c.enable_checksum = true;
     c.enable_offload = ssd;
-    c.storage_path = root_ + "/" + host;
+    c.ssd.path = root_ + "/" + host;
     return c;
   }
   // The SSD tier's rounds and the heartbeat on a scheduler the tests never advance: they step
@@ -211,8 +211,8 @@ TEST_F(ClientOffloadTest, ARestartedClientServesItsSsdDataAgain) {
 TEST_F(ClientOffloadTest, BucketEvictionDropsTheMastersDiskReplicasFirst) {
   StartMaster(/*eager=*/true, /*on_evict=*/false);
   ClientConfig cfg = Config("a", true);
-  cfg.storage_size_limit = 40000;
-  cfg.storage_bucket_keys = 2;
+  cfg.ssd.total_size_limit = 40000;
+  cfg.ssd.bucket_keys_limit = 2;
   cfg.global_segment_size = 1 << 20;
   Client* a = Add(cfg);
   std::string v = Bytes(5000, 'e');

@@ -167,7 +167,7 @@ size_t Offloader::RunOnce() {
 
 void Offloader::Start(Scheduler& scheduler) {
   if (job_) return;
-  job_ = scheduler.Every("yb-ssd-tier", std::chrono::milliseconds(std::max<uint32_t>(1, options_.idle_ms)),
+  job_ = scheduler.Every("yb-ssd-tier", std::chrono::milliseconds(std::max<uint32_t>(1, options_.storage.idle_ms)),
                          Scheduler::Step([this] { return RunOnce() > 0; }));
 }
 

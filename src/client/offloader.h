@@ -28,7 +28,6 @@ class Offloader {
     // Offload tasks fetched per round: a round is one bucket write (fsync pair), and small buckets
     // cost throughput (64 KiB objects: 0.8 GB/s in rounds of 64, 1.3-1.5 GB/s in rounds of 256+).
     uint32_t batch = 500;
-    uint32_t idle_ms = 20;  // wait after a round that found nothing to do
   };
   using ContextFn = std::function<CallContext()>;
 

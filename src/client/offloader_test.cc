@@ -29,12 +29,12 @@ class OffloaderTest : public ::testing::Test {
     master_ = std::make_shared<NiceMock<MockMaster>>();
   }
 
-  std::unique_ptr<Offloader> Open(storage::BucketPolicy policy) {
+  std::unique_ptr<Offloader> Open(const std::string& policy) {
     Offloader::Options o;
     o.storage.path = dir_;
     o.storage.total_size_limit = 10 * 1000;
     o.storage.bucket_keys_limit = 2;
-    o.storage.policy = policy;
+    o.storage.eviction_policy = policy;
     auto off = Offloader::Open(
         o, master_,
         [] {
@@ -61,7 +61,7 @@ class OffloaderTest : public ::testing::Test {
 };
 
 TEST_F(OffloaderTest, AnUnreachableMasterKeepsEveryBucketUntilItCanBeTold) {
-  auto off = Open(storage::BucketPolicy::kFifo);
+  auto off = Open("fifo");
   Fill(*off, 5);  // 10 KB of 10 KB: above the 0.90 watermark
   EXPECT_CALL(*master_, DropDiskReplicas(_, _))
       .WillOnce(Return(std::vector<Status>{Status(Code::kRpcTimeout, "down"), Status(Code::kRpcTimeout, "down")}));
@@ -83,7 +83,7 @@ TEST_F(OffloaderTest, AnUnreachableMasterKeepsEveryBucketUntilItCanBeTold) {
 }
 
 TEST_F(OffloaderTest, LruKeepsTheBucketsBeingRead) {
-  auto off = Open(storage::BucketPolicy::kLru);
+  auto off = Open("lru");
   Fill(*off, 5);
   std::string buf(1000, '\0');
   ASSERT_TRUE(off->reader()->ReadObject("b0-0", buf.data(), buf.size()).ok());  // b0 and b2 read lately
@@ -99,7 +99,7 @@ TEST_F(OffloaderTest, LruKeepsTheBucketsBeingRead) {
 }
 
 TEST_F(OffloaderTest, ARoundWritesFromTheSegmentAndForgetsValuesReplacedMeanwhile) {
-  auto off = Open(storage::BucketPolicy::kFifo);
+  auto off = Open("fifo");
   std::memset(region_->data(), 'a', 100);
   std::memset(region_->data() + 100, 'b', 100);
   std::vector<OffloadTask> tasks = {{"k1", 10, kSeg, 0, 100, std::nullopt},
@@ -132,7 +132,7 @@ TEST_F(OffloaderTest, ARoundWritesFromTheSegmentAndForgetsValuesReplacedMeanwhil
 }
 
 TEST_F(OffloaderTest, ACopyTheMasterCannotMatchToTheValueIsForgotten) {
-  auto off = Open(storage::BucketPolicy::kFifo);
+  auto off = Open("fifo");
   std::memset(region_->data(), 'a', 100);
   EXPECT_CALL(*master_, OffloadFetch(_, _))
       .WillOnce(Return(std::vector<OffloadTask>{{"k1", 10, kSeg, 0, 100, uint64_t{42}}}));
@@ -148,7 +148,7 @@ TEST_F(OffloaderTest, ACopyTheMasterCannotMatchToTheValueIsForgotten) {
 // the same round is written after the drop and survives. Drops are not reported.
 TEST_F(OffloaderTest, ADroppedCopyIsGoneAfterARestartAndANewValueInTheSameRoundStays) {
   {
-    auto off = Open(storage::BucketPolicy::kFifo);
+    auto off = Open("fifo");
     Fill(*off, 1);  // b0-0, b0-1
     std::memset(region_->data(), 'n', 100);
     OffloadTask drop0, drop1;
@@ -167,7 +167,7 @@ TEST_F(OffloaderTest, ADroppedCopyIsGoneAfterARestartAndANewValueInTheSameRoundS
     ASSERT_EQ(reported.size(), 1u);
     EXPECT_EQ(reported[0].disk_key, "b0-1");
   }
-  auto off = Open(storage::BucketPolicy::kFifo);  // the client restarts on the same directory
+  auto off = Open("fifo");  // the client restarts on the same directory
   EXPECT_FALSE(off->engine().Contains("b0-0"));
   std::string buf(100, '\0');
   ASSERT_TRUE(off->reader()->ReadObject("b0-1", buf.data(), buf.size()).ok());

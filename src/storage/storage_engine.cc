@@ -174,6 +174,9 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
 
 Result<std::vector<StoredObject>> StorageEngine::Open() {
   if (config_.path.empty()) return Status(Code::kInvalidParams, "storage path is empty");
+  auto policy = ParseBucketPolicy(config_.eviction_policy);
+  if (!policy.ok()) return policy.status();
+  policy_ = *policy;
   if (config_.low_watermark > config_.high_watermark || config_.high_watermark > 1.0 || config_.low_watermark < 0) {
     return Status(Code::kInvalidParams, "need 0 <= low watermark <= high watermark <= 1");
   }
@@ -475,7 +478,7 @@ std::vector<uint64_t> StorageEngine::PickEvictions(uint64_t incoming) const {
   if (used <= config_.high_watermark * limit) return {};
   std::vector<const Bucket*> order;
   for (const auto& [id, b] : buckets_) order.push_back(&b);
-  if (config_.policy == BucketPolicy::kLru) {
+  if (policy_ == BucketPolicy::kLru) {
     std::stable_sort(order.begin(), order.end(),
                      [](const Bucket* a, const Bucket* b) { return a->last_read < b->last_read; });
   }

@@ -26,19 +26,16 @@
 #include <vector>
 
 #include "yuebing/status.h"
+#include "yuebing/types.h"
 
 namespace yb::storage {
 
 enum class BucketPolicy { kFifo, kLru };
 
-struct StorageConfig {
-  std::string path;  // directory, created if missing
-  uint64_t total_size_limit = 64ULL << 30;
-  uint64_t bucket_size_limit = 256ULL << 20;
-  uint64_t bucket_keys_limit = 500;
-  BucketPolicy policy = BucketPolicy::kFifo;
-  double high_watermark = 0.90;
-  double low_watermark = 0.80;
+// The user's settings (SsdTierConfig, yuebing/types.h) and a test's failing device.
+struct StorageConfig : SsdTierConfig {
+  StorageConfig() = default;
+  explicit StorageConfig(const SsdTierConfig& tier) : SsdTierConfig(tier) {}
   // Fault injection for tests (a failing device): called before each write, sync and read with the
   // operation ("write", "sync", "read") and the file; a non-zero return is the errno it fails with.
   std::function<int(std::string_view op, const std::string& path)> fault;
@@ -126,6 +123,7 @@ class StorageEngine {
   Status WriteForgotten(const std::unordered_map<std::string, uint64_t>& records) const;
 
   StorageConfig config_;
+  BucketPolicy policy_ = BucketPolicy::kFifo;  // from config_.eviction_policy, at Open
   mutable std::mutex mu_;  // guards the fields below
   std::unordered_map<std::string, Entry> index_;
   std::map<uint64_t, Bucket> buckets_;  // by id: ascending id is FIFO order

@@ -122,8 +122,8 @@ TEST_F(StorageEngineTest, ACorruptByteInDataIsCaughtByTheChecksum) {
 }
 
 TEST_F(StorageEngineTest, FifoEvictsTheOldestBucketLruTheLeastRecentlyRead) {
-  for (BucketPolicy policy : {BucketPolicy::kFifo, BucketPolicy::kLru}) {
-    config_.policy = policy;
+  for (const char* policy : {"fifo", "lru"}) {
+    config_.eviction_policy = policy;
     config_.bucket_keys_limit = 1;
     config_.total_size_limit = 1000;
     auto e = OpenEngine();
@@ -138,7 +138,7 @@ TEST_F(StorageEngineTest, FifoEvictsTheOldestBucketLruTheLeastRecentlyRead) {
                      return Status::OK();
                    }).ok());
     }
-    if (policy == BucketPolicy::kFifo) {
+    if (std::string(policy) == "fifo") {
       EXPECT_EQ(told, (std::vector<std::string>{"k0", "k1"}));
     } else {
       EXPECT_EQ(told, (std::vector<std::string>{"k1", "k2"}));

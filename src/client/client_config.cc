@@ -1,0 +1,50 @@
+// ValidateClientConfig: the one check of a client's configuration, whoever fills it (the C API,
+// Python, yb-client, yb, a C++ program): every entry point reaches it through Connect().
+#include "client/client_internal.h"
+#include "common/listener.h"
+#include "yuebing/client.h"
+
+namespace yb {
+namespace {
+
+Status Bad(const std::string& what) { return Status(Code::kInvalidParams, what); }
+
+Status ValidateSsdTier(const ClientConfig& c) {
+  const SsdTierConfig& s = c.ssd;
+  if (c.global_segment_size == 0) return Bad("enable_offload needs a global segment (global_segment_size > 0)");
+  if (s.path.empty()) return Bad("enable_offload needs a storage path (ssd_offload_path / --storage_root_dir)");
+  if (s.total_size_limit == 0) return Bad("the SSD tier's size limit is 0");
+  if (s.bucket_size_limit == 0 || s.bucket_keys_limit == 0) return Bad("the SSD tier's bucket limits must be > 0");
+  if (s.eviction_policy != "fifo" && s.eviction_policy != "lru") {
+    return Bad("bucket eviction policy must be fifo or lru, not '" + s.eviction_policy + "'");
+  }
+  if (!(s.low_watermark >= 0 && s.low_watermark <= s.high_watermark && s.high_watermark <= 1)) {
+    return Bad("the SSD tier's watermarks must satisfy 0 <= low <= high <= 1");
+  }
+  if (s.idle_ms == 0) return Bad("the SSD tier's idle pause must be at least 1 ms");
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateClientConfig(const ClientConfig& c) {
+  if (c.protocol == "rdma") {
+    return Status(Code::kNotSupported,
+                  "protocol 'rdma' is not available (this build has no RDMA transport); use protocol \"tcp\"");
+  }
+  if (c.protocol != "tcp") return Bad("protocol '" + c.protocol + "' is unknown; use \"tcp\"");
+  if (c.local_hostname.empty()) return Bad("local_hostname is empty");
+  if (c.master_server_addr.empty()) return Bad("master_server_addr is empty");
+  if (c.global_segment_size > 0 && c.segment_chunk_size < 4096) {
+    return Bad("segment_chunk_size must be at least 4096 bytes");
+  }
+  if (c.transfer_max_connections < 1) return Bad("transfer_max_connections must be at least 1");
+  if (c.transfer_keepalive_sec > kMaxKeepaliveSec) {
+    return Bad("transfer_keepalive_sec must be at most " + std::to_string(kMaxKeepaliveSec));
+  }
+  if (c.rpc_timeout_ms == 0) return Bad("rpc_timeout_ms must be > 0");
+  if (c.enable_offload) YB_RETURN_IF_ERROR(ValidateSsdTier(c));
+  return Status::OK();
+}
+
+}  // namespace yb
