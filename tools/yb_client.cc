@@ -1,7 +1,7 @@
 // yb-client: the standalone daemon through which a node contributes memory to the pool, with no
 // application running. It mounts --global_segment_size, serves transfers of it on --host:--port,
 // pings the master every second (re-mounting when the master asks) and stops on SIGTERM. With
-// --enable_offload it also runs the node's SSD tier under --storage_root_dir (DESIGN.md section 5).
+// --enable_offload it also runs the node's SSD tier under --storage_root_dir (docs/ssd-tier.md).
 // With --metrics_port it serves /metrics (Prometheus text) and /health over HTTP.
 #include <signal.h>
 #include <spdlog/spdlog.h>

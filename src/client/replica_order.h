@@ -1,4 +1,4 @@
-// The order in which a reader tries replicas (DESIGN.md section 3): MEMORY in this process first,
+// The order in which a reader tries replicas (docs/design.md, section 3): MEMORY in this process first,
 // then any MEMORY, then LOCAL_DISK, then DISK/DFS.
 #pragma once
 

@@ -38,7 +38,7 @@ void MasterService::QueueEagerOffloadLocked(ObjectTable::Locked& s, ObjectTable:
     if (r.kind() != ReplicaKind::kMemory || !segments_.OwnerOf(r.segment(), &owner)) continue;
     // Each owner with an SSD tier keeps its own copy: replica_num copies in DRAM stay replica_num
     // copies on disk, and the bytes never cross the network on the way down.
-    // Until a copy is on disk, eviction leaves the object alone (DESIGN.md section 5): dropping
+    // Until a copy is on disk, eviction leaves the object alone (docs/ssd-tier.md): dropping
     // it now would lose what is about to be kept.
     if (offload_.Push(owner, OffloadItem{std::string(obj.key()), m.object_id, m.size, false})) {
       s.SetOffloadFlags(obj, kDiskCopyPending);

@@ -1,5 +1,5 @@
 // OffloadQueues: per client, the objects the master wants copied down to that client's SSD tier
-// (DESIGN.md section 5). Only clients that registered an SSD tier have a queue. A queue holds at
+// (docs/ssd-tier.md). Only clients that registered an SSD tier have a queue. A queue holds at
 // most `limit` objects, counting those already handed out and not yet reported: when it is full,
 // eager offload skips the object and eviction keeps it in DRAM (unless offload_force_evict). It
 // also carries drops (disk copies of removed or replaced keys to delete), up to 64 x `limit`.

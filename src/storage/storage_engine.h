@@ -1,4 +1,4 @@
-// StorageEngine: a client's SSD tier over one directory (DESIGN.md section 5).
+// StorageEngine: a client's SSD tier over one directory (docs/ssd-tier.md).
 //
 // Objects are packed into buckets: `bucket-<id>.data` holds the values back to back and
 // `bucket-<id>.meta` lists each object's key, offset, size and XXH3 checksum, followed by a checksum
