@@ -57,16 +57,6 @@ std::vector<StoredReplica> ObjectMeta::TakeReplicas() {
   return out;
 }
 
-struct ObjectTable::Shard {
-  Mutex mu;
-  ObjectMap objects GUARDED_BY(mu);
-  std::unordered_map<std::string, PendingPut, KeyHash, KeyEq> pending GUARDED_BY(mu);
-  std::unordered_map<PinKey, uint32_t, PinKeyHash> pins GUARDED_BY(mu);
-  std::unordered_map<uint64_t, Zombie> zombies GUARDED_BY(mu);
-  std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away GUARDED_BY(mu);  // by table key
-  ObjectEntry* lru_head GUARDED_BY(mu) = nullptr;  // least recently used
-  ObjectEntry* lru_tail GUARDED_BY(mu) = nullptr;
-};
 
 ObjectTable::ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size_t shards, size_t away_limit)
     : segments_(segments), tenants_(tenants), away_limit_(away_limit) {
@@ -76,20 +66,7 @@ ObjectTable::ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size
 
 ObjectTable::~ObjectTable() = default;
 
-ObjectTable::Locked ObjectTable::Lock(const HashedKey& k) { return Locked(*this, *shards_[ShardIndex(k)]); }
-ObjectTable::Locked ObjectTable::LockShard(size_t i) { return Locked(*this, *shards_[i]); }
-
-// The accessor holds the shard's mutex from construction to destruction; the analysis cannot follow
-// a lock held by an object a function returned, so each operation asserts it (AssertHeld).
-ObjectTable::Locked::Locked(ObjectTable& table, Shard& shard) NO_THREAD_SAFETY_ANALYSIS : t_(table), s_(shard) {
-  s_.mu.lock();
-}
-ObjectTable::Locked::~Locked() NO_THREAD_SAFETY_ANALYSIS { s_.mu.unlock(); }
-namespace {
-// Tells the analysis that the accessor holds the shard's mutex (its invariant).
-template <typename S>
-void AssertHeld(const S& s) ASSERT_CAPABILITY(s.mu) {}
-}  // namespace
+using object_table_internal::AssertHeld;
 
 void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas) {
   uint64_t memory = 0;
@@ -102,12 +79,6 @@ void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vec
 }
 
 // ---- lookups
-
-ObjectTable::Ref ObjectTable::Locked::Find(const HashedKey& k) {
-  AssertHeld(s_);
-  auto it = s_.objects.find(k);
-  return Ref(it, it != s_.objects.end());
-}
 
 const PendingPut* ObjectTable::Locked::FindPending(const HashedKey& k) const {
   AssertHeld(s_);
@@ -177,32 +148,6 @@ uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const Pen
 }
 
 // ---- the recency list
-
-void ObjectTable::Locked::LruUnlink(ObjectEntry& e) {
-  AssertHeld(s_);
-  ObjectMeta& m = e.second;
-  if (m.lru_prev) {
-    m.lru_prev->second.lru_next = m.lru_next;
-  } else if (s_.lru_head == &e) {
-    s_.lru_head = m.lru_next;
-  }
-  if (m.lru_next) {
-    m.lru_next->second.lru_prev = m.lru_prev;
-  } else if (s_.lru_tail == &e) {
-    s_.lru_tail = m.lru_prev;
-  }
-  m.lru_prev = m.lru_next = nullptr;
-}
-
-void ObjectTable::Locked::LruAppend(ObjectEntry& e) {
-  AssertHeld(s_);
-  ObjectMeta& m = e.second;
-  m.lru_prev = s_.lru_tail;
-  m.lru_next = nullptr;
-  if (s_.lru_tail) s_.lru_tail->second.lru_next = &e;
-  s_.lru_tail = &e;
-  if (!s_.lru_head) s_.lru_head = &e;
-}
 
 void ObjectTable::Locked::Relink(ObjectEntry& e) {
   AssertHeld(s_);
@@ -290,28 +235,6 @@ void ObjectTable::Locked::ClearOffloadFlags(Ref r, uint8_t bits) {
 
 // ---- readers
 
-void ObjectTable::Locked::Touch(Ref r) {
-  AssertHeld(s_);
-  ObjectEntry& e = *r.it_;
-  e.second.last_access = t_.NextAccess();
-  if (!e.second.Evictable() || s_.lru_tail == &e) return;
-  LruUnlink(e);
-  LruAppend(e);
-}
-
-void ObjectTable::Locked::ExtendLease(Ref r, TimeMs until) {
-  r.mut().lease_deadline = std::max(r.meta().lease_deadline, until);
-}
-
-void ObjectTable::Locked::SetSoftPinDeadline(Ref r, TimeMs until) { r.mut().soft_pin_deadline = until; }
-
-uint64_t ObjectTable::Locked::AddReadPin(Ref r, const ClientId& client) {
-  AssertHeld(s_);
-  ObjectMeta& m = r.mut();
-  ++m.readers;
-  ++s_.pins[PinKey{m.object_id, client}];
-  return m.object_id;
-}
 
 bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref live) {
   AssertHeld(s_);

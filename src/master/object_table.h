@@ -13,6 +13,7 @@
 // TenantRegistry (each leaf: none calls out while holding its own). Never two shards at once.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -305,5 +306,89 @@ class ObjectTable {
   std::atomic<uint64_t> away_copies_{0};
   std::atomic<uint64_t> away_untracked_{0};
 };
+
+// ---- the shard, and the accessor's operations on a lookup's path (inline: every call makes them)
+
+namespace object_table_internal {
+// Tells the analysis that the accessor holds the shard's mutex (its invariant): the analysis cannot
+// follow a lock held by an object a function returned, so each operation asserts it.
+template <typename S>
+void AssertHeld(const S& s) ASSERT_CAPABILITY(s.mu) {}
+}  // namespace object_table_internal
+
+struct ObjectTable::Shard {
+  Mutex mu;
+  ObjectMap objects GUARDED_BY(mu);
+  std::unordered_map<std::string, PendingPut, KeyHash, KeyEq> pending GUARDED_BY(mu);
+  std::unordered_map<PinKey, uint32_t, PinKeyHash> pins GUARDED_BY(mu);
+  std::unordered_map<uint64_t, Zombie> zombies GUARDED_BY(mu);
+  std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away GUARDED_BY(mu);  // by table key
+  ObjectEntry* lru_head GUARDED_BY(mu) = nullptr;  // least recently used
+  ObjectEntry* lru_tail GUARDED_BY(mu) = nullptr;
+};
+
+inline ObjectTable::Locked ObjectTable::Lock(const HashedKey& k) { return Locked(*this, *shards_[ShardIndex(k)]); }
+inline ObjectTable::Locked ObjectTable::LockShard(size_t i) { return Locked(*this, *shards_[i]); }
+
+inline ObjectTable::Locked::Locked(ObjectTable& table, Shard& shard) NO_THREAD_SAFETY_ANALYSIS : t_(table),
+                                                                                                   s_(shard) {
+  s_.mu.lock();
+}
+inline ObjectTable::Locked::~Locked() NO_THREAD_SAFETY_ANALYSIS { s_.mu.unlock(); }
+
+inline ObjectTable::Ref ObjectTable::Locked::Find(const HashedKey& k) {
+  object_table_internal::AssertHeld(s_);
+  auto it = s_.objects.find(k);
+  return Ref(it, it != s_.objects.end());
+}
+
+inline void ObjectTable::Locked::ExtendLease(Ref r, TimeMs until) {
+  r.mut().lease_deadline = std::max(r.meta().lease_deadline, until);
+}
+
+inline void ObjectTable::Locked::SetSoftPinDeadline(Ref r, TimeMs until) { r.mut().soft_pin_deadline = until; }
+
+inline void ObjectTable::Locked::LruUnlink(ObjectEntry& e) {
+  object_table_internal::AssertHeld(s_);
+  ObjectMeta& m = e.second;
+  if (m.lru_prev) {
+    m.lru_prev->second.lru_next = m.lru_next;
+  } else if (s_.lru_head == &e) {
+    s_.lru_head = m.lru_next;
+  }
+  if (m.lru_next) {
+    m.lru_next->second.lru_prev = m.lru_prev;
+  } else if (s_.lru_tail == &e) {
+    s_.lru_tail = m.lru_prev;
+  }
+  m.lru_prev = m.lru_next = nullptr;
+}
+
+inline void ObjectTable::Locked::LruAppend(ObjectEntry& e) {
+  object_table_internal::AssertHeld(s_);
+  ObjectMeta& m = e.second;
+  m.lru_prev = s_.lru_tail;
+  m.lru_next = nullptr;
+  if (s_.lru_tail) s_.lru_tail->second.lru_next = &e;
+  s_.lru_tail = &e;
+  if (!s_.lru_head) s_.lru_head = &e;
+}
+
+inline void ObjectTable::Locked::Touch(Ref r) {
+  object_table_internal::AssertHeld(s_);
+  ObjectEntry& e = *r.it_;
+  e.second.last_access = t_.NextAccess();
+  if (!e.second.Evictable() || s_.lru_tail == &e) return;
+  LruUnlink(e);
+  LruAppend(e);
+}
+
+inline uint64_t ObjectTable::Locked::AddReadPin(Ref r, const ClientId& client) {
+  object_table_internal::AssertHeld(s_);
+  ObjectMeta& m = r.mut();
+  ++m.readers;
+  ++s_.pins[PinKey{m.object_id, client}];
+  return m.object_id;
+}
 
 }  // namespace yb
