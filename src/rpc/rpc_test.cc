@@ -468,16 +468,27 @@ TEST(RpcTest, ParseHostPort) {
   EXPECT_FALSE(ParseHostPort("h:12x").ok());
 }
 
+// An in-process master served on a loopback port.
+class MasterRpcTest : public ::testing::Test {
+ protected:
+  void Serve(RpcMetrics* metrics = nullptr) {
+    RegisterMasterService(server_, *master_, metrics);
+    ASSERT_TRUE(server_.Start().ok());
+  }
+  static RpcServer::Options Loopback() {
+    RpcServer::Options o;
+    o.address = "127.0.0.1";
+    return o;
+  }
+  ManualClock clock_;
+  std::unique_ptr<MasterService> master_ = std::move(MasterService::Create(MasterConfig{}, clock_).value());
+  RpcServer server_{Loopback()};
+};
+
 // The MasterApi over RPC behaves as the in-process one, error codes included.
-TEST(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
-  ManualClock clock;
-  auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
-  RpcServer::Options o;
-  o.address = "127.0.0.1";
-  RpcServer server(o);
-  RegisterMasterService(server, *master);
-  ASSERT_TRUE(server.Start().ok());
-  MasterClient mc("127.0.0.1", server.port(), 2s);
+TEST_F(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
+  Serve();
+  MasterClient mc("127.0.0.1", server_.port(), 2s);
   ClientId id{7, 7};
   auto tenant = mc.RegisterClient({id, "h", "default"});
   ASSERT_TRUE(tenant.ok()) << tenant.status().ToString();
@@ -513,16 +524,10 @@ TEST(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
 }
 
 // The method table: every row named, served and counted, up to the largest id.
-TEST(MasterRpcTest, EveryMethodOfTheTableIsServedAndCounted) {
-  ManualClock clock;
-  auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
-  RpcServer::Options o;
-  o.address = "127.0.0.1";
-  RpcServer server(o);
+TEST_F(MasterRpcTest, EveryMethodOfTheTableIsServedAndCounted) {
   RpcMetrics metrics;
-  RegisterMasterService(server, *master, &metrics);
-  ASSERT_TRUE(server.Start().ok());
-  RpcChannel ch("127.0.0.1", server.port());
+  Serve(&metrics);
+  RpcChannel ch("127.0.0.1", server_.port());
   for (const auto& row : kMasterMethods) {
     const auto id = static_cast<uint16_t>(row.method);
     EXPECT_FALSE(row.name.empty());
@@ -542,19 +547,13 @@ TEST(MasterRpcTest, EveryMethodOfTheTableIsServedAndCounted) {
 }
 
 // The calls that share one method with a mode (Upsert, RemoveAll) keep their meaning over RPC.
-TEST(MasterRpcTest, UpsertMountsAndRemoveWhereOverRpc) {
-  ManualClock clock;
-  auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
-  RpcServer::Options o;
-  o.address = "127.0.0.1";
-  RpcServer server(o);
-  RegisterMasterService(server, *master);
-  ASSERT_TRUE(server.Start().ok());
-  MasterClient mc("127.0.0.1", server.port(), 2s);
+TEST_F(MasterRpcTest, UpsertMountsAndRemoveWhereOverRpc) {
+  Serve();
+  MasterClient mc("127.0.0.1", server_.port(), 2s);
   ClientId id{9, 9};
   CallContext ctx{id, mc.RegisterClient({id, "h", "default"}).value()};
   ASSERT_TRUE(mc.MountSegments(ctx, {{1, "h", 0, 1 << 20, "e:1"}, {2, "h", 0, 1 << 20, "e:2"}}).ok());
-  EXPECT_EQ(master->Stats().segments, 2u);
+  EXPECT_EQ(master_->Stats().segments, 2u);
   for (const char* k : {"a1", "a2", "b1"}) {
     ASSERT_TRUE(mc.PutStart(ctx, k, 100, {}).ok());
     ASSERT_TRUE(mc.PutEnd(ctx, k, std::nullopt).ok());
@@ -567,7 +566,7 @@ TEST(MasterRpcTest, UpsertMountsAndRemoveWhereOverRpc) {
   EXPECT_EQ(info->size, 200u);
   EXPECT_EQ(info->checksum, 5u);
   EXPECT_FALSE(mc.GetReplicaList(ctx, "a2", false)->checksum.has_value());
-  clock.Advance(MasterConfig{}.default_kv_lease_ttl_ms + 1);
+  clock_.Advance(MasterConfig{}.default_kv_lease_ttl_ms + 1);
   EXPECT_EQ(*mc.RemoveByRegex(ctx, "^a", false), 2u);
   EXPECT_EQ(*mc.RemoveAll(ctx, false), 1u);
   auto puts = mc.BatchPutStart(ctx, {"x", "y"}, {10}, {});
