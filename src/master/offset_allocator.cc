@@ -167,6 +167,54 @@ bool OffsetAllocator::Free(uint32_t n) {
   return true;
 }
 
+std::optional<std::vector<uint32_t>> OffsetAllocator::Restore(
+    const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  if (live_allocations_ != 0) return std::nullopt;
+  std::vector<size_t> order(ranges.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a].first < ranges[b].first; });
+  uint64_t end = 0;
+  for (size_t i : order) {
+    const auto [offset, size] = ranges[i];
+    const uint64_t rounded = (size + alignment_ - 1) & ~(alignment_ - 1);
+    if (size == 0 || offset % alignment_ != 0 || offset < end || rounded < size || offset > capacity_ ||
+        rounded > capacity_ - offset) {
+      return std::nullopt;
+    }
+    end = offset + rounded;
+  }
+  // Start over: no free range, no node.
+  bin_heads_.fill(kNoNode);
+  leaf_masks_.fill(0);
+  top_mask_ = 0;
+  free_bytes_ = 0;
+  chunks_.clear();
+  spare_.clear();
+  node_count_ = 0;
+  std::vector<uint32_t> nodes(ranges.size(), kNoNode);
+  uint32_t prev = kNoNode;
+  auto link = [&](uint32_t n) {
+    N(n).nb_prev = prev;
+    if (prev != kNoNode) N(prev).nb_next = n;
+    prev = n;
+  };
+  uint64_t at = 0;
+  for (size_t i : order) {
+    const auto [offset, size] = ranges[i];
+    if (offset > at) link(InsertFree(at, offset - at));
+    uint32_t n = NewNode();
+    N(n).offset = offset;
+    N(n).size = (size + alignment_ - 1) & ~(alignment_ - 1);
+    N(n).used = 1;
+    link(n);
+    nodes[i] = n;
+    at = offset + N(n).size;
+  }
+  if (at < capacity_) link(InsertFree(at, capacity_ - at));
+  live_allocations_ = ranges.size();
+  return nodes;
+}
+
 uint64_t OffsetAllocator::AllocationSize(uint32_t n) const {
   if (n >= node_count_ || !N(n).live || !N(n).used) return 0;
   return N(n).size;

@@ -47,6 +47,11 @@ class OffsetAllocator {
   std::optional<Allocation> Allocate(uint64_t size);
   // Releases an allocation. Returns false (and changes nothing) for a handle that is not live.
   bool Free(uint32_t node);
+  // Rebuilds a fresh allocator (nothing allocated yet) with `ranges` (offset, size) allocated, as
+  // they were when a master restarted: sizes are rounded up to the alignment, and the space between
+  // them is free. Returns each range's handle, in the order given; nullopt (nothing changed) when
+  // a range is misaligned, outside the capacity, or overlaps another.
+  std::optional<std::vector<uint32_t>> Restore(const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
 
   // Rounded size of a live allocation, 0 otherwise.
   uint64_t AllocationSize(uint32_t node) const;
