@@ -12,6 +12,17 @@
 
 namespace yb::rpc {
 
+// A gate's release runs on another thread, maybe after the server stopped: it reaches a session's
+// loop only while the server runs.
+struct RpcServer::Relay {
+  std::mutex mu;
+  bool running = true;  // under mu
+  void RunOn(EventLoop* loop, uint64_t session, std::function<bool(LoopSession&)> fn) {
+    std::lock_guard lock(mu);
+    if (running) loop->RunOn(session, std::move(fn));
+  }
+};
+
 namespace {
 constexpr size_t kInputBuffer = 16 << 10;    // a connection's first read buffer, and how it grows
 constexpr size_t kMaxIdleInput = 256 << 10;  // a larger one goes back to kInputBuffer when emptied
@@ -21,7 +32,9 @@ constexpr size_t kMaxIdleInput = 256 << 10;  // a larger one goes back to kInput
 // concurrently, and its replies go out in order.
 class RpcServer::Session final : public LoopSession {
  public:
-  Session(RpcServer& server, int fd, std::string peer) : server_(server), fd_(fd), peer_(std::move(peer)) {}
+  Session(RpcServer& server, EventLoop& loop, int fd, std::string peer)
+      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
+  ~Session() override { server_.held_.fetch_sub(held_.size(), std::memory_order_relaxed); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -105,6 +118,46 @@ class RpcServer::Session final : public LoopSession {
     }
     reply.body_len = static_cast<uint32_t>(out_.size() - start - kHeaderSize);
     EncodeHeader(reply, reinterpret_cast<uint8_t*>(out_.data() + start));
+    if (ReplyGate* gate = server_.options_.gate) {
+      const uint64_t ticket = gate->TakeTicket();
+      if (ticket != 0 && !gate->Released(ticket)) Hold(ticket, start);
+    }
+  }
+
+  // Moves the reply at out_[start, end) aside until `ticket` is released.
+  void Hold(uint64_t ticket, size_t start) {
+    held_.push_back({ticket, out_.substr(start)});
+    out_.resize(start);
+    server_.held_.fetch_add(1, std::memory_order_relaxed);
+    if (ticket == armed_) return;  // the release already asked for is this one's
+    armed_ = ticket;
+    std::weak_ptr<Relay> relay = server_.relay_;
+    EventLoop* loop = &loop_;
+    const uint64_t id = loop_id();
+    server_.options_.gate->WhenReleased(ticket, [relay, loop, id] {
+      if (auto r = relay.lock()) {
+        r->RunOn(loop, id, [](LoopSession& s) { return static_cast<Session&>(s).Release(); });
+      }
+    });
+  }
+
+  // Sends the held replies that are released now (a later one may be released before an earlier:
+  // replies carry their request ids).
+  bool Release() {
+    ReplyGate* gate = server_.options_.gate;
+    size_t kept = 0;
+    for (auto& h : held_) {
+      if (gate->Released(h.ticket)) {
+        out_ += h.reply;
+        server_.held_.fetch_sub(1, std::memory_order_relaxed);
+      } else {
+        if (&held_[kept] != &h) held_[kept] = std::move(h);
+        ++kept;
+      }
+    }
+    held_.resize(kept);
+    if (held_.empty()) armed_ = 0;
+    return Flush();
   }
 
   // Sends what the socket takes of the unsent replies; false on a broken connection.
@@ -128,14 +181,22 @@ class RpcServer::Session final : public LoopSession {
     return true;
   }
 
+  struct Held {
+    uint64_t ticket;
+    std::string reply;
+  };
+
   RpcServer& server_;
+  EventLoop& loop_;
   const int fd_;
   const std::string peer_;
   std::vector<char> in_;
   size_t in_len_ = 0;
   std::string out_;  // replies; the bytes before out_off_ have been sent
   size_t out_off_ = 0;
-  bool paused_ = false;  // not reading: too many replies wait for the peer to read
+  bool paused_ = false;     // not reading: too many replies wait for the peer to read
+  std::vector<Held> held_;  // replies waiting for the gate, oldest first
+  uint64_t armed_ = 0;      // the ticket a release was last asked for
 };
 
 RpcServer::RpcServer(Options options) : options_(std::move(options)) {}
@@ -154,8 +215,9 @@ Status RpcServer::Start() {
   go.threads = options_.threads;
   go.pin_to_cpus = options_.pin_to_cpus;
   go.max_connections = options_.max_connections;
-  auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop&, int fd, std::string peer) {
-    return std::make_unique<Session>(*this, fd, std::move(peer));
+  relay_ = std::make_shared<Relay>();
+  auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
+    return std::make_unique<Session>(*this, loop, fd, std::move(peer));
   });
   if (Status st = group->Start(); !st.ok()) return st;
   group_ = std::move(group);
@@ -163,6 +225,10 @@ Status RpcServer::Start() {
 }
 
 void RpcServer::Stop() {
+  if (relay_) {
+    std::lock_guard lock(relay_->mu);
+    relay_->running = false;  // a release still to come finds no loop
+  }
   if (group_) group_->Stop();  // no connection comes in, then the open ones close
 }
 

@@ -7,6 +7,11 @@
 // thread. A malformed or oversized frame closes that connection (and is logged); other
 // connections are unaffected. Past max_connections a new connection is closed at once.
 // Handlers run on the server's threads and must be thread-safe. Start/Stop from one thread.
+//
+// With a ReplyGate (the master's metadata log), the reply to a call whose handler made a change
+// is held until the gate releases the change (it is durable), while the connection and the others
+// of its thread go on being served; held replies are sent as they are released (a connection's
+// replies may then arrive out of order: they carry their request ids).
 #pragma once
 
 #include <atomic>
@@ -22,6 +27,17 @@
 #include "yuebing/status.h"
 
 namespace yb::rpc {
+
+// What a reply must wait for. Tickets are the gate's own numbers; 0 is "nothing".
+class ReplyGate {
+ public:
+  virtual ~ReplyGate() = default;
+  // What the handler that just ran on this thread must wait for (and resets it).
+  virtual uint64_t TakeTicket() = 0;
+  virtual bool Released(uint64_t ticket) const = 0;
+  // Calls `fn` once `ticket` is released: at once if it is, else later from another thread.
+  virtual void WhenReleased(uint64_t ticket, std::function<void()> fn) = 0;
+};
 
 class RpcServer {
  public:
@@ -50,6 +66,8 @@ class RpcServer {
     std::function<void()> on_reads_paused;
     // Called (on the accepting thread) after each failed accept, before the pause that follows it.
     std::function<void()> on_accept_failed;
+    // Holds replies until what their calls changed is durable; must outlive the server.
+    ReplyGate* gate = nullptr;
   };
 
   explicit RpcServer(Options options);
@@ -74,15 +92,21 @@ class RpcServer {
   // Accepts that failed (e.g. out of file descriptors); each is followed by a pause of 10 ms,
   // doubling up to 1 s while they keep failing.
   uint64_t accept_failures() const { return group_ ? group_->accept_failures() : 0; }
+  // Replies held for the gate and not yet sent.
+  uint64_t held_replies() const { return held_.load(std::memory_order_relaxed); }
 
  private:
   class Session;
+  struct Relay;
 
   Options options_;
   std::unordered_map<uint16_t, Handler> handlers_;
   std::unique_ptr<LoopGroup> group_;
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> reads_paused_{0};
+  std::atomic<uint64_t> held_{0};
+  // Where a gate's release finds a session's loop; outlives the server while releases are pending.
+  std::shared_ptr<Relay> relay_;
 };
 
 }  // namespace yb::rpc
