@@ -57,6 +57,10 @@ struct SegmentDesc {
   uint64_t base = 0;  // owner's address of byte 0 (opaque to the master)
   uint64_t size = 0;
   std::string endpoint;  // where its transfer server listens ("local" in one process)
+  // The memory behind the segment: a random number the owner draws when it maps the memory. A
+  // master that restarted keeps the objects of a segment re-mounted with the same id and
+  // incarnation (the owner kept its memory), and drops them otherwise.
+  uint64_t incarnation = 0;
 };
 
 // Where one replica of an object lives.

@@ -42,9 +42,13 @@ Status Membership::MountPool() {
                                        " bytes: not that much memory free?");
   }
   std::mt19937_64 rng(std::random_device{}() ^ id_.lo);
+  // This mapping of the memory: a master that restarted keeps the objects of segments re-mounted
+  // with it, and drops those of a client that came back with fresh memory.
+  const uint64_t incarnation = rng() | 1;
   for (uint64_t off = 0; off < config_.global_segment_size; off += config_.segment_chunk_size) {
     uint64_t size = std::min(config_.segment_chunk_size, config_.global_segment_size - off);
-    SegmentDesc d{rng() | 1, config_.local_hostname, reinterpret_cast<uint64_t>(pool_->data() + off), size, endpoint_};
+    SegmentDesc d{rng() | 1,  config_.local_hostname, reinterpret_cast<uint64_t>(pool_->data() + off), size, endpoint_,
+                  incarnation};
     local_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
     if (served_) served_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
     Status st = master_->MountSegment(ctx(), d);

@@ -147,10 +147,11 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   auto s = table_.Lock(hk);
   Status own = CheckWriter(s, hk, ctx, key);
   if (!own.ok()) return own;
-  PendingPut put = s.TakePending(hk);
-  if (put.replicas.empty()) {
+  if (s.FindPending(hk)->replicas.empty()) {
+    (void)s.TakePending(hk);
     return Status(Code::kInvalidWrite, "every replica of key " + Quote(key) + " was lost to an unmount");
   }
+  PendingPut put = s.TakePending(hk, /*to_publish=*/true);
   if (auto old = s.Find(hk)) {  // upsert: readers of the old value keep its bytes
     DropDiskCopiesLocked(s, old);
     s.Remove(old);
@@ -172,7 +173,7 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   meta.object_id = table_.NextObjectId();
   for (auto& r : put.replicas) r.set_status(ReplicaStatus::kComplete);
   meta.SetReplicas(put.replicas);
-  auto e = s.Publish(hk, std::move(meta));
+  auto e = s.Publish(hk, std::move(meta), /*ends_put=*/true);
   if (config_.enable_offload) QueueEagerOffloadLocked(s, e);
   return Status::OK();
 }
@@ -206,9 +207,12 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   info.replicas.reserve(m.n_replicas);
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
-    if (r.status() != ReplicaStatus::kComplete) continue;
-    ReplicaDesc d = Describe(r, m.size);
-    if (d.segment != 0) info.replicas.push_back(d);  // 0: its segment is being unmounted
+    if (r.status() != ReplicaStatus::kComplete || !segments_.Serving(r.segment())) continue;
+    info.replicas.push_back(Describe(r, m.size));
+  }
+  if (info.replicas.empty()) {
+    // Its segments are being unmounted, or after our restart their owners have not re-mounted them.
+    return Status(Code::kReplicaNotReady, "key " + Quote(key) + " has no replica to read yet");
   }
   s.ExtendLease(obj, now + config_.default_kv_lease_ttl_ms);
   if (m.flags & kSoftPin) s.SetSoftPinDeadline(obj, now + config_.default_kv_soft_pin_ttl_ms);

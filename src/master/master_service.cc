@@ -70,6 +70,14 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx) {
 Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
   if (ctx.client.empty()) return Status(Code::kInvalidParams, "client id is empty");
   clients_.Touch(ctx.client);
+  if (segments_.Stale(ctx.client, seg)) {
+    // Its owner came back after our restart with other memory behind the segment: what we
+    // recovered on it is gone.
+    YB_LOG_WARN("segment {} of client {} came back with other memory: its recovered replicas are dropped", seg.id,
+                ctx.client.ToString());
+    auto ref = segments_.Unmount(ctx.client, seg.id);
+    if (ref.ok()) DropSegmentEverywhere(*ref);
+  }
   return segments_.Mount(ctx.client, seg);
 }
 
@@ -176,6 +184,7 @@ void MasterService::UnpinForgottenClients() {
 }
 
 void MasterService::RunBackgroundOnce() {
+  ExpireRecoveredOnce();
   LivenessOnce();
   ReclaimOnce();
   evictor_.RunOnce();

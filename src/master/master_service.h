@@ -7,6 +7,12 @@
 //
 // Keys live in a tenant namespace: the table key is a 2-byte tenant index followed by the key.
 //
+// Durability: with a MetaSink (SetSink), every change to what readers see or to where bytes
+// live is appended as a record (master/meta_sink.h says where). A master that restarted is built
+// from the image those records make (Load) before it serves; its segments come back restored,
+// and what is on them is readable again once their owners re-mount them with their memory kept
+// (ExpireRecoveredOnce drops the segments of owners that did not come back within client_ttl).
+//
 // Lock order: Evictor's run lock, then one object-table shard (through its accessor, never two),
 // then any of the leaves: discarded_mu_, SegmentManager (its table lock, then one segment's),
 // OffloadQueues, ClientRegistry, TenantRegistry. A leaf calls nothing while it holds its lock.
@@ -24,6 +30,8 @@
 #include "master/client_registry.h"
 #include "master/evictor.h"
 #include "master/master_config.h"
+#include "master/master_image.h"
+#include "master/meta_sink.h"
 #include "master/object_table.h"
 #include "master/offload_queues.h"
 #include "master/segment_manager.h"
@@ -99,6 +107,16 @@ class MasterService final : public MasterApi {
   Result<bool> ExistKey(const CallContext& ctx, const std::string& key);
   Status Remove(const CallContext& ctx, const std::string& key, bool force);
 
+  // Durability (see the class comment). Load before serving and before SetSink.
+  Status Load(const MasterImage& image);
+  void SetSink(MetaSink* sink);
+  // The whole state as records (tenants, segments, then each shard's objects, unfinished Puts
+  // and away copies), for a snapshot; safe while serving (shards are visited one at a time).
+  void WriteImage(const std::function<void(const pb::LogRecord&)>& emit);
+  // Drops the restored segments whose owners did not re-mount them within client_ttl of Load.
+  // Returns how many.
+  uint64_t ExpireRecoveredOnce();
+
   // Administration.
   Status SetTenantQuota(const std::string& tenant, uint64_t bytes) { return tenants_.SetQuota(tenant, bytes); }
   uint64_t TenantUsed(TenantIndex t) const { return tenants_.used(t); }
@@ -114,6 +132,8 @@ class MasterService final : public MasterApi {
 
   Evictor& evictor() { return evictor_; }
   MasterStats Stats() const;
+  // Above every object id given out so far (a snapshot's floor for the next ones).
+  uint64_t next_object_id() const { return table_.next_object_id(); }
   const MasterConfig& config() const { return config_; }
 
  private:
@@ -181,6 +201,7 @@ class MasterService final : public MasterApi {
   std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};
   std::atomic<uint64_t> disk_dropped_{0};
+  std::atomic<TimeMs> recovered_deadline_{0};  // restored segments unconfirmed by then are dropped
 };
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.

@@ -1,5 +1,7 @@
 #include "master/object_table.h"
 
+#include <google/protobuf/arena.h>
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -57,7 +59,6 @@ std::vector<StoredReplica> ObjectMeta::TakeReplicas() {
   return out;
 }
 
-
 ObjectTable::ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size_t shards, size_t away_limit)
     : segments_(segments), tenants_(tenants), away_limit_(away_limit) {
   shards_.reserve(shards);
@@ -67,6 +68,140 @@ ObjectTable::ObjectTable(SegmentManager& segments, TenantRegistry& tenants, size
 ObjectTable::~ObjectTable() = default;
 
 using object_table_internal::AssertHeld;
+
+void ObjectTable::RaiseNextObjectId(uint64_t next) {
+  uint64_t cur = next_object_id_.load(std::memory_order_relaxed);
+  while (cur < next && !next_object_id_.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
+  }
+}
+
+// ---- records for the sink
+
+namespace {
+
+// A record built on this thread's arena: appending one allocates nothing on the heap.
+class Scratch {
+ public:
+  pb::LogRecord* Fresh() {
+    arena_.Reset();
+    return google::protobuf::Arena::CreateMessage<pb::LogRecord>(&arena_);
+  }
+
+ private:
+  alignas(8) char initial_[8192];
+  google::protobuf::Arena arena_{initial_, sizeof(initial_)};
+};
+thread_local Scratch tls_scratch;
+
+// What of an object's flags is part of its value; the offload bits are rebuilt.
+constexpr uint8_t kLoggedFlags = kHardPin | kSoftPin | kHasChecksum | kDiskChecksum;
+
+}  // namespace
+
+void ObjectTable::Locked::LogObject(const ObjectEntry& e, bool ends_put) {
+  if (!t_.sink_) return;
+  pb::LogRecord* rec = tls_scratch.Fresh();
+  BuildObject(e, ends_put ? rec->mutable_published() : rec->mutable_object());
+  t_.sink_->Append(*rec);
+}
+
+void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) const {
+  const ObjectMeta& m = e.second;
+  o->set_key(e.first.data(), e.first.size());
+  o->set_size(m.size);
+  o->set_checksum(m.checksum);
+  o->set_flags(m.flags & kLoggedFlags);
+  o->set_object_id(m.object_id);
+  o->set_tenant(m.tenant);
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const StoredReplica& r = m.replica(i);
+    SegmentId id = t_.segments_.IdOf(r.segment());
+    if (id == 0) continue;  // its segment is being unmounted: never read again
+    pb::LogReplica* lr = o->add_replicas();
+    lr->set_kind(static_cast<uint32_t>(r.kind()));
+    lr->set_segment(id);
+    lr->set_offset(r.offset());
+  }
+}
+
+void ObjectTable::Locked::LogObjectGone(std::string_view table_key) {
+  if (!t_.sink_) return;
+  pb::LogRecord* rec = tls_scratch.Fresh();
+  rec->set_object_gone(table_key.data(), table_key.size());
+  t_.sink_->Append(*rec);
+}
+
+void ObjectTable::Locked::LogPending(std::string_view table_key, const PendingPut& p) {
+  if (!t_.sink_) return;
+  pb::LogRecord* rec = tls_scratch.Fresh();
+  BuildPending(table_key, p, rec->mutable_pending());
+  t_.sink_->Append(*rec);
+}
+
+void ObjectTable::Locked::BuildPending(std::string_view table_key, const PendingPut& p, pb::LogPending* lp) const {
+  lp->set_key(table_key.data(), table_key.size());
+  lp->set_writer_hi(p.writer.hi);
+  lp->set_writer_lo(p.writer.lo);
+  lp->set_size(p.size);
+  lp->set_tenant(p.tenant);
+  lp->set_flags(p.flags);
+  lp->set_upsert(p.upsert);
+  for (const StoredReplica& r : p.replicas) {
+    SegmentId id = t_.segments_.IdOf(r.segment());
+    if (id == 0) continue;
+    pb::LogReplica* lr = lp->add_replicas();
+    lr->set_kind(static_cast<uint32_t>(r.kind()));
+    lr->set_segment(id);
+    lr->set_offset(r.offset());
+  }
+}
+
+void ObjectTable::Locked::LogPendingGone(std::string_view table_key) {
+  if (!t_.sink_) return;
+  pb::LogRecord* rec = tls_scratch.Fresh();
+  rec->set_pending_gone(table_key.data(), table_key.size());
+  t_.sink_->Append(*rec);
+}
+
+void ObjectTable::Locked::LogAway(std::string_view table_key) {
+  if (!t_.sink_) return;
+  AssertHeld(s_);
+  pb::LogRecord* rec = tls_scratch.Fresh();
+  auto it = s_.away.find(HashedKey(table_key));
+  static const std::vector<AwayCopy> kNone;
+  BuildAway(table_key, it != s_.away.end() ? it->second : kNone, rec->mutable_away());
+  t_.sink_->Append(*rec);
+}
+
+void ObjectTable::Locked::BuildAway(std::string_view table_key, const std::vector<AwayCopy>& copies,
+                                    pb::LogAway* la) const {
+  la->set_key(table_key.data(), table_key.size());
+  for (const AwayCopy& c : copies) {
+    pb::LogAwayCopy* lc = la->add_copies();
+    lc->set_has_checksum(c.checksum.has_value());
+    lc->set_checksum(c.checksum.value_or(0));
+    lc->set_superseded(c.superseded);
+  }
+}
+
+void ObjectTable::Locked::Dump(const std::function<void(const pb::LogRecord&)>& emit) const {
+  AssertHeld(s_);
+  for (const auto& e : s_.objects) {
+    pb::LogRecord* rec = tls_scratch.Fresh();
+    BuildObject(e, rec->mutable_object());
+    emit(*rec);
+  }
+  for (const auto& [k, p] : s_.pending) {
+    pb::LogRecord* rec = tls_scratch.Fresh();
+    BuildPending(k, p, rec->mutable_pending());
+    emit(*rec);
+  }
+  for (const auto& [k, copies] : s_.away) {
+    pb::LogRecord* rec = tls_scratch.Fresh();
+    BuildAway(k, copies, rec->mutable_away());
+    emit(*rec);
+  }
+}
 
 void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas) {
   uint64_t memory = 0;
@@ -112,14 +247,16 @@ bool ObjectTable::Locked::ForEachLeastRecent(const std::function<bool(const Obje
 
 void ObjectTable::Locked::AddPending(const HashedKey& k, PendingPut put) {
   AssertHeld(s_);
-  s_.pending.emplace(std::string(k.key), std::move(put));
+  auto it = s_.pending.emplace(std::string(k.key), std::move(put)).first;
+  LogPending(it->first, it->second);
 }
 
-PendingPut ObjectTable::Locked::TakePending(const HashedKey& k) {
+PendingPut ObjectTable::Locked::TakePending(const HashedKey& k, bool to_publish) {
   AssertHeld(s_);
   auto p = s_.pending.find(k);
   PendingPut put = std::move(p->second);
   s_.pending.erase(p);
+  if (!to_publish) LogPendingGone(k.key);
   return put;
 }
 
@@ -129,6 +266,7 @@ bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
   if (p == s_.pending.end()) return false;
   t_.FreeReplicas(p->second.tenant, p->second.size, p->second.replicas);
   s_.pending.erase(p);
+  LogPendingGone(k.key);
   return true;
 }
 
@@ -141,6 +279,7 @@ uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const Pen
       continue;
     }
     t_.FreeReplicas(it->second.tenant, it->second.size, it->second.replicas);
+    LogPendingGone(it->first);
     it = s_.pending.erase(it);
     ++n;
   }
@@ -161,13 +300,30 @@ void ObjectTable::Locked::Relink(ObjectEntry& e) {
 
 // ---- published objects
 
-ObjectTable::Ref ObjectTable::Locked::Publish(const HashedKey& k, ObjectMeta meta) {
+ObjectTable::Ref ObjectTable::Locked::Publish(const HashedKey& k, ObjectMeta meta, bool ends_put) {
+  Ref r = RestoreObject(k, std::move(meta));
+  LogObject(r.entry(), ends_put);
+  return r;
+}
+
+ObjectTable::Ref ObjectTable::Locked::RestoreObject(const HashedKey& k, ObjectMeta meta) {
   AssertHeld(s_);
   meta.last_access = t_.NextAccess();
   auto [it, inserted] = s_.objects.emplace(k, std::move(meta));
   t_.objects_.fetch_add(1, std::memory_order_relaxed);
   if (it->second.Evictable()) LruAppend(*it);
   return Ref(it, true);
+}
+
+void ObjectTable::Locked::RestorePending(const HashedKey& k, PendingPut put) {
+  AssertHeld(s_);
+  s_.pending.emplace(std::string(k.key), std::move(put));
+}
+
+void ObjectTable::Locked::RestoreAway(const HashedKey& k, std::vector<AwayCopy> copies) {
+  AssertHeld(s_);
+  t_.away_copies_.fetch_add(copies.size(), std::memory_order_relaxed);
+  s_.away[std::string(k.key)] = std::move(copies);
 }
 
 void ObjectTable::Locked::Remove(Ref r) {
@@ -181,6 +337,7 @@ void ObjectTable::Locked::Remove(Ref r) {
   } else {
     t_.FreeReplicas(m.tenant, m.size, replicas);
   }
+  LogObjectGone(r.key());
   s_.objects.erase(r.it_);
   t_.objects_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -189,6 +346,7 @@ void ObjectTable::Locked::SetReplicas(Ref r, const std::vector<StoredReplica>& k
   if (keep.empty()) return Remove(r);
   r.mut().SetReplicas(keep);
   Relink(*r.it_);
+  LogObject(r.entry());
 }
 
 void ObjectTable::Locked::DropMemoryReplicas(Ref r) {
@@ -222,6 +380,7 @@ void ObjectTable::Locked::SetDiskChecksum(Ref r, uint64_t checksum) {
   ObjectMeta& m = r.mut();
   m.checksum = checksum;
   m.flags |= kDiskChecksum;
+  LogObject(r.entry());
 }
 
 namespace {
@@ -234,7 +393,6 @@ void ObjectTable::Locked::ClearOffloadFlags(Ref r, uint8_t bits) {
 }
 
 // ---- readers
-
 
 bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref live) {
   AssertHeld(s_);
@@ -324,11 +482,12 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::functio
   }
   for (auto& entry : s_.pending) {
     PendingPut& p = entry.second;
-    std::erase_if(p.replicas, [&](const StoredReplica& r) {
+    size_t erased = std::erase_if(p.replicas, [&](const StoredReplica& r) {
       if (r.segment() != segment) return false;
       t_.tenants_.Release(p.tenant, p.size);
       return true;
     });
+    if (erased > 0) LogPending(entry.first, p);
   }
   for (auto& entry : s_.zombies) {
     Zombie& z = entry.second;
@@ -343,8 +502,7 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::functio
 
 // ---- away copies
 
-void ObjectTable::Locked::NoteAwayCopy(std::string_view table_key, std::optional<uint64_t> checksum,
-                                       bool superseded) {
+void ObjectTable::Locked::NoteAwayCopy(std::string_view table_key, std::optional<uint64_t> checksum, bool superseded) {
   AssertHeld(s_);
   if (t_.away_copies_.load(std::memory_order_relaxed) >= t_.away_limit_) {
     const uint64_t n = t_.away_untracked_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -360,6 +518,7 @@ void ObjectTable::Locked::NoteAwayCopy(std::string_view table_key, std::optional
   if (it == s_.away.end()) it = s_.away.emplace(std::string(table_key), std::vector<AwayCopy>{}).first;
   it->second.push_back(AwayCopy{checksum, superseded});
   t_.away_copies_.fetch_add(1, std::memory_order_relaxed);
+  LogAway(table_key);
 }
 
 void ObjectTable::Locked::SupersedeAwayCopies(std::string_view table_key) {
@@ -368,6 +527,7 @@ void ObjectTable::Locked::SupersedeAwayCopies(std::string_view table_key) {
   auto it = s_.away.find(HashedKey(table_key));
   if (it == s_.away.end()) return;
   for (AwayCopy& c : it->second) c.superseded = true;
+  LogAway(table_key);
 }
 
 void ObjectTable::Locked::SupersedeAbsentAwayCopiesIf(const std::function<bool(std::string_view)>& match) {
@@ -375,6 +535,7 @@ void ObjectTable::Locked::SupersedeAbsentAwayCopiesIf(const std::function<bool(s
   for (auto& [ik, copies] : s_.away) {
     if (match(ik) && s_.objects.find(HashedKey(ik)) == s_.objects.end()) {
       for (AwayCopy& c : copies) c.superseded = true;
+      LogAway(ik);
     }
   }
 }
@@ -393,6 +554,7 @@ std::optional<bool> ObjectTable::Locked::TakeAwayCopy(const HashedKey& k, uint64
   copies.erase(match);
   if (copies.empty()) s_.away.erase(it);
   t_.away_copies_.fetch_sub(1, std::memory_order_relaxed);
+  LogAway(k.key);
   return superseded;
 }
 

@@ -8,7 +8,11 @@
 //   away     - disk copies whose owner went away (AwayCopy).
 // The shard is private: callers lock one through Lock()/LockShard(), which return a Locked
 // accessor, and read and change it only through the accessor's named operations. The table frees
-// space through the SegmentManager and returns quota through the TenantRegistry.
+// space through the SegmentManager and returns quota through the TenantRegistry. With a MetaSink,
+// each operation that changes what readers see or where bytes live appends the key's new state
+// (proto/metalog.proto) while it holds the shard: the metadata log's one source for objects,
+// unfinished Puts and away copies. Leases, recency, read pins and the SSD tier's offload bits
+// are not recorded.
 // Lock order: a shard mutex, then the locks of SegmentManager, OffloadQueues, ClientRegistry and
 // TenantRegistry (each leaf: none calls out while holding its own). Never two shards at once.
 #pragma once
@@ -28,6 +32,7 @@
 #include "common/hash.h"
 #include "common/thread_annotations.h"
 #include "master/inline_key_map.h"
+#include "master/meta_sink.h"
 #include "master/segment_manager.h"
 #include "master/tenants.h"
 
@@ -209,15 +214,18 @@ class ObjectTable {
     // ---- Puts in progress (invisible to readers; the key is reserved)
     void AddPending(const HashedKey& k, PendingPut put);
     // Takes a Put out of the table, its space still reserved (the caller frees or keeps it).
-    PendingPut TakePending(const HashedKey& k);
+    // `to_publish`: the caller publishes it (Publish with ends_put) under this same accessor, and the
+    // two are recorded as one change.
+    PendingPut TakePending(const HashedKey& k, bool to_publish = false);
     // Ends a Put and frees its space. False if there is none.
     bool RevokePending(const HashedKey& k);
     // Revokes every Put for which `pred` holds, calling it once per Put. Returns how many.
     uint64_t RevokePendingIf(const std::function<bool(const PendingPut&)>& pred);
 
     // ---- published objects
-    // Publishes a new object (the key must be free) and puts it on the recency list.
-    Ref Publish(const HashedKey& k, ObjectMeta meta);
+    // Publishes a new object (the key must be free) and puts it on the recency list. `ends_put`: it
+    // is the Put just taken with TakePending(k, true).
+    Ref Publish(const HashedKey& k, ObjectMeta meta, bool ends_put = false);
     // Removes an object. Its bytes are freed now, or when its last reader ends.
     void Remove(Ref r);
     // Frees an object's MEMORY replicas and keeps the others (disk copies); an object left with no
@@ -254,6 +262,14 @@ class ObjectTable {
     // LOCAL_DISK replica, before it changes. Returns objects removed.
     uint64_t DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy = {});
 
+    // ---- the whole shard, for a snapshot and a restart (recorded nowhere)
+    // The shard's state as records (its objects, unfinished Puts and away copies), for a snapshot.
+    void Dump(const std::function<void(const pb::LogRecord&)>& emit) const;
+    // A published object, an unfinished Put or away copies as a restarted master found them.
+    Ref RestoreObject(const HashedKey& k, ObjectMeta meta);
+    void RestorePending(const HashedKey& k, PendingPut put);
+    void RestoreAway(const HashedKey& k, std::vector<AwayCopy> copies);
+
     // ---- away copies (AwayCopy)
     void NoteAwayCopy(std::string_view table_key, std::optional<uint64_t> checksum, bool superseded);
     // The key was removed or given a new value: its copies still away hold an older state of it.
@@ -272,6 +288,15 @@ class ObjectTable {
     void LruAppend(ObjectEntry& e);
     void Relink(ObjectEntry& e);
     void SetReplicas(Ref r, const std::vector<StoredReplica>& keep);
+    // Records of what changed, for the sink (no-ops without one).
+    void LogObject(const ObjectEntry& e, bool ends_put = false);
+    void LogObjectGone(std::string_view table_key);
+    void LogPending(std::string_view table_key, const PendingPut& p);
+    void LogPendingGone(std::string_view table_key);
+    void LogAway(std::string_view table_key);
+    void BuildObject(const ObjectEntry& e, pb::LogObject* out) const;
+    void BuildPending(std::string_view table_key, const PendingPut& p, pb::LogPending* out) const;
+    void BuildAway(std::string_view table_key, const std::vector<AwayCopy>& copies, pb::LogAway* out) const;
 
     ObjectTable& t_;
     Shard& s_;
@@ -293,11 +318,20 @@ class ObjectTable {
   // the table no longer lists (a Put taken over); needs no shard lock.
   void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas);
 
+  // Where changes are recorded; null (the default): nowhere. Set before the table is used from
+  // several threads (after a restart, once the recovered state is loaded).
+  void SetSink(MetaSink* sink) { sink_ = sink; }
+  MetaSink* sink() const { return sink_; }
+  // Object ids start at `next` or above (every id recovered after a restart is below it).
+  void RaiseNextObjectId(uint64_t next);
+  uint64_t next_object_id() const { return next_object_id_.load(std::memory_order_relaxed); }
+
  private:
   uint64_t NextAccess() { return access_seq_.fetch_add(1, std::memory_order_relaxed); }
 
   SegmentManager& segments_;
   TenantRegistry& tenants_;
+  MetaSink* sink_ = nullptr;
   const size_t away_limit_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<uint64_t> next_object_id_{1};
@@ -323,15 +357,14 @@ struct ObjectTable::Shard {
   std::unordered_map<PinKey, uint32_t, PinKeyHash> pins GUARDED_BY(mu);
   std::unordered_map<uint64_t, Zombie> zombies GUARDED_BY(mu);
   std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away GUARDED_BY(mu);  // by table key
-  ObjectEntry* lru_head GUARDED_BY(mu) = nullptr;  // least recently used
+  ObjectEntry* lru_head GUARDED_BY(mu) = nullptr;                                              // least recently used
   ObjectEntry* lru_tail GUARDED_BY(mu) = nullptr;
 };
 
 inline ObjectTable::Locked ObjectTable::Lock(const HashedKey& k) { return Locked(*this, *shards_[ShardIndex(k)]); }
 inline ObjectTable::Locked ObjectTable::LockShard(size_t i) { return Locked(*this, *shards_[i]); }
 
-inline ObjectTable::Locked::Locked(ObjectTable& table, Shard& shard) NO_THREAD_SAFETY_ANALYSIS : t_(table),
-                                                                                                   s_(shard) {
+inline ObjectTable::Locked::Locked(ObjectTable& table, Shard& shard) NO_THREAD_SAFETY_ANALYSIS : t_(table), s_(shard) {
   s_.mu.lock();
 }
 inline ObjectTable::Locked::~Locked() NO_THREAD_SAFETY_ANALYSIS { s_.mu.unlock(); }

@@ -16,7 +16,8 @@ SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uin
       by_slot_(kMaxSegments),
       slot_gen_(kMaxSegments, 0),
       slot_ref_(std::make_unique<std::atomic<uint32_t>[]>(kMaxSegments)),
-      slot_id_(std::make_unique<std::atomic<uint64_t>[]>(kMaxSegments)) {
+      slot_id_(std::make_unique<std::atomic<uint64_t>[]>(kMaxSegments)),
+      slot_serving_(std::make_unique<std::atomic<bool>[]>(kMaxSegments)) {
   // Slot 0 is never used, so that a zero SegmentRef means "none".
   for (uint32_t i = kMaxSegments - 1; i >= 1; --i) free_slots_.push_back(static_cast<uint16_t>(i));
 }
@@ -26,6 +27,107 @@ SegmentId SegmentManager::IdOf(SegmentRef ref) const {
   if (slot == 0 || slot_ref_[slot].load(std::memory_order_acquire) != ref) return 0;
   SegmentId id = slot_id_[slot].load(std::memory_order_acquire);
   return slot_ref_[slot].load(std::memory_order_acquire) == ref ? id : 0;
+}
+
+bool SegmentManager::Serving(SegmentRef ref) const {
+  uint32_t slot = SlotOf(ref);
+  if (slot == 0 || slot_ref_[slot].load(std::memory_order_acquire) != ref) return false;
+  bool serving = slot_serving_[slot].load(std::memory_order_acquire);
+  return serving && slot_ref_[slot].load(std::memory_order_acquire) == ref;
+}
+
+void SegmentManager::LogLocked(const Segment& seg) const {
+  if (!sink_) return;
+  pb::LogRecord rec;
+  pb::LogSegment* s = rec.mutable_segment();
+  s->set_id(seg.desc.id);
+  s->set_name(seg.desc.name);
+  s->set_base(seg.desc.base);
+  s->set_size(seg.desc.size);
+  s->set_endpoint(seg.desc.endpoint);
+  s->set_owner_hi(seg.owner.hi);
+  s->set_owner_lo(seg.owner.lo);
+  s->set_incarnation(seg.desc.incarnation);
+  sink_->Append(rec);
+}
+
+Status SegmentManager::AddLocked(std::shared_ptr<Segment> seg) {
+  if (free_slots_.empty()) return Status(Code::kNoAvailableHandle, "too many segments mounted");
+  uint16_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  seg->ref = (static_cast<uint32_t>(++slot_gen_[slot]) << 16) | slot;
+  slot_id_[slot].store(seg->desc.id, std::memory_order_release);
+  slot_serving_[slot].store(seg->confirmed, std::memory_order_release);
+  slot_ref_[slot].store(seg->ref, std::memory_order_release);
+  by_slot_[slot] = seg;
+  capacity_.fetch_add(seg->capacity, std::memory_order_relaxed);
+  {
+    MutexLock seg_lock(seg->mu);
+    allocated_.fetch_add(seg->capacity - seg->alloc.free_bytes(), std::memory_order_relaxed);
+  }
+  const SegmentId id = seg->desc.id;
+  by_id_.emplace(id, std::move(seg));
+  RebuildListLocked();
+  return Status::OK();
+}
+
+bool SegmentManager::Stale(const ClientId& owner, const SegmentDesc& desc) const {
+  ReaderLock lock(mu_);
+  auto it = by_id_.find(desc.id);
+  if (it == by_id_.end() || it->second->confirmed || !(it->second->owner == owner)) return false;
+  return it->second->desc.size != desc.size || it->second->desc.incarnation != desc.incarnation;
+}
+
+Result<SegmentManager::Restored> SegmentManager::Restore(const ClientId& owner, const SegmentDesc& desc,
+                                                         const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  if (desc.size < alignment_ || desc.name.empty() || desc.size >= (1ULL << 56)) {
+    return Status(Code::kInvalidParams, "recovered segment " + std::to_string(desc.id) + " is malformed");
+  }
+  auto seg = std::make_shared<Segment>(desc, owner, alignment_);
+  seg->confirmed = false;
+  Restored out;
+  {
+    MutexLock seg_lock(seg->mu);
+    auto nodes = seg->alloc.Restore(ranges);
+    if (!nodes) {
+      return Status(Code::kInvalidParams,
+                    "recovered replicas of segment " + std::to_string(desc.id) + " overlap or lie outside it");
+    }
+    out.nodes = std::move(*nodes);
+    seg->free_bytes.store(seg->alloc.free_bytes(), std::memory_order_relaxed);
+  }
+  WriterLock lock(mu_);
+  if (by_id_.count(desc.id)) return Status(Code::kSegmentAlreadyExists, "segment recovered twice");
+  YB_RETURN_IF_ERROR(AddLocked(seg));
+  out.ref = seg->ref;
+  return out;
+}
+
+std::vector<std::pair<SegmentId, ClientId>> SegmentManager::Unconfirmed() const {
+  ReaderLock lock(mu_);
+  std::vector<std::pair<SegmentId, ClientId>> out;
+  for (const auto& [id, seg] : by_id_) {
+    if (!seg->confirmed) out.emplace_back(id, seg->owner);
+  }
+  return out;
+}
+
+std::vector<pb::LogSegment> SegmentManager::Records() const {
+  ReaderLock lock(mu_);
+  std::vector<pb::LogSegment> out;
+  for (const auto& [id, seg] : by_id_) {
+    pb::LogSegment s;
+    s.set_id(seg->desc.id);
+    s.set_name(seg->desc.name);
+    s.set_base(seg->desc.base);
+    s.set_size(seg->desc.size);
+    s.set_endpoint(seg->desc.endpoint);
+    s.set_owner_hi(seg->owner.hi);
+    s.set_owner_lo(seg->owner.lo);
+    s.set_incarnation(seg->desc.incarnation);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
@@ -38,20 +140,28 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   WriterLock lock(mu_);
   auto it = by_id_.find(desc.id);
   if (it != by_id_.end()) {
-    if (it->second->owner == owner && it->second->desc.size == desc.size) return Status::OK();
-    return Status(Code::kSegmentAlreadyExists, "segment " + std::to_string(desc.id) + " is already mounted");
+    Segment& seg = *it->second;
+    if (!seg.confirmed && seg.owner == owner && seg.desc.size == desc.size &&
+        seg.desc.incarnation == desc.incarnation) {
+      // Its owner kept its memory across our restart: what we recovered on it is readable again.
+      seg.confirmed = true;
+      seg.desc.endpoint = desc.endpoint;
+      seg.desc.base = desc.base;
+      slot_serving_[SlotOf(seg.ref)].store(true, std::memory_order_release);
+      RebuildListLocked();
+      LogLocked(seg);
+      YB_LOG_INFO("segment {} '{}' re-mounted by client {} with its contents", desc.id, desc.name, owner.ToString());
+      return Status::OK();
+    }
+    if (seg.confirmed && seg.owner == owner && seg.desc.size == desc.size) return Status::OK();
+    return Status(Code::kSegmentAlreadyExists, "segment " + std::to_string(desc.id) +
+                                                   (seg.confirmed ? " is already mounted"
+                                                                  : " was mounted before the master restarted "
+                                                                    "by another client or with other memory"));
   }
-  if (free_slots_.empty()) return Status(Code::kNoAvailableHandle, "too many segments mounted");
-  uint16_t slot = free_slots_.back();
-  free_slots_.pop_back();
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
-  seg->ref = (static_cast<uint32_t>(++slot_gen_[slot]) << 16) | slot;
-  slot_id_[slot].store(desc.id, std::memory_order_release);
-  slot_ref_[slot].store(seg->ref, std::memory_order_release);
-  by_slot_[slot] = seg;
-  capacity_.fetch_add(seg->capacity, std::memory_order_relaxed);
-  by_id_.emplace(desc.id, std::move(seg));
-  RebuildListLocked();
+  YB_RETURN_IF_ERROR(AddLocked(seg));
+  LogLocked(*seg);
   YB_LOG_INFO("mounted segment {} '{}' ({} bytes) for client {}", desc.id, desc.name, desc.size, owner.ToString());
   return Status::OK();
 }
@@ -72,25 +182,34 @@ Result<SegmentRef> SegmentManager::Unmount(const ClientId& owner, SegmentId id) 
   SegmentRef ref = it->second->ref;
   uint32_t slot = SlotOf(ref);
   slot_ref_[slot].store(kNoSegment, std::memory_order_release);
+  slot_serving_[slot].store(false, std::memory_order_release);
   by_slot_[slot].reset();
   free_slots_.insert(free_slots_.begin(), static_cast<uint16_t>(slot));  // reuse slots last
   by_id_.erase(it);
   RebuildListLocked();
+  if (sink_) {
+    pb::LogRecord rec;
+    rec.set_segment_gone(id);
+    sink_->Append(rec);
+  }
   return ref;
 }
 
 void SegmentManager::RebuildListLocked() {
   list_.clear();
-  for (auto& [id, seg] : by_id_) list_.push_back(seg);
+  for (auto& [id, seg] : by_id_) {
+    if (seg->confirmed) list_.push_back(seg);
+  }
   std::sort(list_.begin(), list_.end(), [](const auto& a, const auto& b) { return a->desc.id < b->desc.id; });
 }
 
 std::vector<SegmentId> SegmentManager::SegmentsOf(const ClientId& owner) const {
   ReaderLock lock(mu_);
   std::vector<SegmentId> out;
-  for (const auto& seg : list_) {
-    if (seg->owner == owner) out.push_back(seg->desc.id);
+  for (const auto& [id, seg] : by_id_) {
+    if (seg->owner == owner) out.push_back(id);
   }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

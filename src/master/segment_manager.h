@@ -2,6 +2,11 @@
 //
 // Owns one OffsetAllocator per segment, each under its own mutex; the table itself is under a
 // reader/writer lock (mounts are rare, allocations frequent). Thread-safe.
+//
+// After a master restart the segments it knew come back restored (Restore): their allocators
+// hold the ranges of the recovered objects, but nothing is allocated on them and no reader is sent
+// to them (Serving) until their owner mounts them again with the same incarnation, which confirms
+// them. With a MetaSink, mounts and unmounts are recorded while the table's lock is held.
 // Lock order: callers may hold an object-table shard lock when they call Free(); the manager never
 // calls out while holding its locks.
 #pragma once
@@ -15,6 +20,7 @@
 
 #include "common/thread_annotations.h"
 #include "master/allocation_strategy.h"
+#include "master/meta_sink.h"
 #include "master/offset_allocator.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
@@ -39,8 +45,26 @@ class SegmentManager {
   SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment);
 
   // SEGMENT_ALREADY_EXISTS if the id is mounted by another client; mounting the same segment again
-  // by its owner is a no-op success. INVALID_PARAMS for a zero size or an empty name.
+  // by its owner is a no-op success. INVALID_PARAMS for a zero size or an empty name. A restored
+  // segment is confirmed by its owner mounting it with the same size and incarnation; with another
+  // incarnation (its memory is not what it was) the answer is SEGMENT_ALREADY_EXISTS and
+  // Stale(desc) is true: the caller drops it (Unmount) and mounts afresh.
   Status Mount(const ClientId& owner, const SegmentDesc& desc);
+  // The segment `desc.id` was restored for `owner` and `desc` does not confirm it.
+  bool Stale(const ClientId& owner, const SegmentDesc& desc) const;
+  // A segment as a master that restarted found it, with the ranges (offset, size) of its recovered
+  // replicas allocated: returns the reference and each range's allocator handle, in order.
+  struct Restored {
+    SegmentRef ref = kNoSegment;
+    std::vector<uint32_t> nodes;
+  };
+  Result<Restored> Restore(const ClientId& owner, const SegmentDesc& desc,
+                           const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+  // Restored segments not confirmed yet, with their owners.
+  std::vector<std::pair<SegmentId, ClientId>> Unconfirmed() const;
+  // Whether readers may be sent to the segment: mounted, and confirmed if restored. Lock-free.
+  bool Serving(SegmentRef ref) const;
+  void SetSink(MetaSink* sink) { sink_ = sink; }
   // SEGMENT_NOT_FOUND if unknown; ILLEGAL_CLIENT if owned by someone else. Returns the reference
   // the segment had, so that the caller can drop the replicas that name it.
   Result<SegmentRef> Unmount(const ClientId& owner, SegmentId id);
@@ -64,8 +88,11 @@ class SegmentManager {
   uint64_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   uint64_t allocated() const { return allocated_.load(std::memory_order_relaxed); }
   uint64_t largest_segment() const;
+  // Segments that take new objects (restored ones once confirmed).
   size_t segment_count() const;
   std::vector<SegmentUsage> List() const;
+  // Every segment with its owner and incarnation, as records (for a snapshot).
+  std::vector<pb::LogSegment> Records() const;
 
  private:
   static constexpr uint32_t kMaxSegments = 1 << 16;
@@ -74,7 +101,8 @@ class SegmentManager {
     SegmentDesc desc;
     ClientId owner;
     SegmentRef ref = kNoSegment;
-    mutable Mutex mu;  // after mu_ (shared) when both are held
+    bool confirmed = true;  // false while restored and not mounted again; under mu_ (exclusive to change)
+    mutable Mutex mu;       // after mu_ (shared) when both are held
     OffsetAllocator alloc GUARDED_BY(mu);
     const uint64_t capacity;  // alloc.capacity(), fixed at mount
     // alloc.free_bytes(), readable without the lock (strategies look at every segment per Put).
@@ -85,18 +113,23 @@ class SegmentManager {
 
   bool TryAllocateOn(Segment& seg, uint64_t size, Allocation* out);
   void RebuildListLocked() REQUIRES(mu_);
+  // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
+  Status AddLocked(std::shared_ptr<Segment> seg) REQUIRES(mu_);
+  void LogLocked(const Segment& seg) const REQUIRES(mu_);
 
   std::unique_ptr<AllocationStrategy> strategy_;
   uint64_t alignment_;
   mutable SharedMutex mu_;
   std::unordered_map<SegmentId, std::shared_ptr<Segment>> by_id_ GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<Segment>> list_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Segment>> list_ GUARDED_BY(mu_);  // confirmed ones, by id
   std::vector<std::shared_ptr<Segment>> by_slot_ GUARDED_BY(mu_);
   std::vector<uint16_t> free_slots_ GUARDED_BY(mu_);
   std::vector<uint16_t> slot_gen_ GUARDED_BY(mu_);
   // Lock-free view for IdOf(): the ref a slot holds now, and its segment id.
   std::unique_ptr<std::atomic<uint32_t>[]> slot_ref_;
   std::unique_ptr<std::atomic<uint64_t>[]> slot_id_;
+  std::unique_ptr<std::atomic<bool>[]> slot_serving_;
+  MetaSink* sink_ = nullptr;
   std::atomic<uint64_t> capacity_{0};
   std::atomic<uint64_t> allocated_{0};
 };

@@ -32,7 +32,9 @@ void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
   for (SegmentId s : c.avoid_segments) out->add_avoid_segments(s);
 }
 
-SegmentDesc FromPb(const pb::Segment& s) { return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint()}; }
+SegmentDesc FromPb(const pb::Segment& s) {
+  return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation()};
+}
 
 void ToPb(const SegmentDesc& s, pb::Segment* out) {
   out->set_id(s.id);
@@ -40,6 +42,7 @@ void ToPb(const SegmentDesc& s, pb::Segment* out) {
   out->set_base(s.base);
   out->set_size(s.size);
   out->set_endpoint(s.endpoint);
+  out->set_incarnation(s.incarnation);
 }
 
 SegmentUsage FromPb(const pb::SegmentUsage& p) {

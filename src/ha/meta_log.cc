@@ -1,0 +1,389 @@
+#include "ha/meta_log.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "ha/log_format.h"
+
+namespace yb::ha {
+namespace {
+
+thread_local MetaLog::Ticket tls_ticket;
+
+// A Put's reservation needs only to be written (see the class comment); everything else synced.
+bool NeedsSync(const pb::LogRecord& r) { return r.change_case() != pb::LogRecord::kPending; }
+
+struct DirFiles {
+  std::vector<uint64_t> logs;       // first seq, ascending
+  std::vector<uint64_t> snapshots;  // seq, ascending
+};
+
+DirFiles ListDir(const std::string& dir) {
+  DirFiles out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (auto s = ParseFileName(name, "log-", ".ybl")) out.logs.push_back(*s);
+      if (auto s = ParseFileName(name, "snap-", ".ybs")) out.snapshots.push_back(*s);
+    }
+    ::closedir(d);
+  }
+  std::sort(out.logs.begin(), out.logs.end());
+  std::sort(out.snapshots.begin(), out.snapshots.end());
+  return out;
+}
+
+[[noreturn]] void FailStop(const Status& st) {
+  YB_LOG_ERROR(
+      "metadata log: {}; stopping: nothing after it could be made durable (a restart recovers what was "
+      "acknowledged)",
+      st.ToString());
+  spdlog::shutdown();
+  std::_Exit(75);
+}
+
+// Reads a snapshot file into `image`; false (image untouched) when it is not intact.
+bool LoadSnapshot(const std::string& path, uint64_t seq, MasterImage* image, uint64_t* records) {
+  auto data = ReadWholeFile(path);
+  if (!data.ok()) return false;
+  FrameReader r(*data);
+  auto first = r.Next();
+  pb::SnapshotHeader header;
+  if (!first || first->seq != seq ||
+      !header.ParseFromArray(first->payload.data(), static_cast<int>(first->payload.size())) || header.seq() != seq) {
+    return false;
+  }
+  MasterImage loaded;
+  loaded.next_object_id = std::max<uint64_t>(1, header.next_object_id());
+  pb::LogRecord rec;
+  uint64_t n = 0;
+  while (auto f = r.Next()) {
+    if (f->seq != seq || !rec.ParseFromArray(f->payload.data(), static_cast<int>(f->payload.size()))) return false;
+    loaded.Apply(rec);
+    ++n;
+  }
+  if (!r.clean()) return false;
+  *image = std::move(loaded);
+  *records = n;
+  return true;
+}
+
+}  // namespace
+
+MetaLog::MetaLog(Options options) : options_(std::move(options)) {}
+
+Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterImage* image) {
+  if (options.dir.empty()) return Status(Code::kInvalidParams, "metadata directory is empty");
+  std::unique_ptr<MetaLog> log(new MetaLog(options));
+  if (::mkdir(options.dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status(Code::kFileOpenFail, "cannot create " + options.dir + ": " + std::strerror(errno));
+  }
+  const std::string lock_path = options.dir + "/LOCK";
+  log->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (log->lock_fd_ < 0) return Status(Code::kFileOpenFail, "cannot open " + lock_path + ": " + std::strerror(errno));
+  if (::flock(log->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status(Code::kFileOpenFail, "metadata directory " + options.dir + " is in use by another process");
+  }
+  YB_RETURN_IF_ERROR(log->Recover(image));
+  YB_RETURN_IF_ERROR(log->OpenFile(log->next_seq_));
+  log->writer_ = std::thread([raw = log.get()] { raw->WriterLoop(); });
+  return log;
+}
+
+MetaLog::~MetaLog() {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    writer_.join();
+  }
+  if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+Status MetaLog::Recover(MasterImage* image) {
+  DirFiles files = ListDir(options_.dir);
+  uint64_t base = 0, snapshot_records = 0;
+  *image = MasterImage{};
+  for (auto it = files.snapshots.rbegin(); it != files.snapshots.rend(); ++it) {
+    const std::string path = options_.dir + "/" + SnapshotFileName(*it);
+    if (LoadSnapshot(path, *it, image, &snapshot_records)) {
+      base = *it;
+      break;
+    }
+    YB_LOG_ERROR("metadata log: snapshot {} is not intact; trying an older one", path);
+  }
+  if (base == 0 && !files.snapshots.empty()) {
+    YB_LOG_ERROR("metadata log: no intact snapshot in {}; replaying the log alone", options_.dir);
+  }
+  uint64_t expect = base + 1, replayed = 0;
+  bool cut = false;
+  pb::LogRecord rec;
+  for (size_t i = 0; i < files.logs.size(); ++i) {
+    const std::string path = options_.dir + "/" + LogFileName(files.logs[i]);
+    if (cut) {  // after a cut, nothing is taken: the numbering would have a gap
+      auto size = ReadWholeFile(path);
+      cut_bytes_ += size.ok() ? size->size() : 0;
+      ::unlink(path.c_str());
+      YB_LOG_ERROR("metadata log: {} removed: it follows a torn or corrupt record", path);
+      continue;
+    }
+    // A file wholly before the snapshot: only its successor's first number tells.
+    if (i + 1 < files.logs.size() && files.logs[i + 1] <= expect) continue;
+    auto data = ReadWholeFile(path);
+    if (!data.ok()) return data.status();
+    FrameReader r(*data);
+    size_t good = 0;
+    while (auto f = r.Next()) {
+      if (f->seq < expect) {  // already in the snapshot
+        good = r.good_bytes();
+        continue;
+      }
+      if (f->seq != expect || !rec.ParseFromArray(f->payload.data(), static_cast<int>(f->payload.size()))) {
+        cut = true;
+        break;
+      }
+      image->Apply(rec);
+      ++expect;
+      ++replayed;
+      good = r.good_bytes();
+    }
+    if (!r.clean()) cut = true;
+    if (cut) {
+      cut_bytes_ += data->size() - good;
+      if (::truncate(path.c_str(), static_cast<off_t>(good)) != 0) {
+        return Status(Code::kFileWriteFail, "cannot cut " + path + ": " + std::strerror(errno));
+      }
+      YB_LOG_WARN("metadata log: {} cut at byte {} of {}: a torn or corrupt record (a write the crash interrupted)",
+                  path, good, data->size());
+    }
+  }
+  next_seq_ = expect;
+  written_seq_ = synced_seq_ = expect - 1;
+  snapshot_seq_ = base;
+  recovered_records_ = replayed;
+  YB_LOG_INFO("metadata log {}: snapshot at {} ({} records) and {} log records replayed: {}", options_.dir, base,
+              snapshot_records, replayed, image->Summary());
+  return Status::OK();
+}
+
+Status MetaLog::OpenFile(uint64_t first_seq) {
+  const std::string path = options_.dir + "/" + LogFileName(first_seq);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  file_path_ = path;
+  file_written_ = static_cast<uint64_t>(st.st_size);
+  return SyncDir(options_.dir);  // the new file's name is durable
+}
+
+void MetaLog::Append(const pb::LogRecord& record) {
+  thread_local std::string payload;
+  payload.clear();
+  record.AppendToString(&payload);
+  const bool sync = NeedsSync(record);
+  uint64_t seq;
+  {
+    std::lock_guard lock(mu_);
+    seq = next_seq_++;
+    const bool was_empty = buf_.empty();
+    AppendFrame(seq, payload, buf_);
+    if (was_empty) work_cv_.notify_one();
+  }
+  tls_ticket.seq = seq;
+  tls_ticket.sync = tls_ticket.sync || sync;
+  records_.fetch_add(1, std::memory_order_relaxed);
+}
+
+MetaLog::Ticket MetaLog::TakeTicket() {
+  Ticket t = tls_ticket;
+  tls_ticket = Ticket{};
+  return t;
+}
+
+bool MetaLog::Released(Ticket t) const {
+  if (t.seq == 0) return true;
+  return (t.sync ? synced_seq_ : written_seq_).load(std::memory_order_acquire) >= t.seq;
+}
+
+void MetaLog::Wait(Ticket t) {
+  if (Released(t)) return;
+  std::unique_lock lock(mu_);
+  done_cv_.wait(lock, [&] { return Released(t); });
+}
+
+void MetaLog::WhenReleased(Ticket t, std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    if (!Released(t)) {  // checked under mu_: the writer fires under it after publishing
+      (t.sync ? on_synced_ : on_written_).emplace(t.seq, std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+void MetaLog::Fire(uint64_t written, uint64_t synced) {
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard lock(mu_);
+    written_seq_.store(written, std::memory_order_release);
+    synced_seq_.store(synced, std::memory_order_release);
+    for (auto* waiters : {&on_written_, &on_synced_}) {
+      const uint64_t level = waiters == &on_written_ ? written : synced;
+      auto end = waiters->upper_bound(level);
+      for (auto it = waiters->begin(); it != end; ++it) due.push_back(std::move(it->second));
+      waiters->erase(waiters->begin(), end);
+    }
+  }
+  done_cv_.notify_all();
+  for (auto& fn : due) fn();
+}
+
+void MetaLog::WriterLoop() {
+  std::string out;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || rotate_ || !buf_.empty(); });
+    if (buf_.empty() && !rotate_ && stop_) return;
+    out.clear();
+    out.swap(buf_);
+    const uint64_t last = next_seq_ - 1;
+    const bool rotate = rotate_ || (file_written_ + out.size() >= options_.file_bytes && !out.empty());
+    rotate_ = false;
+    lock.unlock();
+    if (!out.empty()) {
+      if (Status st = WriteAll(fd_, out, file_path_); !st.ok()) FailStop(st);
+      file_written_ += out.size();
+      bytes_.fetch_add(out.size(), std::memory_order_relaxed);
+      since_snapshot_.fetch_add(out.size(), std::memory_order_relaxed);
+      rounds_.fetch_add(1, std::memory_order_relaxed);
+      // Written: a reservation survives the process now.
+      Fire(last, synced_seq_.load(std::memory_order_relaxed));
+      if (options_.sync && ::fdatasync(fd_) != 0) {
+        FailStop(Status(Code::kFileWriteFail, "cannot sync " + file_path_ + ": " + std::strerror(errno)));
+      }
+      Fire(last, last);
+    }
+    if (rotate) {
+      if (options_.sync && ::fsync(fd_) != 0) {
+        FailStop(Status(Code::kFileWriteFail, "cannot sync " + file_path_ + ": " + std::strerror(errno)));
+      }
+      if (Status st = OpenFile(last + 1); !st.ok()) FailStop(st);
+    }
+    lock.lock();
+    if (rotate) {
+      rotated_at_ = last;
+      ++rotations_;
+      done_cv_.notify_all();
+    }
+  }
+}
+
+Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id) {
+  std::lock_guard one(snapshot_mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t base;
+  {
+    // Every record up to `base` goes to the files before the new one; the dump below starts after
+    // this, so it reflects all of them.
+    std::unique_lock lock(mu_);
+    const uint64_t before = rotations_;
+    rotate_ = true;
+    work_cv_.notify_one();
+    done_cv_.wait(lock, [&] { return rotations_ != before; });
+    base = rotated_at_;
+  }
+  const std::string path = options_.dir + "/" + SnapshotFileName(base);
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(errno));
+  std::string out, payload;
+  pb::SnapshotHeader header;
+  header.set_seq(base);
+  header.set_next_object_id(next_object_id);
+  header.SerializeToString(&payload);
+  AppendFrame(base, payload, out);
+  Status st;
+  uint64_t records = 0;
+  write_image([&](const pb::LogRecord& rec) {
+    payload.clear();
+    rec.AppendToString(&payload);
+    AppendFrame(base, payload, out);
+    ++records;
+    if (out.size() >= (4u << 20) && st.ok()) {
+      st = WriteAll(fd, out, tmp);
+      out.clear();
+    }
+  });
+  if (st.ok()) st = WriteAll(fd, out, tmp);
+  if (st.ok() && ::fdatasync(fd) != 0) st = Status(Code::kFileWriteFail, "cannot sync " + tmp);
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Status(Code::kFileWriteFail, "cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  if (st.ok()) st = SyncDir(options_.dir);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    YB_LOG_ERROR("metadata log: snapshot at {} failed: {}", base, st.ToString());
+    return st;
+  }
+  // What the snapshot covers is no longer needed: older snapshots, and the log files before the
+  // rotation (every one of them starts at or below `base`, the current file after it).
+  DirFiles files = ListDir(options_.dir);
+  for (uint64_t s : files.snapshots) {
+    if (s < base) ::unlink((options_.dir + "/" + SnapshotFileName(s)).c_str());
+  }
+  for (uint64_t l : files.logs) {
+    if (l <= base) ::unlink((options_.dir + "/" + LogFileName(l)).c_str());
+  }
+  (void)SyncDir(options_.dir);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  snapshot_seq_ = base;
+  snapshots_.fetch_add(1, std::memory_order_relaxed);
+  last_snapshot_ms_ = static_cast<uint64_t>(ms);
+  since_snapshot_ = 0;
+  YB_LOG_INFO("metadata log: snapshot at {} ({} records) in {} ms", base, records, ms);
+  return Status::OK();
+}
+
+Status MetaLog::SnapshotIfDue(const ImageWriter& write_image, uint64_t next_object_id) {
+  if (since_snapshot_.load(std::memory_order_relaxed) < options_.snapshot_log_bytes) return Status::OK();
+  return Snapshot(write_image, next_object_id);
+}
+
+MetaLog::Stats MetaLog::stats() const {
+  Stats s;
+  s.records = records_.load(std::memory_order_relaxed);
+  s.bytes = bytes_.load(std::memory_order_relaxed);
+  s.rounds = rounds_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    s.last_seq = next_seq_ - 1;
+  }
+  s.synced_seq = synced_seq_.load(std::memory_order_relaxed);
+  s.snapshot_seq = snapshot_seq_.load(std::memory_order_relaxed);
+  s.snapshots = snapshots_.load(std::memory_order_relaxed);
+  s.last_snapshot_ms = last_snapshot_ms_.load(std::memory_order_relaxed);
+  s.log_bytes_since_snapshot = since_snapshot_.load(std::memory_order_relaxed);
+  s.recovered_records = recovered_records_;
+  s.cut_bytes = cut_bytes_;
+  return s;
+}
+
+}  // namespace yb::ha

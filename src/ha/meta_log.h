@@ -1,0 +1,133 @@
+// MetaLog: the master's metadata log, in a directory of its own (yb-master's --metadata_dir).
+//
+// The master appends a record for each change (MetaSink, master/meta_sink.h); a writer thread
+// writes what has been appended since its last round to the current log file, then syncs it
+// (fdatasync): group commit, one sync for every record appended meanwhile. A change is acknowledged
+// only once its record is released:
+//   - an unfinished Put's reservation (PutStart) once written to the file: it then outlives a
+//     killed master process, and its writer, who is copying into the space, keeps it;
+//   - every other change once synced: it then outlives the machine.
+// Callers learn what to wait for through tickets: Append notes on the calling thread the last
+// record it appended, TakeTicket() returns and resets that, and the RPC server holds the reply to
+// a call until its ticket is released (ReplyGate, rpc/server.h), while it goes on serving others.
+//
+// Snapshots bound replay: Snapshot() switches to a new log file at sequence number P, writes the
+// master's whole state (MasterService::WriteImage, visited while serving, one shard at a time) to
+// snap-P, and then deletes the log files before it. Records are absolute states, so the records
+// after P that a snapshot's dump already saw are harmless to apply again.
+//
+// Open() recovers the directory: the newest intact snapshot, then the log records after it, in
+// order, until the first torn or corrupt frame or a gap in the numbering; the file is cut there
+// (and later ones removed), what was cut is logged. A directory is used by one process at a time
+// (an flock on its LOCK file). A write or sync that fails stops the process (fail-stop): nothing
+// after it could be acknowledged, and a restart recovers what was acknowledged.
+//
+// Thread-safe. Append and the tickets are called from the master's threads (holding the lock of
+// the change they record: Append never blocks on I/O); the writer thread runs release callbacks,
+// which must be quick.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "master/master_image.h"
+#include "master/meta_sink.h"
+#include "yuebing/status.h"
+
+namespace yb::ha {
+
+class MetaLog final : public MetaSink {
+ public:
+  struct Options {
+    std::string dir;
+    bool sync = true;                            // fdatasync each round (false only for tests of replay)
+    uint64_t file_bytes = 64ULL << 20;           // a log file closes at this size and the next begins
+    uint64_t snapshot_log_bytes = 256ULL << 20;  // log written since the last snapshot that calls for one
+  };
+  // What a thread must wait for: the last record it appended, and whether it must be synced (or
+  // only written). seq 0: nothing.
+  struct Ticket {
+    uint64_t seq = 0;
+    bool sync = false;
+  };
+  struct Stats {
+    uint64_t records = 0;       // appended since start
+    uint64_t bytes = 0;         // framed bytes written since start
+    uint64_t rounds = 0;        // writer rounds (each one write, and one sync)
+    uint64_t last_seq = 0;      // of the last record appended
+    uint64_t synced_seq = 0;    // every record up to it is synced
+    uint64_t snapshot_seq = 0;  // of the last snapshot
+    uint64_t snapshots = 0;     // taken since start
+    uint64_t last_snapshot_ms = 0;
+    uint64_t log_bytes_since_snapshot = 0;
+    uint64_t recovered_records = 0;  // replayed at start
+    uint64_t cut_bytes = 0;          // of a torn or corrupt tail cut at start
+  };
+
+  // Opens (creating it if missing) and recovers the directory into `image`, then starts the writer.
+  static Result<std::unique_ptr<MetaLog>> Open(const Options& options, MasterImage* image);
+  ~MetaLog() override;  // writes and syncs what was appended, then stops
+  MetaLog(const MetaLog&) = delete;
+  MetaLog& operator=(const MetaLog&) = delete;
+
+  void Append(const pb::LogRecord& record) override;
+
+  // This thread's ticket since it last took one.
+  static Ticket TakeTicket();
+  bool Released(Ticket t) const;
+  // Blocks until `t` is released.
+  void Wait(Ticket t);
+  // Runs `fn` (on the writer thread, or at once on this one if `t` is released) once `t` is.
+  void WhenReleased(Ticket t, std::function<void()> fn);
+
+  // Writes a snapshot now: `write_image` gets a function to call with each record of the state.
+  using ImageWriter = std::function<void(const std::function<void(const pb::LogRecord&)>& emit)>;
+  Status Snapshot(const ImageWriter& write_image, uint64_t next_object_id);
+  // A snapshot if snapshot_log_bytes of log were written since the last (the scheduler's step).
+  Status SnapshotIfDue(const ImageWriter& write_image, uint64_t next_object_id);
+
+  Stats stats() const;
+  const std::string& dir() const { return options_.dir; }
+
+ private:
+  explicit MetaLog(Options options);
+  Status Recover(MasterImage* image);
+  Status OpenFile(uint64_t first_seq);
+  void WriterLoop();
+  void Fire(uint64_t written, uint64_t synced);
+
+  const Options options_;
+  int lock_fd_ = -1;
+  int fd_ = -1;            // the writer thread's, after Open
+  std::string file_path_;  // of fd_
+  uint64_t file_written_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // the writer waits for records, a rotation or stop
+  std::condition_variable done_cv_;  // callers wait for releases, snapshots for a rotation
+  std::string buf_;                  // frames appended and not yet taken by the writer; under mu_
+  uint64_t next_seq_ = 1;            // under mu_
+  bool stop_ = false;                // under mu_
+  bool rotate_ = false;              // under mu_: the writer starts a new file after this round
+  uint64_t rotated_at_ = 0;          // under mu_: the last seq before the newest rotation
+  uint64_t rotations_ = 0;           // under mu_
+  std::multimap<uint64_t, std::function<void()>> on_written_, on_synced_;  // under mu_
+  std::atomic<uint64_t> written_seq_{0};
+  std::atomic<uint64_t> synced_seq_{0};
+
+  std::mutex snapshot_mu_;  // one snapshot at a time
+  std::atomic<uint64_t> records_{0}, bytes_{0}, rounds_{0}, snapshots_{0}, snapshot_seq_{0}, last_snapshot_ms_{0};
+  std::atomic<uint64_t> since_snapshot_{0};
+  uint64_t recovered_records_ = 0, cut_bytes_ = 0;
+  std::thread writer_;
+};
+
+}  // namespace yb::ha

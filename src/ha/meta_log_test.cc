@@ -1,0 +1,441 @@
+#include "ha/meta_log.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "common/disk_key.h"
+#include "common/temp_dir.h"
+#include "ha/log_format.h"
+#include "master/master_service.h"
+
+namespace yb::ha {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(LogFormatTest, FramesRoundTripAndATornOrCorruptFrameEndsTheRead) {
+  std::string data;
+  AppendFrame(1, "one", data);
+  AppendFrame(2, "", data);
+  AppendFrame(3, std::string(1000, 'x'), data);
+  {
+    FrameReader r(data);
+    auto a = r.Next(), b = r.Next(), c = r.Next();
+    ASSERT_TRUE(a && b && c);
+    EXPECT_EQ(a->seq, 1u);
+    EXPECT_EQ(a->payload, "one");
+    EXPECT_EQ(b->payload, "");
+    EXPECT_EQ(c->payload.size(), 1000u);
+    EXPECT_FALSE(r.Next());
+    EXPECT_TRUE(r.clean());
+  }
+  for (size_t cut = 1; cut < 30; ++cut) {  // torn: the last frame cut short anywhere
+    FrameReader r(std::string_view(data).substr(0, data.size() - cut));
+    ASSERT_TRUE(r.Next() && r.Next());
+    EXPECT_FALSE(r.Next());
+    EXPECT_FALSE(r.clean());
+    EXPECT_EQ(r.good_bytes(), 2 * kFrameHeader + 3);
+  }
+  std::string bad = data;
+  bad[kFrameHeader + 1] ^= 1;  // a flipped bit in the first payload
+  FrameReader r(bad);
+  EXPECT_FALSE(r.Next());
+  EXPECT_FALSE(r.clean());
+  EXPECT_EQ(r.good_bytes(), 0u);
+  EXPECT_EQ(ParseFileName(LogFileName(42), "log-", ".ybl"), 42u);
+  EXPECT_EQ(ParseFileName(SnapshotFileName(7), "snap-", ".ybs"), 7u);
+  EXPECT_FALSE(ParseFileName("log-x.ybl", "log-", ".ybl"));
+}
+
+// A master whose changes go to a log in `dir`, rebuilt from it at construction.
+struct LoggedMaster {
+  LoggedMaster(const std::string& dir, ManualClock& clock, MetaLog::Options o = {}) {
+    o.dir = dir;
+    MasterImage image;
+    auto l = MetaLog::Open(o, &image);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    log = std::move(l).value();
+    MasterConfig mc;
+    mc.random_seed = 3;
+    mc.object_shards = 8;
+    master = std::move(MasterService::Create(mc, clock).value());
+    EXPECT_TRUE(master->Load(image).ok());
+    master->SetSink(log.get());
+  }
+  ~LoggedMaster() {
+    master.reset();
+    log.reset();
+  }
+  // Waits for everything this thread appended.
+  void Settle() { log->Wait(MetaLog::TakeTicket()); }
+  Status Snapshot() {
+    return log->Snapshot([&](const auto& emit) { master->WriteImage(emit); }, master->next_object_id());
+  }
+
+  std::unique_ptr<MetaLog> log;
+  std::unique_ptr<MasterService> master;
+};
+
+// The master's state as a set of records in a canonical form: two masters whose fingerprints are
+// equal answer every query alike.
+std::multiset<std::string> Fingerprint(MasterService& m) {
+  std::multiset<std::string> out;
+  m.WriteImage([&](const pb::LogRecord& r) {
+    std::string s;
+    pb::LogRecord copy = r;
+    if (copy.has_object()) {  // replicas in a fixed order
+      auto* reps = copy.mutable_object()->mutable_replicas();
+      std::sort(reps->begin(), reps->end(), [](const auto& a, const auto& b) {
+        return std::make_tuple(a.segment(), a.offset(), a.kind()) < std::make_tuple(b.segment(), b.offset(), b.kind());
+      });
+    }
+    copy.SerializeToString(&s);
+    out.insert(s);
+  });
+  return out;
+}
+
+SegmentDesc Seg(SegmentId id, uint64_t size) {
+  return SegmentDesc{id, "node-" + std::to_string(id), 0, size, "e", id * 7};
+}
+
+class MetaLogTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> Files(const std::string& suffix) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_.path())) {
+      if (e.path().extension() == suffix) out.push_back(e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  TempDir dir_{"yb-metalog"};
+  ManualClock clock_;
+  const ClientId owner_{5, 5};
+};
+
+TEST_F(MetaLogTest, ARestartedMasterHasEveryObjectAndServesItOnceItsSegmentIsBack) {
+  std::multiset<std::string> before;
+  std::vector<ReplicaDesc> where;
+  {
+    LoggedMaster a(dir_.path(), clock_);
+    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20), Seg(2, 1 << 20)}).ok());
+    ReplicateConfig two;
+    two.replica_num = 2;
+    for (int i = 0; i < 20; ++i) {
+      std::string k = "k" + std::to_string(i);
+      ASSERT_TRUE(a.master->PutStart(ctx, k, 1000 + i, two).ok());
+      ASSERT_TRUE(a.master->PutEnd(ctx, k, i % 2 ? std::optional<uint64_t>(i) : std::nullopt).ok());
+    }
+    ASSERT_TRUE(a.master->PutStart(ctx, "unfinished", 500, {}).ok());
+    clock_.AdvanceSec(11);  // leases over
+    ASSERT_TRUE(a.master->Remove(ctx, "k3", false).ok());
+    where = a.master->GetReplicaList(ctx, "k7", false)->replicas;
+    a.Settle();
+    before = Fingerprint(*a.master);
+  }
+  LoggedMaster b(dir_.path(), clock_);
+  EXPECT_EQ(Fingerprint(*b.master), before);
+  EXPECT_EQ(b.master->Stats().keys, 19u);
+  CallContext ctx{owner_, b.master->RegisterClient({owner_, "h", "default"}).value()};
+  // Known, but not read until its segments' owner is back with its memory.
+  EXPECT_TRUE(*b.master->ExistKey(ctx, "k7"));
+  EXPECT_FALSE(*b.master->ExistKey(ctx, "k3"));
+  EXPECT_EQ(b.master->GetReplicaList(ctx, "k7", false).code(), Code::kReplicaNotReady);
+  EXPECT_EQ(b.master->PutStart(ctx, "new", 100, {}).code(), Code::kNoAvailableHandle);  // nothing takes writes yet
+  ASSERT_TRUE(b.master->MountSegments(ctx, {Seg(1, 1 << 20), Seg(2, 1 << 20)}).ok());
+  auto info = b.master->GetReplicaList(ctx, "k7", false);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->size, 1007u);
+  EXPECT_EQ(info->checksum, 7u);
+  auto same = [](std::vector<ReplicaDesc> v) {
+    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.segment < y.segment; });
+    std::vector<std::pair<SegmentId, uint64_t>> out;
+    for (auto& r : v) out.emplace_back(r.segment, r.offset);
+    return out;
+  };
+  EXPECT_EQ(same(info->replicas), same(where));
+  // The unfinished Put kept its reservation: its writer ends it on the new master.
+  EXPECT_TRUE(b.master->PutEnd(ctx, "unfinished", std::nullopt).ok());
+  EXPECT_EQ(b.master->GetReplicaList(ctx, "unfinished", false)->size, 500u);
+  // New space never overlaps what was restored.
+  auto fresh = b.master->PutStart(ctx, "new", 100, {});
+  ASSERT_TRUE(fresh.ok());
+  for (int i = 0; i < 20; ++i) {
+    auto o = b.master->GetReplicaList(ctx, "k" + std::to_string(i), false);
+    if (!o.ok()) continue;
+    for (const auto& r : o->replicas) {
+      for (const auto& f : *fresh) {
+        if (f.segment == r.segment) {
+          EXPECT_TRUE(f.offset + 128 <= r.offset || f.offset >= r.offset + o->size);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(MetaLogTest, AClientBackWithFreshMemoryOrNotBackLosesItsObjects) {
+  {
+    LoggedMaster a(dir_.path(), clock_);
+    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+    CallContext other{ClientId{6, 6}, a.master->RegisterClient({ClientId{6, 6}, "h2", "default"}).value()};
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    ASSERT_TRUE(a.master->MountSegments(other, {Seg(2, 1 << 20)}).ok());
+    ReplicateConfig on1, on2;
+    on1.preferred_segments = {"node-1"};
+    on2.preferred_segments = {"node-2"};
+    ASSERT_TRUE(a.master->PutStart(ctx, "on1", 100, on1).ok() && a.master->PutEnd(ctx, "on1", std::nullopt).ok());
+    ASSERT_TRUE(a.master->PutStart(ctx, "on2", 100, on2).ok() && a.master->PutEnd(ctx, "on2", std::nullopt).ok());
+    a.Settle();
+  }
+  LoggedMaster b(dir_.path(), clock_);
+  CallContext ctx{owner_, b.master->RegisterClient({owner_, "h", "default"}).value()};
+  SegmentDesc fresh = Seg(1, 1 << 20);
+  fresh.incarnation = 999;  // same segment id, other memory behind it
+  ASSERT_TRUE(b.master->MountSegments(ctx, {fresh}).ok());
+  EXPECT_FALSE(*b.master->ExistKey(ctx, "on1"));
+  EXPECT_TRUE(*b.master->ExistKey(ctx, "on2"));  // its owner has until client_ttl
+  clock_.AdvanceSec(11);
+  EXPECT_EQ(b.master->ExpireRecoveredOnce(), 1u);
+  EXPECT_FALSE(*b.master->ExistKey(ctx, "on2"));
+  EXPECT_EQ(b.master->Stats().segments, 1u);
+}
+
+TEST_F(MetaLogTest, ATornTailIsCutAndTheLogGoesOn) {
+  {
+    LoggedMaster a(dir_.path(), clock_);
+    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE(a.master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
+      ASSERT_TRUE(a.master->PutEnd(ctx, "k" + std::to_string(i), std::nullopt).ok());
+    }
+    a.Settle();
+  }
+  auto logs = Files(".ybl");
+  ASSERT_EQ(logs.size(), 1u);
+  const auto size = fs::file_size(logs[0]);
+  fs::resize_file(logs[0], size - 5);  // the last record (k9 published) torn by a crash
+  {
+    LoggedMaster b(dir_.path(), clock_);
+    EXPECT_GT(b.log->stats().cut_bytes, 0u);
+    CallContext ctx{owner_, b.master->RegisterClient({owner_, "h", "default"}).value()};
+    EXPECT_TRUE(*b.master->ExistKey(ctx, "k8"));
+    EXPECT_FALSE(*b.master->ExistKey(ctx, "k9"));
+    ASSERT_TRUE(b.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    EXPECT_TRUE(b.master->PutEnd(ctx, "k9", std::nullopt).ok());  // its reservation was durable before
+    b.Settle();
+  }
+  LoggedMaster c(dir_.path(), clock_);
+  CallContext ctx{owner_, c.master->RegisterClient({owner_, "h", "default"}).value()};
+  EXPECT_TRUE(*c.master->ExistKey(ctx, "k9"));
+  EXPECT_EQ(c.master->Stats().keys, 10u);
+}
+
+TEST_F(MetaLogTest, ACorruptRecordEndsReplayThereAndLaterFilesGo) {
+  MetaLog::Options small;
+  small.file_bytes = 600;  // a new file every few records
+  {
+    LoggedMaster a(dir_.path(), clock_, small);
+    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    for (int i = 0; i < 30; ++i) {
+      ASSERT_TRUE(a.master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
+      ASSERT_TRUE(a.master->PutEnd(ctx, "k" + std::to_string(i), std::nullopt).ok());
+      a.Settle();  // a round per put, so the files split between them
+    }
+  }
+  auto logs = Files(".ybl");
+  ASSERT_GE(logs.size(), 4u);
+  {
+    std::fstream f(logs[1], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(kFrameHeader + 2);
+    f.put('\x55');
+  }
+  LoggedMaster b(dir_.path(), clock_, small);
+  EXPECT_GT(b.log->stats().cut_bytes, 0u);
+  EXPECT_LT(b.master->Stats().keys, 30u);  // what followed the corrupt record is not taken
+  auto after = Files(".ybl");
+  EXPECT_LE(after.size(), 3u);  // the cut file, and the one started now
+}
+
+TEST_F(MetaLogTest, SnapshotsBoundReplayAndDeleteTheLogBeforeThem) {
+  std::multiset<std::string> before;
+  {
+    LoggedMaster a(dir_.path(), clock_);
+    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "tenant-x"}).value()};
+    ASSERT_TRUE(a.master->SetTenantQuota("tenant-x", 1 << 19).ok());
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(a.master->PutStart(ctx, "a" + std::to_string(i), 100, {}).ok());
+      ASSERT_TRUE(a.master->PutEnd(ctx, "a" + std::to_string(i), std::nullopt).ok());
+    }
+    a.Settle();
+    ASSERT_TRUE(a.Snapshot().ok());
+    EXPECT_EQ(Files(".ybs").size(), 1u);
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE(a.master->PutStart(ctx, "b" + std::to_string(i), 100, {}).ok());
+      ASSERT_TRUE(a.master->PutEnd(ctx, "b" + std::to_string(i), std::nullopt).ok());
+    }
+    clock_.AdvanceSec(11);
+    ASSERT_TRUE(a.master->Remove(ctx, "a0", false).ok());
+    a.Settle();
+    ASSERT_TRUE(a.Snapshot().ok());
+    ASSERT_TRUE(a.master->Remove(ctx, "a1", false).ok());
+    a.Settle();
+    EXPECT_EQ(Files(".ybs").size(), 1u);  // the older one went
+    before = Fingerprint(*a.master);
+  }
+  LoggedMaster b(dir_.path(), clock_);
+  EXPECT_EQ(b.log->stats().recovered_records, 1u);  // only what followed the last snapshot
+  EXPECT_EQ(Fingerprint(*b.master), before);
+  auto t = b.master->RegisterClient({owner_, "h", "tenant-x"});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(b.master->TenantUsed(*t), 58u * 100);  // usage rebuilt, under the restored quota
+}
+
+// Replay equivalence: random operations against a logged master, with snapshots taken while
+// another thread changes it; a master rebuilt from the directory has the same state.
+TEST_F(MetaLogTest, AMasterRebuiltFromSnapshotAndLogEqualsTheOriginal) {
+  std::multiset<std::string> before;
+  {
+    LoggedMaster a(dir_.path(), clock_);
+    MasterService& m = *a.master;
+    std::vector<CallContext> clients;
+    for (uint64_t c = 1; c <= 3; ++c) {
+      ClientId id{c, c};
+      auto t = m.RegisterClient({id, "h" + std::to_string(c), c == 3 ? "other" : "default", true});
+      ASSERT_TRUE(t.ok());
+      clients.push_back({id, *t});
+      ASSERT_TRUE(m.MountSegments(clients.back(), {Seg(c, 256 << 10)}).ok());
+    }
+    std::atomic<bool> done{false};
+    std::thread snapshots([&] {
+      while (!done) ASSERT_TRUE(a.Snapshot().ok());
+    });
+    std::mt19937_64 rng(11);
+    for (int step = 0; step < 3000; ++step) {
+      CallContext& ctx = clients[rng() % clients.size()];
+      const std::string key = "k" + std::to_string(rng() % 300);
+      ReplicateConfig rc;
+      rc.replica_num = 1 + rng() % 3;
+      rc.with_hard_pin = rng() % 10 == 0;
+      rc.with_soft_pin = rng() % 10 == 1;
+      switch (rng() % 10) {
+        case 0:
+        case 1:
+        case 2:
+          if (m.PutStart(ctx, key, 1 + rng() % 20000, rc).ok() && rng() % 4 != 0) {
+            (void)m.PutEnd(ctx, key, rng() % 2 ? std::optional<uint64_t>(rng()) : std::nullopt);
+          }
+          break;
+        case 3:
+          if (m.UpsertStart(ctx, key, 1 + rng() % 20000, rc).ok()) (void)m.PutEnd(ctx, key, std::nullopt);
+          break;
+        case 4:
+          (void)m.PutRevoke(ctx, key);
+          break;
+        case 5:
+          (void)m.Remove(ctx, key, rng() % 2);
+          break;
+        case 6:
+          (void)m.evictor().EvictBytes(20000);
+          break;
+        case 7: {  // a disk copy registered on the caller's segment, or dropped
+          const std::string tenant = ctx.tenant == 0 ? "default" : "other";
+          SegmentId seg = 0;
+          const auto segs = m.ListSegments();
+          for (const auto& u : *segs) {
+            if (u.owner == ctx.client) seg = u.desc.id;
+          }
+          auto info = m.GetReplicaList(ctx, key, false);
+          if (seg != 0 && info.ok() && info->checksum && rng() % 2) {
+            (void)m.AddDiskReplicas(ctx, seg, {{DiskKey(tenant, key), info->size, *info->checksum}});
+          } else {
+            (void)m.DropDiskReplicas(ctx, {DiskKey(tenant, key)});
+          }
+          break;
+        }
+        case 8:
+          clock_.Advance(static_cast<TimeMs>(rng() % 3000));
+          m.RunBackgroundOnce();
+          break;
+        case 9:
+          if (rng() % 40 == 0) {  // a node goes and comes back (empty)
+            CallContext& c = clients[rng() % clients.size()];
+            auto segs = m.ListSegments();
+            for (const auto& u : *segs) {
+              if (u.owner == c.client) {
+                (void)m.UnmountSegment(c, u.desc.id);
+                (void)m.MountSegments(c, {Seg(u.desc.id + 100, 256 << 10)});
+              }
+            }
+          } else if (rng() % 3 == 0) {
+            (void)m.RemoveByRegex(ctx, "^k1", false);
+          }
+          break;
+      }
+      for (auto& c : clients) (void)m.Ping(c);  // nobody is declared dead
+    }
+    done = true;
+    snapshots.join();
+    a.Settle();
+    before = Fingerprint(m);
+  }
+  LoggedMaster b(dir_.path(), clock_);
+  EXPECT_EQ(Fingerprint(*b.master), before);
+}
+
+TEST_F(MetaLogTest, ASecondProcessCannotOpenTheDirectory) {
+  MasterImage image;
+  MetaLog::Options o;
+  o.dir = dir_.path();
+  auto first = MetaLog::Open(o, &image);
+  ASSERT_TRUE(first.ok());
+  // flock is per open file description: a second open in this process is refused as another's.
+  auto second = MetaLog::Open(o, &image);
+  EXPECT_EQ(second.code(), Code::kFileOpenFail);
+}
+
+TEST_F(MetaLogTest, AReservationIsReleasedOnceWrittenAndAChangeOnceSynced) {
+  MasterImage image;
+  MetaLog::Options o;
+  o.dir = dir_.path();
+  auto log = std::move(MetaLog::Open(o, &image).value());
+  (void)MetaLog::TakeTicket();
+  pb::LogRecord pending;
+  pending.mutable_pending()->set_key("k");
+  log->Append(pending);
+  MetaLog::Ticket t = MetaLog::TakeTicket();
+  EXPECT_FALSE(t.sync);
+  EXPECT_EQ(MetaLog::TakeTicket().seq, 0u);  // taken
+  pb::LogRecord gone;
+  gone.set_object_gone("k");
+  log->Append(gone);
+  log->Append(pending);
+  MetaLog::Ticket t2 = MetaLog::TakeTicket();
+  EXPECT_TRUE(t2.sync);  // one of its records must be synced
+  EXPECT_EQ(t2.seq, t.seq + 2);
+  std::promise<void> fired;
+  log->WhenReleased(t2, [&] { fired.set_value(); });
+  log->Wait(t2);
+  EXPECT_TRUE(log->Released(t));
+  fired.get_future().wait();  // on the writer thread, once released
+  int now = 0;
+  log->WhenReleased(t2, [&] { ++now; });  // already released: at once, on this thread
+  EXPECT_EQ(now, 1);
+}
+
+}  // namespace
+}  // namespace yb::ha

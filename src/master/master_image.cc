@@ -1,0 +1,53 @@
+#include "master/master_image.h"
+
+#include <algorithm>
+
+namespace yb {
+
+void MasterImage::Apply(const pb::LogRecord& r) {
+  switch (r.change_case()) {
+    case pb::LogRecord::kObject:
+      next_object_id = std::max(next_object_id, r.object().object_id() + 1);
+      objects[r.object().key()] = r.object();
+      break;
+    case pb::LogRecord::kObjectGone:
+      objects.erase(r.object_gone());
+      break;
+    case pb::LogRecord::kPublished:
+      next_object_id = std::max(next_object_id, r.published().object_id() + 1);
+      pending.erase(r.published().key());
+      objects[r.published().key()] = r.published();
+      break;
+    case pb::LogRecord::kPending:
+      pending[r.pending().key()] = r.pending();
+      break;
+    case pb::LogRecord::kPendingGone:
+      pending.erase(r.pending_gone());
+      break;
+    case pb::LogRecord::kAway:
+      if (r.away().copies().empty()) {
+        away.erase(r.away().key());
+      } else {
+        away[r.away().key()] = r.away();
+      }
+      break;
+    case pb::LogRecord::kSegment:
+      segments[r.segment().id()] = r.segment();
+      break;
+    case pb::LogRecord::kSegmentGone:
+      segments.erase(r.segment_gone());
+      break;
+    case pb::LogRecord::kTenant:
+      tenants[r.tenant().index()] = r.tenant();
+      break;
+    case pb::LogRecord::CHANGE_NOT_SET:
+      break;
+  }
+}
+
+std::string MasterImage::Summary() const {
+  return std::to_string(objects.size()) + " objects, " + std::to_string(pending.size()) + " unfinished Puts, " +
+         std::to_string(segments.size()) + " segments, " + std::to_string(tenants.size()) + " tenants";
+}
+
+}  // namespace yb

@@ -1,0 +1,33 @@
+// MasterImage: the master's durable state as plain records, keyed as the log keys them: the
+// tenants, the mounted segments, and per table key its object, its unfinished Put and its away
+// disk copies. Applying a log record (proto/metalog.proto) replaces the state of what it names, so
+// an image built from a snapshot and the log after it, or kept by a standby that applies the
+// leader's records as they arrive, equals the master's state at the last record. A MasterService
+// is built from one at start (MasterService::Load) and writes one out for a snapshot.
+// Not thread-safe: one owner at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "metalog.pb.h"
+#include "yuebing/types.h"
+
+namespace yb {
+
+struct MasterImage {
+  std::map<uint32_t, pb::LogTenant> tenants;  // by index
+  std::map<SegmentId, pb::LogSegment> segments;
+  std::unordered_map<std::string, pb::LogObject> objects;  // by table key
+  std::unordered_map<std::string, pb::LogPending> pending;
+  std::unordered_map<std::string, pb::LogAway> away;
+  uint64_t next_object_id = 1;  // above every object id seen
+
+  void Apply(const pb::LogRecord& r);
+  // Human-readable counts, for logs.
+  std::string Summary() const;
+};
+
+}  // namespace yb

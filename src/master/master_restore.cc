@@ -1,0 +1,174 @@
+// MasterService: durability. Building the master from a recovered image, writing the image out for
+// a snapshot, and dropping restored segments whose owners did not come back.
+#include <map>
+
+#include "common/log.h"
+#include "master/master_service.h"
+
+namespace yb {
+namespace {
+
+// Where a recovered MEMORY replica sits, to give it the allocator handle its segment's restore
+// hands out.
+struct RangeOwner {
+  std::string key;
+  bool pending = false;
+  size_t replica = 0;  // its index in the record
+};
+
+ClientId Owner(const pb::LogSegment& s) { return ClientId{s.owner_hi(), s.owner_lo()}; }
+
+}  // namespace
+
+Status MasterService::Load(const MasterImage& image) {
+  const TimeMs now = clock_.NowMs();
+  for (const auto& [index, t] : image.tenants) {
+    YB_RETURN_IF_ERROR(tenants_.Restore(static_cast<TenantIndex>(index), t.name(),
+                                        t.has_quota() ? t.quota() : TenantRegistry::kNoQuota));
+  }
+  // Every MEMORY range of every segment, so that each segment's allocator comes back with them.
+  std::map<SegmentId, std::vector<std::pair<uint64_t, uint64_t>>> ranges;
+  std::map<SegmentId, std::vector<RangeOwner>> owners;
+  auto note = [&](const std::string& key, bool pending, uint64_t size,
+                  const google::protobuf::RepeatedPtrField<pb::LogReplica>& replicas) {
+    for (int i = 0; i < replicas.size(); ++i) {
+      const pb::LogReplica& r = replicas[i];
+      if (r.kind() != static_cast<uint32_t>(ReplicaKind::kMemory)) continue;
+      ranges[r.segment()].emplace_back(r.offset(), size);
+      owners[r.segment()].push_back({key, pending, static_cast<size_t>(i)});
+    }
+  };
+  for (const auto& [k, o] : image.objects) note(k, false, o.size(), o.replicas());
+  for (const auto& [k, p] : image.pending) note(k, true, p.size(), p.replicas());
+
+  // Restored segments: the reference of each, and the handle of each of its ranges.
+  std::map<SegmentId, SegmentRef> refs;
+  std::map<std::pair<std::string, bool>, std::map<size_t, uint32_t>> nodes;  // (key, pending) -> replica -> node
+  for (const auto& [id, s] : image.segments) {
+    SegmentDesc d{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation()};
+    auto restored = segments_.Restore(Owner(s), d, ranges[id]);
+    if (!restored.ok()) {
+      YB_LOG_ERROR("restart: segment {} '{}' not restored, its replicas are dropped: {}", id, s.name(),
+                   restored.status().ToString());
+      continue;
+    }
+    refs[id] = restored->ref;
+    const auto& own = owners[id];
+    for (size_t i = 0; i < own.size(); ++i) nodes[{own[i].key, own[i].pending}][own[i].replica] = restored->nodes[i];
+  }
+  // The replicas of a record whose segments came back.
+  auto replicas_of = [&](const std::string& key, bool pending,
+                         const google::protobuf::RepeatedPtrField<pb::LogReplica>& in, ReplicaStatus status,
+                         uint64_t* memory) {
+    std::vector<StoredReplica> out;
+    *memory = 0;
+    for (int i = 0; i < in.size(); ++i) {
+      const pb::LogReplica& r = in[i];
+      auto ref = refs.find(r.segment());
+      if (ref == refs.end()) continue;
+      const auto kind = static_cast<ReplicaKind>(r.kind());
+      uint32_t node = OffsetAllocator::kNoNode;
+      if (kind == ReplicaKind::kMemory) {
+        node = nodes[{key, pending}][static_cast<size_t>(i)];
+        ++*memory;
+      }
+      out.emplace_back(Allocation{kind == ReplicaKind::kMemory ? r.offset() : 0, ref->second, node}, kind, status);
+    }
+    return out;
+  };
+  uint64_t objects = 0, lost = 0;
+  for (const auto& [k, o] : image.objects) {
+    const auto tenant = static_cast<TenantIndex>(o.tenant());
+    uint64_t memory = 0;
+    auto replicas = replicas_of(k, false, o.replicas(), ReplicaStatus::kComplete, &memory);
+    if (replicas.empty() || !tenants_.Valid(tenant)) {
+      ++lost;
+      continue;
+    }
+    ObjectMeta meta;
+    meta.size = o.size();
+    meta.checksum = o.checksum();
+    meta.flags = static_cast<uint8_t>(o.flags());
+    meta.object_id = o.object_id();
+    meta.tenant = tenant;
+    meta.lease_deadline = now;  // leases and pins were the old master's: none now
+    if (meta.flags & kSoftPin) meta.soft_pin_deadline = now + config_.default_kv_soft_pin_ttl_ms;
+    meta.SetReplicas(replicas);
+    tenants_.Charge(tenant, meta.size * memory);
+    const HashedKey hk(k);
+    table_.Lock(hk).RestoreObject(hk, std::move(meta));
+    ++objects;
+  }
+  for (const auto& [k, p] : image.pending) {
+    const auto tenant = static_cast<TenantIndex>(p.tenant());
+    if (!tenants_.Valid(tenant)) continue;
+    uint64_t memory = 0;
+    PendingPut put{ClientId{p.writer_hi(), p.writer_lo()},
+                   now,
+                   p.size(),
+                   tenant,
+                   static_cast<uint8_t>(p.flags()),
+                   p.upsert(),
+                   replicas_of(k, true, p.replicas(), ReplicaStatus::kProcessing, &memory)};
+    tenants_.Charge(tenant, put.size * memory);
+    const HashedKey hk(k);
+    table_.Lock(hk).RestorePending(hk, std::move(put));
+  }
+  for (const auto& [k, a] : image.away) {
+    std::vector<AwayCopy> copies;
+    for (const auto& c : a.copies()) {
+      copies.push_back(AwayCopy{c.has_checksum() ? std::optional(c.checksum()) : std::nullopt, c.superseded()});
+    }
+    const HashedKey hk(k);
+    table_.Lock(hk).RestoreAway(hk, std::move(copies));
+  }
+  table_.RaiseNextObjectId(image.next_object_id);
+  recovered_deadline_ = now + config_.client_ttl_sec * 1000;
+  YB_LOG_INFO("restart: {} objects, {} unfinished Puts on {} segments restored ({} objects without a segment left)",
+              objects, image.pending.size(), refs.size(), lost);
+  return Status::OK();
+}
+
+void MasterService::SetSink(MetaSink* sink) {
+  tenants_.SetSink(sink);
+  segments_.SetSink(sink);
+  table_.SetSink(sink);
+}
+
+void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& emit) {
+  pb::LogRecord rec;
+  for (size_t t = 0; t < tenants_.count(); ++t) {
+    pb::LogTenant* lt = rec.mutable_tenant();
+    lt->set_index(static_cast<uint32_t>(t));
+    lt->set_name(tenants_.name(static_cast<TenantIndex>(t)));
+    const uint64_t q = tenants_.quota(static_cast<TenantIndex>(t));
+    lt->set_has_quota(q != TenantRegistry::kNoQuota);
+    lt->set_quota(q == TenantRegistry::kNoQuota ? 0 : q);
+    emit(rec);
+  }
+  for (auto& s : segments_.Records()) {
+    *rec.mutable_segment() = std::move(s);
+    emit(rec);
+  }
+  for (size_t i = 0; i < table_.shard_count(); ++i) table_.LockShard(i).Dump(emit);
+}
+
+uint64_t MasterService::ExpireRecoveredOnce() {
+  const TimeMs deadline = recovered_deadline_.load(std::memory_order_relaxed);
+  if (deadline == 0 || clock_.NowMs() < deadline) return 0;
+  auto stale = segments_.Unconfirmed();
+  if (stale.empty()) {
+    recovered_deadline_ = 0;  // every owner came back: nothing to look at again
+    return 0;
+  }
+  for (const auto& [id, owner] : stale) {
+    YB_LOG_WARN("segment {} of client {} was not re-mounted within {} s of the restart: its replicas are dropped", id,
+                owner.ToString(), config_.client_ttl_sec);
+    auto ref = segments_.Unmount(owner, id);
+    if (ref.ok()) DropSegmentEverywhere(*ref);
+  }
+  recovered_deadline_ = 0;
+  return stale.size();
+}
+
+}  // namespace yb
