@@ -14,6 +14,9 @@
 #include "common/clock.h"
 #include "common/open_files.h"
 #include "common/scheduler.h"
+#include "flags.h"
+#include "ha/log_gate.h"
+#include "ha/meta_log.h"
 #include "master/master_service.h"
 #include "rpc/master_client.h"
 #include "rpc/master_server.h"
@@ -38,6 +41,11 @@ struct DaemonFlags {
   std::string cluster_id = "mooncake_cluster";
   std::string config_path;
   std::string log_level = "info";
+  // The metadata log: beside where the master starts, as etcd and Redis keep their data.
+  std::string metadata_dir = "yb-master.data";
+  bool metadata_sync = true;
+  uint64_t metadata_snapshot_bytes = yb::ha::MetaLog::Options{}.snapshot_log_bytes;
+  uint64_t metadata_file_bytes = yb::ha::MetaLog::Options{}.file_bytes;
 };
 
 // Applies a YAML/JSON config file: every key names a flag; flags given on the command line win.
@@ -75,8 +83,24 @@ bool ApplyConfigFile(CLI::App& app, const std::string& path) {
   return true;
 }
 
-std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, const yb::rpc::RpcServer& server) {
+std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, const yb::rpc::RpcServer& server,
+                    const yb::ha::MetaLog* log) {
   yb::tools::PrometheusText p;
+  if (log) {
+    auto s = log->stats();
+    p.Counter("yb_master_log_records_total", "Metadata log records appended.", s.records);
+    p.Counter("yb_master_log_bytes_total", "Metadata log bytes written.", s.bytes);
+    p.Counter("yb_master_log_rounds_total", "Metadata log writes (each one sync: group commit).", s.rounds);
+    p.Gauge("yb_master_log_last_seq", "Sequence number of the last record appended.", s.last_seq);
+    p.Gauge("yb_master_log_synced_seq", "Every record up to this one is synced.", s.synced_seq);
+    p.Counter("yb_master_log_snapshots_total", "Snapshots written since start.", s.snapshots);
+    p.Gauge("yb_master_log_snapshot_milliseconds", "Duration of the last snapshot.", s.last_snapshot_ms);
+    p.Gauge("yb_master_log_bytes_since_snapshot", "Log bytes written since the last snapshot.",
+            s.log_bytes_since_snapshot);
+    p.Gauge("yb_master_log_recovered_records", "Log records replayed at start.", s.recovered_records);
+    p.Gauge("yb_master_log_cut_bytes", "Bytes of a torn or corrupt log tail cut at start.", s.cut_bytes);
+    p.Gauge("yb_master_rpc_held_replies", "Replies waiting for their change to be durable.", server.held_replies());
+  }
   auto per_method = [&](const char* name, const char* help, auto value) {
     p.Family("counter", name, help);
     for (const auto& row : yb::rpc::kMasterMethods) {
@@ -206,6 +230,15 @@ int main(int argc, char** argv) {
       "--disk_away_copies_limit", mc.disk_away_copies_limit,
       "SSD tier: disk copies remembered while their owner is away (dead or unmounted), so that copies of "
       "keys removed or rewritten meanwhile are refused when it returns; about 120 bytes beside the key each");
+  app.add_option("--metadata_dir", f.metadata_dir,
+                 "directory of the metadata log and snapshots: the index survives a restart (\"\": off, the "
+                 "index lives in memory only)");
+  app.add_option("--metadata_sync", f.metadata_sync,
+                 "sync the metadata log before acknowledging a change (false: a killed master loses nothing, a "
+                 "crashed machine may lose the last changes)");
+  yb::tools::AddSizeOption(app, "--metadata_snapshot_bytes", f.metadata_snapshot_bytes,
+                           "log written since the last snapshot that calls for a new one");
+  yb::tools::AddSizeOption(app, "--metadata_file_bytes", f.metadata_file_bytes, "size of one log file");
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
@@ -223,6 +256,29 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto master = std::move(created).value();
+  std::unique_ptr<yb::ha::MetaLog> log;
+  if (!f.metadata_dir.empty()) {
+    yb::ha::MetaLog::Options lo;
+    lo.dir = f.metadata_dir;
+    lo.sync = f.metadata_sync;
+    lo.snapshot_log_bytes = f.metadata_snapshot_bytes;
+    lo.file_bytes = f.metadata_file_bytes;
+    yb::MasterImage image;
+    auto opened = yb::ha::MetaLog::Open(lo, &image);
+    if (!opened.ok()) {
+      spdlog::error("--metadata_dir {}: {}", f.metadata_dir, opened.status().ToString());
+      return 1;
+    }
+    log = std::move(opened).value();
+    if (auto st = master->Load(image); !st.ok()) {
+      spdlog::error("--metadata_dir {}: the recovered state does not load: {}", f.metadata_dir, st.ToString());
+      return 1;
+    }
+    master->SetSink(log.get());
+  } else {
+    spdlog::warn("--metadata_dir is empty: the index lives in memory only, and a restart empties the cache");
+  }
+  std::unique_ptr<yb::ha::LogGate> gate = log ? std::make_unique<yb::ha::LogGate>(*log) : nullptr;
 
   sigset_t stop_signals = yb::tools::BlockStopSignals();
   yb::RaiseOpenFileLimit();  // a descriptor per client connection
@@ -237,6 +293,7 @@ int main(int argc, char** argv) {
                    ? f.rpc_thread_num
                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   ro.pin_to_cpus = f.rpc_pin_threads;
+  ro.gate = gate.get();  // a change is answered once its record is durable
   yb::rpc::RpcServer server(ro);
   yb::rpc::RegisterMasterService(server, *master, &rpc_metrics);
   if (auto st = server.Start(); !st.ok()) {
@@ -248,9 +305,27 @@ int main(int argc, char** argv) {
   if (f.metrics_port > 0) {
     httplib::Server& h = http.server();
     h.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Metrics(*master, rpc_metrics, server), yb::tools::PrometheusText::kContentType);
+      res.set_content(Metrics(*master, rpc_metrics, server, log.get()), yb::tools::PrometheusText::kContentType);
     });
-    h.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("OK\n", "text/plain"); });
+    // Plain "OK" for scripts that wait for the master; JSON (?format=json, or asking for JSON) with
+    // its role and log position.
+    h.Get("/health", [&](const httplib::Request& req, httplib::Response& res) {
+      const bool json = req.get_param_value("format") == "json" ||
+                        req.get_header_value("Accept").find("application/json") != std::string::npos;
+      if (!json) {
+        res.set_content("OK\n", "text/plain");
+        return;
+      }
+      nlohmann::json h = {{"status", "ok"}, {"role", "leader"}, {"epoch", 0}};
+      if (log) {
+        auto s = log->stats();
+        h["log"] = {{"dir", log->dir()},
+                    {"last_seq", s.last_seq},
+                    {"synced_seq", s.synced_seq},
+                    {"snapshot_seq", s.snapshot_seq}};
+      }
+      res.set_content(h.dump(2), "application/json");
+    });
     h.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
       res.set_content(SegmentsJson(*master).dump(2), "application/json");
     });
@@ -264,6 +339,13 @@ int main(int argc, char** argv) {
 
   yb::MasterService* m = master.get();
   auto background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
+  std::unique_ptr<yb::Scheduler::Job> snapshots;
+  if (log) {
+    yb::ha::MetaLog* l = log.get();
+    snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [l, m] {
+      (void)l->SnapshotIfDue([m](const auto& emit) { m->WriteImage(emit); }, m->next_object_id());
+    });
+  }
   spdlog::info("yb-master serving RPC on {}:{} ({} threads{}), HTTP on {}:{}", f.rpc_address, server.port(), ro.threads,
                ro.pin_to_cpus ? fmt::format(", {} pinned to CPUs", server.pinned_threads()) : "", f.metrics_address,
                f.metrics_port);
@@ -271,9 +353,11 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("yb-master: signal {} received, shutting down", sig);
+  snapshots.reset();
   background.reset();
   http.Stop();
   server.Stop();
+  log.reset();  // what was appended is written and synced
   spdlog::info("yb-master stopped");
   return 0;
 }

@@ -60,7 +60,9 @@ class Cluster:
 
     def _spawn(self, name, args, prefix=None):
         log = open(self.tmp / f"{name}.log", "ab")
-        return subprocess.Popen((prefix or []) + args, stdout=log, stderr=subprocess.STDOUT)
+        # Started in the test's directory, as a user starts them in theirs: the master keeps its
+        # metadata log there (the default --metadata_dir, yb-master.data).
+        return subprocess.Popen((prefix or []) + args, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp)
 
     def start_master(self, prefix=None, bind="127.0.0.1", extra=()):
         self.master = self._spawn("master", [
@@ -95,6 +97,10 @@ class Cluster:
     def http(self, path):
         with urllib.request.urlopen(f"http://{self.master_host}:{self.http_port}{path}", timeout=2) as r:
             return r.read().decode()
+
+    def health(self):
+        """The master's /health as JSON."""
+        return json.loads(self.http("/health?format=json"))
 
     def metric(self, name):
         """The value of an unlabelled metric on /metrics, or None."""

@@ -448,3 +448,46 @@ def test_calls_fail_fast_once_the_master_is_cut_off_and_resume_when_it_returns(t
             app.kill()
             app.wait(10)
         c.stop()
+
+
+def test_a_master_killed_and_restarted_keeps_every_object(cluster):
+    """kill -9 of the only master, the same command again: every acknowledged object is back,
+    read through another client, once the storage daemons have re-mounted their memory."""
+    cluster.start_master()
+    cluster.start_client("node-a")
+    cluster.start_client("node-b")
+    objects = {f"obj-{i}": value(20000 + i * 100, i) for i in range(30)}
+    for k, v in objects.items():
+        assert put(cluster, k, v, replicas=2).returncode == 0
+    before = cluster.health()
+    assert before["role"] == "leader" and before["log"]["synced_seq"] >= before["log"]["last_seq"] > 0
+    cluster.stop_master(signal.SIGKILL)
+    cluster.start_master()
+    wait_until(lambda: cluster.segment_names() == {"node-a", "node-b"}, 15, "the daemons to re-mount")
+    for k, v in objects.items():
+        assert get(cluster, k) == (0, v), k
+    assert cluster.metric("yb_master_keys") == 30
+    assert cluster.health()["log"]["last_seq"] >= before["log"]["last_seq"]
+    # New objects go on next to the restored ones, never over them.
+    extra = value(50000, 99)
+    assert put(cluster, "after", extra, replicas=2).returncode == 0
+    assert get(cluster, "after") == (0, extra)
+    for k, v in objects.items():
+        assert get(cluster, k) == (0, v), k
+
+
+def test_objects_of_a_daemon_that_does_not_come_back_are_dropped_after_client_ttl(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a")
+    cluster.start_client("node-b")
+    a = value(10000, 1)
+    assert put(cluster, "on-a", a).returncode == 0  # one replica: on node-a or node-b
+    cluster.stop_master(signal.SIGKILL)
+    cluster.kill_client("node-a")
+    cluster.kill_client("node-b")
+    cluster.start_master()
+    cluster.start_client("node-b")  # a new process: new segments, fresh memory
+    wait_until(lambda: cluster.metric("yb_master_keys") == 0, cluster.client_ttl + 10,
+               "the master to drop what was on the daemons that did not come back")
+    rc, _ = get(cluster, "on-a")
+    assert rc != 0

@@ -99,7 +99,10 @@ def test_kill9_during_offload_leaves_no_torn_object_and_restart_serves_the_rest(
     assert s.close() == 0
 
 
-def test_master_restart_learns_the_ssd_contents_again(cluster, tmp_path):
+def test_master_restart_keeps_the_ssd_contents_and_the_memory_copies(cluster, tmp_path):
+    """The master's index survives its restart: each object comes back with its MEMORY replica
+    (node-a kept its memory) and its LOCAL_DISK one, readable once node-a has re-mounted; node-a
+    registering its disk objects again changes nothing."""
     cluster.start_master(extra=["--enable_offload", "true"])
     ssd_client(cluster, "node-a", tmp_path / "ssd-a")
     s = caller(cluster)
@@ -109,11 +112,13 @@ def test_master_restart_learns_the_ssd_contents_again(cluster, tmp_path):
     wait_until(lambda: cluster.metric("yb_master_offloaded_total") == 10, 10, "offloads")
     assert s.close() == 0
     cluster.stop_master()
-    cluster.start_master(extra=["--enable_offload", "true"])  # starts empty
+    cluster.start_master(extra=["--enable_offload", "true"])
     s = caller(cluster)
-    wait_until(lambda: s.is_exist("k9") == 1, 10, "node-a to re-register its disk objects")
+    assert s.is_exist("k9") == 1  # known at once: the index was replayed
+    wait_until(lambda: s.get("k9") == vals["k9"], 10, "node-a to re-mount")
+    wait_until(lambda: cluster.metric("yb_master_disk_replicas_registered_total") == 0 and
+               all(kinds(s, k) == ["LOCAL_DISK", "MEMORY"] for k in vals), 10, "both replicas of every object")
     for k, v in vals.items():
-        assert kinds(s, k) == ["LOCAL_DISK"]
         assert s.get(k) == v, k
     assert s.close() == 0
 
@@ -159,9 +164,9 @@ def test_removed_and_replaced_keys_stay_so_after_restarts(cluster, tmp_path):
     check(s)
     assert s.close() == 0
     cluster.stop_master()
-    cluster.start_master(extra=["--enable_offload", "true"])  # starts empty: learns the disk again
+    cluster.start_master(extra=["--enable_offload", "true"])  # replays its index
     s = caller(cluster)
-    wait_until(lambda: s.is_exist("k3") == 1, 10, "node-a to re-register its disk objects")
+    wait_until(lambda: s.get("k3") == vals["k3"], 10, "node-a to re-mount")
     check(s)
     assert s.close() == 0
 
