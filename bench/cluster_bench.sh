@@ -2,6 +2,8 @@
 # Starts a yb-master and one yb-client (the storage) on 127.0.0.1, runs yb-bench against them
 # from a third process, prints its JSON, and stops what it started.
 # Usage: bench/cluster_bench.sh [build dir] [yb-bench flags...]; YB_MASTER_FLAGS sets yb-master flags.
+# The master keeps its metadata log in a temporary directory (synced, as by default);
+# YB_BENCH_LOG=off runs it without one (--metadata_dir ""), for the same-run comparison.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
 # storage daemon and the callers, a second RPC thread competes with the callers for the cores
 # instead of adding capacity (docs/performance.md has the comparison). With yb-bench's
@@ -15,7 +17,9 @@ PORT=${YB_BENCH_PORT:-50651}
 LOG=$(mktemp -d)
 MASTER_FLAGS="--rpc_thread_num 1"
 [[ " $* " == *" --per_cpu_callers "* ]] && MASTER_FLAGS="--rpc_thread_num $(nproc) --rpc_pin_threads"
-"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
+META=(--metadata_dir "$LOG/meta")
+[[ ${YB_BENCH_LOG:-on} == off ]] && META=(--metadata_dir "")
+"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 "${META[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
 MASTER=$!
 trap 'kill $CLIENT $MASTER 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
 "$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \

@@ -90,7 +90,10 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
     auto s = log->stats();
     p.Counter("yb_master_log_records_total", "Metadata log records appended.", s.records);
     p.Counter("yb_master_log_bytes_total", "Metadata log bytes written.", s.bytes);
-    p.Counter("yb_master_log_rounds_total", "Metadata log writes (each one sync: group commit).", s.rounds);
+    p.Counter("yb_master_log_writes_total", "Metadata log writes (each of what was appended since the last).",
+              s.rounds);
+    p.Counter("yb_master_log_syncs_total", "Metadata log syncs (each covers every record written before it).", s.syncs);
+    p.Counter("yb_master_log_sync_microseconds_total", "Time spent in those syncs.", s.sync_us);
     p.Gauge("yb_master_log_last_seq", "Sequence number of the last record appended.", s.last_seq);
     p.Gauge("yb_master_log_synced_seq", "Every record up to this one is synced.", s.synced_seq);
     p.Counter("yb_master_log_snapshots_total", "Snapshots written since start.", s.snapshots);

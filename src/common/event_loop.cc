@@ -69,9 +69,27 @@ void EventLoop::RunOn(uint64_t id, std::function<bool(LoopSession&)> fn) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
-    tasks_.push_back(Task{id, std::move(fn)});
+    tasks_.push_back(Task{id, std::move(fn), nullptr});
   }
   Wake();
+}
+
+void EventLoop::Post(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    tasks_.push_back(Task{0, nullptr, std::move(fn)});
+  }
+  Wake();
+}
+
+bool EventLoop::Visit(uint64_t id, const std::function<bool(LoopSession&)>& fn) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return false;
+  Entry& e = it->second;
+  const uint32_t before = e.session->Interest();
+  Settle(e, before, fn(*e.session));
+  return true;
 }
 
 bool EventLoop::Watch(int op, int fd, uint32_t events, void* ptr) {
@@ -107,6 +125,7 @@ void EventLoop::Run() {
     }
     // After the batch: a task may close a session whose readiness is further down the batch.
     if (woken && !TakeQueued()) return;
+    if (after_batch_) after_batch_();
   }
 }
 
@@ -140,6 +159,10 @@ bool EventLoop::TakeQueued() {
     }
   }
   for (auto& t : tasks) {
+    if (t.id == 0) {  // the loop's own (Post)
+      t.loop_fn();
+      continue;
+    }
     auto it = sessions_.find(t.id);
     if (it == sessions_.end()) continue;  // closed since
     Entry& e = it->second;

@@ -67,6 +67,14 @@ class EventLoop {
   // From any thread: runs `fn` on the loop's thread on the session `id` if it is still open; false
   // from `fn` closes it. The loop then looks at what the session waits for again.
   void RunOn(uint64_t id, std::function<bool(LoopSession&)> fn);
+  // From any thread: runs `fn` on the loop's thread.
+  void Post(std::function<void()> fn);
+  // On the loop's thread only: runs `fn` on session `id` now, as RunOn would later. False when
+  // there is no such session.
+  bool Visit(uint64_t id, const std::function<bool(LoopSession&)>& fn);
+  // Before Start: called on the loop's thread after each batch of events and tasks, before the
+  // loop waits again (a server flushes what its handlers queued there).
+  void SetAfterBatch(std::function<void()> fn) { after_batch_ = std::move(fn); }
   // Connections handed over (Adopt) and not yet closed, from any thread.
   int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
@@ -85,11 +93,13 @@ class EventLoop {
   void Close(Entry& e);
   void CloseFd(int fd);
   struct Task {
-    uint64_t id;
+    uint64_t id;  // 0: the loop's own task (Post), in loop_fn
     std::function<bool(LoopSession&)> fn;
+    std::function<void()> loop_fn;
   };
 
   Factory factory_;
+  std::function<void()> after_batch_;
   int ep_ = -1;
   int wake_ = -1;
   std::thread thread_;

@@ -24,15 +24,19 @@ Status LoopGroup::Start() {
   }
   loops_.reserve(n);
   for (int i = 0; i < n; ++i) {
-    loops_.push_back(std::make_unique<EventLoop>([this, i](int fd, std::string peer) {
-      return factory_(*loops_[i], fd, std::move(peer));
-    }));
+    loops_.push_back(std::make_unique<EventLoop>(
+        [this, i](int fd, std::string peer) { return factory_(*loops_[i], fd, std::move(peer)); }));
+    if (options_.after_batch) {
+      EventLoop* loop = loops_.back().get();
+      loops_.back()->SetAfterBatch([this, loop] { options_.after_batch(*loop); });
+    }
     if (Status st = loops_.back()->Start(cpus.empty() ? -1 : cpus[i % cpus.size()]); !st.ok()) {
       loops_.clear();
       return Status(st.code(), options_.name + ": " + st.message());
     }
   }
-  listener_ = std::make_unique<Listener>(options_.listen, [this](int fd, std::string peer) { Deal(fd, std::move(peer)); });
+  listener_ =
+      std::make_unique<Listener>(options_.listen, [this](int fd, std::string peer) { Deal(fd, std::move(peer)); });
   if (Status st = listener_->Start(); !st.ok()) {
     listener_.reset();
     loops_.clear();

@@ -28,7 +28,7 @@ class LoopGroup {
   using Factory = std::function<std::unique_ptr<LoopSession>(EventLoop& loop, int fd, std::string peer)>;
 
   struct Options {
-    std::string name;         // names the server in logs and errors, e.g. "transfer server"
+    std::string name;          // names the server in logs and errors, e.g. "transfer server"
     Listener::Options listen;  // address, port, keepalive, on_accept_failed
     int threads = 1;           // event loops (at least 1)
     int max_connections = 4096;
@@ -38,6 +38,8 @@ class LoopGroup {
     // then received and served on one CPU, with no wake-up sent to another: on loopback the sender's
     // CPU receives, on a NIC the CPU its receive queue interrupts. For a host that runs little else.
     bool pin_to_cpus = false;
+    // Each loop calls it on its thread after each batch of events (EventLoop::SetAfterBatch).
+    std::function<void(EventLoop&)> after_batch;
   };
 
   LoopGroup(Options options, Factory factory);

@@ -15,6 +15,9 @@ class LogGate final : public rpc::ReplyGate {
   void WhenReleased(uint64_t ticket, std::function<void()> fn) override {
     log_.WhenReleased(Unpack(ticket), std::move(fn));
   }
+  // Synced up to the ticket's record: every record before it is released too, at either level.
+  uint64_t Cover(uint64_t ticket) const override { return ticket | 1; }
+  void Flush() override { log_.Flush(); }
 
   static uint64_t Pack(MetaLog::Ticket t) { return t.seq == 0 ? 0 : (t.seq << 1) | (t.sync ? 1 : 0); }
   static MetaLog::Ticket Unpack(uint64_t v) { return MetaLog::Ticket{v >> 1, (v & 1) != 0}; }

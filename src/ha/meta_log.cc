@@ -19,6 +19,7 @@ namespace yb::ha {
 namespace {
 
 thread_local MetaLog::Ticket tls_ticket;
+thread_local bool tls_flushes = false;  // this thread calls Flush() after what it appends
 
 // A Put's reservation needs only to be written (see the class comment); everything else synced.
 bool NeedsSync(const pb::LogRecord& r) { return r.change_case() != pb::LogRecord::kPending; }
@@ -96,19 +97,21 @@ Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterIma
   }
   YB_RETURN_IF_ERROR(log->Recover(image));
   YB_RETURN_IF_ERROR(log->OpenFile(log->next_seq_));
-  log->writer_ = std::thread([raw = log.get()] { raw->WriterLoop(); });
+  log->syncer_ = std::thread([raw = log.get()] { raw->SyncerLoop(); });
   return log;
 }
 
 MetaLog::~MetaLog() {
-  if (writer_.joinable()) {
+  if (syncer_.joinable()) {
+    Flush();
     {
       std::lock_guard lock(mu_);
-      stop_ = true;
+      stop_ = true;  // the syncer syncs what was written, then ends
     }
-    work_cv_.notify_all();
-    writer_.join();
+    sync_cv_.notify_all();
+    syncer_.join();
   }
+  for (int old : retiring_) ::close(old);
   if (fd_ >= 0) ::close(fd_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
@@ -185,9 +188,20 @@ Status MetaLog::OpenFile(uint64_t first_seq) {
   if (fd < 0) return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(errno));
   struct stat st {};
   ::fstat(fd, &st);
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
+  {
+    // The file before goes to the syncer, which syncs and closes it with its next sync.
+    std::lock_guard fd_lock(fd_mu_);
+    if (fd_ >= 0) {
+      if (options_.sync) {
+        retiring_.push_back(fd_);
+      } else {
+        ::close(fd_);
+      }
+    }
+    fd_ = fd;
+  }
   file_path_ = path;
+  file_first_seq_ = first_seq;
   file_written_ = static_cast<uint64_t>(st.st_size);
   return SyncDir(options_.dir);  // the new file's name is durable
 }
@@ -198,12 +212,17 @@ void MetaLog::Append(const pb::LogRecord& record) {
   record.AppendToString(&payload);
   const bool sync = NeedsSync(record);
   uint64_t seq;
+  bool first;
   {
     std::lock_guard lock(mu_);
     seq = next_seq_++;
-    const bool was_empty = buf_.empty();
+    first = buf_.empty();
     AppendFrame(seq, payload, buf_);
-    if (was_empty) work_cv_.notify_one();
+  }
+  // A thread that does not flush its own appends (a background step) leaves them to the syncer.
+  if (first && !tls_flushes) {
+    std::lock_guard lock(mu_);
+    sync_cv_.notify_one();
   }
   tls_ticket.seq = seq;
   tls_ticket.sync = tls_ticket.sync || sync;
@@ -223,8 +242,11 @@ bool MetaLog::Released(Ticket t) const {
 
 void MetaLog::Wait(Ticket t) {
   if (Released(t)) return;
+  Flush();
   std::unique_lock lock(mu_);
+  ++blocked_;
   done_cv_.wait(lock, [&] { return Released(t); });
+  --blocked_;
 }
 
 void MetaLog::WhenReleased(Ticket t, std::function<void()> fn) {
@@ -242,56 +264,94 @@ void MetaLog::Fire(uint64_t written, uint64_t synced) {
   std::vector<std::function<void()>> due;
   {
     std::lock_guard lock(mu_);
-    written_seq_.store(written, std::memory_order_release);
-    synced_seq_.store(synced, std::memory_order_release);
+    // Each level only moves up (the writer and the syncer each publish their own).
+    if (written > written_seq_.load(std::memory_order_relaxed)) written_seq_.store(written, std::memory_order_release);
+    if (synced > synced_seq_.load(std::memory_order_relaxed)) synced_seq_.store(synced, std::memory_order_release);
+    written = written_seq_.load(std::memory_order_relaxed);
+    synced = synced_seq_.load(std::memory_order_relaxed);
     for (auto* waiters : {&on_written_, &on_synced_}) {
       const uint64_t level = waiters == &on_written_ ? written : synced;
       auto end = waiters->upper_bound(level);
       for (auto it = waiters->begin(); it != end; ++it) due.push_back(std::move(it->second));
       waiters->erase(waiters->begin(), end);
     }
+    // Wake-ups cost a system call each: only for a thread that waits (most rounds have none).
+    if (blocked_ > 0) done_cv_.notify_all();
+    if (syncer_idle_ && options_.sync && written > synced) sync_cv_.notify_one();
   }
-  done_cv_.notify_all();
   for (auto& fn : due) fn();
 }
 
-void MetaLog::WriterLoop() {
+void MetaLog::Flush() {
+  tls_flushes = true;
+  {
+    std::lock_guard lock(mu_);
+    if (buf_.empty()) return;
+  }
+  std::lock_guard w(write_mu_);
+  FlushLocked(false);
+}
+
+void MetaLog::FlushLocked(bool rotate) {
   std::string out;
+  uint64_t last;
+  {
+    std::lock_guard lock(mu_);
+    out.swap(buf_);
+    last = next_seq_ - 1;
+  }
+  if (!out.empty()) {
+    if (Status st = WriteAll(fd_, out, file_path_); !st.ok()) FailStop(st);
+    file_written_ += out.size();
+    bytes_.fetch_add(out.size(), std::memory_order_relaxed);
+    since_snapshot_.fetch_add(out.size(), std::memory_order_relaxed);
+    rounds_.fetch_add(1, std::memory_order_relaxed);
+    // Written: a reservation survives the process now. The syncer takes it from here.
+    Fire(last, options_.sync ? 0 : last);
+  }
+  if (!rotate && file_written_ < options_.file_bytes) return;
+  // A new file from `last` + 1 on; the syncer syncs the old one with its next round.
+  if (Status st = OpenFile(last + 1); !st.ok()) FailStop(st);
+}
+
+void MetaLog::SyncerLoop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || rotate_ || !buf_.empty(); });
-    if (buf_.empty() && !rotate_ && stop_) return;
-    out.clear();
-    out.swap(buf_);
-    const uint64_t last = next_seq_ - 1;
-    const bool rotate = rotate_ || (file_written_ + out.size() >= options_.file_bytes && !out.empty());
-    rotate_ = false;
+    syncer_idle_ = true;
+    sync_cv_.wait(lock, [&] {
+      return stop_ || !buf_.empty() ||
+             written_seq_.load(std::memory_order_relaxed) > synced_seq_.load(std::memory_order_relaxed);
+    });
+    syncer_idle_ = false;
+    const bool unflushed = !buf_.empty();
     lock.unlock();
-    if (!out.empty()) {
-      if (Status st = WriteAll(fd_, out, file_path_); !st.ok()) FailStop(st);
-      file_written_ += out.size();
-      bytes_.fetch_add(out.size(), std::memory_order_relaxed);
-      since_snapshot_.fetch_add(out.size(), std::memory_order_relaxed);
-      rounds_.fetch_add(1, std::memory_order_relaxed);
-      // Written: a reservation survives the process now.
-      Fire(last, synced_seq_.load(std::memory_order_relaxed));
-      if (options_.sync && ::fdatasync(fd_) != 0) {
-        FailStop(Status(Code::kFileWriteFail, "cannot sync " + file_path_ + ": " + std::strerror(errno)));
-      }
-      Fire(last, last);
+    if (unflushed) {  // a background step's records: nobody else writes them
+      std::lock_guard w(write_mu_);
+      FlushLocked(false);
     }
-    if (rotate) {
-      if (options_.sync && ::fsync(fd_) != 0) {
-        FailStop(Status(Code::kFileWriteFail, "cannot sync " + file_path_ + ": " + std::strerror(errno)));
+    const uint64_t target = written_seq_.load(std::memory_order_acquire);
+    if (options_.sync && target > synced_seq_.load(std::memory_order_relaxed)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      {
+        // The files before the current one first (a record in them precedes every record here).
+        std::lock_guard fd_lock(fd_mu_);
+        for (int old : retiring_) {
+          if (::fsync(old) != 0) FailStop(Status(Code::kFileWriteFail, "cannot sync a closed log file"));
+          ::close(old);
+        }
+        retiring_.clear();
+        if (::fdatasync(fd_) != 0) {
+          FailStop(Status(Code::kFileWriteFail, "cannot sync " + file_path_ + ": " + std::strerror(errno)));
+        }
       }
-      if (Status st = OpenFile(last + 1); !st.ok()) FailStop(st);
+      syncs_.fetch_add(1, std::memory_order_relaxed);
+      sync_us_.fetch_add(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count(),
+          std::memory_order_relaxed);
+      Fire(0, target);
     }
     lock.lock();
-    if (rotate) {
-      rotated_at_ = last;
-      ++rotations_;
-      done_cv_.notify_all();
-    }
+    if (stop_ && buf_.empty() && synced_seq_.load(std::memory_order_relaxed) >= written_seq_.load()) return;
   }
 }
 
@@ -302,12 +362,9 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
   {
     // Every record up to `base` goes to the files before the new one; the dump below starts after
     // this, so it reflects all of them.
-    std::unique_lock lock(mu_);
-    const uint64_t before = rotations_;
-    rotate_ = true;
-    work_cv_.notify_one();
-    done_cv_.wait(lock, [&] { return rotations_ != before; });
-    base = rotated_at_;
+    std::lock_guard w(write_mu_);
+    FlushLocked(/*rotate=*/true);
+    base = file_first_seq_ - 1;
   }
   const std::string path = options_.dir + "/" + SnapshotFileName(base);
   const std::string tmp = path + ".tmp";
@@ -372,6 +429,8 @@ MetaLog::Stats MetaLog::stats() const {
   s.records = records_.load(std::memory_order_relaxed);
   s.bytes = bytes_.load(std::memory_order_relaxed);
   s.rounds = rounds_.load(std::memory_order_relaxed);
+  s.syncs = syncs_.load(std::memory_order_relaxed);
+  s.sync_us = sync_us_.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     s.last_seq = next_seq_ - 1;

@@ -1,9 +1,12 @@
 // MetaLog: the master's metadata log, in a directory of its own (yb-master's --metadata_dir).
 //
-// The master appends a record for each change (MetaSink, master/meta_sink.h); a writer thread
-// writes what has been appended since its last round to the current log file, then syncs it
-// (fdatasync): group commit, one sync for every record appended meanwhile. A change is acknowledged
-// only once its record is released:
+// The master appends a record for each change (MetaSink, master/meta_sink.h). Flush() writes what
+// has been appended to the current log file: the RPC server's threads call it after each batch of
+// calls (ReplyGate::Flush), so a batch costs one write and no hand-off to another thread. A syncer
+// thread syncs the file (fdatasync) over and over, each sync covering every record written before
+// it began: group commit, and no write waits for a sync in progress; it also writes what other
+// threads appended (background steps) and nobody flushed. A change is acknowledged only once its
+// record is released:
 //   - an unfinished Put's reservation (PutStart) once written to the file: it then outlives a
 //     killed master process, and its writer, who is copying into the space, keeps it;
 //   - every other change once synced: it then outlives the machine.
@@ -59,9 +62,11 @@ class MetaLog final : public MetaSink {
     bool sync = false;
   };
   struct Stats {
-    uint64_t records = 0;       // appended since start
-    uint64_t bytes = 0;         // framed bytes written since start
-    uint64_t rounds = 0;        // writer rounds (each one write, and one sync)
+    uint64_t records = 0;  // appended since start
+    uint64_t bytes = 0;    // framed bytes written since start
+    uint64_t rounds = 0;   // writes (each of what was appended since the one before)
+    uint64_t syncs = 0;    // syncs, and the time they took
+    uint64_t sync_us = 0;
     uint64_t last_seq = 0;      // of the last record appended
     uint64_t synced_seq = 0;    // every record up to it is synced
     uint64_t snapshot_seq = 0;  // of the last snapshot
@@ -83,7 +88,9 @@ class MetaLog final : public MetaSink {
   // This thread's ticket since it last took one.
   static Ticket TakeTicket();
   bool Released(Ticket t) const;
-  // Blocks until `t` is released.
+  // Writes what has been appended (a no-op when nothing has). Any thread.
+  void Flush();
+  // Blocks until `t` is released (flushing first).
   void Wait(Ticket t);
   // Runs `fn` (on the writer thread, or at once on this one if `t` is released) once `t` is.
   void WhenReleased(Ticket t, std::function<void()> fn);
@@ -101,33 +108,44 @@ class MetaLog final : public MetaSink {
   explicit MetaLog(Options options);
   Status Recover(MasterImage* image);
   Status OpenFile(uint64_t first_seq);
-  void WriterLoop();
+  // Flush, with write_mu_ held; `rotate`: then go on in a new file.
+  void FlushLocked(bool rotate);
+  void SyncerLoop();
+  // Publishes the levels and runs the callbacks they release.
   void Fire(uint64_t written, uint64_t synced);
 
   const Options options_;
   int lock_fd_ = -1;
-  int fd_ = -1;            // the writer thread's, after Open
-  std::string file_path_;  // of fd_
+  // The current file: the writer's; the syncer syncs it under fd_mu_, and the writer changes it
+  // only under fd_mu_, once everything written to it is synced.
+  std::mutex fd_mu_;
+  int fd_ = -1;
+  std::vector<int> retiring_;    // earlier files, written and not yet synced; under fd_mu_
+  std::string file_path_;        // of fd_
+  uint64_t file_first_seq_ = 1;  // the first record the current file holds
   uint64_t file_written_ = 0;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;  // the writer waits for records, a rotation or stop
+  std::mutex write_mu_;              // one writer at a time; held while the current file changes
   std::condition_variable done_cv_;  // callers wait for releases, snapshots for a rotation
   std::string buf_;                  // frames appended and not yet taken by the writer; under mu_
   uint64_t next_seq_ = 1;            // under mu_
   bool stop_ = false;                // under mu_
-  bool rotate_ = false;              // under mu_: the writer starts a new file after this round
-  uint64_t rotated_at_ = 0;          // under mu_: the last seq before the newest rotation
-  uint64_t rotations_ = 0;           // under mu_
+  bool syncer_idle_ = false;         // under mu_: the syncer waits for work
+  int blocked_ = 0;                  // under mu_: threads in Wait()
+  bool syncer_stop_ = false;         // under mu_: set once the writer has stopped
+
   std::multimap<uint64_t, std::function<void()>> on_written_, on_synced_;  // under mu_
   std::atomic<uint64_t> written_seq_{0};
   std::atomic<uint64_t> synced_seq_{0};
+  std::condition_variable sync_cv_;  // the syncer waits for writes; the writer (rotating) for syncs
 
   std::mutex snapshot_mu_;  // one snapshot at a time
   std::atomic<uint64_t> records_{0}, bytes_{0}, rounds_{0}, snapshots_{0}, snapshot_seq_{0}, last_snapshot_ms_{0};
   std::atomic<uint64_t> since_snapshot_{0};
+  std::atomic<uint64_t> syncs_{0}, sync_us_{0};
   uint64_t recovered_records_ = 0, cut_bytes_ = 0;
-  std::thread writer_;
+  std::thread syncer_;
 };
 
 }  // namespace yb::ha

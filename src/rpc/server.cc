@@ -12,15 +12,15 @@
 
 namespace yb::rpc {
 
-// A gate's release runs on another thread, maybe after the server stopped: it reaches a session's
-// loop only while the server runs.
-struct RpcServer::Relay {
+// The held replies of one serving loop: which of its sessions hold some, and the release asked
+// for. Touched on the loop's thread only, but for `running`, which a release from another thread
+// reads to know whether the loop may still be posted to.
+struct RpcServer::LoopHolds {
+  EventLoop* loop = nullptr;
+  std::vector<uint64_t> sessions;  // may name sessions closed since
+  uint64_t armed = 0;              // the ticket a release is asked for (0: none)
   std::mutex mu;
   bool running = true;  // under mu
-  void RunOn(EventLoop* loop, uint64_t session, std::function<bool(LoopSession&)> fn) {
-    std::lock_guard lock(mu);
-    if (running) loop->RunOn(session, std::move(fn));
-  }
 };
 
 namespace {
@@ -35,6 +35,27 @@ class RpcServer::Session final : public LoopSession {
   Session(RpcServer& server, EventLoop& loop, int fd, std::string peer)
       : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
   ~Session() override { server_.held_.fetch_sub(held_.size(), std::memory_order_relaxed); }
+  bool holding() const { return !held_.empty(); }
+
+  // Sends the held replies released now (a later one may be released before an earlier: replies
+  // carry their request ids). Notes the largest ticket still held in *still (0: none).
+  bool Release(uint64_t* still) {
+    ReplyGate* gate = server_.options_.gate;
+    size_t kept = 0;
+    for (auto& h : held_) {
+      if (gate->Released(h.ticket)) {
+        out_ += h.reply;
+        server_.held_.fetch_sub(1, std::memory_order_relaxed);
+      } else {
+        *still = std::max(*still, h.ticket);
+        if (&held_[kept] != &h) held_[kept] = std::move(h);
+        ++kept;
+      }
+    }
+    held_.resize(kept);
+    listed_ = kept > 0;
+    return Flush();
+  }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -124,40 +145,17 @@ class RpcServer::Session final : public LoopSession {
     }
   }
 
-  // Moves the reply at out_[start, end) aside until `ticket` is released.
+  // Moves the reply at out_[start, end) aside until `ticket` is released; the loop's pass after
+  // this batch (RpcServer::ReleasePass) sends it once it is.
   void Hold(uint64_t ticket, size_t start) {
     held_.push_back({ticket, out_.substr(start)});
     out_.resize(start);
     server_.held_.fetch_add(1, std::memory_order_relaxed);
-    if (ticket == armed_) return;  // the release already asked for is this one's
-    armed_ = ticket;
-    std::weak_ptr<Relay> relay = server_.relay_;
-    EventLoop* loop = &loop_;
-    const uint64_t id = loop_id();
-    server_.options_.gate->WhenReleased(ticket, [relay, loop, id] {
-      if (auto r = relay.lock()) {
-        r->RunOn(loop, id, [](LoopSession& s) { return static_cast<Session&>(s).Release(); });
-      }
-    });
-  }
-
-  // Sends the held replies that are released now (a later one may be released before an earlier:
-  // replies carry their request ids).
-  bool Release() {
-    ReplyGate* gate = server_.options_.gate;
-    size_t kept = 0;
-    for (auto& h : held_) {
-      if (gate->Released(h.ticket)) {
-        out_ += h.reply;
-        server_.held_.fetch_sub(1, std::memory_order_relaxed);
-      } else {
-        if (&held_[kept] != &h) held_[kept] = std::move(h);
-        ++kept;
-      }
+    if (!listed_) {
+      listed_ = true;
+      if (!holds_) holds_ = server_.HoldsOf(loop_);
+      holds_->sessions.push_back(loop_id());
     }
-    held_.resize(kept);
-    if (held_.empty()) armed_ = 0;
-    return Flush();
   }
 
   // Sends what the socket takes of the unsent replies; false on a broken connection.
@@ -194,9 +192,10 @@ class RpcServer::Session final : public LoopSession {
   size_t in_len_ = 0;
   std::string out_;  // replies; the bytes before out_off_ have been sent
   size_t out_off_ = 0;
-  bool paused_ = false;     // not reading: too many replies wait for the peer to read
-  std::vector<Held> held_;  // replies waiting for the gate, oldest first
-  uint64_t armed_ = 0;      // the ticket a release was last asked for
+  bool paused_ = false;               // not reading: too many replies wait for the peer to read
+  std::vector<Held> held_;            // replies waiting for the gate, oldest first
+  bool listed_ = false;               // in its loop's LoopHolds::sessions
+  std::shared_ptr<LoopHolds> holds_;  // its loop's
 };
 
 RpcServer::RpcServer(Options options) : options_(std::move(options)) {}
@@ -215,7 +214,13 @@ Status RpcServer::Start() {
   go.threads = options_.threads;
   go.pin_to_cpus = options_.pin_to_cpus;
   go.max_connections = options_.max_connections;
-  relay_ = std::make_shared<Relay>();
+  holds_.clear();
+  if (options_.gate) {
+    go.after_batch = [this](EventLoop& loop) {
+      options_.gate->Flush();  // what this batch's handlers changed: written now
+      ReleasePass(loop);
+    };
+  }
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
     return std::make_unique<Session>(*this, loop, fd, std::move(peer));
   });
@@ -225,11 +230,58 @@ Status RpcServer::Start() {
 }
 
 void RpcServer::Stop() {
-  if (relay_) {
-    std::lock_guard lock(relay_->mu);
-    relay_->running = false;  // a release still to come finds no loop
+  {
+    std::lock_guard lock(holds_mu_);
+    for (auto& [loop, h] : holds_) {
+      std::lock_guard hl(h->mu);
+      h->running = false;  // a release still to come finds no loop
+    }
+    stopped_ = true;
   }
   if (group_) group_->Stop();  // no connection comes in, then the open ones close
+}
+
+std::shared_ptr<RpcServer::LoopHolds> RpcServer::HoldsOf(EventLoop& loop) {
+  std::lock_guard lock(holds_mu_);
+  auto& h = holds_[&loop];
+  if (!h) {
+    h = std::make_shared<LoopHolds>();
+    h->loop = &loop;
+    h->running = !stopped_;
+  }
+  return h;
+}
+
+void RpcServer::ReleasePass(EventLoop& loop) {
+  const std::shared_ptr<LoopHolds> holds = HoldsOf(loop);
+  LoopHolds& h = *holds;
+  if (h.sessions.empty()) return;
+  uint64_t still = 0;
+  std::erase_if(h.sessions, [&](uint64_t id) {
+    bool holding = false;
+    const bool open = loop.Visit(id, [&](LoopSession& s) {
+      auto& session = static_cast<Session&>(s);
+      const bool ok = session.Release(&still);
+      holding = session.holding();
+      return ok;
+    });
+    return !open || !holding;
+  });
+  if (h.sessions.empty() || still == 0) return;
+  const uint64_t cover = options_.gate->Cover(still);
+  if (cover <= h.armed) return;  // a release already asked for covers them
+  h.armed = cover;
+  std::weak_ptr<LoopHolds> weak = holds;
+  options_.gate->WhenReleased(cover, [this, weak] {
+    auto holds = weak.lock();
+    if (!holds) return;
+    std::lock_guard lock(holds->mu);
+    if (!holds->running) return;
+    holds->loop->Post([this, raw = holds.get()] {
+      raw->armed = 0;
+      ReleasePass(*raw->loop);
+    });
+  });
 }
 
 }  // namespace yb::rpc

@@ -37,6 +37,11 @@ class ReplyGate {
   virtual bool Released(uint64_t ticket) const = 0;
   // Calls `fn` once `ticket` is released: at once if it is, else later from another thread.
   virtual void WhenReleased(uint64_t ticket, std::function<void()> fn) = 0;
+  // A ticket whose release releases every ticket up to `ticket` (by value) too.
+  virtual uint64_t Cover(uint64_t ticket) const { return ticket; }
+  // Called on a serving thread after each batch of calls, before it waits again: makes what the
+  // batch's handlers changed as durable as it can at once (the log writes it; syncing follows).
+  virtual void Flush() {}
 };
 
 class RpcServer {
@@ -97,7 +102,11 @@ class RpcServer {
 
  private:
   class Session;
-  struct Relay;
+  struct LoopHolds;
+  std::shared_ptr<LoopHolds> HoldsOf(EventLoop& loop);
+  // On a loop's thread, after its batch: sends what its sessions hold that is released, and asks
+  // the gate for one release covering what is left.
+  void ReleasePass(EventLoop& loop);
 
   Options options_;
   std::unordered_map<uint16_t, Handler> handlers_;
@@ -105,8 +114,9 @@ class RpcServer {
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> reads_paused_{0};
   std::atomic<uint64_t> held_{0};
-  // Where a gate's release finds a session's loop; outlives the server while releases are pending.
-  std::shared_ptr<Relay> relay_;
+  std::mutex holds_mu_;
+  std::unordered_map<EventLoop*, std::shared_ptr<LoopHolds>> holds_;  // under holds_mu_
+  bool stopped_ = false;                                              // under holds_mu_
 };
 
 }  // namespace yb::rpc
