@@ -181,6 +181,24 @@ void BM_PutStartEndLogged(benchmark::State& state) {
 }
 BENCHMARK(BM_PutStartEndLogged)->Threads(1)->Threads(2)->UseRealTime()->Iterations(300000);
 
+void BM_BatchPutStartEndLogged(benchmark::State& state) {
+  auto& s = L();
+  std::vector<uint64_t> sizes(kBatch, 4096);
+  std::string prefix = "batch/" + std::to_string(state.thread_index()) + "/";
+  for (auto _ : state) {
+    std::vector<std::string> keys;
+    keys.reserve(kBatch);
+    uint64_t base = s.put_seq.fetch_add(kBatch, std::memory_order_relaxed);
+    for (int j = 0; j < kBatch; ++j) keys.push_back(prefix + std::to_string(base + j));
+    (void)s.master->BatchPutStart(s.ctx, keys, sizes, {}, yb::WriteMode::kPut);
+    s.log->Flush();
+    (void)s.master->BatchPutEnd(s.ctx, keys, {});
+    s.log->Flush();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_BatchPutStartEndLogged)->Threads(1)->UseRealTime()->Iterations(2000);
+
 }  // namespace
 }  // namespace yb
 
