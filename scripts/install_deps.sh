@@ -11,6 +11,7 @@ PKGS=(
   libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev
   python3 python3-dev python3-pytest python3-numpy pybind11-dev iproute2 iperf3 curl
   clang
+  etcd-server etcd-client
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -16,6 +16,7 @@
 #include <iterator>
 
 #include "api/master_api.h"
+#include "client/leader_follower.h"
 #include "common/units.h"
 #include "rpc/master_client.h"
 #include "yuebing/client.h"
@@ -31,10 +32,12 @@ int Fail(const yb::Status& st) {
 
 int main(int argc, char** argv) {
   CLI::App app{"yb: put, get, remove and inspect objects of a Yuebing cluster"};
+  yb::ClientConfig c;
   std::string master = "127.0.0.1:50051", key, file, value, out;
   int replicas = 1;
   bool force = false;
-  app.add_option("--master", master, "yb-master host:port");
+  app.add_option("--master", master, "yb-master host:port, or etcd://host:port[;host:port] for the leader of several");
+  app.add_option("--cluster_id", c.cluster_id, "with etcd://: the masters' --cluster_id")->capture_default_str();
   app.require_subcommand(1);
   auto* put = app.add_subcommand("put", "store a file or a string");
   put->add_option("key", key)->required();
@@ -56,7 +59,6 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
   spdlog::set_level(spdlog::level::warn);
 
-  yb::ClientConfig c;
   c.local_hostname = "yb-cli";
   c.master_server_addr = master;
   c.global_segment_size = 0;
@@ -65,9 +67,18 @@ int main(int argc, char** argv) {
   if (segs->parsed()) {
     // Only the master's segment list: no client registration, so a script polling this does not
     // add a client to the master's live ones for every call.
-    auto m = yb::rpc::MasterClient::Connect(master, std::chrono::milliseconds(c.rpc_timeout_ms));
-    if (!m.ok()) return Fail(m.status());
-    auto list = (*m)->ListSegments();
+    const auto timeout = std::chrono::milliseconds(c.rpc_timeout_ms);
+    std::unique_ptr<yb::MasterApi> m;
+    if (yb::LeaderFollower::IsEtcdAddress(master)) {
+      auto f = yb::LeaderFollower::Create(master, c.cluster_id, timeout);
+      if (!f.ok()) return Fail(f.status());
+      m = std::move(f).value();
+    } else {
+      auto mc = yb::rpc::MasterClient::Connect(master, timeout);
+      if (!mc.ok()) return Fail(mc.status());
+      m = std::move(mc).value();
+    }
+    auto list = m->ListSegments();
     if (!list.ok()) return Fail(list.status());
     std::printf("%-20s %-22s %-12s %-12s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS");
     for (const auto& u : *list) {

@@ -79,7 +79,10 @@ int main(int argc, char** argv) {
   app.add_option("--local_hostname", c.local_hostname,
                  "name of this node's segments and the host others reach it at (default: --host, or the "
                  "machine's hostname when --host is 0.0.0.0)");
-  app.add_option("--master_server_address", c.master_server_addr, "yb-master host:port")->capture_default_str();
+  app.add_option("--master_server_address", c.master_server_addr,
+                 "yb-master host:port, or etcd://host:port[;host:port] to follow the leader of several")
+      ->capture_default_str();
+  app.add_option("--cluster_id", c.cluster_id, "with etcd://: the masters' --cluster_id")->capture_default_str();
   yb::tools::AddSizeOption(app, "--global_segment_size", c.global_segment_size,
                            "memory to contribute (\"4 GB\", \"512MB\", bytes)");
   yb::tools::AddSizeOption(app, "--local_buffer_size", c.local_buffer_size, "staging buffer");

@@ -15,6 +15,7 @@
 #include "common/open_files.h"
 #include "common/scheduler.h"
 #include "flags.h"
+#include "ha/ha_master.h"
 #include "ha/log_gate.h"
 #include "ha/meta_log.h"
 #include "master/master_service.h"
@@ -39,6 +40,7 @@ struct DaemonFlags {
   bool enable_ha = false;
   std::string etcd_endpoints;
   std::string cluster_id = "mooncake_cluster";
+  int64_t ha_lease_ttl_ms = yb::ha::HaMaster::Options{}.lease_ttl.count();
   std::string config_path;
   std::string log_level = "info";
   // The metadata log: beside where the master starts, as etcd and Redis keep their data.
@@ -83,9 +85,23 @@ bool ApplyConfigFile(CLI::App& app, const std::string& path) {
   return true;
 }
 
-std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, const yb::rpc::RpcServer& server,
-                    const yb::ha::MetaLog* log) {
+std::string Metrics(const yb::MasterService* master, const yb::rpc::RpcMetrics& rpc, const yb::rpc::RpcServer& server,
+                    const yb::ha::MetaLog* log, const yb::ha::HaMaster* ha) {
   yb::tools::PrometheusText p;
+  if (ha) {
+    p.Gauge("yb_master_ha_leader", "1 while this master leads (HA).", ha->role() == yb::ha::HaMaster::Role::kLeader);
+    p.Gauge("yb_master_ha_epoch", "Epoch of the leader this master knows of.", ha->epoch());
+    p.Counter("yb_master_ha_elections_won_total", "Elections this master won (failovers to it).", ha->elections_won());
+    uint64_t counted = 0, lag = 0;
+    const uint64_t last = log ? log->stats().last_seq : 0;
+    for (const auto& s : ha->standbys()) {
+      counted += s.in_sync;
+      lag = std::max(lag, last > s.acked ? last - s.acked : 0);
+    }
+    p.Gauge("yb_master_ha_standbys", "Standbys this leader ships its log to.", ha->standbys().size());
+    p.Gauge("yb_master_ha_standbys_in_sync", "Standbys counted: a change waits for each of them.", counted);
+    p.Gauge("yb_master_ha_standby_lag_records", "Records the furthest standby is behind the leader's log.", lag);
+  }
   if (log) {
     auto s = log->stats();
     p.Counter("yb_master_log_records_total", "Metadata log records appended.", s.records);
@@ -113,7 +129,6 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
   per_method("yb_master_requests_total", "RPC calls per operation.", [&](uint16_t m) { return rpc.calls(m); });
   per_method("yb_master_failures_total", "Failed RPC calls per operation (a batch fails when a key fails).",
              [&](uint16_t m) { return rpc.failures(m); });
-  auto st = master.Stats();
   p.Gauge("yb_master_rpc_connections", "Open RPC connections.", server.open_connections());
   p.Counter("yb_master_rpc_malformed_frames_total", "RPC frames refused as malformed (each closed its connection).",
             server.malformed_frames());
@@ -123,6 +138,8 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
             "Connections closed at once because --rpc_max_connections were open.", server.refused_connections());
   p.Counter("yb_master_rpc_accept_failures_total",
             "Failed accepts (e.g. out of file descriptors), each followed by a pause.", server.accept_failures());
+  if (!master) return p.text();  // a standby: no index to report on
+  auto st = master->Stats();
   p.Gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
   p.Gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
   p.Gauge("yb_master_keys", "Published objects.", st.keys);
@@ -157,9 +174,10 @@ std::string Metrics(yb::MasterService& master, const yb::rpc::RpcMetrics& rpc, c
   return p.text();
 }
 
-nlohmann::json SegmentsJson(yb::MasterService& master) {
+nlohmann::json SegmentsJson(yb::MasterService* master) {
   nlohmann::json arr = nlohmann::json::array();
-  auto segments = master.ListSegments().value();
+  if (!master) return arr;
+  auto segments = master->ListSegments().value();
   for (const auto& u : segments) {
     arr.push_back({{"id", std::to_string(u.desc.id)},
                    {"name", u.desc.name},
@@ -216,9 +234,14 @@ int main(int argc, char** argv) {
                  "seconds before another writer may take over an unfinished Put");
   app.add_option("--put_start_release_timeout_sec", mc.put_start_release_timeout_sec,
                  "seconds before an unfinished Put's space is reclaimed");
-  app.add_option("--enable_ha", f.enable_ha, "leader election through etcd (not available yet)");
-  app.add_option("--etcd_endpoints,--ha_backend_connstring", f.etcd_endpoints, "etcd endpoints for HA");
-  app.add_option("--cluster_id", f.cluster_id, "cluster name (HA)");
+  app.add_option("--enable_ha", f.enable_ha,
+                 "one of several masters: etcd elects the leader, the others are hot standbys");
+  app.add_option("--etcd_endpoints,--ha_backend_connstring", f.etcd_endpoints,
+                 "etcd endpoints for HA, host:port separated by ';'");
+  app.add_option("--cluster_id", f.cluster_id, "cluster name (HA): the etcd keys are mooncake-store/<cluster_id>/...");
+  app.add_option("--ha_lease_ttl_ms", f.ha_lease_ttl_ms,
+                 "the leader's etcd lease: a dead leader is replaced after about this long")
+      ->check(CLI::Range(int64_t{1000}, int64_t{60000}));
   app.add_option("--enable_offload", mc.enable_offload,
                  "SSD tier, eager: queue every new object for offload to the SSD tiers of the clients holding it");
   app.add_option("--offload_on_evict", mc.offload_on_evict,
@@ -247,41 +270,88 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (!f.config_path.empty() && !ApplyConfigFile(app, f.config_path)) return 2;
   spdlog::set_level(spdlog::level::from_str(f.log_level));
-  if (f.enable_ha) {
-    spdlog::error("--enable_ha: high availability through etcd is not available in this build");
-    return 2;
-  }
-
   yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
-  auto created = yb::MasterService::Create(mc, scheduler.clock());
-  if (!created.ok()) {
-    spdlog::error("bad configuration: {}", created.status().ToString());
-    return 2;
-  }
-  auto master = std::move(created).value();
-  std::unique_ptr<yb::ha::MetaLog> log;
-  if (!f.metadata_dir.empty()) {
-    yb::ha::MetaLog::Options lo;
-    lo.dir = f.metadata_dir;
-    lo.sync = f.metadata_sync;
-    lo.snapshot_log_bytes = f.metadata_snapshot_bytes;
-    lo.file_bytes = f.metadata_file_bytes;
-    yb::MasterImage image;
-    auto opened = yb::ha::MetaLog::Open(lo, &image);
-    if (!opened.ok()) {
-      spdlog::error("--metadata_dir {}: {}", f.metadata_dir, opened.status().ToString());
+  yb::ha::MetaLog::Options lo;
+  lo.dir = f.metadata_dir;
+  lo.sync = f.metadata_sync;
+  lo.snapshot_log_bytes = f.metadata_snapshot_bytes;
+  lo.file_bytes = f.metadata_file_bytes;
+
+  // One of two shapes: a lone master (its log optional), or one of several under etcd (HaMaster).
+  std::unique_ptr<yb::MasterService> lone;
+  std::unique_ptr<yb::ha::MetaLog> lone_log;
+  std::unique_ptr<yb::ha::LogGate> lone_gate;
+  std::unique_ptr<yb::ha::HaMaster> ha;
+  if (f.enable_ha) {
+    if (f.etcd_endpoints.empty()) {
+      spdlog::error("--enable_ha needs --etcd_endpoints (or --ha_backend_connstring)");
+      return 2;
+    }
+    if (f.metadata_dir.empty()) {
+      spdlog::error("--enable_ha needs a --metadata_dir: standbys keep the leader's log there");
+      return 2;
+    }
+    if (f.rpc_address == "0.0.0.0" || f.rpc_address == "::" || f.rpc_address.empty()) {
+      spdlog::error(
+          "--enable_ha: --rpc_address must be an address the clients and the other masters reach this "
+          "master at (it is what etcd names as the leader), not {}",
+          f.rpc_address.empty() ? "empty" : f.rpc_address);
+      return 2;
+    }
+    auto endpoints = yb::ha::EtcdClient::ParseEndpoints(f.etcd_endpoints);
+    if (!endpoints.ok()) {
+      spdlog::error("--etcd_endpoints: {}", endpoints.status().ToString());
+      return 2;
+    }
+    yb::ha::HaMaster::Options ho;
+    ho.etcd.endpoints = std::move(*endpoints);
+    ho.cluster_id = f.cluster_id;
+    ho.address = f.rpc_address + ":" + std::to_string(f.rpc_port);
+    ho.lease_ttl = std::chrono::milliseconds(f.ha_lease_ttl_ms);
+    ho.master = mc;
+    ho.log = lo;
+    if (auto st = yb::MasterService::Create(mc, scheduler.clock()); !st.ok()) {
+      spdlog::error("bad configuration: {}", st.status().ToString());
+      return 2;
+    }
+    auto created = yb::ha::HaMaster::Create(ho, scheduler.clock());
+    if (!created.ok()) {
+      spdlog::error("--metadata_dir {}: {}", f.metadata_dir, created.status().ToString());
       return 1;
     }
-    log = std::move(opened).value();
-    if (auto st = master->Load(image); !st.ok()) {
-      spdlog::error("--metadata_dir {}: the recovered state does not load: {}", f.metadata_dir, st.ToString());
-      return 1;
-    }
-    master->SetSink(log.get());
+    ha = std::move(created).value();
   } else {
-    spdlog::warn("--metadata_dir is empty: the index lives in memory only, and a restart empties the cache");
+    auto created = yb::MasterService::Create(mc, scheduler.clock());
+    if (!created.ok()) {
+      spdlog::error("bad configuration: {}", created.status().ToString());
+      return 2;
+    }
+    lone = std::move(created).value();
+    if (!f.metadata_dir.empty()) {
+      yb::MasterImage image;
+      auto opened = yb::ha::MetaLog::Open(lo, &image);
+      if (!opened.ok()) {
+        spdlog::error("--metadata_dir {}: {}", f.metadata_dir, opened.status().ToString());
+        return 1;
+      }
+      lone_log = std::move(opened).value();
+      if (auto st = lone->Load(image); !st.ok()) {
+        spdlog::error("--metadata_dir {}: the recovered state does not load: {}", f.metadata_dir, st.ToString());
+        return 1;
+      }
+      lone->SetSink(lone_log.get());
+      lone_gate = std::make_unique<yb::ha::LogGate>(*lone_log);
+    } else {
+      spdlog::warn("--metadata_dir is empty: the index lives in memory only, and a restart empties the cache");
+    }
   }
-  std::unique_ptr<yb::ha::LogGate> gate = log ? std::make_unique<yb::ha::LogGate>(*log) : nullptr;
+  yb::MasterApi& api = ha ? static_cast<yb::MasterApi&>(*ha) : *lone;
+  yb::ha::MetaLog* log = ha ? &ha->log() : lone_log.get();
+  // The master serving now: the lone one, or the leader's (none while a standby).
+  auto current = [&]() -> std::shared_ptr<yb::MasterService> {
+    if (ha) return ha->master();
+    return std::shared_ptr<yb::MasterService>(std::shared_ptr<void>(), lone.get());
+  };
 
   sigset_t stop_signals = yb::tools::BlockStopSignals();
   yb::RaiseOpenFileLimit();  // a descriptor per client connection
@@ -296,9 +366,12 @@ int main(int argc, char** argv) {
                    ? f.rpc_thread_num
                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   ro.pin_to_cpus = f.rpc_pin_threads;
-  ro.gate = gate.get();  // a change is answered once its record is durable
+  ro.gate = ha ? &ha->gate() : lone_gate.get();  // a change is answered once its record is durable
   yb::rpc::RpcServer server(ro);
-  yb::rpc::RegisterMasterService(server, *master, &rpc_metrics);
+  std::function<uint64_t()> epoch;
+  if (ha) epoch = [h = ha.get()] { return h->epoch(); };
+  yb::rpc::RegisterMasterService(server, api, &rpc_metrics, epoch);
+  if (ha) ha->RegisterReplication(server);
   if (auto st = server.Start(); !st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;
@@ -308,7 +381,8 @@ int main(int argc, char** argv) {
   if (f.metrics_port > 0) {
     httplib::Server& h = http.server();
     h.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Metrics(*master, rpc_metrics, server, log.get()), yb::tools::PrometheusText::kContentType);
+      auto m = current();
+      res.set_content(Metrics(m.get(), rpc_metrics, server, log, ha.get()), yb::tools::PrometheusText::kContentType);
     });
     // Plain "OK" for scripts that wait for the master; JSON (?format=json, or asking for JSON) with
     // its role and log position.
@@ -320,6 +394,21 @@ int main(int argc, char** argv) {
         return;
       }
       nlohmann::json h = {{"status", "ok"}, {"role", "leader"}, {"epoch", 0}};
+      if (ha) {
+        h["role"] = ha->role() == yb::ha::HaMaster::Role::kLeader ? "leader" : "standby";
+        h["epoch"] = ha->epoch();
+        h["leader"] = ha->leader();
+        h["cluster_id"] = f.cluster_id;
+        nlohmann::json standbys = nlohmann::json::array();
+        const uint64_t last = log->stats().last_seq;
+        for (const auto& s : ha->standbys()) {
+          standbys.push_back({{"address", s.address},
+                              {"in_sync", s.in_sync},
+                              {"acked_seq", s.acked},
+                              {"lag_records", last > s.acked ? last - s.acked : 0}});
+        }
+        h["standbys"] = standbys;
+      }
       if (log) {
         auto s = log->stats();
         h["log"] = {{"dir", log->dir()},
@@ -330,37 +419,47 @@ int main(int argc, char** argv) {
       res.set_content(h.dump(2), "application/json");
     });
     h.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(SegmentsJson(*master).dump(2), "application/json");
+      res.set_content(SegmentsJson(current().get()).dump(2), "application/json");
     });
     h.Get("/get_all_segments", [&](const httplib::Request&, httplib::Response& res) {
       std::string names;
-      for (const auto& s : SegmentsJson(*master)) names += s["name"].get<std::string>() + "\n";
+      for (const auto& s : SegmentsJson(current().get())) names += s["name"].get<std::string>() + "\n";
       res.set_content(names, "text/plain");
     });
     if (!http.Start("yb-master", f.metrics_address, f.metrics_port)) return 1;
   }
 
-  yb::MasterService* m = master.get();
-  auto background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
-  std::unique_ptr<yb::Scheduler::Job> snapshots;
-  if (log) {
-    yb::ha::MetaLog* l = log.get();
-    snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [l, m] {
-      (void)l->SnapshotIfDue([m](const auto& emit) { m->WriteImage(emit); }, m->next_object_id());
-    });
+  std::unique_ptr<yb::Scheduler::Job> background, snapshots, election;
+  if (ha) {
+    yb::ha::HaMaster* h = ha.get();
+    election = scheduler.Every("yb-ha", std::chrono::milliseconds(100), [h] { h->RunOnce(); });
+    background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [h] { h->RunBackgroundOnce(); });
+    snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [h] { h->SnapshotIfDue(); });
+  } else {
+    yb::MasterService* m = lone.get();
+    background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
+    if (lone_log) {
+      yb::ha::MetaLog* l = lone_log.get();
+      snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [l, m] {
+        (void)l->SnapshotIfDue([m](const auto& emit) { m->WriteImage(emit); }, m->next_object_id());
+      });
+    }
   }
-  spdlog::info("yb-master serving RPC on {}:{} ({} threads{}), HTTP on {}:{}", f.rpc_address, server.port(), ro.threads,
-               ro.pin_to_cpus ? fmt::format(", {} pinned to CPUs", server.pinned_threads()) : "", f.metrics_address,
-               f.metrics_port);
+  spdlog::info("yb-master serving RPC on {}:{} ({} threads{}), HTTP on {}:{}{}", f.rpc_address, server.port(),
+               ro.threads, ro.pin_to_cpus ? fmt::format(", {} pinned to CPUs", server.pinned_threads()) : "",
+               f.metrics_address, f.metrics_port,
+               ha ? fmt::format("; HA in cluster '{}' through etcd {}", f.cluster_id, f.etcd_endpoints) : "");
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("yb-master: signal {} received, shutting down", sig);
+  election.reset();
   snapshots.reset();
   background.reset();
   http.Stop();
   server.Stop();
-  log.reset();  // what was appended is written and synced
+  ha.reset();        // a leader gives its lease back
+  lone_log.reset();  // what was appended is written and synced
   spdlog::info("yb-master stopped");
   return 0;
 }

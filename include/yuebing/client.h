@@ -27,9 +27,11 @@ struct Slice {
 struct ClientConfig {
   std::string local_hostname = "localhost";  // names this client's segments
   std::string metadata_server = "P2PHANDSHAKE";
-  // "host:port" of a yb-master; or "embedded" / "embedded:NAME": a master in this process, shared
-  // by its clients that name the same cluster.
+  // "host:port" of a yb-master; "etcd://host:port[;host:port]": the leader of several masters
+  // (yb-master --enable_ha), found and followed through etcd; or "embedded" / "embedded:NAME": a
+  // master in this process, shared by its clients that name the same cluster.
   std::string master_server_addr = "embedded";
+  std::string cluster_id = "mooncake_cluster";  // with etcd://: the masters' --cluster_id
   std::string protocol = "tcp";  // "tcp" (RDMA is not available yet)
   std::string device_name;
   uint64_t global_segment_size = 0;          // contributed to the pool; 0 for a pure caller

@@ -48,10 +48,12 @@ enum class Code : uint8_t {
   kFileReadFail = 29,
   kFileWriteFail = 30,  // an SSD-tier write failed (I/O error, no space left)
   kUnableOffload = 31,  // the object cannot go down to the SSD tier
+  kEtcdOperationError = 32,  // etcd could not be reached or refused the operation
+  kUnavailableInCurrentStatus = 33,  // this master is not the leader (a standby, or one that stepped down)
 };
 
 // Number of codes; the table in status.cc has one row per code.
-inline constexpr int kNumCodes = 32;
+inline constexpr int kNumCodes = 34;
 
 // Name of a code, e.g. "OBJECT_NOT_FOUND" (Mooncake's spelling).
 std::string_view CodeName(Code code);

@@ -1,6 +1,7 @@
 // ConnectRemote: a client of a yb-master over the network, with a TCP transfer server for
 // the segments it mounts, and memcpy for segments mapped in this process.
 #include "client/client_internal.h"
+#include "client/leader_follower.h"
 #include "client/segment_directory.h"
 #include "common/log.h"
 #include "rpc/master_client.h"
@@ -20,7 +21,7 @@ std::shared_ptr<LocalSegmentRegistry> ProcessSegments() {
 // What a remote client keeps alive besides itself.
 struct RemotePlumbing {
   RealClock clock;
-  std::shared_ptr<rpc::MasterClient> master;
+  std::shared_ptr<MasterApi> master;
   std::shared_ptr<SegmentDirectory> directory;
   std::unique_ptr<tcp::TransferServer> server;
   ~RemotePlumbing() {
@@ -38,16 +39,24 @@ Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
 }  // namespace
 
 Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
-  auto hp = rpc::ParseHostPort(config.master_server_addr);
-  if (!hp.ok()) {
-    return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
-                                            "' is neither host:port nor \"embedded[:NAME]\"");
+  const auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
+  std::shared_ptr<MasterApi> master;
+  if (LeaderFollower::IsEtcdAddress(config.master_server_addr)) {
+    auto f = LeaderFollower::Create(config.master_server_addr, config.cluster_id, timeout);
+    if (!f.ok()) return f.status();
+    master = std::move(f).value();
+  } else {
+    auto hp = rpc::ParseHostPort(config.master_server_addr);
+    if (!hp.ok()) {
+      return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
+                                              "' is neither host:port, etcd://host:port nor \"embedded[:NAME]\"");
+    }
+    master = std::make_shared<rpc::MasterClient>(hp->first, hp->second, timeout);
   }
   auto transport_options = tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size, config.mc_slice_size);
   if (!transport_options.ok()) return transport_options.status();
   auto plumbing = std::make_shared<RemotePlumbing>();
-  plumbing->master =
-      std::make_shared<rpc::MasterClient>(hp->first, hp->second, std::chrono::milliseconds(config.rpc_timeout_ms));
+  plumbing->master = std::move(master);
   plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master, plumbing->clock);
   auto engine = std::make_shared<TransferEngine>();
   engine->AddTransport(std::make_shared<MemcpyTransport>(ProcessSegments()));

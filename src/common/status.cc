@@ -60,6 +60,8 @@ constexpr std::array<CodeRow, kNumCodes> kTable = {{
     {Code::kFileReadFail, "FILE_READ_FAIL", -1102},
     {Code::kFileWriteFail, "FILE_WRITE_FAIL", -1103},
     {Code::kUnableOffload, "UNABLE_OFFLOAD", -1300},
+    {Code::kEtcdOperationError, "ETCD_OPERATION_ERROR", -1000, Retry::kUnavailable},
+    {Code::kUnavailableInCurrentStatus, "UNAVAILABLE_IN_CURRENT_STATUS", -1010, Retry::kUnavailable},
 }};
 
 constexpr bool TableInEnumOrder() {

@@ -56,8 +56,13 @@ DirFiles ListDir(const std::string& dir) {
 // Reads a snapshot file into `image`; false (image untouched) when it is not intact.
 bool LoadSnapshot(const std::string& path, uint64_t seq, MasterImage* image, uint64_t* records) {
   auto data = ReadWholeFile(path);
-  if (!data.ok()) return false;
-  FrameReader r(*data);
+  return data.ok() && LoadSnapshotContents(*data, seq, image, records);
+}
+
+}  // namespace
+
+bool LoadSnapshotContents(std::string_view contents, uint64_t seq, MasterImage* image, uint64_t* records) {
+  FrameReader r(contents);
   auto first = r.Next();
   pb::SnapshotHeader header;
   if (!first || first->seq != seq ||
@@ -78,8 +83,6 @@ bool LoadSnapshot(const std::string& path, uint64_t seq, MasterImage* image, uin
   *records = n;
   return true;
 }
-
-}  // namespace
 
 MetaLog::MetaLog(Options options) : options_(std::move(options)) {}
 
@@ -237,7 +240,83 @@ MetaLog::Ticket MetaLog::TakeTicket() {
 
 bool MetaLog::Released(Ticket t) const {
   if (t.seq == 0) return true;
-  return (t.sync ? synced_seq_ : written_seq_).load(std::memory_order_acquire) >= t.seq;
+  return (t.sync ? synced_seq_ : written_seq_).load(std::memory_order_acquire) >= t.seq &&
+         replicated_.load(std::memory_order_acquire) >= t.seq;
+}
+
+void MetaLog::SetReplicated(uint64_t floor) {
+  replicated_.store(floor, std::memory_order_release);
+  Fire(0, 0);  // what the floor releases now
+}
+
+uint64_t MetaLog::WaitWritten(uint64_t after, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  ++blocked_;
+  done_cv_.wait_for(lock, timeout, [&] { return stop_ || written_seq_.load(std::memory_order_acquire) > after; });
+  --blocked_;
+  return written_seq_.load(std::memory_order_acquire);
+}
+
+uint64_t MetaLog::last_seq() const {
+  std::lock_guard lock(mu_);
+  return next_seq_ - 1;
+}
+
+std::string MetaLog::SnapshotPath(uint64_t seq) const { return options_.dir + "/" + SnapshotFileName(seq); }
+
+Status MetaLog::AppendFrames(std::string_view frames) {
+  {
+    std::lock_guard lock(mu_);
+    FrameReader r(frames);
+    uint64_t expect = next_seq_;
+    while (auto f = r.Next()) {
+      if (f->seq != expect) {
+        return Status(Code::kInvalidParams,
+                      "shipped record " + std::to_string(f->seq) + " where " + std::to_string(expect) + " comes next");
+      }
+      ++expect;
+    }
+    if (!r.clean()) return Status(Code::kInvalidParams, "shipped frames are torn or corrupt");
+    buf_.append(frames.data(), frames.size());
+    next_seq_ = expect;
+  }
+  records_.fetch_add(1, std::memory_order_relaxed);
+  Flush();
+  return Status::OK();
+}
+
+Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
+  std::lock_guard one(snapshot_mu_);
+  std::lock_guard w(write_mu_);
+  if (seq != 0) {  // 0: the leader's log starts at its first record, with no snapshot before it
+    const std::string path = SnapshotPath(seq), tmp = path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(errno));
+    Status st = WriteAll(fd, contents, tmp);
+    if (st.ok() && options_.sync && ::fdatasync(fd) != 0) st = Status(Code::kFileWriteFail, "cannot sync " + tmp);
+    ::close(fd);
+    if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+      st = Status(Code::kFileWriteFail, "cannot rename " + tmp);
+    }
+    if (!st.ok()) return st;
+  }
+  // Everything else goes: the leader's history replaces ours from here on.
+  DirFiles files = ListDir(options_.dir);
+  for (uint64_t s : files.snapshots) {
+    if (s != seq) ::unlink((options_.dir + "/" + SnapshotFileName(s)).c_str());
+  }
+  for (uint64_t l : files.logs) ::unlink((options_.dir + "/" + LogFileName(l)).c_str());
+  {
+    std::lock_guard lock(mu_);
+    buf_.clear();
+    next_seq_ = seq + 1;
+    written_seq_.store(seq, std::memory_order_release);
+    synced_seq_.store(seq, std::memory_order_release);
+  }
+  snapshot_seq_ = seq;
+  since_snapshot_ = 0;
+  YB_RETURN_IF_ERROR(OpenFile(seq + 1));
+  return SyncDir(options_.dir);
 }
 
 void MetaLog::Wait(Ticket t) {
@@ -267,8 +346,10 @@ void MetaLog::Fire(uint64_t written, uint64_t synced) {
     // Each level only moves up (the writer and the syncer each publish their own).
     if (written > written_seq_.load(std::memory_order_relaxed)) written_seq_.store(written, std::memory_order_release);
     if (synced > synced_seq_.load(std::memory_order_relaxed)) synced_seq_.store(synced, std::memory_order_release);
-    written = written_seq_.load(std::memory_order_relaxed);
-    synced = synced_seq_.load(std::memory_order_relaxed);
+    // What is released: written (or synced) and, with standbys counted, on each of them.
+    const uint64_t floor = replicated_.load(std::memory_order_acquire);
+    written = std::min(written_seq_.load(std::memory_order_relaxed), floor);
+    synced = std::min(synced_seq_.load(std::memory_order_relaxed), floor);
     for (auto* waiters : {&on_written_, &on_synced_}) {
       const uint64_t level = waiters == &on_written_ ? written : synced;
       auto end = waiters->upper_bound(level);
@@ -277,7 +358,10 @@ void MetaLog::Fire(uint64_t written, uint64_t synced) {
     }
     // Wake-ups cost a system call each: only for a thread that waits (most rounds have none).
     if (blocked_ > 0) done_cv_.notify_all();
-    if (syncer_idle_ && options_.sync && written > synced) sync_cv_.notify_one();
+    if (syncer_idle_ && options_.sync &&
+        written_seq_.load(std::memory_order_relaxed) > synced_seq_.load(std::memory_order_relaxed)) {
+      sync_cv_.notify_one();
+    }
   }
   for (auto& fn : due) fn();
 }

@@ -95,6 +95,25 @@ class MetaLog final : public MetaSink {
   // Runs `fn` (on the writer thread, or at once on this one if `t` is released) once `t` is.
   void WhenReleased(Ticket t, std::function<void()> fn);
 
+  // ---- replication (ha/replication.h)
+  // The leader: every record up to `floor` is on each standby it counts; a ticket is released only
+  // once its record is at or below it too. UINT64_MAX (the default): no standby is counted.
+  void SetReplicated(uint64_t floor);
+  uint64_t written_seq() const { return written_seq_.load(std::memory_order_acquire); }
+  // Waits until a record after `after` is written, or for `timeout`; the written level then.
+  uint64_t WaitWritten(uint64_t after, std::chrono::milliseconds timeout);
+  uint64_t last_seq() const;
+  // A standby: appends frames the leader shipped (their numbers follow the last record's); they
+  // are written when this returns.
+  Status AppendFrames(std::string_view frames);
+  // A standby: the log becomes the leader's snapshot `contents` (a snap file's bytes) as of `seq`,
+  // and goes on from `seq` + 1; everything it held before is removed.
+  Status ReplaceWithSnapshot(uint64_t seq, std::string_view contents);
+  // The files of the log in order, for the leader's shipping: the newest snapshot's number (0: none)
+  // and the log files after it.
+  std::string SnapshotPath(uint64_t seq) const;
+  uint64_t latest_snapshot() const { return snapshot_seq_.load(std::memory_order_acquire); }
+
   // Writes a snapshot now: `write_image` gets a function to call with each record of the state.
   using ImageWriter = std::function<void(const std::function<void(const pb::LogRecord&)>& emit)>;
   Status Snapshot(const ImageWriter& write_image, uint64_t next_object_id);
@@ -138,6 +157,7 @@ class MetaLog final : public MetaSink {
   std::multimap<uint64_t, std::function<void()>> on_written_, on_synced_;  // under mu_
   std::atomic<uint64_t> written_seq_{0};
   std::atomic<uint64_t> synced_seq_{0};
+  std::atomic<uint64_t> replicated_{UINT64_MAX};
   std::condition_variable sync_cv_;  // the syncer waits for writes; the writer (rotating) for syncs
 
   std::mutex snapshot_mu_;  // one snapshot at a time
@@ -147,5 +167,9 @@ class MetaLog final : public MetaSink {
   uint64_t recovered_records_ = 0, cut_bytes_ = 0;
   std::thread syncer_;
 };
+
+// A snapshot file's contents (its frames, the header first) as an image; false when they are not
+// intact or not of snapshot `seq`.
+bool LoadSnapshotContents(std::string_view contents, uint64_t seq, MasterImage* image, uint64_t* records);
 
 }  // namespace yb::ha

@@ -107,6 +107,14 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   };
   {
     auto s = table_.Lock(hk);
+    const PendingPut* mine = s.FindPending(hk);
+    if (mine && mine->writer == ctx.client && mine->size == size && mine->upsert == upsert) {
+      // The same writer asking again (its first answer was lost with a master that went away): the
+      // reservation it has.
+      std::vector<ReplicaDesc> descs;
+      for (const auto& r : mine->replicas) descs.push_back(Describe(r, size));
+      return descs;
+    }
     YB_RETURN_IF_ERROR(check_free(s));
   }
   auto allocs = Reserve(ctx.tenant, size, config);

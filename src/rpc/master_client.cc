@@ -51,6 +51,15 @@ Result<typename MethodTraits<m>::Response> MasterClient::Call(const typename Met
     return Status(Code::kRpcFail, "reply to " + std::string(MasterMethodName(static_cast<uint16_t>(m))) + " from " +
                                       channel_.target() + " does not parse");
   }
+  // Fencing: an answer from a leader older than one already heard from is not believed.
+  const uint64_t epoch = resp.epoch();
+  uint64_t seen = epoch_seen_->load(std::memory_order_relaxed);
+  while (epoch > seen && !epoch_seen_->compare_exchange_weak(seen, epoch, std::memory_order_relaxed)) {
+  }
+  if (epoch < seen) {
+    return Status(Code::kRpcFail, "answer from " + channel_.target() + " at epoch " + std::to_string(epoch) +
+                                      ", older than the leader's " + std::to_string(seen) + ": a stale leader");
+  }
   if (Status st = FromPb(resp.status()); !st.ok()) return st;
   return resp;
 }
@@ -75,8 +84,11 @@ Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& addres
   return std::make_pair(host, static_cast<uint16_t>(port));
 }
 
-MasterClient::MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout)
-    : channel_(host, port), timeout_(timeout) {}
+MasterClient::MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                           std::shared_ptr<std::atomic<uint64_t>> epoch_seen)
+    : channel_(host, port),
+      timeout_(timeout),
+      epoch_seen_(epoch_seen ? std::move(epoch_seen) : std::make_shared<std::atomic<uint64_t>>(0)) {}
 
 Result<std::unique_ptr<MasterClient>> MasterClient::Connect(const std::string& address,
                                                             std::chrono::milliseconds timeout) {

@@ -1,6 +1,7 @@
 // The client half of the master's RPC: MasterClient, a MasterApi over an RpcChannel.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -18,7 +19,10 @@ namespace yb::rpc {
 // on one connection.
 class MasterClient final : public MasterApi {
  public:
-  MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+  // `epoch_seen`, when given, is shared with other clients (of the other masters of a cluster):
+  // an answer whose epoch is older than the newest seen is refused (RPC_FAIL: a stale leader).
+  MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+               std::shared_ptr<std::atomic<uint64_t>> epoch_seen = nullptr);
   // "host:port".
   static Result<std::unique_ptr<MasterClient>> Connect(const std::string& address, std::chrono::milliseconds timeout);
 
@@ -56,6 +60,7 @@ class MasterClient final : public MasterApi {
 
   RpcChannel channel_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<std::atomic<uint64_t>> epoch_seen_;
 };
 
 // Splits "host:port"; INVALID_PARAMS when malformed. Port 0 ("any free port") only if allowed.

@@ -165,9 +165,9 @@ void Serve<M::kDropDiskReplicas>(MasterApi& api, const pb::DropDiskReplicasReque
 
 // Registers method `m`: parse, Serve<m>, count, serialize.
 template <M m>
-void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics) {
+void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics, const std::function<uint64_t()>& epoch) {
   constexpr auto id = static_cast<uint16_t>(m);
-  server.Register(id, [&api, metrics](std::string_view body, std::string& reply) -> Status {
+  server.Register(id, [&api, metrics, epoch](std::string_view body, std::string& reply) -> Status {
     // One request and one response message per method and server thread, cleared and refilled on
     // each call: their strings and repeated fields keep their memory, so a call allocates little.
     thread_local Req<m> req;
@@ -178,6 +178,7 @@ void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics) {
     }
     resp.Clear();
     Serve<m>(api, req, resp);
+    if (epoch) resp.set_epoch(epoch());
     if (metrics) metrics->Record(id, Failed(resp));
     resp.AppendToString(&reply);
     if (body.size() + static_cast<size_t>(resp.GetCachedSize()) > (256u << 10)) {  // a big batch: drop its memory
@@ -190,8 +191,8 @@ void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics) {
 
 }  // namespace
 
-void RegisterMasterService(RpcServer& server, MasterApi& api, RpcMetrics* metrics) {
-#define YB_REGISTER(id, name, req, resp) Add<M::k##name>(server, api, metrics);
+void RegisterMasterService(RpcServer& server, MasterApi& api, RpcMetrics* metrics, std::function<uint64_t()> epoch) {
+#define YB_REGISTER(id, name, req, resp) Add<M::k##name>(server, api, metrics, epoch);
   YB_MASTER_METHODS(YB_REGISTER)
 #undef YB_REGISTER
 }

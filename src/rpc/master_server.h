@@ -31,7 +31,9 @@ class RpcMetrics {
 };
 
 // Registers every method of the table on `server`, answered by `master` (which must outlive the
-// server). Counts calls in `metrics` when given. Before server.Start().
-void RegisterMasterService(RpcServer& server, MasterApi& master, RpcMetrics* metrics = nullptr);
+// server). Counts calls in `metrics` when given; every answer carries `epoch()` when given (HA:
+// the leader's epoch). Before server.Start().
+void RegisterMasterService(RpcServer& server, MasterApi& master, RpcMetrics* metrics = nullptr,
+                           std::function<uint64_t()> epoch = {});
 
 }  // namespace yb::rpc

@@ -1,0 +1,87 @@
+// LeaderFollower: a MasterApi over whichever master leads a cluster, found in etcd under Mooncake's
+// key mooncake-store/<cluster_id>/master_view (master_server_addr "etcd://host:port[;host:port]").
+//
+// A call goes to the leader known; when it fails because that master is gone or no longer leads
+// (RPC_FAIL, RPC_TIMEOUT, UNAVAILABLE_IN_CURRENT_STATUS), the leader is looked up again and the
+// call made again on it, until the call's deadline. That is safe for every call: the new leader
+// has every change the old one answered (ha/ha_master.h), a PutStart made again by the same writer
+// gets the reservation it already has, and a PutEnd whose first attempt was answered by the old
+// leader is taken as done when the object is there. ReadEnd, one-way, is not made again (the old
+// leader's pins went with it). Answers of a leader older than one already heard from are refused
+// (the clients of all masters share the newest epoch seen). Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "api/master_api.h"
+#include "common/clock.h"
+#include "ha/etcd_client.h"
+#include "rpc/master_client.h"
+
+namespace yb {
+
+class LeaderFollower final : public MasterApi {
+ public:
+  // `spec` is "etcd://host:port[;host:port...]".
+  static Result<std::unique_ptr<LeaderFollower>> Create(const std::string& spec, const std::string& cluster_id,
+                                                        std::chrono::milliseconds timeout);
+  static bool IsEtcdAddress(const std::string& master_server_addr) {
+    return master_server_addr.rfind("etcd://", 0) == 0;
+  }
+
+  // The leader's address as last looked up ("" before).
+  std::string leader() const;
+  uint64_t epoch() const { return epoch_seen_->load(); }
+  uint64_t failovers() const { return failovers_.load(); }
+
+  using MasterApi::BatchPutStart;
+  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  Result<PingResponse> Ping(const CallContext& ctx) override;
+  Status UnregisterClient(const CallContext& ctx) override;
+  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
+  Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
+  Result<std::vector<SegmentUsage>> ListSegments() override;
+  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                              const std::vector<uint64_t>& sizes,
+                                                              const ReplicateConfig& config, WriteMode mode) override;
+  std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
+                                  const std::vector<std::optional<uint64_t>>& checksums) override;
+  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
+  std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
+                                   const std::vector<uint64_t>& read_pins) override;
+  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
+  Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
+  Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
+  std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
+  std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                      const std::vector<DiskObject>& objects) override;
+  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
+
+ private:
+  LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout);
+  // The client of the leader, looking it up when none is known or `stale` is the one that failed.
+  Result<std::shared_ptr<rpc::MasterClient>> Leader(const rpc::MasterClient* stale);
+  // Makes `call` on the leader, again on the new leader while it fails as a leader change does,
+  // until the deadline; `n`: the keys of a per-key call. `retried` is set when the answer is not
+  // the first attempt's.
+  template <typename R, typename Call>
+  R WithLeader(Call&& call, size_t n = 1, bool* retried = nullptr);
+
+  ha::EtcdClient etcd_;
+  const std::string key_;
+  const std::chrono::milliseconds timeout_;
+  const std::shared_ptr<std::atomic<uint64_t>> epoch_seen_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::atomic<uint64_t> failovers_{0};
+  mutable std::mutex mu_;
+  std::shared_ptr<rpc::MasterClient> client_;            // under mu_
+  std::string leader_;                                   // under mu_
+  std::chrono::steady_clock::time_point last_lookup_{};  // under mu_
+};
+
+}  // namespace yb

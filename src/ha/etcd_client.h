@@ -1,0 +1,75 @@
+// EtcdClient: the few etcd v3 calls leader election needs, through etcd's JSON gateway
+// (POST /v3/kv/..., /v3/lease/...; keys and values base64 in the JSON) with cpp-httplib. Why the
+// gateway and not gRPC: etcd serves it on its client port by default, it needs no generated code
+// or gRPC runtime (Debian's grpc++ would be a large dependency for five calls), and each call here
+// is one small request a few times a second.
+//
+// Endpoints are tried in turn: a call goes to the endpoint that last answered, and on a failure to
+// the next, each within `timeout`. Errors are ETCD_OPERATION_ERROR naming the endpoint and what it
+// said. Thread-safe (one call at a time).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "yuebing/status.h"
+
+namespace yb::ha {
+
+class EtcdClient {
+ public:
+  struct Options {
+    std::vector<std::pair<std::string, uint16_t>> endpoints;
+    std::chrono::milliseconds timeout{1000};
+  };
+  // "host:port;host:port", also with "etcd://" or "http://" before each (Mooncake's spellings).
+  static Result<std::vector<std::pair<std::string, uint16_t>>> ParseEndpoints(const std::string& spec);
+
+  explicit EtcdClient(Options options);
+
+  struct Kv {
+    std::string value;
+    int64_t create_revision = 0;
+    int64_t mod_revision = 0;
+    int64_t lease = 0;
+  };
+
+  // A lease of `ttl_sec`; its id.
+  Result<int64_t> Grant(int64_t ttl_sec);
+  // Renews a lease: its remaining TTL in seconds; 0 when etcd no longer has it.
+  Result<int64_t> KeepAlive(int64_t lease);
+  Status Revoke(int64_t lease);
+  Result<std::optional<Kv>> Get(const std::string& key);
+  Status Put(const std::string& key, const std::string& value, int64_t lease = 0);
+  Status Delete(const std::string& key);
+  // Creates `key` = `value` attached to `lease` if it does not exist. Either way, the key as it is
+  // after the call (ours when `won`).
+  struct Claim {
+    bool won = false;
+    Kv current;
+  };
+  Result<Claim> PutIfAbsent(const std::string& key, const std::string& value, int64_t lease);
+  // Replaces `key`'s value, only while `key` is still the one created at `create_revision` (still
+  // ours). FAILED: etcd said it is not; ETCD_OPERATION_ERROR: not reached.
+  Result<bool> PutIfOwned(const std::string& key, int64_t create_revision, const std::string& key2,
+                          const std::string& value);
+
+ private:
+  // POSTs `body` to `path` on an endpoint; the reply's JSON text.
+  Result<std::string> Post(const std::string& path, const std::string& body);
+
+  Options options_;
+  std::mutex mu_;
+  size_t current_ = 0;  // under mu_
+};
+
+// Base64 (RFC 4648, with padding), as etcd's JSON gateway carries bytes.
+std::string Base64Encode(std::string_view in);
+std::optional<std::string> Base64Decode(std::string_view in);
+
+}  // namespace yb::ha

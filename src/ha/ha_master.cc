@@ -1,0 +1,517 @@
+#include "ha/ha_master.h"
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "ha.pb.h"
+#include "ha/log_gate.h"
+#include "rpc/master_client.h"
+#include "rpc/master_convert.h"
+
+namespace yb::ha {
+namespace {
+
+using nlohmann::json;
+
+Status NotLeader(const std::string& leader) {
+  return Status(Code::kUnavailableInCurrentStatus, leader.empty()
+                                                       ? "this master is not the leader, and no leader is known yet"
+                                                       : "this master is not the leader; the leader is " + leader);
+}
+
+template <typename T>
+std::vector<T> ForEveryKey(size_t n, const Status& st) {
+  return std::vector<T>(n, T(st));
+}
+
+rpc::RpcChannel::Options FollowChannel() {
+  rpc::RpcChannel::Options o;
+  o.connect_timeout = std::chrono::milliseconds(500);
+  o.backoff_min = std::chrono::milliseconds(50);
+  o.backoff_max = std::chrono::milliseconds(500);
+  return o;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HaMaster>> HaMaster::Create(Options options, const Clock& clock) {
+  if (options.address.empty()) return Status(Code::kInvalidParams, "HA needs this master's address");
+  std::unique_ptr<HaMaster> ha(new HaMaster(std::move(options), clock));
+  auto log = MetaLog::Open(ha->options_.log, &ha->image_);
+  if (!log.ok()) return log.status();
+  ha->log_ = std::move(log).value();
+  ha->gate_ = std::make_unique<LogGate>(*ha->log_);
+  ha->applier_ = std::make_unique<LogApplier>(*ha->log_, ha->image_);
+  YB_LOG_INFO("HA: master {} of cluster '{}' starts as a standby ({} in its log)", ha->options_.address,
+              ha->options_.cluster_id, ha->image_.Summary());
+  return ha;
+}
+
+HaMaster::HaMaster(Options options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock), etcd_(options_.etcd) {}
+
+HaMaster::~HaMaster() {
+  std::map<std::string, std::unique_ptr<LogShipper>> shippers;
+  int64_t lease = 0;
+  {
+    std::lock_guard lock(mu_);
+    shippers.swap(shippers_);
+    lease = lease_;
+  }
+  shippers.clear();
+  if (leading_.exchange(false) && lease != 0) {
+    // Stopping: the lease goes back now, and a standby takes over without waiting for it to expire.
+    if (Status st = etcd_.Revoke(lease); !st.ok()) YB_LOG_WARN("HA: giving the lease back: {}", st.ToString());
+    YB_LOG_INFO("HA: master {} stops leading", options_.address);
+  }
+}
+
+std::string HaMaster::leader() const {
+  std::lock_guard lock(mu_);
+  return leader_;
+}
+
+std::shared_ptr<MasterService> HaMaster::master() const {
+  std::shared_lock lock(master_mu_);
+  return master_;
+}
+
+std::vector<HaMaster::StandbyState> HaMaster::standbys() const {
+  std::lock_guard lock(mu_);
+  std::vector<StandbyState> out;
+  for (const auto& [addr, s] : shippers_) out.push_back({addr, s->in_sync(), s->acked()});
+  return out;
+}
+
+Result<std::shared_ptr<MasterService>> HaMaster::Serving() const {
+  if (leading_.load(std::memory_order_acquire)) {
+    std::shared_lock lock(master_mu_);
+    if (master_) return master_;
+  }
+  return NotLeader(leader());
+}
+
+// ---- election
+
+void HaMaster::RunOnce() {
+  if (leading_.load()) {
+    RenewOrStepDown();
+    // Standbys that stopped asking are dropped (after which they are not counted).
+    std::vector<std::unique_ptr<LogShipper>> gone;
+    {
+      std::lock_guard lock(mu_);
+      const auto now = std::chrono::steady_clock::now();
+      for (auto it = shippers_.begin(); it != shippers_.end();) {
+        if (now - it->second->last_follow() > std::chrono::seconds(5)) {
+          gone.push_back(std::move(it->second));
+          it = shippers_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& s : gone) {
+      YB_LOG_WARN("HA: standby {} stopped following: no longer shipped to", s->standby());
+      if (s->in_sync()) OnSyncChanged(s->standby(), false);
+    }
+    return;
+  }
+  auto view = etcd_.Get(Key("master_view"));
+  if (!view.ok()) {
+    static LogBudget budget(1, 10'000);
+    if (uint64_t held = 0; budget.Allow(clock_.NowMs(), &held)) {
+      YB_LOG_WARN("HA: etcd not reachable: {}{}", view.status().ToString(), LogBudget::HeldBack(held));
+    }
+    return;
+  }
+  if (*view) {
+    const auto& kv = **view;
+    epoch_ = std::max<uint64_t>(epoch_.load(), static_cast<uint64_t>(kv.create_revision));
+    {
+      std::lock_guard lock(mu_);
+      leader_ = kv.value;
+    }
+    // Our own key from before a restart: its lease is lost with the process; it expires soon.
+    if (kv.value != options_.address) FollowLeader(kv.value);
+    return;
+  }
+  if (MayCampaign()) Campaign();
+}
+
+bool HaMaster::MayCampaign() {
+  auto list = etcd_.Get(Key("in_sync"));
+  if (!list.ok()) return false;
+  if (!*list) return true;  // a new cluster: anyone may lead
+  json j = json::parse((*list)->value, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return true;
+  if (j.value("leader", "") == options_.address) return true;
+  for (const auto& s : j.value("standbys", json::array())) {
+    if (s.is_string() && s.get<std::string>() == options_.address) return true;
+  }
+  static LogBudget budget(1, 30'000);
+  if (uint64_t held = 0; budget.Allow(clock_.NowMs(), &held)) {
+    YB_LOG_WARN(
+        "HA: no leader, and this master may not take over: it is not in the last leader's in-sync list "
+        "(epoch {}: {}), so it may lack acknowledged changes; waiting for one of those masters{}",
+        j.value("epoch", 0), (*list)->value, LogBudget::HeldBack(held));
+  }
+  return false;
+}
+
+void HaMaster::Campaign() {
+  const int64_t ttl_sec = std::max<int64_t>(1, (options_.lease_ttl.count() + 999) / 1000);
+  auto lease = etcd_.Grant(ttl_sec);
+  if (!lease.ok()) return;
+  const TimeMs granted = clock_.NowMs();
+  auto claim = etcd_.PutIfAbsent(Key("master_view"), options_.address, *lease);
+  if (!claim.ok() || !claim->won) {
+    (void)etcd_.Revoke(*lease);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    lease_valid_until_ = granted + ttl_sec * 1000;
+    last_renewal_ = granted;
+  }
+  Lead(*lease, claim->current.create_revision);
+}
+
+void HaMaster::Lead(int64_t lease, int64_t epoch) {
+  {
+    std::lock_guard lock(mu_);
+    lease_ = lease;
+    leader_ = options_.address;
+    counted_.clear();
+  }
+  epoch_ = static_cast<uint64_t>(epoch);
+  // The in-sync list names us first: from now on only we, and the standbys we count, may take over.
+  if (!WriteInSync()) {
+    YB_LOG_ERROR("HA: elected at epoch {} but etcd did not take the in-sync list: giving the lease back", epoch);
+    (void)etcd_.Revoke(lease);
+    std::lock_guard lock(mu_);
+    lease_ = 0;
+    leader_.clear();
+    return;
+  }
+  std::shared_ptr<MasterService> m;
+  {
+    std::lock_guard lock(apply_mu_);
+    auto created = MasterService::Create(options_.master, clock_);
+    if (!created.ok()) StepDown("the master cannot be built: " + created.status().ToString());
+    m = std::move(created).value();
+    if (Status st = m->Load(image_); !st.ok()) StepDown("the replicated state does not load: " + st.ToString());
+    image_ = MasterImage{};  // the master holds it now
+    m->SetSink(log_.get());
+  }
+  log_->SetReplicated(UINT64_MAX);  // no standby counted yet
+  {
+    std::unique_lock lock(master_mu_);
+    master_ = m;
+  }
+  leading_ = true;
+  elections_won_.fetch_add(1);
+  YB_LOG_INFO("HA: master {} leads cluster '{}' at epoch {} (log at record {})", options_.address, options_.cluster_id,
+              epoch, log_->last_seq());
+}
+
+void HaMaster::RenewOrStepDown() {
+  const TimeMs now = clock_.NowMs();
+  const TimeMs quarter = std::max<TimeMs>(1, options_.lease_ttl.count() / 4);
+  int64_t lease;
+  TimeMs last, valid;
+  {
+    std::lock_guard lock(mu_);
+    lease = lease_;
+    last = last_renewal_;
+    valid = lease_valid_until_;
+  }
+  if (now - last >= quarter) {
+    auto ttl = etcd_.KeepAlive(lease);
+    if (ttl.ok() && *ttl > 0) {
+      std::lock_guard lock(mu_);
+      lease_valid_until_ = valid = now + *ttl * 1000;  // counted from before the request left
+      last_renewal_ = now;
+    } else if (ttl.ok()) {
+      StepDown("etcd no longer has this master's lease");
+    }
+  }
+  // Stop before etcd can let the lease go: a quarter of the TTL before the expiry we know of.
+  if (clock_.NowMs() >= valid - quarter) StepDown("the lease could not be renewed in time");
+}
+
+void HaMaster::StepDown(const std::string& why) {
+  leading_ = false;  // answers nothing from here on
+  step_downs_.fetch_add(1);
+  YB_LOG_ERROR(
+      "HA: master {} stops leading at epoch {}: {}. It stops (what it had not acknowledged goes "
+      "with it); started again, it follows the new leader",
+      options_.address, epoch_.load(), why);
+  spdlog::shutdown();
+  std::_Exit(76);
+}
+
+void HaMaster::FollowLeader(const std::string& leader) {
+  const TimeMs now = clock_.NowMs();
+  rpc::RpcChannel* ch;
+  {
+    std::lock_guard lock(mu_);
+    if (now - last_follow_ < 500) return;
+    last_follow_ = now;
+    if (!to_leader_ || to_leader_address_ != leader) {
+      auto hp = rpc::ParseHostPort(leader);
+      if (!hp.ok()) return;
+      to_leader_ = std::make_unique<rpc::RpcChannel>(hp->first, hp->second, FollowChannel());
+      to_leader_address_ = leader;
+    }
+    ch = to_leader_.get();
+  }
+  pb::FollowRequest q;
+  q.set_standby(options_.address);
+  auto r = ch->Call(static_cast<uint16_t>(HaMethod::kFollow), q.SerializeAsString(), std::chrono::milliseconds(500));
+  if (!r.ok()) {
+    static LogBudget budget(1, 10'000);
+    if (uint64_t held = 0; budget.Allow(now, &held)) {
+      YB_LOG_WARN("HA: the leader {} did not take our Follow: {}{}", leader, r.status().ToString(),
+                  LogBudget::HeldBack(held));
+    }
+  }
+}
+
+// ---- the in-sync list
+
+bool HaMaster::WriteInSync() {
+  json standbys = json::array();
+  int64_t epoch = static_cast<int64_t>(epoch_.load());
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [addr, acked] : counted_) standbys.push_back(addr);
+  }
+  json j{{"epoch", epoch}, {"leader", options_.address}, {"standbys", standbys}};
+  auto r = etcd_.PutIfOwned(Key("master_view"), epoch, Key("in_sync"), j.dump());
+  if (!r.ok()) {
+    YB_LOG_WARN("HA: writing the in-sync list: {}", r.status().ToString());
+    return false;
+  }
+  if (!*r) StepDown("etcd says the leader's key is no longer ours");
+  return true;
+}
+
+void HaMaster::UpdateFloor() {
+  uint64_t floor = UINT64_MAX;
+  for (const auto& [addr, acked] : counted_) floor = std::min(floor, acked);
+  log_->SetReplicated(floor);
+}
+
+void HaMaster::OnAcked(const std::string& standby, uint64_t seq) {
+  std::lock_guard lock(mu_);
+  auto it = counted_.find(standby);
+  if (it == counted_.end()) return;
+  it->second = std::max(it->second, seq);
+  UpdateFloor();
+}
+
+void HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
+  if (in_sync) {
+    uint64_t acked = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto s = shippers_.find(standby);
+      acked = s != shippers_.end() ? s->second->acked() : 0;
+      counted_[standby] = acked;
+    }
+    // Listed in etcd before it is counted: a standby that may take over has every change we answer.
+    if (!WriteInSync()) {
+      std::lock_guard lock(mu_);
+      counted_.erase(standby);
+      return;
+    }
+    std::lock_guard lock(mu_);
+    UpdateFloor();
+    return;
+  }
+  // Out of the list in etcd before we answer anything it does not have; until then, changes wait.
+  {
+    std::lock_guard lock(mu_);
+    if (!counted_.count(standby)) return;
+  }
+  std::map<std::string, uint64_t> before;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      before = counted_;
+      counted_.erase(standby);
+    }
+    if (WriteInSync()) break;
+    {
+      std::lock_guard lock(mu_);
+      counted_ = before;  // still counted: changes go on waiting for it
+    }
+    if (!leading_.load()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::lock_guard lock(mu_);
+  UpdateFloor();
+  YB_LOG_WARN("HA: standby {} is no longer counted (etcd told)", standby);
+}
+
+// ---- replication handlers
+
+void HaMaster::RegisterReplication(rpc::RpcServer& server) {
+  server.Register(static_cast<uint16_t>(HaMethod::kFollow), [this](std::string_view body, std::string& reply) {
+    reply += HandleFollow(body);
+    return Status::OK();
+  });
+  server.Register(static_cast<uint16_t>(HaMethod::kApplyLog), [this](std::string_view body, std::string& reply) {
+    reply += HandleApplyLog(body);
+    return Status::OK();
+  });
+}
+
+std::string HaMaster::HandleFollow(std::string_view body) {
+  pb::FollowRequest q;
+  pb::FollowResponse r;
+  r.set_epoch(epoch_.load());
+  if (!q.ParseFromArray(body.data(), static_cast<int>(body.size())) || q.standby().empty()) {
+    rpc::ToPb(Status(Code::kInvalidParams, "Follow needs the standby's address"), r.mutable_status());
+  } else if (!leading_.load()) {
+    rpc::ToPb(NotLeader(leader()), r.mutable_status());
+  } else {
+    std::lock_guard lock(mu_);
+    auto& s = shippers_[q.standby()];
+    if (!s) {
+      LogShipper::Options o;
+      o.standby = q.standby();
+      o.epoch = epoch_.load();
+      o.leader = options_.address;
+      LogShipper::Hooks hooks;
+      hooks.acked = [this](const std::string& standby, uint64_t seq) { OnAcked(standby, seq); };
+      hooks.sync_changed = [this](const std::string& standby, bool v) { OnSyncChanged(standby, v); };
+      s = std::make_unique<LogShipper>(o, *log_, hooks);
+      s->Start();
+    }
+    s->Touch();
+    rpc::ToPb(Status::OK(), r.mutable_status());
+  }
+  return r.SerializeAsString();
+}
+
+std::string HaMaster::HandleApplyLog(std::string_view body) {
+  pb::ApplyLogRequest q;
+  pb::ApplyLogResponse r;
+  if (!q.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    rpc::ToPb(Status(Code::kInvalidParams, "ApplyLog does not parse"), r.mutable_status());
+    return r.SerializeAsString();
+  }
+  if (leading_.load()) {
+    if (q.epoch() > epoch_.load()) StepDown("a leader of a later epoch ships to us");
+    rpc::ToPb(Status(Code::kInvalidParams, "this master leads at epoch " + std::to_string(epoch_.load())),
+              r.mutable_status());
+    return r.SerializeAsString();
+  }
+  if (q.epoch() < epoch_.load()) {
+    rpc::ToPb(Status(Code::kInvalidParams, "a leader of epoch " + std::to_string(epoch_.load()) + " is known"),
+              r.mutable_status());
+    return r.SerializeAsString();
+  }
+  epoch_ = q.epoch();
+  {
+    std::lock_guard lock(mu_);
+    leader_ = q.leader();
+  }
+  std::lock_guard lock(apply_mu_);
+  if (applied_epoch_ != q.epoch() && !q.snapshot_begin()) {
+    rpc::ToPb(Status(Code::kInvalidParams, "a new leader starts with its snapshot"), r.mutable_status());
+    return r.SerializeAsString();
+  }
+  if (q.snapshot_begin()) applied_epoch_ = q.epoch();
+  auto last = applier_->Apply(q.snapshot_begin(), q.snapshot_seq(), q.snapshot_frames(), q.snapshot_done(), q.frames());
+  if (!last.ok()) {
+    applied_epoch_ = 0;  // start over from a snapshot
+    rpc::ToPb(last.status(), r.mutable_status());
+    return r.SerializeAsString();
+  }
+  in_sync_ = q.in_sync();
+  rpc::ToPb(Status::OK(), r.mutable_status());
+  r.set_last_seq(*last);
+  return r.SerializeAsString();
+}
+
+// ---- the master's own background work
+
+void HaMaster::RunBackgroundOnce() {
+  if (auto m = Serving(); m.ok()) (*m)->RunBackgroundOnce();
+}
+
+void HaMaster::SnapshotIfDue() {
+  auto m = Serving();
+  if (!m.ok()) return;
+  MasterService* raw = m->get();
+  (void)log_->SnapshotIfDue([raw](const auto& emit) { raw->WriteImage(emit); }, raw->next_object_id());
+}
+
+// ---- MasterApi: the leader's master, or who the leader is
+
+#define YB_SERVE_OR(fallback, call) \
+  auto m = Serving();               \
+  if (!m.ok()) return fallback;     \
+  return (*m)->call
+
+Result<TenantIndex> HaMaster::RegisterClient(const ClientRegistration& reg) {
+  YB_SERVE_OR(m.status(), RegisterClient(reg));
+}
+Result<PingResponse> HaMaster::Ping(const CallContext& ctx) { YB_SERVE_OR(m.status(), Ping(ctx)); }
+Status HaMaster::UnregisterClient(const CallContext& ctx) { YB_SERVE_OR(m.status(), UnregisterClient(ctx)); }
+Status HaMaster::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
+  YB_SERVE_OR(m.status(), MountSegments(ctx, segs));
+}
+Status HaMaster::UnmountSegment(const CallContext& ctx, SegmentId id) {
+  YB_SERVE_OR(m.status(), UnmountSegment(ctx, id));
+}
+Result<std::vector<SegmentUsage>> HaMaster::ListSegments() { YB_SERVE_OR(m.status(), ListSegments()); }
+std::vector<Result<std::vector<ReplicaDesc>>> HaMaster::BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                      const std::vector<uint64_t>& sizes,
+                                                                      const ReplicateConfig& config, WriteMode mode) {
+  YB_SERVE_OR(ForEveryKey<Result<std::vector<ReplicaDesc>>>(keys.size(), m.status()),
+              BatchPutStart(ctx, keys, sizes, config, mode));
+}
+std::vector<Status> HaMaster::BatchPutEnd(const CallContext& ctx, const Keys& keys,
+                                          const std::vector<std::optional<uint64_t>>& checksums) {
+  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchPutEnd(ctx, keys, checksums));
+}
+std::vector<Status> HaMaster::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
+  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchPutRevoke(ctx, keys));
+}
+std::vector<Result<ObjectInfo>> HaMaster::BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) {
+  YB_SERVE_OR(ForEveryKey<Result<ObjectInfo>>(keys.size(), m.status()), BatchGetReplicaList(ctx, keys, pin));
+}
+std::vector<Status> HaMaster::BatchReadEnd(const CallContext& ctx, const Keys& keys,
+                                           const std::vector<uint64_t>& read_pins) {
+  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchReadEnd(ctx, keys, read_pins));
+}
+std::vector<Result<bool>> HaMaster::BatchExistKey(const CallContext& ctx, const Keys& keys) {
+  YB_SERVE_OR(ForEveryKey<Result<bool>>(keys.size(), m.status()), BatchExistKey(ctx, keys));
+}
+std::vector<Status> HaMaster::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
+  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchRemove(ctx, keys, force));
+}
+Result<uint64_t> HaMaster::RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) {
+  YB_SERVE_OR(m.status(), RemoveWhere(ctx, pattern, force));
+}
+Result<std::vector<OffloadTask>> HaMaster::OffloadFetch(const CallContext& ctx, uint32_t max) {
+  YB_SERVE_OR(m.status(), OffloadFetch(ctx, max));
+}
+std::vector<Status> HaMaster::OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) {
+  YB_SERVE_OR(ForEveryKey<Status>(results.size(), m.status()), OffloadDone(ctx, results));
+}
+std::vector<Status> HaMaster::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                              const std::vector<DiskObject>& objects) {
+  YB_SERVE_OR(ForEveryKey<Status>(objects.size(), m.status()), AddDiskReplicas(ctx, segment, objects));
+}
+std::vector<Status> HaMaster::DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) {
+  YB_SERVE_OR(ForEveryKey<Status>(disk_keys.size(), m.status()), DropDiskReplicas(ctx, disk_keys));
+}
+
+#undef YB_SERVE_OR
+
+}  // namespace yb::ha

@@ -1,0 +1,170 @@
+// HaMaster: one of several masters, of which etcd elects one leader (yb-master --enable_ha).
+//
+// Election: masters campaign on Mooncake's key mooncake-store/<cluster_id>/master_view, created
+// with an etcd lease (lease_ttl) and holding the leader's address; the key's creation revision is
+// the leader's epoch, which every answer carries (clients refuse answers of an older epoch). The
+// leader renews its lease every lease_ttl/4, and stops answering before the lease can expire
+// when it cannot renew it (step-down at lease_ttl/4 before the expiry it knows of); it revokes it
+// when it stops, so a standby takes over at once.
+//
+// Standbys: a master that is not the leader asks the leader to ship it the metadata log (Follow,
+// repeated), receives a snapshot then every record as it is written (replication.h), writes them to
+// its own log and applies them to an image (hot standby). The leader counts the standbys that have
+// caught up (their list is in etcd, key mooncake-store/<cluster_id>/in_sync, written by the leader
+// before it counts or stops counting one): a change is answered only once every counted standby has
+// its record. Only a master in that list, or the leader it names, may campaign, so whoever wins has
+// every acknowledged change; when none of them can, no one takes over (a master started on an
+// empty directory never does) until one of them is back.
+//
+// Promotion builds the MasterService from the image (MasterService::Load): segments come back
+// restored until their owners re-mount them, as after a restart. A leader that cannot renew its
+// lease stops answering and then stops the process (fail-stop): the changes it had not
+// acknowledged go with it, and started again (a supervisor's restart) it follows the new leader,
+// which ships it a snapshot that replaces its log.
+//
+// As a MasterApi this is what the RPC server serves: calls go to the MasterService while this
+// master leads and may answer, else UNAVAILABLE_IN_CURRENT_STATUS naming the leader. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+
+#include "api/master_api.h"
+#include "common/clock.h"
+#include "common/scheduler.h"
+#include "ha/etcd_client.h"
+#include "ha/meta_log.h"
+#include "ha/replication.h"
+#include "master/master_config.h"
+#include "master/master_service.h"
+#include "rpc/server.h"
+
+namespace yb::ha {
+
+class HaMaster final : public MasterApi {
+ public:
+  struct Options {
+    EtcdClient::Options etcd;
+    std::string cluster_id = "mooncake_cluster";
+    std::string address;  // host:port of this master's RPC server, as others reach it
+    std::chrono::milliseconds lease_ttl{2000};
+    MasterConfig master;
+    MetaLog::Options log;
+  };
+  enum class Role { kStandby, kLeader };
+
+  // Opens the metadata log (its state is this master's until a leader ships it another).
+  static Result<std::unique_ptr<HaMaster>> Create(Options options, const Clock& clock);
+  ~HaMaster() override;  // a leader gives its lease back: a standby takes over at once
+
+  // Before the server starts: the replication methods (the master's are RegisterMasterService's
+  // with this as the MasterApi).
+  void RegisterReplication(rpc::RpcServer& server);
+  rpc::ReplyGate& gate() { return *gate_; }
+  // The election and replication step; run every 100 ms.
+  void RunOnce();
+  // The master's own background step and snapshots, while leading.
+  void RunBackgroundOnce();
+  void SnapshotIfDue();
+
+  Role role() const { return leading_.load() ? Role::kLeader : Role::kStandby; }
+  uint64_t epoch() const { return epoch_.load(); }
+  std::string leader() const;
+  // For /health and /metrics.
+  struct StandbyState {
+    std::string address;
+    bool in_sync = false;
+    uint64_t acked = 0;
+  };
+  std::vector<StandbyState> standbys() const;
+  uint64_t elections_won() const { return elections_won_.load(); }
+  uint64_t step_downs() const { return step_downs_.load(); }
+  MetaLog& log() { return *log_; }
+  // The master while leading (else null).
+  std::shared_ptr<MasterService> master() const;
+
+  // MasterApi.
+  using MasterApi::BatchPutStart;
+  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  Result<PingResponse> Ping(const CallContext& ctx) override;
+  Status UnregisterClient(const CallContext& ctx) override;
+  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
+  Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
+  Result<std::vector<SegmentUsage>> ListSegments() override;
+  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                              const std::vector<uint64_t>& sizes,
+                                                              const ReplicateConfig& config, WriteMode mode) override;
+  std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
+                                  const std::vector<std::optional<uint64_t>>& checksums) override;
+  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
+  std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
+                                   const std::vector<uint64_t>& read_pins) override;
+  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
+  Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
+  Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
+  std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
+  std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                      const std::vector<DiskObject>& objects) override;
+  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
+
+ private:
+  HaMaster(Options options, const Clock& clock);
+  std::string Key(const char* name) const { return "mooncake-store/" + options_.cluster_id + "/" + name; }
+  // The master if this one may answer now, else the status to answer with.
+  Result<std::shared_ptr<MasterService>> Serving() const;
+  void Campaign();
+  void Lead(int64_t lease, int64_t epoch);
+  void RenewOrStepDown();
+  [[noreturn]] void StepDown(const std::string& why);
+  void FollowLeader(const std::string& leader);
+  // Whether etcd's in-sync list lets this master campaign.
+  bool MayCampaign();
+  // Writes the in-sync list (the leader's address and the counted standbys) to etcd; false when
+  // etcd did not take it (or this master no longer owns the key).
+  bool WriteInSync();
+  void OnAcked(const std::string& standby, uint64_t seq);
+  void OnSyncChanged(const std::string& standby, bool in_sync);
+  void UpdateFloor();
+  std::string HandleFollow(std::string_view body);
+  std::string HandleApplyLog(std::string_view body);
+
+  const Options options_;
+  const Clock& clock_;
+  EtcdClient etcd_;
+  std::unique_ptr<MetaLog> log_;
+  std::unique_ptr<rpc::ReplyGate> gate_;
+
+  mutable std::shared_mutex master_mu_;
+  std::shared_ptr<MasterService> master_;  // under master_mu_; set while leading
+  std::atomic<bool> leading_{false};       // answering as the leader (lease known valid)
+  std::atomic<uint64_t> epoch_{0};         // the epoch of the leader this master knows of
+  mutable std::mutex mu_;                  // guards what follows
+  std::string leader_;                     // address of the leader known of
+  int64_t lease_ = 0;                      // ours, while leading
+  TimeMs lease_valid_until_ = 0;           // etcd keeps the lease at least until then
+  TimeMs last_renewal_ = 0;
+  TimeMs last_follow_ = 0;
+  std::unique_ptr<rpc::RpcChannel> to_leader_;
+  std::string to_leader_address_;
+  std::map<std::string, std::unique_ptr<LogShipper>> shippers_;  // by standby address, while leading
+  std::map<std::string, uint64_t> counted_;                      // in-sync standbys -> acked
+
+  // Standby: applying what the leader ships.
+  std::mutex apply_mu_;
+  MasterImage image_;                    // under apply_mu_
+  std::unique_ptr<LogApplier> applier_;  // under apply_mu_
+  uint64_t applied_epoch_ = 0;           // the leader whose snapshot we applied; under apply_mu_
+  bool in_sync_ = false;                 // that leader counts us; under apply_mu_
+
+  std::atomic<uint64_t> elections_won_{0};
+  std::atomic<uint64_t> step_downs_{0};
+};
+
+}  // namespace yb::ha

@@ -1,0 +1,268 @@
+#include "ha/replication.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/log.h"
+#include "ha.pb.h"
+#include "ha/log_format.h"
+#include "rpc/master_client.h"
+#include "rpc/master_convert.h"
+
+namespace yb::ha {
+namespace {
+
+std::vector<uint64_t> LogFiles(const std::string& dir) {
+  std::vector<uint64_t> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (auto s = ParseFileName(e->d_name, "log-", ".ybl")) out.push_back(*s);
+    }
+    ::closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+rpc::RpcChannel::Options ChannelOptions(std::chrono::milliseconds timeout) {
+  rpc::RpcChannel::Options o;
+  o.connect_timeout = timeout;
+  o.backoff_min = std::chrono::milliseconds(50);
+  o.backoff_max = std::chrono::milliseconds(500);
+  return o;
+}
+
+std::pair<std::string, uint16_t> HostPort(const std::string& address) {
+  auto hp = rpc::ParseHostPort(address);
+  return hp.ok() ? *hp : std::make_pair(address, uint16_t{0});
+}
+
+}  // namespace
+
+// ---- LogTail
+
+LogTail::~LogTail() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LogTail::OpenFileHolding(uint64_t seq) {
+  std::vector<uint64_t> files = LogFiles(dir_);
+  // The file holding `seq`: the last that starts at or before it.
+  auto it = std::upper_bound(files.begin(), files.end(), seq);
+  if (it == files.begin()) return Status(Code::kObjectNotFound, "record " + std::to_string(seq) + " is in no log file");
+  const uint64_t first = *std::prev(it);
+  if (fd_ >= 0) ::close(fd_);
+  const std::string path = dir_ + "/" + LogFileName(first);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return Status(Code::kObjectNotFound, "cannot open " + path + ": " + std::strerror(errno));
+  file_first_ = first;
+  next_ = first;
+  offset_ = 0;
+  return Status::OK();
+}
+
+Result<uint64_t> LogTail::Read(uint64_t after, uint64_t up_to, size_t max_bytes, std::string& out) {
+  if (up_to <= after) return after;
+  if (fd_ < 0 || next_ != after + 1) YB_RETURN_IF_ERROR(OpenFileHolding(after + 1));
+  std::string chunk;
+  uint64_t last = after;
+  while (last < up_to && out.size() < max_bytes) {
+    chunk.resize(std::max<size_t>(1 << 16, max_bytes - out.size()));
+    ssize_t n = ::pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(offset_));
+    if (n < 0) return Status(Code::kFileReadFail, std::string("reading the log: ") + std::strerror(errno));
+    chunk.resize(static_cast<size_t>(n));
+    FrameReader r(chunk);
+    size_t used = 0;
+    bool progressed = false;
+    while (auto f = r.Next()) {
+      if (f->seq > up_to) break;
+      if (f->seq != next_) return Status(Code::kInternal, "log file numbering jumps at " + std::to_string(f->seq));
+      if (f->seq > after) {
+        AppendFrame(f->seq, f->payload, out);
+        last = f->seq;
+      }
+      ++next_;
+      used = r.good_bytes();
+      progressed = true;
+      if (out.size() >= max_bytes) break;
+    }
+    offset_ += used;
+    if (progressed) continue;
+    // Nothing more in this file: the rest (if written already) is in the next one.
+    std::vector<uint64_t> files = LogFiles(dir_);
+    auto nxt = std::upper_bound(files.begin(), files.end(), file_first_);
+    if (nxt == files.end() || *nxt != next_) break;  // not written yet
+    YB_RETURN_IF_ERROR(OpenFileHolding(next_));
+  }
+  return last;
+}
+
+// ---- LogShipper
+
+LogShipper::LogShipper(Options options, MetaLog& log, Hooks hooks)
+    : options_(std::move(options)),
+      log_(log),
+      hooks_(std::move(hooks)),
+      channel_(HostPort(options_.standby).first, HostPort(options_.standby).second,
+               ChannelOptions(options_.call_timeout)),
+      tail_(log.dir()),
+      last_follow_(std::chrono::steady_clock::now()) {}
+
+LogShipper::~LogShipper() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void LogShipper::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Result<uint64_t> LogShipper::Call(const std::string& request) {
+  auto reply = channel_.Call(static_cast<uint16_t>(HaMethod::kApplyLog), request, options_.call_timeout);
+  if (!reply.ok()) return reply.status();
+  pb::ApplyLogResponse resp;
+  if (!resp.ParseFromString(*reply)) return Status(Code::kRpcFail, "ApplyLog reply does not parse");
+  if (Status st = rpc::FromPb(resp.status()); !st.ok()) return st;
+  return resp.last_seq();
+}
+
+void LogShipper::SetInSync(bool v) {
+  if (in_sync_.load() == v) return;
+  hooks_.sync_changed(options_.standby, v);  // in force (etcd told) when it returns
+  in_sync_ = v;
+}
+
+bool LogShipper::ShipSnapshot() {
+  const uint64_t seq = log_.latest_snapshot();
+  std::string contents;
+  if (seq != 0) {
+    auto data = ReadWholeFile(log_.SnapshotPath(seq));
+    if (!data.ok()) {
+      YB_LOG_WARN("replication: cannot read snapshot {} for {}: {}", seq, options_.standby, data.status().ToString());
+      return false;
+    }
+    contents = std::move(*data);
+  }
+  size_t pos = 0;
+  do {
+    const size_t n = std::min(options_.max_batch_bytes, contents.size() - pos);
+    pb::ApplyLogRequest q;
+    q.set_epoch(options_.epoch);
+    q.set_leader(options_.leader);
+    q.set_in_sync(false);
+    q.set_snapshot_begin(pos == 0);
+    q.set_snapshot_seq(seq);
+    q.set_snapshot_frames(contents.substr(pos, n));
+    q.set_snapshot_done(pos + n == contents.size());
+    auto r = Call(q.SerializeAsString());
+    if (!r.ok()) return false;
+    pos += n;
+  } while (pos < contents.size());
+  acked_ = seq;
+  hooks_.acked(options_.standby, seq);
+  return true;
+}
+
+void LogShipper::Loop() {
+  YB_LOG_INFO("replication: shipping the log to standby {}", options_.standby);
+  std::string frames;
+  auto last_call = std::chrono::steady_clock::now() - options_.heartbeat;
+  while (!stop_) {
+    if (!snapshot_shipped_) {
+      if (!ShipSnapshot()) {
+        SetInSync(false);
+        std::this_thread::sleep_for(options_.heartbeat);
+        continue;
+      }
+      snapshot_shipped_ = true;
+    }
+    const uint64_t written = log_.written_seq();
+    frames.clear();
+    auto read = tail_.Read(acked_, written, options_.max_batch_bytes, frames);
+    if (!read.ok()) {
+      if (read.code() == Code::kObjectNotFound) {  // a snapshot replaced what the standby needs next
+        snapshot_shipped_ = false;
+        SetInSync(false);
+        continue;
+      }
+      YB_LOG_WARN("replication: reading the log for {}: {}", options_.standby, read.status().ToString());
+      std::this_thread::sleep_for(options_.heartbeat);
+      continue;
+    }
+    const bool idle = frames.empty();
+    if (idle && std::chrono::steady_clock::now() - last_call < options_.heartbeat) {
+      log_.WaitWritten(acked_, options_.heartbeat);
+      continue;
+    }
+    pb::ApplyLogRequest q;
+    q.set_epoch(options_.epoch);
+    q.set_leader(options_.leader);
+    q.set_in_sync(in_sync_.load());
+    q.set_frames(frames);
+    last_call = std::chrono::steady_clock::now();
+    auto r = Call(q.SerializeAsString());
+    if (!r.ok()) {
+      if (in_sync_) {
+        YB_LOG_WARN("replication: standby {} did not answer ({}): no longer counted", options_.standby,
+                    r.status().ToString());
+      }
+      SetInSync(false);
+      snapshot_shipped_ = false;  // it may have lost what it had: start it over
+      std::this_thread::sleep_for(options_.heartbeat);
+      continue;
+    }
+    acked_ = *r;
+    hooks_.acked(options_.standby, *r);
+    // Caught up with what was written when this batch was read: count it from now on.
+    if (!in_sync_ && *r >= written) {
+      SetInSync(true);
+      YB_LOG_INFO("replication: standby {} caught up at record {}: counted", options_.standby, *r);
+    }
+  }
+}
+
+// ---- LogApplier
+
+Result<uint64_t> LogApplier::Apply(bool snapshot_begin, uint64_t snapshot_seq, std::string_view snapshot_frames,
+                                   bool snapshot_done, std::string_view frames) {
+  if (snapshot_begin) {
+    snapshot_.clear();
+    snapshot_seq_ = snapshot_seq;
+    receiving_ = true;
+  }
+  if (receiving_) {
+    snapshot_.append(snapshot_frames.data(), snapshot_frames.size());
+    if (!snapshot_done) return log_.last_seq();
+    MasterImage image;
+    uint64_t records = 0;
+    if (snapshot_seq_ != 0 && !LoadSnapshotContents(snapshot_, snapshot_seq_, &image, &records)) {
+      receiving_ = false;
+      return Status(Code::kInvalidParams, "the shipped snapshot is not intact");
+    }
+    YB_RETURN_IF_ERROR(log_.ReplaceWithSnapshot(snapshot_seq_, snapshot_));
+    image_ = std::move(image);
+    receiving_ = false;
+    snapshot_.clear();
+    YB_LOG_INFO("replication: snapshot {} received ({} records): {}", snapshot_seq_, records, image_.Summary());
+  }
+  if (!frames.empty()) {
+    YB_RETURN_IF_ERROR(log_.AppendFrames(frames));
+    FrameReader r(frames);
+    pb::LogRecord rec;
+    while (auto f = r.Next()) {
+      if (!rec.ParseFromArray(f->payload.data(), static_cast<int>(f->payload.size()))) {
+        return Status(Code::kInvalidParams, "a shipped record does not parse");
+      }
+      image_.Apply(rec);
+    }
+  }
+  return log_.last_seq();
+}
+
+}  // namespace yb::ha

@@ -1,0 +1,119 @@
+// Replication of the metadata log from the leader to its standbys (proto/ha.proto).
+//
+// LogTail reads the leader's log files back, frame by frame, as the log writes them. A LogShipper
+// (one per standby, on a thread of its own) ships a standby the leader's newest snapshot and then
+// every record after it, as it is written, with ApplyLog calls on the standby's RPC server; each
+// answer acknowledges the records up to the standby's last. A standby that has caught up is
+// counted (the leader's HaMaster tells etcd first), after which the leader answers a change only
+// once every counted standby acknowledged its record; a standby that fails to answer is no longer
+// counted (etcd told first, again), and is shipped a snapshot again when it comes back.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "ha/meta_log.h"
+#include "rpc/channel.h"
+#include "yuebing/status.h"
+
+namespace yb::ha {
+
+// Frames of a log directory after a given record, in order. Not thread-safe: one reader each.
+class LogTail {
+ public:
+  explicit LogTail(std::string dir) : dir_(std::move(dir)) {}
+  ~LogTail();
+  // Appends to `out` the frames numbered after `after` up to `up_to`, about `max_bytes` of them at
+  // most. Returns the number of the last frame appended (`after` when none is there yet).
+  // OBJECT_NOT_FOUND when the record after `after` is in no file any more (a snapshot took its
+  // place: ship the snapshot).
+  Result<uint64_t> Read(uint64_t after, uint64_t up_to, size_t max_bytes, std::string& out);
+
+ private:
+  Status OpenFileHolding(uint64_t seq);
+  const std::string dir_;
+  int fd_ = -1;
+  uint64_t file_first_ = 0;  // the first record of the open file
+  uint64_t next_ = 0;        // the record at `offset_`
+  uint64_t offset_ = 0;
+};
+
+// The replication calls, beside the master's own (rpc/master_methods.h) on the same server.
+enum class HaMethod : uint16_t { kFollow = 100, kApplyLog = 101 };
+
+class LogShipper {
+ public:
+  struct Options {
+    std::string standby;  // host:port
+    uint64_t epoch = 0;
+    std::string leader;  // our address, for the standby
+    std::chrono::milliseconds call_timeout{1000};
+    std::chrono::milliseconds heartbeat{200};  // an empty ApplyLog when there is nothing to ship
+    size_t max_batch_bytes = 4u << 20;
+  };
+  // What the shipper tells its owner (HaMaster), on the shipper's thread:
+  struct Hooks {
+    // Every record up to `seq` is on the standby.
+    std::function<void(const std::string& standby, uint64_t seq)> acked;
+    // The standby has caught up (true) or failed to answer (false). Returns once what this means
+    // is in force (etcd told): the shipper goes on only then.
+    std::function<void(const std::string& standby, bool in_sync)> sync_changed;
+  };
+
+  LogShipper(Options options, MetaLog& log, Hooks hooks);
+  ~LogShipper();  // stops the thread
+  void Start();
+  const std::string& standby() const { return options_.standby; }
+  bool in_sync() const { return in_sync_.load(); }
+  uint64_t acked() const { return acked_.load(); }
+  // The last time the standby asked to be shipped to (Follow); the owner drops silent ones.
+  void Touch() { last_follow_ = std::chrono::steady_clock::now(); }
+  std::chrono::steady_clock::time_point last_follow() const { return last_follow_.load(); }
+
+ private:
+  void Loop();
+  // Ships the snapshot; false on a failed call.
+  bool ShipSnapshot();
+  // One ApplyLog call; the standby's last record, or the failure.
+  Result<uint64_t> Call(const std::string& request);
+  void SetInSync(bool v);
+
+  const Options options_;
+  MetaLog& log_;
+  const Hooks hooks_;
+  rpc::RpcChannel channel_;
+  LogTail tail_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> in_sync_{false};
+  std::atomic<uint64_t> acked_{0};
+  std::atomic<std::chrono::steady_clock::time_point> last_follow_;
+  bool snapshot_shipped_ = false;
+  std::thread thread_;
+};
+
+// The standby's half: applies what a leader ships, to its log and to the image it would serve
+// from. Not thread-safe: the RPC server's one handler thread for ApplyLog calls it... and so a
+// mutex guards it against the HaMaster reading the image at promotion.
+class LogApplier {
+ public:
+  explicit LogApplier(MetaLog& log, MasterImage& image) : log_(log), image_(image) {}
+  // Applies one ApplyLog request's content; the last record applied.
+  Result<uint64_t> Apply(bool snapshot_begin, uint64_t snapshot_seq, std::string_view snapshot_frames,
+                         bool snapshot_done, std::string_view frames);
+
+ private:
+  MetaLog& log_;
+  MasterImage& image_;
+  std::string snapshot_;  // a snapshot being received (its frames so far)
+  uint64_t snapshot_seq_ = 0;
+  bool receiving_ = false;
+};
+
+}  // namespace yb::ha
