@@ -48,8 +48,16 @@ Result<std::unique_ptr<HaMaster>> HaMaster::Create(Options options, const Clock&
   return ha;
 }
 
+namespace {
+// The leader's calls to etcd must end well within the lease, so that it can step down in time.
+EtcdClient::Options Bounded(EtcdClient::Options o, std::chrono::milliseconds lease_ttl) {
+  o.timeout = std::min(o.timeout, std::max(std::chrono::milliseconds(100), lease_ttl / 4));
+  return o;
+}
+}  // namespace
+
 HaMaster::HaMaster(Options options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock), etcd_(options_.etcd) {}
+    : options_(std::move(options)), clock_(clock), etcd_(Bounded(options_.etcd, options_.lease_ttl)) {}
 
 HaMaster::~HaMaster() {
   std::map<std::string, std::unique_ptr<LogShipper>> shippers;
@@ -85,7 +93,8 @@ std::vector<HaMaster::StandbyState> HaMaster::standbys() const {
 }
 
 Result<std::shared_ptr<MasterService>> HaMaster::Serving() const {
-  if (leading_.load(std::memory_order_acquire)) {
+  // The lease's own clock, whatever the election thread is doing (a call to etcd that hangs).
+  if (leading_.load(std::memory_order_acquire) && clock_.NowMs() < answer_until_.load(std::memory_order_acquire)) {
     std::shared_lock lock(master_mu_);
     if (master_) return master_;
   }
@@ -174,6 +183,7 @@ void HaMaster::Campaign() {
     lease_valid_until_ = granted + ttl_sec * 1000;
     last_renewal_ = granted;
   }
+  answer_until_ = granted + ttl_sec * 1000 - std::max<TimeMs>(1, options_.lease_ttl.count() / 4);
   Lead(*lease, claim->current.create_revision);
 }
 
@@ -232,6 +242,7 @@ void HaMaster::RenewOrStepDown() {
       std::lock_guard lock(mu_);
       lease_valid_until_ = valid = now + *ttl * 1000;  // counted from before the request left
       last_renewal_ = now;
+      answer_until_ = valid - quarter;
     } else if (ttl.ok()) {
       StepDown("etcd no longer has this master's lease");
     }

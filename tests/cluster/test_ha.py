@@ -1,0 +1,343 @@
+"""Several masters under etcd (yb-master --enable_ha): a real etcd on 127.0.0.1, three masters each
+in a directory of its own (keeping its log under the default name there), storage daemons and
+callers that follow the leader through etcd://. No acknowledged object is ever lost across kills
+of the leader, of standbys, of all masters, and across an etcd restart."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from conftest import BIN, free_port, wait_until
+
+ETCD = shutil.which("etcd")
+pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd-server is not installed (scripts/install_deps.sh)")
+
+
+def value(n, seed):
+    return bytes((i * 131 + seed) & 0xFF for i in range(n))
+
+
+class Proxy:
+    """A TCP relay in front of etcd that the test can cut (a master cut off from etcd)."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.cut = threading.Event()
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.cut.is_set():
+                c.close()
+                continue
+            try:
+                u = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                c.close()
+                continue
+            self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a, b):
+        try:
+            while not self.cut.is_set():
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def cut_off(self):
+        self.cut.set()
+        for s in self.conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class HaCluster:
+    def __init__(self, tmp, masters=3):
+        self.tmp = tmp
+        self.etcd_port, self.etcd_peer = free_port(), free_port()
+        self.etcd = None
+        self.start_etcd()
+        self.masters = {}  # index -> process
+        self.ports = {i: (free_port(), free_port()) for i in range(masters)}  # rpc, http
+        self.proxies = {i: Proxy(self.etcd_port) for i in range(masters)}
+        self.clients = {}
+        for i in range(masters):
+            (tmp / f"m{i}").mkdir()
+
+    @property
+    def address(self):
+        return f"etcd://127.0.0.1:{self.etcd_port}"
+
+    def start_etcd(self):
+        self.etcd = subprocess.Popen(
+            [ETCD, "--data-dir", str(self.tmp / "etcd"), "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+             "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+             "--listen-peer-urls", f"http://127.0.0.1:{self.etcd_peer}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.etcd_peer}",
+             "--initial-cluster", f"default=http://127.0.0.1:{self.etcd_peer}"],
+            stdout=open(self.tmp / "etcd.log", "ab"), stderr=subprocess.STDOUT)
+        wait_until(self.etcd_up, 15, "etcd to serve")
+
+    def etcd_up(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.etcd_port}/health", timeout=1) as r:
+                return b"true" in r.read()
+        except OSError:
+            return False
+
+    def start_master(self, i):
+        rpc, http = self.ports[i]
+        self.masters[i] = subprocess.Popen(
+            [f"{BIN}/yb-master", "--enable_ha", "true", "--etcd_endpoints", f"127.0.0.1:{self.proxies[i].port}",
+             "--rpc_address", "127.0.0.1", "--rpc_port", str(rpc), "--metrics_address", "127.0.0.1",
+             "--metrics_port", str(http), "--client_ttl", "4"],
+            stdout=open(self.tmp / f"m{i}" / "master.log", "ab"), stderr=subprocess.STDOUT, cwd=self.tmp / f"m{i}")
+        wait_until(lambda: self.health(i) is not None, 10, f"master {i} to serve")
+
+    def kill_master(self, i, sig=signal.SIGKILL):
+        p = self.masters.pop(i)
+        p.send_signal(sig)
+        p.wait(10)
+
+    def health(self, i):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][1]}/health?format=json", timeout=1) as r:
+                return json.loads(r.read())
+        except OSError:
+            return None
+
+    def leader(self):
+        """The index of the master that leads, or None."""
+        for i in list(self.masters):
+            h = self.health(i)
+            if h and h["role"] == "leader":
+                return i
+        return None
+
+    def in_sync(self, i, n):
+        h = self.health(i)
+        return h is not None and sum(s["in_sync"] for s in h.get("standbys", [])) >= n
+
+    def start_client(self, name):
+        self.clients[name] = subprocess.Popen(
+            [f"{BIN}/yb-client", "--host", "127.0.0.1", "--port", "0", "--local_hostname", name,
+             "--master_server_address", self.address, "--global_segment_size", "64MB", "--prefault", "false"],
+            stdout=open(self.tmp / f"{name}.log", "ab"), stderr=subprocess.STDOUT, cwd=self.tmp)
+
+    def segment_names(self):
+        i = self.leader()
+        if i is None:
+            return set()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][1]}/segments", timeout=1) as r:
+                return {s["name"] for s in json.loads(r.read())}
+        except OSError:
+            return set()
+
+    def stop(self):
+        for p in list(self.masters.values()) + list(self.clients.values()) + [self.etcd]:
+            if p and p.poll() is None:
+                p.kill()
+                p.wait(10)
+
+
+@pytest.fixture
+def ha(tmp_path):
+    c = HaCluster(tmp_path)
+    yield c
+    c.stop()
+
+
+def store(c):
+    from yuebing import MooncakeDistributedStore
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", c.address) == 0
+    return s
+
+
+def bring_up(ha):
+    for i in ha.ports:
+        ha.start_master(i)
+    wait_until(lambda: ha.leader() is not None, 10, "a leader")
+    lead = ha.leader()
+    wait_until(lambda: ha.in_sync(lead, len(ha.ports) - 1), 10, "the standbys to catch up")
+    for n in ("node-a", "node-b"):
+        ha.start_client(n)
+    wait_until(lambda: ha.segment_names() == {"node-a", "node-b"}, 15, "the daemons to mount")
+
+
+def test_kill9_of_the_leader_ten_times_loses_no_acknowledged_object(ha):
+    """Under a steady load of Puts and Gets, the leader is killed (-9) ten times in a row and
+    started again as a standby each time: every object a Put acknowledged is read back intact, and
+    the time from each kill to the first successful Put through the new leader stays short."""
+    bring_up(ha)
+    s = store(ha)
+    two = __import__("yuebing").ReplicateConfig()
+    two.replica_num = 2
+    acked, lock, stop, failed_reads = {}, threading.Lock(), threading.Event(), []
+    done = [time.monotonic()]  # when it ended
+    last_put = [time.monotonic()]  # when the last Put that succeeded had started
+
+    def writer():
+        n = 0
+        while not stop.is_set():
+            k, v = f"obj-{n}", value(4000 + n % 500, n)
+            started = time.monotonic()
+            if s.put(k, v, two) == 0:
+                with lock:
+                    acked[k] = v
+                last_put[0] = started
+                done[0] = time.monotonic()
+            n += 1
+
+    def reader():
+        while not stop.is_set():
+            with lock:
+                items = list(acked.items())[-20:]
+            for k, v in items:
+                got = s.get(k)
+                if got and got != v:
+                    failed_reads.append(k)  # wrong bytes: never allowed
+            time.sleep(0.01)
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    failovers = []
+    try:
+        wait_until(lambda: len(acked) >= 20, 20, "puts before the first kill")
+        for round_ in range(10):
+            lead = ha.leader()
+            assert lead is not None
+            killed = time.monotonic()
+            ha.kill_master(lead)
+            # The first Put started after the kill that succeeds went through the new leader.
+            wait_until(lambda: last_put[0] > killed, 30, f"a put through the new leader (round {round_})")
+            failovers.append(done[0] - killed)
+            ha.start_master(lead)  # back as a standby: shipped a snapshot, then the log
+            wait_until(lambda: ha.leader() is not None and ha.in_sync(ha.leader(), 2), 30,
+                       f"both standbys counted again (round {round_})")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not failed_reads, failed_reads
+    lost = [k for k, v in acked.items() if s.get(k) != v]
+    assert not lost, f"{len(lost)} of {len(acked)} acknowledged objects lost: {lost[:5]}"
+    failovers.sort()
+    print(f"failover (kill -9 to the first Put through the new leader): min {failovers[0]:.2f} s, "
+          f"median {failovers[len(failovers) // 2]:.2f} s, max {failovers[-1]:.2f} s; {len(acked)} objects")
+    assert failovers[len(failovers) // 2] < 10
+    s.close()
+
+
+def test_all_masters_killed_then_started_again_keep_the_index(ha):
+    bring_up(ha)
+    s = store(ha)
+    objs = {f"k{i}": value(3000 + i, i) for i in range(30)}
+    for k, v in objs.items():
+        assert s.put(k, v) == 0
+    for i in list(ha.masters):
+        ha.kill_master(i)
+    for i in ha.ports:
+        ha.start_master(i)
+    wait_until(lambda: ha.leader() is not None, 20, "a leader after all masters restarted")
+    wait_until(lambda: s.get("k0") == objs["k0"], 20, "the daemons to re-mount on the new leader")
+    for k, v in objs.items():
+        assert s.get(k) == v, k
+    s.close()
+
+
+def test_a_killed_standby_rejoins_and_catches_up(ha):
+    bring_up(ha)
+    s = store(ha)
+    lead = ha.leader()
+    standby = next(i for i in ha.masters if i != lead)
+    ha.kill_master(standby)
+    wait_until(lambda: ha.in_sync(lead, 1) and not ha.in_sync(lead, 2), 15, "the dead standby not counted")
+    for i in range(20):
+        assert s.put(f"while-down-{i}", value(2000, i)) == 0  # answered without the dead standby
+    ha.start_master(standby)
+    wait_until(lambda: ha.in_sync(lead, 2), 20, "the standby to catch up")
+    h = ha.health(standby)
+    assert h["role"] == "standby" and h["log"]["last_seq"] >= ha.health(lead)["log"]["last_seq"] - 5
+    # Now it alone is left with the leader: kill the leader and the rejoined standby takes over
+    # with everything.
+    other = next(i for i in ha.masters if i not in (lead, standby))
+    ha.kill_master(other)
+    ha.kill_master(lead)
+    wait_until(lambda: ha.leader() == standby, 15, "the rejoined standby to lead")
+    for i in range(20):
+        wait_until(lambda: s.get(f"while-down-{i}") == value(2000, i), 20, f"while-down-{i}")
+    s.close()
+
+
+def test_etcd_restarted_leadership_holds_or_moves_cleanly(ha):
+    bring_up(ha)
+    s = store(ha)
+    assert s.put("before", value(1000, 1)) == 0
+    ha.etcd.kill()
+    ha.etcd.wait(10)
+    time.sleep(0.5)
+    ha.start_etcd()
+    # Either the leader renewed in time and still leads, or it stopped and a standby took over.
+    wait_until(lambda: ha.leader() is not None, 20, "a leader once etcd is back")
+    def agreed():  # every master that runs knows the one leader
+        seen = [ha.health(i) for i in ha.masters if ha.masters[i].poll() is None]
+        return all(seen) and len({h["epoch"] for h in seen}) == 1
+    wait_until(agreed, 20, "the masters to agree on the leader")
+    wait_until(lambda: s.put("after", value(1000, 2)) == 0, 20, "a put after etcd came back")
+    assert s.get("before") == value(1000, 1)
+    s.close()
+
+
+def test_a_leader_cut_off_from_etcd_steps_down_before_another_leads(ha):
+    bring_up(ha)
+    s = store(ha)
+    assert s.put("k", value(1000, 3)) == 0
+    lead = ha.leader()
+    old_epoch = ha.health(lead)["epoch"]
+    cut = time.monotonic()
+    ha.proxies[lead].cut_off()
+    # The old leader stops (it cannot renew its lease) before etcd lets the lease go.
+    assert ha.masters[lead].wait(10) != 0
+    stopped = time.monotonic()
+    log = (ha.tmp / f"m{lead}" / "master.log").read_text()
+    assert "stops leading" in log
+    ha.masters.pop(lead)
+    wait_until(lambda: ha.leader() is not None, 15, "a standby to take over")
+    new = ha.leader()
+    assert ha.health(new)["epoch"] > old_epoch  # two leaders never share an epoch
+    taken = time.monotonic()
+    assert stopped < taken and stopped - cut < 3, (stopped - cut, taken - cut)
+    wait_until(lambda: s.get("k") == value(1000, 3), 20, "the object through the new leader")
+    s.close()
