@@ -4,6 +4,8 @@
 # Usage: bench/cluster_bench.sh [build dir] [yb-bench flags...]; YB_MASTER_FLAGS sets yb-master flags.
 # The master keeps its metadata log in a temporary directory (synced, as by default);
 # YB_BENCH_LOG=off runs it without one (--metadata_dir ""), for the same-run comparison.
+# YB_BENCH_STANDBY=1 runs it as the leader of two masters under a temporary etcd (--enable_ha), with
+# one hot standby that must have each change before it is answered.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
 # storage daemon and the callers, a second RPC thread competes with the callers for the cores
 # instead of adding capacity (docs/performance.md has the comparison). With yb-bench's
@@ -19,9 +21,29 @@ MASTER_FLAGS="--rpc_thread_num 1"
 [[ " $* " == *" --per_cpu_callers "* ]] && MASTER_FLAGS="--rpc_thread_num $(nproc) --rpc_pin_threads"
 META=(--metadata_dir "$LOG/meta")
 [[ ${YB_BENCH_LOG:-on} == off ]] && META=(--metadata_dir "")
-"$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 "${META[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
-MASTER=$!
-trap 'kill $CLIENT $MASTER 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
+CLIENT="" STANDBY="" ETCD_PID=""
+trap 'kill $CLIENT $MASTER $STANDBY $ETCD_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
+if [[ ${YB_BENCH_STANDBY:-0} == 1 ]]; then
+  EP=$((PORT + 7)) PP=$((PORT + 8)) HTTP=$((PORT + 9))
+  etcd --data-dir "$LOG/etcd" --listen-client-urls "http://127.0.0.1:$EP" --advertise-client-urls "http://127.0.0.1:$EP" \
+    --listen-peer-urls "http://127.0.0.1:$PP" --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
+    --initial-cluster "default=http://127.0.0.1:$PP" >"$LOG/etcd.log" 2>&1 &
+  ETCD_PID=$!
+  until curl -s "http://127.0.0.1:$EP/health" | grep -q true; do sleep 0.1; done
+  HA=(--enable_ha true --etcd_endpoints "127.0.0.1:$EP" --cluster_id bench)
+  "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port "$HTTP" "${HA[@]}" "${META[@]}" \
+    ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
+  MASTER=$!
+  until curl -s "http://127.0.0.1:$HTTP/health?format=json" | grep -q '"leader"'; do sleep 0.1; done
+  "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port $((PORT + 1)) --metrics_port 0 "${HA[@]}" \
+    --metadata_dir "$LOG/standby" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/standby.log" 2>&1 &
+  STANDBY=$!
+  until curl -s "http://127.0.0.1:$HTTP/health?format=json" | grep -q '"in_sync": true'; do sleep 0.1; done
+else
+  "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 "${META[@]}" \
+    ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
+  MASTER=$!
+fi
 "$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \
   --global_segment_size 3GB >"$LOG/client.log" 2>&1 &
 CLIENT=$!
