@@ -15,6 +15,7 @@
 #include "common/disk_key.h"
 #include "common/temp_dir.h"
 #include "ha/log_format.h"
+#include "ha/replication.h"
 #include "master/master_service.h"
 
 namespace yb::ha {
@@ -435,6 +436,73 @@ TEST_F(MetaLogTest, AReservationIsReleasedOnceWrittenAndAChangeOnceSynced) {
   int now = 0;
   log->WhenReleased(t2, [&] { ++now; });  // already released: at once, on this thread
   EXPECT_EQ(now, 1);
+}
+
+}  // namespace
+}  // namespace yb::ha
+
+namespace yb::ha {
+namespace {
+
+// What a standby receives (the leader's snapshot, then its log read back by a LogTail, in small
+// batches) rebuilds the leader's state exactly, and goes on in its own log.
+TEST_F(MetaLogTest, AStandbyFedTheSnapshotAndTheTailHasTheLeadersState) {
+  TempDir standby_dir{"yb-standby"};
+  LoggedMaster a(dir_.path(), clock_);
+  CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+  ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(a.master->PutStart(ctx, "a" + std::to_string(i), 100 + i, {}).ok());
+    ASSERT_TRUE(a.master->PutEnd(ctx, "a" + std::to_string(i), std::nullopt).ok());
+  }
+  a.Settle();
+  ASSERT_TRUE(a.Snapshot().ok());
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(a.master->PutStart(ctx, "b" + std::to_string(i), 100 + i, {}).ok());
+    if (i % 3) {
+      ASSERT_TRUE(a.master->PutEnd(ctx, "b" + std::to_string(i), std::nullopt).ok());
+    }
+  }
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(a.master->Remove(ctx, "a5", false).ok());
+  a.Settle();
+
+  MetaLog::Options so;
+  so.dir = standby_dir.path();
+  MasterImage standby_image;
+  auto standby_log = std::move(MetaLog::Open(so, &standby_image).value());
+  LogApplier applier(*standby_log, standby_image);
+  const uint64_t snap = a.log->latest_snapshot();
+  ASSERT_GT(snap, 0u);
+  std::string contents = ReadWholeFile(a.log->SnapshotPath(snap)).value();
+  // The snapshot in two pieces, as the shipper cuts large ones.
+  ASSERT_TRUE(applier.Apply(true, snap, std::string_view(contents).substr(0, contents.size() / 2), false, "").ok());
+  auto after_snap = applier.Apply(false, snap, std::string_view(contents).substr(contents.size() / 2), true, "");
+  ASSERT_TRUE(after_snap.ok()) << after_snap.status().ToString();
+  EXPECT_EQ(*after_snap, snap);
+  LogTail tail(dir_.path());
+  uint64_t acked = snap;
+  while (acked < a.log->written_seq()) {
+    std::string frames;
+    auto last = tail.Read(acked, a.log->written_seq(), 300, frames);  // small batches
+    ASSERT_TRUE(last.ok()) << last.status().ToString();
+    ASSERT_GT(*last, acked);
+    auto applied = applier.Apply(false, 0, "", false, frames);
+    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+    EXPECT_EQ(*applied, *last);
+    acked = *last;
+  }
+  // The standby's image as a master equals the leader.
+  auto rebuilt = std::move(MasterService::Create(MasterConfig{}, clock_).value());
+  ASSERT_TRUE(rebuilt->Load(standby_image).ok());
+  EXPECT_EQ(Fingerprint(*rebuilt), Fingerprint(*a.master));
+  // What it received is in its own log: reopened, it has the same state.
+  standby_log.reset();
+  LoggedMaster reopened(standby_dir.path(), clock_);
+  EXPECT_EQ(Fingerprint(*reopened.master), Fingerprint(*a.master));
+  // Behind the oldest log file (a snapshot replaced it): the tail says so.
+  std::string none;
+  EXPECT_EQ(tail.Read(1, a.log->written_seq(), 100, none).code(), Code::kObjectNotFound);
 }
 
 }  // namespace
