@@ -60,6 +60,8 @@ HaMaster::HaMaster(Options options, const Clock& clock)
     : options_(std::move(options)), clock_(clock), etcd_(Bounded(options_.etcd, options_.lease_ttl)) {}
 
 HaMaster::~HaMaster() {
+  stopping_ = true;
+  answer_until_ = 0;  // no answer from here on
   std::map<std::string, std::unique_ptr<LogShipper>> shippers;
   int64_t lease = 0;
   {
@@ -354,11 +356,13 @@ void HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
       counted_.erase(standby);
     }
     if (WriteInSync()) break;
+    // Past the moment this master may answer (or stopping), nothing more is answered: it may
+    // stop counting the standby without telling etcd.
+    if (!leading_.load() || stopping_.load() || clock_.NowMs() >= answer_until_.load()) break;
     {
       std::lock_guard lock(mu_);
       counted_ = before;  // still counted: changes go on waiting for it
     }
-    if (!leading_.load()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::lock_guard lock(mu_);

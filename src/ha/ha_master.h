@@ -144,6 +144,7 @@ class HaMaster final : public MasterApi {
   mutable std::shared_mutex master_mu_;
   std::shared_ptr<MasterService> master_;  // under master_mu_; set while leading
   std::atomic<bool> leading_{false};       // answering as the leader (lease known valid)
+  std::atomic<bool> stopping_{false};
   std::atomic<TimeMs> answer_until_{0};    // a quarter TTL before the lease could expire: no answer after
   std::atomic<uint64_t> epoch_{0};         // the epoch of the leader this master knows of
   mutable std::mutex mu_;                  // guards what follows
