@@ -31,10 +31,6 @@ uint64_t Get64(const char* p) {
   return v;
 }
 
-Status IoError(const char* what, const std::string& path, int err) {
-  return Status(Code::kFileWriteFail, std::string(what) + " " + path + ": " + std::strerror(err));
-}
-
 }  // namespace
 
 void AppendFrame(uint64_t seq, std::string_view payload, std::string& out) {
@@ -88,45 +84,6 @@ std::optional<uint64_t> ParseFileName(std::string_view name, std::string_view pr
     v = v * 10 + static_cast<uint64_t>(c - '0');
   }
   return v;
-}
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(errno));
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return Status(Code::kFileReadFail, "cannot read " + path + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return IoError("cannot write", path, errno);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::OK();
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open", dir, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  return rc == 0 ? Status::OK() : IoError("cannot sync", dir, err);
 }
 
 }  // namespace yb::ha

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/files.h"
 #include "yuebing/status.h"
 
 namespace yb::ha {
@@ -54,9 +55,9 @@ std::string SnapshotFileName(uint64_t seq);
 // The sequence number in a file name of that kind ("log-" / "snap-"), or nullopt.
 std::optional<uint64_t> ParseFileName(std::string_view name, std::string_view prefix, std::string_view suffix);
 
-// Small file helpers (errors as FILE_* codes naming the path).
-Result<std::string> ReadWholeFile(const std::string& path);
-Status WriteAll(int fd, std::string_view data, const std::string& path);
-Status SyncDir(const std::string& dir);
+// The file helpers the log uses.
+using yb::ReadWholeFile;
+using yb::SyncDir;
+using yb::WriteAll;
 
 }  // namespace yb::ha

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/files.h"
 #include "common/log.h"
 
 namespace yb::storage {
@@ -90,33 +91,6 @@ Status WriteDurable(const std::string& path, const std::vector<std::string_view>
   return Status::OK();
 }
 
-Result<std::string> ReadWhole(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(Code::kObjectNotFound, "cannot open " + path);
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return Status(Code::kInvalidRead, "cannot read " + path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
-void SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 }  // namespace
 
 Result<BucketPolicy> ParseBucketPolicy(std::string_view name) {
@@ -141,7 +115,7 @@ void StorageEngine::DeleteFiles(uint64_t id) const {
 }
 
 Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine::LoadMeta(uint64_t id) const {
-  auto meta = ReadWhole(MetaPath(id));
+  auto meta = ReadWholeFile(MetaPath(id));
   if (!meta.ok()) return meta.status();
   const std::string& m = *meta;
   auto corrupt = [&](const char* why) { return Status(Code::kChecksumMismatch, MetaPath(id) + ": " + why); };
@@ -265,7 +239,7 @@ Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values,
     DeleteFiles(id);
     return st;
   }
-  SyncDir(config_.path);
+  (void)SyncDir(config_.path);
   return Status::OK();
 }
 
@@ -410,17 +384,17 @@ Status StorageEngine::Forget(const std::vector<std::string>& keys) {
   }
   Status st = ::fdatasync(fd) == 0 ? Status::OK() : IoError("cannot sync", path);
   ::close(fd);
-  if (created) SyncDir(config_.path);  // the new file's name is durable too
+  if (created) (void)SyncDir(config_.path);  // the new file's name is durable too
   return st;
 }
 
 std::unordered_map<std::string, uint64_t> StorageEngine::LoadForgotten(bool* intact) const {
   std::unordered_map<std::string, uint64_t> out;
   *intact = true;
-  auto data = ReadWhole(ForgottenPath());
+  auto data = ReadWholeFile(ForgottenPath());
   if (!data.ok()) {
     // None yet, or unreadable: then it is left as it is (a rewrite would lose its records).
-    if (data.status().code() != Code::kObjectNotFound) YB_LOG_WARN("storage: {}", data.status().ToString());
+    if (data.status().code() != Code::kFileNotFound) YB_LOG_WARN("storage: {}", data.status().ToString());
     return out;
   }
   // A record: magic, key length, key, bucket, then the XXH3-64 of those fields.
@@ -458,7 +432,7 @@ Status StorageEngine::WriteForgotten(const std::unordered_map<std::string, uint6
   const std::string path = ForgottenPath(), tmp = path + ".tmp";
   YB_RETURN_IF_ERROR(WriteDurable(tmp, {data}, config_.fault));
   if (::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename", tmp);
-  SyncDir(config_.path);
+  (void)SyncDir(config_.path);
   return Status::OK();
 }
 
@@ -520,7 +494,7 @@ Status StorageEngine::EvictBucket(uint64_t id,
   }
   std::unique_lock wait_for_readers(*readers);
   DeleteFiles(id);
-  SyncDir(config_.path);
+  (void)SyncDir(config_.path);
   return Status::OK();
 }
 

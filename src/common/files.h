@@ -1,0 +1,18 @@
+// Small file helpers shared by the SSD tier and the metadata log. Errors are FILE_* codes naming
+// the path (FILE_NOT_FOUND for a file that does not exist).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "yuebing/status.h"
+
+namespace yb {
+
+Result<std::string> ReadWholeFile(const std::string& path);
+// Writes all of `data` to `fd` (retrying short writes and EINTR).
+Status WriteAll(int fd, std::string_view data, const std::string& path);
+// Makes the names in `dir` (files created, renamed or removed) durable.
+Status SyncDir(const std::string& dir);
+
+}  // namespace yb
