@@ -17,8 +17,10 @@ LOG=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$LOG"; }
 trap cleanup EXIT
+# The demo's cluster goes away at the end: so does the master's metadata log (a master started by
+# hand keeps it in yb-master.data where it starts).
 "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$RPC" --metrics_address 127.0.0.1 --metrics_port "$HTTP" \
-  >"$LOG/master.log" 2>&1 &
+  --metadata_dir "$LOG/meta" >"$LOG/master.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do
   curl -sf "http://127.0.0.1:$HTTP/health" >/dev/null && break
