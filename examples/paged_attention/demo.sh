@@ -7,7 +7,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$HERE/../../build}" && pwd)
 PORT=${YB_DEMO_PORT:-50751}
 LOG=$(mktemp -d)
-"$BUILD/bin/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 >"$LOG/m.log" 2>&1 &
+"$BUILD/bin/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 --metadata_dir "$LOG/meta" >"$LOG/m.log" 2>&1 &
 M=$!
 trap 'kill $C $M 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
 "$BUILD/bin/yb-client" --host 127.0.0.1 --port 0 --local_hostname gpu-node --master_server_address "127.0.0.1:$PORT" \
