@@ -460,7 +460,11 @@ void HaMaster::RunBackgroundOnce() {
 
 void HaMaster::SnapshotIfDue() {
   auto m = Serving();
-  if (!m.ok()) return;
+  if (!m.ok()) {  // a standby (or not yet either): its own log is compacted from the image it applies
+    std::unique_lock lock(apply_mu_);
+    if (!leading_.load()) (void)applier_->SnapshotIfDue(lock);
+    return;
+  }
   MasterService* raw = m->get();
   (void)log_->SnapshotIfDue([raw](const auto& emit) { raw->WriteImage(emit); }, raw->next_object_id());
 }

@@ -268,7 +268,8 @@ Status MetaLog::AppendFrames(std::string_view frames) {
   {
     std::lock_guard lock(mu_);
     FrameReader r(frames);
-    uint64_t expect = next_seq_;
+    const uint64_t first = next_seq_;
+    uint64_t expect = first;
     while (auto f = r.Next()) {
       if (f->seq != expect) {
         return Status(Code::kInvalidParams,
@@ -279,8 +280,8 @@ Status MetaLog::AppendFrames(std::string_view frames) {
     if (!r.clean()) return Status(Code::kInvalidParams, "shipped frames are torn or corrupt");
     buf_.append(frames.data(), frames.size());
     next_seq_ = expect;
+    records_.fetch_add(expect - first, std::memory_order_relaxed);
   }
-  records_.fetch_add(1, std::memory_order_relaxed);
   Flush();
   return Status::OK();
 }
@@ -504,7 +505,7 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
 }
 
 Status MetaLog::SnapshotIfDue(const ImageWriter& write_image, uint64_t next_object_id) {
-  if (since_snapshot_.load(std::memory_order_relaxed) < options_.snapshot_log_bytes) return Status::OK();
+  if (!SnapshotDue()) return Status::OK();
   return Snapshot(write_image, next_object_id);
 }
 

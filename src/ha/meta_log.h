@@ -119,6 +119,7 @@ class MetaLog final : public MetaSink {
   Status Snapshot(const ImageWriter& write_image, uint64_t next_object_id);
   // A snapshot if snapshot_log_bytes of log were written since the last (the scheduler's step).
   Status SnapshotIfDue(const ImageWriter& write_image, uint64_t next_object_id);
+  bool SnapshotDue() const { return since_snapshot_.load(std::memory_order_relaxed) >= options_.snapshot_log_bytes; }
 
   Stats stats() const;
   const std::string& dir() const { return options_.dir; }

@@ -469,6 +469,7 @@ TEST_F(MetaLogTest, AStandbyFedTheSnapshotAndTheTailHasTheLeadersState) {
 
   MetaLog::Options so;
   so.dir = standby_dir.path();
+  so.snapshot_log_bytes = 2000;  // the standby compacts its own log too
   MasterImage standby_image;
   auto standby_log = std::move(MetaLog::Open(so, &standby_image).value());
   LogApplier applier(*standby_log, standby_image);
@@ -491,6 +492,24 @@ TEST_F(MetaLogTest, AStandbyFedTheSnapshotAndTheTailHasTheLeadersState) {
     ASSERT_TRUE(applied.ok()) << applied.status().ToString();
     EXPECT_EQ(*applied, *last);
     acked = *last;
+  }
+  // Its log called for a snapshot: it writes one from its image, at its last record, and drops the
+  // log files that snapshot covers.
+  ASSERT_TRUE(standby_log->SnapshotDue());
+  std::mutex mu;
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(applier.SnapshotIfDue(lock).ok());
+  EXPECT_TRUE(lock.owns_lock());
+  EXPECT_EQ(standby_log->latest_snapshot(), acked);
+  EXPECT_FALSE(standby_log->SnapshotDue());
+  for (const auto& e : fs::directory_iterator(standby_dir.path())) {
+    const std::string name = e.path().filename().string();
+    if (auto first = ParseFileName(name, "log-", ".ybl")) {
+      EXPECT_GT(*first, acked) << name;
+    }
+    if (auto snap = ParseFileName(name, "snap-", ".ybs")) {
+      EXPECT_EQ(*snap, acked) << name;
+    }
   }
   // The standby's image as a master equals the leader.
   auto rebuilt = std::move(MasterService::Create(MasterConfig{}, clock_).value());

@@ -265,4 +265,19 @@ Result<uint64_t> LogApplier::Apply(bool snapshot_begin, uint64_t snapshot_seq, s
   return log_.last_seq();
 }
 
+Status LogApplier::SnapshotIfDue(std::unique_lock<std::mutex>& lock) {
+  if (receiving_ || !log_.SnapshotDue()) return Status::OK();  // a snapshot being received replaces the log
+  const uint64_t next_object_id = image_.next_object_id;
+  Status st = log_.Snapshot(
+      [&](const auto& emit) {
+        // Called once the log has moved to a new file: the image holds every record before it.
+        MasterImage copy = image_;
+        lock.unlock();
+        copy.Emit(emit);
+      },
+      next_object_id);
+  if (!lock.owns_lock()) lock.lock();
+  return st;
+}
+
 }  // namespace yb::ha

@@ -107,6 +107,12 @@ class LogApplier {
   // Applies one ApplyLog request's content; the last record applied.
   Result<uint64_t> Apply(bool snapshot_begin, uint64_t snapshot_seq, std::string_view snapshot_frames,
                          bool snapshot_done, std::string_view frames);
+  // The standby's own snapshot, when its log calls for one (MetaLog::SnapshotDue), so that its log
+  // and its replay at a restart stay bounded as the leader's do. `lock` holds the owner's mutex
+  // over this applier: the image is copied under it, at the snapshot's position in the log, and it
+  // is released while the copy is written, so that shipped records are not held up for long.
+  // Returns with `lock` held again.
+  Status SnapshotIfDue(std::unique_lock<std::mutex>& lock);
 
  private:
   MetaLog& log_;

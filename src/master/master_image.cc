@@ -45,6 +45,30 @@ void MasterImage::Apply(const pb::LogRecord& r) {
   }
 }
 
+void MasterImage::Emit(const std::function<void(const pb::LogRecord&)>& emit) const {
+  pb::LogRecord rec;
+  for (const auto& [index, t] : tenants) {
+    *rec.mutable_tenant() = t;
+    emit(rec);
+  }
+  for (const auto& [id, s] : segments) {
+    *rec.mutable_segment() = s;
+    emit(rec);
+  }
+  for (const auto& [key, o] : objects) {
+    *rec.mutable_object() = o;
+    emit(rec);
+  }
+  for (const auto& [key, p] : pending) {
+    *rec.mutable_pending() = p;
+    emit(rec);
+  }
+  for (const auto& [key, a] : away) {
+    *rec.mutable_away() = a;
+    emit(rec);
+  }
+}
+
 std::string MasterImage::Summary() const {
   return std::to_string(objects.size()) + " objects, " + std::to_string(pending.size()) + " unfinished Puts, " +
          std::to_string(segments.size()) + " segments, " + std::to_string(tenants.size()) + " tenants";

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -26,6 +27,9 @@ struct MasterImage {
   uint64_t next_object_id = 1;  // above every object id seen
 
   void Apply(const pb::LogRecord& r);
+  // Calls `emit` with records that rebuild this image when applied to an empty one (a snapshot's
+  // contents, as MasterService::WriteImage writes them).
+  void Emit(const std::function<void(const pb::LogRecord&)>& emit) const;
   // Human-readable counts, for logs.
   std::string Summary() const;
 };
