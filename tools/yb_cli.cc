@@ -1,5 +1,6 @@
 // yb: an operator's command line for a Yuebing cluster.
 //   yb --master HOST:PORT put KEY (--file PATH | --value TEXT) [--replicas N]
+//   yb --master HOST:PORT replicas KEY
 //   yb --master HOST:PORT get KEY [--out PATH]        (stdout by default)
 //   yb --master HOST:PORT remove KEY [--force]
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
@@ -26,6 +27,16 @@ namespace {
 int Fail(const yb::Status& st) {
   std::fprintf(stderr, "error %d %s\n", st.mooncake_code(), st.ToString().c_str());
   return 1;
+}
+
+const char* StatusName(yb::ReplicaStatus s) {
+  switch (s) {
+    case yb::ReplicaStatus::kProcessing: return "processing";
+    case yb::ReplicaStatus::kComplete: return "complete";
+    case yb::ReplicaStatus::kFailed: return "failed";
+    case yb::ReplicaStatus::kRemoved: return "removed";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -55,6 +66,8 @@ int main(int argc, char** argv) {
   auto* exist = app.add_subcommand("exist", "print 1 if the key exists, else 0");
   exist->add_option("key", key)->required();
   auto* segs = app.add_subcommand("segments", "list segments and usage");
+  auto* reps = app.add_subcommand("replicas", "list a key's replicas: where each is, and its state");
+  reps->add_option("key", key)->required();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
   spdlog::set_level(spdlog::level::warn);
@@ -80,11 +93,11 @@ int main(int argc, char** argv) {
     }
     auto list = m->ListSegments();
     if (!list.ok()) return Fail(list.status());
-    std::printf("%-20s %-22s %-12s %-12s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS");
+    std::printf("%-20s %-22s %-12s %-12s %-8s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS", "OWNER");
     for (const auto& u : *list) {
-      std::printf("%-20s %-22s %-12s %-12s %llu\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
+      std::printf("%-20s %-22s %-12s %-12s %-8llu %s\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
                   yb::FormatBytes(u.capacity).c_str(), yb::FormatBytes(u.allocated).c_str(),
-                  static_cast<unsigned long long>(u.allocations));
+                  static_cast<unsigned long long>(u.allocations), u.owner.ToString().c_str());
     }
     return 0;
   }
@@ -123,6 +136,25 @@ int main(int argc, char** argv) {
   } else if (rm->parsed()) {
     yb::Status st = cl.Remove(key, force);
     if (!st.ok()) return Fail(st);
+  } else if (reps->parsed()) {
+    auto q = cl.Query(key);
+    if (!q.ok()) return Fail(q.status());
+    auto list = cl.ListSegments();
+    if (!list.ok()) return Fail(list.status());
+    auto where = [&](yb::SegmentId id) -> std::string {
+      for (const auto& u : *list) {
+        if (u.desc.id == id) return u.desc.name + " (" + u.desc.endpoint + ")";
+      }
+      return "segment " + std::to_string(id);
+    };
+    size_t memory = 0;
+    for (const auto& r : q->replicas) memory += r.kind == yb::ReplicaKind::kMemory ? 1 : 0;
+    std::printf("%s: %s, %zu replicas (%zu in memory)\n", key.c_str(), yb::FormatBytes(q->size).c_str(),
+                q->replicas.size(), memory);
+    for (const auto& r : q->replicas) {
+      std::printf("  %-6s %-10s %s\n", r.kind == yb::ReplicaKind::kMemory ? "memory" : "disk",
+                  StatusName(r.status), where(r.segment).c_str());
+    }
   } else if (exist->parsed()) {
     auto e = cl.IsExist(key);
     if (!e.ok()) return Fail(e.status());

@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
     if (sigtimedwait(&stop_signals, nullptr, &one_second) > 0) return 0;
     client = yb::Client::Connect(c);
   }
-  spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", c.local_hostname,
+  spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", (*client)->hostname(),
                yb::FormatBytes(c.global_segment_size), (*client)->Stats().segments, c.master_server_addr);
   daemon = client->get();
   int sig = 0;

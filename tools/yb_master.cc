@@ -147,6 +147,10 @@ std::string Metrics(const yb::MasterService* master, const yb::rpc::RpcMetrics& 
   p.Gauge("yb_master_segments", "Mounted segments.", st.segments);
   p.Gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
   p.Gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
+  p.Counter("yb_master_under_replicated_puts_total",
+            "Puts given fewer memory replicas than their replica_num (too few segments with room).",
+            st.under_replicated_puts);
+  p.Counter("yb_master_missing_replicas_total", "Replicas those Puts went without.", st.missing_replicas);
   p.Counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
   p.Counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
   p.Counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);

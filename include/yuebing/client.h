@@ -25,7 +25,9 @@ struct Slice {
 };
 
 struct ClientConfig {
-  std::string local_hostname = "localhost";  // names this client's segments
+  // Names this client's segments. With a networked master and memory to contribute, a name without
+  // a port becomes "name:port" of the transfer server, unique in the cluster (hostname() tells).
+  std::string local_hostname = "localhost";
   std::string metadata_server = "P2PHANDSHAKE";
   // "host:port" of a yb-master; "etcd://host:port[;host:port]": the leader of several masters
   // (yb-master --enable_ha), found and followed through etcd; or "embedded" / "embedded:NAME": a

@@ -10,7 +10,9 @@
  * / "embedded:NAME", which runs the master inside the calling process, shared by every store of the
  * process that names the same cluster.
  * local_hostname: names this store's segments (what preferred_segments refers to) and, with a
- * networked master, the host (and port, if given) its transfer server listens on.
+ * networked master, the host (and port, if given) its transfer server listens on. A name without a
+ * port gets the transfer server's ("host:port", unique in the cluster, as Mooncake's P2PHANDSHAKE
+ * names segments).
  * metadata_server: "P2PHANDSHAKE" (or NULL/empty) needs no other service; etcd:// and http://
  * values are accepted and not contacted: Yuebing's master hands out every segment's transfer
  * endpoint itself, so the metadata service Mooncake's transfer engine needs has no role here.

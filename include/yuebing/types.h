@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace yb {
@@ -62,6 +63,9 @@ struct SegmentDesc {
   // incarnation (the owner kept its memory), and drops them otherwise.
   uint64_t incarnation = 0;
 };
+
+// The endpoint of a segment served only inside its owner's process (an embedded master's clients).
+inline constexpr std::string_view kLocalEndpoint = "local";
 
 // Where one replica of an object lives.
 struct ReplicaDesc {

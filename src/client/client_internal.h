@@ -32,7 +32,7 @@ struct ClientParts {
   std::shared_ptr<TransferEngine> engine;
   // Where other processes reach this client's segments ("local": only this process), and the
   // registry its transfer server serves from, if it runs one.
-  std::string endpoint = "local";
+  std::string endpoint{kLocalEndpoint};
   std::shared_ptr<LocalSegmentRegistry> served;
   const tcp::TransferServer* transfer_server = nullptr;  // for Stats(); owned by `keepalive`
   std::shared_ptr<void> keepalive;                       // kept until the client is gone (a master, a server)

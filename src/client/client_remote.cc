@@ -36,6 +36,14 @@ Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
   return rpc::ParseHostPort(spec, /*allow_port_zero=*/true);
 }
 
+// "host:port" (or "[v6]:port"), as against a bare host name or IPv6 address.
+bool HasPort(const std::string& name) {
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos || colon + 1 == name.size()) return false;
+  if (name.find(':') != colon && name.front() != '[') return false;  // a bare IPv6 address
+  return name.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
@@ -64,7 +72,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   engine->AddTransport(std::make_shared<tcp::TcpTransport>([directory](SegmentId s) { return directory->Resolve(s); },
                                                            *transport_options));
 
-  std::string endpoint = "local";
+  std::string endpoint{kLocalEndpoint};
   std::shared_ptr<LocalSegmentRegistry> served;
   if (config.global_segment_size > 0) {
     auto bind = TransferBind(config);
@@ -84,6 +92,13 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     }
     endpoint = host + ":" + std::to_string(plumbing->server->port());
   }
+  // Segment names are unique in the cluster, as Mooncake's are under P2PHANDSHAKE: a name that
+  // carries no port gets the transfer server's, so that two daemons on one host (both named after
+  // it) are two fault domains to the master, and not one that it silently merges.
+  ClientConfig effective = config;
+  if (plumbing->server && !HasPort(config.local_hostname)) {
+    effective.local_hostname = config.local_hostname + ":" + std::to_string(plumbing->server->port());
+  }
   ClientParts parts;
   parts.master = plumbing->master;
   parts.local_segments = ProcessSegments();
@@ -92,9 +107,9 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   parts.served = served;
   parts.transfer_server = plumbing->server.get();
   parts.keepalive = plumbing;
-  auto client = ClientInternal::Create(config, std::move(parts));
+  auto client = ClientInternal::Create(effective, std::move(parts));
   if (!client.ok()) return client;
-  YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", config.local_hostname, config.master_server_addr,
+  YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", effective.local_hostname, config.master_server_addr,
               endpoint);
   return client;
 }

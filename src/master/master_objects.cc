@@ -59,6 +59,10 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, uint6
   if (allocs.empty()) {
     return Status(Code::kNoAvailableHandle, "no segment has " + std::to_string(size) + " free bytes");
   }
+  if (allocs.size() < config.replica_num) {
+    under_replicated_puts_.fetch_add(1, std::memory_order_relaxed);
+    missing_replicas_.fetch_add(config.replica_num - allocs.size(), std::memory_order_relaxed);
+  }
   return allocs;
 }
 

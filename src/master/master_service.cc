@@ -78,6 +78,18 @@ Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
     auto ref = segments_.Unmount(ctx.client, seg.id);
     if (ref.ok()) DropSegmentEverywhere(*ref);
   }
+  if (seg.endpoint != kLocalEndpoint) {
+    if (auto holder = segments_.NameHeldByOther(ctx.client, seg.name); holder && holder->endpoint == seg.endpoint) {
+      // A new process at the old one's transfer endpoint: the old one is gone (two processes do
+      // not listen on one port), with the memory behind its segments.
+      YB_LOG_WARN("client {} serves at {}, where client {} did: that client's segments named '{}' are gone",
+                  ctx.client.ToString(), seg.endpoint, holder->owner.ToString(), seg.name);
+      for (SegmentId id : segments_.SegmentsOf(holder->owner)) {
+        auto ref = segments_.Unmount(holder->owner, id);
+        if (ref.ok()) DropSegmentEverywhere(*ref);
+      }
+    }
+  }
   return segments_.Mount(ctx.client, seg);
 }
 
@@ -199,6 +211,8 @@ MasterStats MasterService::Stats() const {
   st.evicted_objects = evictor_.evicted_objects();
   st.evicted_bytes = evictor_.evicted_bytes();
   st.live_clients = clients_.size();
+  st.under_replicated_puts = under_replicated_puts_.load(std::memory_order_relaxed);
+  st.missing_replicas = missing_replicas_.load(std::memory_order_relaxed);
   st.offload_queued = offload_.queued();
   st.offload_pushed = offload_.pushed();
   st.offloaded = offloaded_.load(std::memory_order_relaxed);

@@ -48,6 +48,10 @@ struct MasterStats {
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t live_clients = 0;
+  // Puts given fewer memory replicas than their replica_num (too few segments, distinct by name,
+  // had room: best effort, as Mooncake), and the replicas they went without.
+  uint64_t under_replicated_puts = 0;
+  uint64_t missing_replicas = 0;
   // SSD tier.
   uint64_t offload_queued = 0;       // objects queued or in flight
   uint64_t offload_pushed = 0;       // objects ever queued
@@ -197,6 +201,7 @@ class MasterService final : public MasterApi {
   Mutex discarded_mu_;  // taken with or without a shard's accessor held; calls nothing while held
   std::vector<Discarded> discarded_ GUARDED_BY(discarded_mu_);
   std::atomic<uint64_t> offloaded_{0};
+  std::atomic<uint64_t> under_replicated_puts_{0}, missing_replicas_{0};
   std::atomic<uint64_t> offload_failed_{0};
   std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};

@@ -261,6 +261,25 @@ TEST_F(MasterServiceTest, AClientDeclaredDeadBetweenTwoMountsIsToldToRemount) {
   EXPECT_FALSE(master_->Ping(late)->need_remount);
 }
 
+// A storage daemon restarted on its port (same name, same endpoint) before the master declared the
+// old process dead: the old one's segments and what was on them go, and the new one mounts.
+TEST_F(MasterServiceTest, ANewProcessAtAnOldOnesEndpointReplacesItsSegments) {
+  CallContext old_proc = Register(ClientId{2, 2}), new_proc = Register(ClientId{3, 3});
+  SegmentDesc a{601, "n:9", 0x10000000ULL, 1 << 20, "n:9", 11};
+  ASSERT_TRUE(master_->MountSegment(old_proc, a).ok());
+  ASSERT_TRUE(Put("k", 1000).ok());
+  SegmentDesc b{602, "n:9", 0x10000000ULL, 1 << 20, "n:9", 12};
+  ASSERT_TRUE(master_->MountSegment(new_proc, b).ok());
+  EXPECT_EQ(master_->Stats().segments, 1u);
+  EXPECT_FALSE(Exists("k"));  // its only replica was in the old process's memory
+  // Another endpoint under a name in use: refused, nothing dropped.
+  ASSERT_TRUE(Put("k2", 1000).ok());
+  SegmentDesc c{603, "n:9", 0x10000000ULL, 1 << 20, "m:9", 13};
+  EXPECT_EQ(master_->MountSegment(old_proc, c).code(), Code::kSegmentAlreadyExists);
+  EXPECT_TRUE(Exists("k2"));
+  EXPECT_EQ(master_->Stats().segments, 1u);
+}
+
 TEST_F(MasterServiceTest, TenantQuotasBoundBytesAndNamespacesKeys) {
   Mount("a", 1 << 20);
   Mount("b", 1 << 20);

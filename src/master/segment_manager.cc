@@ -7,6 +7,18 @@
 namespace yb {
 
 namespace {
+// The host part of "host:port" (or of "[v6]:port"); the whole text when it has no port.
+std::string_view HostOf(std::string_view endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string_view::npos || endpoint.find(':') != colon) {
+    if (endpoint.size() > 2 && endpoint.front() == '[' && colon != std::string_view::npos && endpoint[colon - 1] == ']') {
+      return endpoint.substr(1, colon - 2);
+    }
+    return endpoint;
+  }
+  return endpoint.substr(0, colon);
+}
+
 uint32_t SlotOf(SegmentRef ref) { return ref & 0xFFFF; }
 }  // namespace
 
@@ -159,11 +171,30 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
                                                                   : " was mounted before the master restarted "
                                                                     "by another client or with other memory"));
   }
+  if (desc.endpoint != kLocalEndpoint) {
+    for (const auto& [id, other] : by_id_) {
+      if (other->desc.name == desc.name && !(other->owner == owner)) {
+        return Status(Code::kSegmentAlreadyExists,
+                      "segment name '" + desc.name + "' is in use by client " + other->owner.ToString() + " at " +
+                          other->desc.endpoint + ": each storage process needs a name of its own (a " +
+                          "local_hostname without a port gets its transfer port)");
+      }
+    }
+  }
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
   YB_RETURN_IF_ERROR(AddLocked(seg));
   LogLocked(*seg);
   YB_LOG_INFO("mounted segment {} '{}' ({} bytes) for client {}", desc.id, desc.name, desc.size, owner.ToString());
   return Status::OK();
+}
+
+std::optional<SegmentManager::NameHolder> SegmentManager::NameHeldByOther(const ClientId& owner,
+                                                                         const std::string& name) const {
+  ReaderLock lock(mu_);
+  for (const auto& [id, seg] : by_id_) {
+    if (seg->desc.name == name && !(seg->owner == owner)) return NameHolder{seg->owner, seg->desc.endpoint};
+  }
+  return std::nullopt;
 }
 
 Result<SegmentRef> SegmentManager::Unmount(const ClientId& owner, SegmentId id) {
@@ -252,22 +283,29 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
   for (SegmentId id : avoid) {
     if (auto it = by_id_.find(id); it != by_id_.end()) avoided_owners.push_back(it->second->owner);
   }
+  // Replicas go to distinct names (each a storage process, its own fault domain), and to distinct
+  // hosts while there are any: a host's daemons share its power and its network.
   std::vector<const std::string*> used_names;
+  std::vector<std::string_view> used_hosts;
   auto name_used = [&](const std::string& n) {
     return std::any_of(used_names.begin(), used_names.end(), [&](const std::string* u) { return *u == n; });
   };
-  auto try_segment = [&](Segment& seg) {
+  auto try_segment = [&](Segment& seg, bool new_host_only) {
     if (out.size() >= count || name_used(seg.desc.name)) return;
+    const std::string_view host = HostOf(seg.desc.endpoint);
+    if (new_host_only && std::find(used_hosts.begin(), used_hosts.end(), host) != used_hosts.end()) return;
     if (std::find(avoided_owners.begin(), avoided_owners.end(), seg.owner) != avoided_owners.end()) return;
     Allocation a;
     if (TryAllocateOn(seg, size, &a)) {
       out.push_back(a);
       used_names.push_back(&seg.desc.name);
+      used_hosts.push_back(host);
     }
   };
+  // A preferred name is a segment's name, or the host part of it ("node-a" for "node-a:15001").
   for (const auto& name : preferred) {
     for (const auto& seg : list_) {
-      if (seg->desc.name == name) try_segment(*seg);
+      if (seg->desc.name == name || HostOf(seg->desc.name) == name) try_segment(*seg, false);
     }
   }
   if (out.size() >= count) return out;
@@ -279,10 +317,12 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
     candidates.push_back({seg->capacity, seg->free_bytes.load(std::memory_order_relaxed)});
   }
   strategy_->Order(candidates, order);
-  for (uint32_t i : order) {
-    if (candidates[i].free < size) continue;
-    try_segment(*list_[i]);
-    if (out.size() >= count) break;
+  for (bool new_host_only : {true, false}) {
+    for (uint32_t i : order) {
+      if (candidates[i].free < size) continue;
+      try_segment(*list_[i], new_host_only);
+      if (out.size() >= count) return out;
+    }
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -49,7 +50,16 @@ class SegmentManager {
   // segment is confirmed by its owner mounting it with the same size and incarnation; with another
   // incarnation (its memory is not what it was) the answer is SEGMENT_ALREADY_EXISTS and
   // Stale(desc) is true: the caller drops it (Unmount) and mounts afresh.
+  // A segment's name is its fault domain, so a name another client's segments carry is refused
+  // (SEGMENT_ALREADY_EXISTS), except in one process (endpoint "local": one fate anyway).
   Status Mount(const ClientId& owner, const SegmentDesc& desc);
+  // The client other than `owner` whose segments are named `name`, if one is mounted, and where its
+  // transfer server is.
+  struct NameHolder {
+    ClientId owner;
+    std::string endpoint;
+  };
+  std::optional<NameHolder> NameHeldByOther(const ClientId& owner, const std::string& name) const;
   // The segment `desc.id` was restored for `owner` and `desc` does not confirm it.
   bool Stale(const ClientId& owner, const SegmentDesc& desc) const;
   // A segment as a master that restarted found it, with the ranges (offset, size) of its recovered

@@ -42,6 +42,54 @@ TEST(SegmentManagerTest, PreferredSegmentsComeFirst) {
   }
 }
 
+SegmentDesc Net(SegmentId id, const std::string& name, uint64_t size) { return {id, name, 0, size, name}; }
+
+// A name is a fault domain: another process mounting under a name in use is refused, with whom it
+// is in use by; its owner's further chunks are fine, and in one process (endpoint "local") names
+// may repeat.
+TEST(SegmentManagerTest, ANameInUseByAnotherClientIsRefused) {
+  SegmentManager m(MakeRandomStrategy(1), 64);
+  ClientId a{1, 1}, b{2, 2};
+  ASSERT_TRUE(m.Mount(a, Net(1, "h:1", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(a, Net(2, "h:1", 1 << 20)).ok());
+  Status st = m.Mount(b, Net(3, "h:1", 1 << 20));
+  EXPECT_EQ(st.code(), Code::kSegmentAlreadyExists);
+  EXPECT_NE(st.message().find("in use by client"), std::string::npos) << st.ToString();
+  EXPECT_EQ(m.segment_count(), 2u);
+  auto holder = m.NameHeldByOther(b, "h:1");
+  ASSERT_TRUE(holder.has_value());
+  EXPECT_EQ(holder->owner, a);
+  EXPECT_EQ(holder->endpoint, "h:1");
+  EXPECT_FALSE(m.NameHeldByOther(a, "h:1").has_value());
+  ASSERT_TRUE(m.Mount(b, Net(3, "h:2", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(a, Desc(4, "x", 1 << 20)).ok());
+  EXPECT_TRUE(m.Mount(b, Desc(5, "x", 1 << 20)).ok());
+}
+
+// Replicas go to distinct hosts while there are any, then to other processes of a host.
+TEST(SegmentManagerTest, DistinctHostsAreFilledFirst) {
+  SegmentManager m(MakeRandomStrategy(3), 64);
+  ASSERT_TRUE(m.Mount(ClientId{1, 1}, Net(1, "h1:1", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(ClientId{2, 2}, Net(2, "h1:2", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(ClientId{3, 3}, Net(3, "h1:3", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(ClientId{4, 4}, Net(4, "h2:1", 1 << 20)).ok());
+  for (int i = 0; i < 40; ++i) {
+    auto two = m.Allocate(100, 2, {});
+    ASSERT_EQ(two.size(), 2u);
+    std::set<SegmentId> ids{m.IdOf(two[0].segment), m.IdOf(two[1].segment)};
+    EXPECT_EQ(ids.count(4), 1u) << "one replica on h2";
+    auto three = m.Allocate(100, 3, {});
+    ASSERT_EQ(three.size(), 3u);  // then h1's processes, each once
+    std::set<SegmentId> ids3{m.IdOf(three[0].segment), m.IdOf(three[1].segment), m.IdOf(three[2].segment)};
+    EXPECT_EQ(ids3.size(), 3u);
+    EXPECT_EQ(ids3.count(4), 1u);
+  }
+  // A preferred host names every process on it.
+  auto pref = m.Allocate(100, 1, {"h2"});
+  ASSERT_EQ(pref.size(), 1u);
+  EXPECT_EQ(m.IdOf(pref[0].segment), 4u);
+}
+
 // A writer that could not reach a segment asks for others: that segment and its owner's other
 // ones are avoided even when preferred; a segment of the same name mounted by another process (the
 // node restarted) stays eligible.

@@ -19,6 +19,12 @@ def free_port():
         return s.getsockname()[1]
 
 
+def daemon_name(segment_name):
+    """"node-a" for the segment name "node-a:40123"."""
+    host, _, port = segment_name.rpartition(":")
+    return host if host and port.isdigit() else segment_name
+
+
 def wait_until(cond, timeout, what):
     """Polls `cond` until it is true; fails the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -120,7 +126,9 @@ class Cluster:
             return []
 
     def segment_names(self, prefix=None):
-        return {s["name"] for s in self.segments(prefix)}
+        """The segments' names as the daemons were given them (--local_hostname): a daemon's
+        segments are named "NAME:PORT", PORT its transfer server's."""
+        return {daemon_name(s["name"]) for s in self.segments(prefix)}
 
     def yb(self, args, prefix=None, input_bytes=None, check=False):
         r = subprocess.run((prefix or []) + [f"{BIN}/yb", "--master", self.address] + args,

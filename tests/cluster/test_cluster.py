@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from conftest import BIN, Cluster, client_http, client_metrics, free_port, wait_until
+from conftest import BIN, Cluster, client_http, client_metrics, daemon_name, free_port, wait_until
 
 
 def value(n, seed):
@@ -37,7 +37,9 @@ def test_put_with_two_replicas_then_read_from_another_client(cluster, master_fla
     rc, out = get(cluster, "obj")  # another process: another client
     assert rc == 0 and out == data
     segs = cluster.segments()
-    assert {s["name"] for s in segs} == {"node-a", "node-b"}
+    assert {daemon_name(s["name"]) for s in segs} == {"node-a", "node-b"}
+    for s in segs:  # named after the daemon and its transfer port, as Mooncake's P2PHANDSHAKE does
+        assert s["name"].rsplit(":", 1)[1] == s["endpoint"].rsplit(":", 1)[1], s
     assert all(s["allocations"] == 1 for s in segs), segs  # one replica on each node
     pinned = "2 pinned to CPUs" in (cluster.tmp / "master.log").read_text()
     assert pinned == ("--rpc_pin_threads" in master_flags)
@@ -148,7 +150,7 @@ def test_malformed_rpc_frames_are_refused_and_the_master_keeps_serving(cluster):
 
 def transfer_endpoint(cluster, name):
     for s in cluster.segments():
-        if s["name"] == name:
+        if daemon_name(s["name"]) == name:
             host, port = s["endpoint"].rsplit(":", 1)
             return host, int(port), int(s["id"]), s["capacity"]
     raise AssertionError(name)
@@ -493,3 +495,44 @@ def test_objects_of_a_daemon_that_does_not_come_back_are_dropped_after_client_tt
                "the master to drop what was on the daemons that did not come back")
     rc, _ = get(cluster, "on-a")
     assert rc != 0
+
+
+def test_two_daemons_on_one_host_with_mooncakes_flags_are_two_fault_domains(cluster):
+    """Daemons started as Mooncake's are (--host and --port, no --local_hostname) name their
+    segments host:port: replica_num 2 gives two replicas, and every object survives kill -9 of
+    either daemon. A third daemon claiming a name in use is refused, and nothing merges."""
+    cluster.start_master()
+    ports = [free_port(), free_port()]
+    for i, p in enumerate(ports):
+        cluster.clients[f"d{i}"] = cluster._spawn(f"d{i}", [
+            f"{BIN}/yb-client", "--host", "127.0.0.1", "--port", str(p), "--master_server_address", cluster.address,
+            "--global_segment_size", "32MB", "--local_buffer_size", "4MB"])
+    names = {f"127.0.0.1:{p}" for p in ports}
+    wait_until(lambda: {s["name"] for s in cluster.segments()} == names, 10, "both daemons to mount")
+    values = {f"k{i}": value(3000 + i, i) for i in range(30)}
+    for k, v in values.items():
+        assert put(cluster, k, v, replicas=2).returncode == 0, k
+    r = cluster.yb(["replicas", "k7"], check=True)
+    assert b"2 replicas (2 in memory)" in r.stdout, r.stdout
+    assert all(n.encode() in r.stdout for n in names), r.stdout
+    assert cluster.metric("yb_master_under_replicated_puts_total") == 0
+    segs = cluster.segments()
+    assert sum(s["allocations"] for s in segs) == 60, segs
+    # A third replica asked of two daemons: best effort (two), counted.
+    assert put(cluster, "three", value(100, 3), replicas=3).returncode == 0
+    assert b"2 replicas" in cluster.yb(["replicas", "three"], check=True).stdout
+    assert cluster.metric("yb_master_under_replicated_puts_total") == 1
+    assert cluster.metric("yb_master_missing_replicas_total") == 1
+
+    # A duplicate name at another endpoint: refused with who holds it.
+    dup = cluster._spawn("dup", [
+        f"{BIN}/yb-client", "--host", "127.0.0.1", "--port", "0", "--local_hostname", f"127.0.0.1:{ports[0]}",
+        "--master_server_address", cluster.address, "--global_segment_size", "32MB", "--local_buffer_size", "4MB"])
+    assert dup.wait(15) == 1
+    assert "in use by client" in (cluster.tmp / "dup.log").read_text()
+    assert {s["name"] for s in cluster.segments()} == names
+
+    cluster.kill_client("d0")
+    for k, v in values.items():
+        assert get(cluster, k) == (0, v), k
+

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN, free_port, wait_until
+from conftest import BIN, daemon_name, free_port, wait_until
 
 ETCD = shutil.which("etcd")
 pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd-server is not installed (scripts/install_deps.sh)")
@@ -159,7 +159,7 @@ class HaCluster:
             return set()
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][1]}/segments", timeout=1) as r:
-                return {s["name"] for s in json.loads(r.read())}
+                return {daemon_name(s["name"]) for s in json.loads(r.read())}
         except OSError:
             return set()
 

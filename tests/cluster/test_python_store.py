@@ -25,7 +25,9 @@ def store(cluster):
 
 def test_put_get_exist_size_remove(store):
     assert store.health_check() == 0
-    assert store.get_hostname() == "127.0.0.1"
+    # "host:port" of its transfer server, unique per process, as Mooncake's under P2PHANDSHAKE
+    host, port = store.get_hostname().rsplit(":", 1)
+    assert host == "127.0.0.1" and port.isdigit() and int(port) > 0
     assert store.put("k", b"hello") == 0
     assert store.put("k", b"hello") == 0  # same size again: a no-op success
     assert store.put("k", b"longer value") == -705
