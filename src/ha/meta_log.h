@@ -149,6 +149,8 @@ class MetaLog final : public MetaSink {
   std::mutex write_mu_;              // one writer at a time; held while the current file changes
   std::condition_variable done_cv_;  // callers wait for releases, snapshots for a rotation
   std::string buf_;                  // frames appended and not yet taken by the writer; under mu_
+  static constexpr size_t kSpareBytes = 8u << 20;
+  std::string spare_;                // the last round's buffer, for the next; under write_mu_
   uint64_t next_seq_ = 1;            // under mu_
   bool stop_ = false;                // under mu_
   bool syncer_idle_ = false;         // under mu_: the syncer waits for work
