@@ -31,7 +31,7 @@ class EvictionTest : public MasterFixture {
 TEST_F(EvictionTest, LeastRecentlyReadGoesFirst) {
   Pool(10);
   PutN(0, 10);
-  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // k0 is now the most recent
+  ASSERT_TRUE(Read(K(0)).ok());  // k0 is now the most recent
   clock_.AdvanceSec(11);                                         // past every lease
   EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
   EXPECT_EQ(Missing(10), (std::vector<std::string>{K(1)}));
@@ -46,7 +46,7 @@ TEST_F(EvictionTest, RecencyIsExactAcrossShards) {
   std::vector<int> order(1000);
   for (int i = 0; i < 1000; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), std::mt19937(3));
-  for (int i : order) ASSERT_TRUE(master_->GetReplicaList(ctx_, K(i), false).ok());
+  for (int i : order) ASSERT_TRUE(Read(K(i)).ok());
   clock_.AdvanceSec(11);
   EXPECT_EQ(master_->evictor().EvictBytes(300 * kObj), 300 * kObj);
   std::vector<std::string> expected;
@@ -127,10 +127,23 @@ TEST_F(EvictionTest, SoftPinnedStayWhenNotAllowed) {
   EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
 }
 
+// A lookup that reads no bytes (Query, get_size, get_replica_desc: no read pin) is not a use: it
+// grants no lease and leaves the recency, so a caller polling sizes keeps nothing from eviction.
+TEST_F(EvictionTest, LookupsThatReadNoBytesNeitherLeaseNorRenew) {
+  Pool(4);
+  PutN(0, 4);
+  clock_.AdvanceSec(11);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(master_->GetReplicaList(ctx_, K(0), false)->size, kObj);
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), kObj);
+  EXPECT_EQ(Missing(4), (std::vector<std::string>{K(0)}));  // still the least recently read
+  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(1), false).ok());
+  EXPECT_TRUE(master_->Remove(ctx_, K(1), false).ok());  // no lease to wait for
+}
+
 TEST_F(EvictionTest, LeasedAndReadPinnedObjectsAreSkipped) {
   Pool(4);
   PutN(0, 4);
-  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // leased for 10 s
+  ASSERT_TRUE(Read(K(0)).ok());  // leased for 10 s
   auto pin = master_->GetReplicaList(ctx_, K(1), true);
   ASSERT_TRUE(pin.ok());
   EXPECT_EQ(master_->evictor().EvictBytes(4 * kObj), 2 * kObj);  // only k2, k3

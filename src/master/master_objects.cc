@@ -226,10 +226,15 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
     // Its segments are being unmounted, or after our restart their owners have not re-mounted them.
     return Status(Code::kReplicaNotReady, "key " + Quote(key) + " has no replica to read yet");
   }
-  s.ExtendLease(obj, now + config_.default_kv_lease_ttl_ms);
-  if (m.flags & kSoftPin) s.SetSoftPinDeadline(obj, now + config_.default_kv_soft_pin_ttl_ms);
-  s.Touch(obj);
-  if (pin) info.read_pin = s.AddReadPin(obj, ctx.client);
+  // Only a read that moves bytes (it pins them) counts as use: a lookup of the size or the
+  // replicas (Query, get_size, get_replica_desc, a repeated Put's size check) leaves the lease, the
+  // recency and the soft pin as they were, so a caller polling sizes keeps nothing from eviction.
+  if (pin) {
+    s.ExtendLease(obj, now + config_.default_kv_lease_ttl_ms);
+    if (m.flags & kSoftPin) s.SetSoftPinDeadline(obj, now + config_.default_kv_soft_pin_ttl_ms);
+    s.Touch(obj);
+    info.read_pin = s.AddReadPin(obj, ctx.client);
+  }
   return info;
 }
 

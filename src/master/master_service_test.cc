@@ -87,7 +87,7 @@ TEST_F(MasterServiceTest, ReplicasLandOnDistinctSegmentsBestEffort) {
 TEST_F(MasterServiceTest, LeaseBlocksRemoveAndForceSkipsIt) {
   Mount("a", 1 << 20);
   ASSERT_TRUE(Put("k", 100).ok());
-  ASSERT_TRUE(master_->GetReplicaList(ctx_, "k", false).ok());  // grants a 10 s lease
+  ASSERT_TRUE(Read("k").ok());  // grants a 10 s lease
   EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectHasLease);
   clock_.AdvanceSec(9);
   EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectHasLease);
@@ -96,7 +96,7 @@ TEST_F(MasterServiceTest, LeaseBlocksRemoveAndForceSkipsIt) {
   EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectNotFound);
 
   ASSERT_TRUE(Put("k2", 100).ok());
-  ASSERT_TRUE(master_->GetReplicaList(ctx_, "k2", false).ok());
+  ASSERT_TRUE(Read("k2").ok());
   EXPECT_TRUE(master_->Remove(ctx_, "k2", true).ok());
   EXPECT_FALSE(Exists("k2"));
 }
@@ -378,7 +378,7 @@ TEST_F(MasterServiceTest, BadConfigurationIsRefused) {
 TEST_F(MasterServiceTest, RemoveByRegexMatchesKeysAndRespectsLeases) {
   Mount("a", 1 << 20);
   for (const char* k : {"model@1@aa", "model@1@bb", "model@2@cc", "other"}) ASSERT_TRUE(Put(k, 10).ok());
-  ASSERT_TRUE(master_->GetReplicaList(ctx_, "model@1@bb", false).ok());  // leased
+  ASSERT_TRUE(Read("model@1@bb").ok());  // leased
   auto n = master_->RemoveByRegex(ctx_, "^model@1@", false);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 1u);

@@ -46,6 +46,15 @@ class MasterFixture : public ::testing::Test {
     return master_->PutEnd(ctx, key, std::nullopt);
   }
 
+  // A whole read, as a client makes one: the replicas with a read pin, then ReadEnd. It grants the
+  // lease and counts as use (a lookup without a pin does neither).
+  Status Read(const std::string& key, CallContext ctx = {}) {
+    if (ctx.client.empty()) ctx = ctx_;
+    auto info = master_->GetReplicaList(ctx, key, true);
+    if (!info.ok()) return info.status();
+    return master_->ReadEnd(ctx, key, info->read_pin);
+  }
+
   bool Exists(const std::string& key, CallContext ctx = {}) {
     if (ctx.client.empty()) ctx = ctx_;
     auto r = master_->ExistKey(ctx, key);

@@ -297,7 +297,7 @@ TEST_F(OffloadTest, AwayCopiesOfKeysARemoveLeftInPlaceStayValid) {
   for (const auto& st : Done(Fetch())) ASSERT_TRUE(st.ok());
   // ssd_ dies: k0 keeps its copy on b, its disk copy is away.
   SsdClientDies();
-  ASSERT_TRUE(master_->GetReplicaList(ctx_, K(0), false).ok());  // a reader's lease
+  ASSERT_TRUE(Read(K(0)).ok());  // a reader's lease
   EXPECT_EQ(*master_->RemoveAll(ctx_, false), 0u);
   EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^k0$", false), 0u);
   clock_.AdvanceSec(11);
