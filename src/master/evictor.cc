@@ -46,8 +46,12 @@ uint64_t Evictor::MemoryBytes(const ObjectMeta& m) {
 }
 
 bool Evictor::IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const {
-  if (m.hard_pinned() || m.readers > 0 || m.lease_deadline > now || (m.flags & kOffloading) || MemoryBytes(m) == 0)
-    return false;
+  // A lease does not keep an object from eviction: reads are protected by their read pins (a
+  // pinned object is skipped), and recency already puts recently read objects last. With leases
+  // blocking eviction, a read set hotter than the lease TTL left nothing to evict, and Puts on a
+  // full pool failed while most of it held objects nobody was reading. A lease keeps only
+  // Mooncake's promise for Remove without force (OBJECT_HAS_LEASE).
+  if (m.hard_pinned() || m.readers > 0 || (m.flags & kOffloading) || MemoryBytes(m) == 0) return false;
   // On its way to the disk (eager offload): taken once the copy is durable, not dropped before.
   if ((m.flags & kDiskCopyPending) && !config_.offload_force_evict) return false;
   bool soft = (m.flags & kSoftPin) && m.soft_pin_deadline > now;
