@@ -30,6 +30,9 @@ std::string Metrics(const yb::ClientStats& s) {
             "Times the master asked for this client's segments again (its restart, or "
             "this client declared dead) and got them.",
             s.remounts);
+  p.Gauge("yb_client_segments_mounted_on_master",
+          "1 while the master serves from every segment this client holds (0 while a re-mount is owed).",
+          s.segments_mounted);
   p.Gauge("yb_client_segments", "Segments mounted.", s.segments);
   p.Gauge("yb_client_segment_bytes", "Bytes of the mounted segments.", s.segment_bytes);
   p.Gauge("yb_client_transfer_connections", "Open connections to the transfer server.", t.open_connections);
@@ -159,10 +162,14 @@ int main(int argc, char** argv) {
     h.Get("/metrics", [stats](const httplib::Request&, httplib::Response& res) {
       res.set_content(Metrics(stats()), yb::tools::PrometheusText::kContentType);
     });
-    // Ready while the master answers this client's heartbeats.
+    // Ready while the master answers this client's heartbeats and serves from its memory.
     h.Get("/health", [stats, &daemon](const httplib::Request&, httplib::Response& res) {
-      if (stats().master_reachable) {
+      const yb::ClientStats s = stats();
+      if (s.master_reachable && s.segments_mounted) {
         res.set_content("OK\n", "text/plain");
+      } else if (s.master_reachable) {
+        res.status = 503;
+        res.set_content("segments not mounted on the master (re-mounting)\n", "text/plain");
       } else {
         res.status = 503;
         res.set_content(daemon.load() ? "master unreachable\n" : "waiting for the master\n", "text/plain");

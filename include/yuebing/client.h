@@ -76,6 +76,9 @@ struct ClientStats {
   bool master_reachable = false;    // the last heartbeat reached the master
   uint64_t heartbeat_failures = 0;  // heartbeats that did not
   uint64_t remounts = 0;            // times the master asked this client to re-mount its segments
+  // The master serves from every segment this client holds (false while a re-mount is owed: the
+  // master restarted, or declared this client dead, and the client has not mounted them again yet).
+  bool segments_mounted = true;
   uint64_t segments = 0;            // mounted, and their bytes
   uint64_t segment_bytes = 0;
   TransferServerStats transfer;  // zero without a global segment

@@ -90,7 +90,12 @@ class MasterApi {
 
   // ---- clients and segments
   virtual Result<TenantIndex> RegisterClient(const ClientRegistration& reg) = 0;
-  virtual Result<PingResponse> Ping(const CallContext& ctx) = 0;
+  // The heartbeat. `mounted_segments`: how many segments the client holds mounted as far as it
+  // knows; while the master lists fewer of them for it (it restarted, declared the client dead, or
+  // a mount's answer was lost), every answer says need_remount, so the two converge whatever
+  // messages are lost.
+  virtual Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) = 0;
+  Result<PingResponse> Ping(const CallContext& ctx) { return Ping(ctx, 0); }
   // The client leaves: it stops counting as live, its read pins end, and whatever it still has
   // mounted is unmounted as if it had died. OK for a client the master does not know.
   virtual Status UnregisterClient(const CallContext& ctx) = 0;

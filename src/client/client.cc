@@ -114,6 +114,7 @@ ClientStats Client::Stats() const {
   s.master_reachable = m.master_reachable();
   s.heartbeat_failures = m.heartbeat_failures();
   s.remounts = m.remounts();
+  s.segments_mounted = m.segments_mounted();
   for (const auto& d : m.mounted()) {
     ++s.segments;
     s.segment_bytes += d.size;

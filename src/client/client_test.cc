@@ -285,6 +285,7 @@ TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
   EXPECT_EQ(sa.remounts, 1u);
   EXPECT_EQ(sb.remounts, 0u);
   EXPECT_TRUE(sa.master_reachable);
+  EXPECT_TRUE(sa.segments_mounted);
   EXPECT_EQ(sa.heartbeat_failures, 0u);
   EXPECT_EQ(sa.segments, 1u);
   EXPECT_EQ(sa.segment_bytes, 1u << 20);
@@ -352,7 +353,7 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
   ManualScheduler scheduler(clock);
   int pings = 0, pings_while_mounting = 0;
   ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
-  ON_CALL(*master, Ping(::testing::_)).WillByDefault([&](const CallContext&) -> Result<PingResponse> {
+  ON_CALL(*master, Ping(::testing::_, ::testing::_)).WillByDefault([&](const CallContext&, uint32_t) -> Result<PingResponse> {
     ++pings;
     return PingResponse{};
   });
@@ -380,6 +381,51 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
   EXPECT_EQ(pings, 4);
   client->reset();
   EXPECT_EQ(scheduler.jobs(), 0u);  // stopped with its client
+}
+
+// The master lost the client's segments (it stalled past client_ttl); the re-mount it asks for
+// fails once (its answer lost). Each heartbeat states the segments the client holds, so the master
+// asks again, and the client says it is not mounted until a re-mount succeeds.
+TEST(ClientHeartbeatTest, AFailedRemountIsTriedAgainUntilTheMasterServesTheSegments) {
+  auto master = std::make_shared<::testing::NiceMock<testing::MockMaster>>();
+  ManualClock clock;
+  ManualScheduler scheduler(clock);
+  uint32_t served = 0;
+  int mounts = 0;
+  ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
+  ON_CALL(*master, Ping(::testing::_, ::testing::_))
+      .WillByDefault([&](const CallContext&, uint32_t held) -> Result<PingResponse> {
+        return PingResponse{held > served};
+      });
+  ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
+      .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>& segs) {
+        if (++mounts == 2) return Status(Code::kRpcTimeout, "the answer was lost");
+        served = static_cast<uint32_t>(segs.size());
+        return Status::OK();
+      });
+  ClientConfig c;
+  c.local_hostname = "n";
+  c.global_segment_size = 1 << 20;
+  c.local_buffer_size = 0;
+  ClientParts parts;
+  parts.master = master;
+  parts.local_segments = std::make_shared<LocalSegmentRegistry>();
+  parts.engine = std::make_shared<TransferEngine>();
+  parts.scheduler = &scheduler;
+  auto client = ClientInternal::Create(c, std::move(parts));
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  scheduler.Advance(1000);
+  EXPECT_TRUE((*client)->Stats().segments_mounted);
+  served = 0;  // the master declared us dead
+  scheduler.Advance(1000);  // told to re-mount; the mount fails
+  EXPECT_EQ(mounts, 2);
+  EXPECT_FALSE((*client)->Stats().segments_mounted);
+  scheduler.Advance(1000);  // told again
+  EXPECT_EQ(mounts, 3);
+  EXPECT_TRUE((*client)->Stats().segments_mounted);
+  EXPECT_EQ((*client)->Stats().remounts, 1u);
+  scheduler.Advance(1000);
+  EXPECT_EQ(mounts, 3);  // converged: nothing more asked
 }
 
 }  // namespace

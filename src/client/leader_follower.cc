@@ -107,8 +107,8 @@ Result<TenantIndex> LeaderFollower::RegisterClient(const ClientRegistration& reg
   return WithLeader<Result<TenantIndex>>([&](MasterApi& m) { return m.RegisterClient(reg); });
 }
 
-Result<PingResponse> LeaderFollower::Ping(const CallContext& ctx) {
-  return WithLeader<Result<PingResponse>>([&](MasterApi& m) { return m.Ping(ctx); });
+Result<PingResponse> LeaderFollower::Ping(const CallContext& ctx, uint32_t mounted_segments) {
+  return WithLeader<Result<PingResponse>>([&](MasterApi& m) { return m.Ping(ctx, mounted_segments); });
 }
 
 Status LeaderFollower::UnregisterClient(const CallContext& ctx) {

@@ -40,7 +40,8 @@ class LeaderFollower final : public MasterApi {
 
   using MasterApi::BatchPutStart;
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
-  Result<PingResponse> Ping(const CallContext& ctx) override;
+  using MasterApi::Ping;
+  Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) override;
   Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;

@@ -115,9 +115,13 @@ void Membership::Note(const Status& ping) {
 }
 
 Status Membership::Beat() {
-  auto pong = master_->Ping(ctx());
+  const auto held = static_cast<uint32_t>(mounted().size());
+  auto pong = master_->Ping(ctx(), held);
   Note(pong.status());
   if (!pong.ok()) return pong.status();
+  // Each answer weighs what we hold against what the master serves from: a re-mount that failed,
+  // or whose answer was lost, is asked for again by the next one.
+  segments_mounted_ = !pong->need_remount;
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
     YB_RETURN_IF_ERROR(Register());
@@ -125,6 +129,7 @@ Status Membership::Beat() {
     if (!segs.empty()) {
       YB_LOG_INFO("master asked client {} to re-mount {} segments", id_.ToString(), segs.size());
       YB_RETURN_IF_ERROR(master_->MountSegments(ctx(), segs));
+      segments_mounted_ = true;
       ++remounts_;
       // The master forgot our disk replicas with our segments: they are registered again below.
       std::lock_guard lock(mu_);

@@ -65,6 +65,9 @@ class Membership {
   bool master_reachable() const { return missed_.load() == 0; }
   uint64_t heartbeat_failures() const { return failures_.load(); }
   uint64_t remounts() const { return remounts_.load(); }
+  // The master serves from every segment this client holds, as its last answer said (false while
+  // it asks for a re-mount, until one succeeds).
+  bool segments_mounted() const { return segments_mounted_.load(); }
 
  private:
   ClientRegistration Registration() const;
@@ -87,6 +90,7 @@ class Membership {
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> missed_{0};  // in a row, since the master was last reached
   std::atomic<uint64_t> remounts_{0};
+  std::atomic<bool> segments_mounted_{true};
 };
 
 }  // namespace yb

@@ -479,7 +479,9 @@ void HaMaster::SnapshotIfDue() {
 Result<TenantIndex> HaMaster::RegisterClient(const ClientRegistration& reg) {
   YB_SERVE_OR(m.status(), RegisterClient(reg));
 }
-Result<PingResponse> HaMaster::Ping(const CallContext& ctx) { YB_SERVE_OR(m.status(), Ping(ctx)); }
+Result<PingResponse> HaMaster::Ping(const CallContext& ctx, uint32_t mounted_segments) {
+  YB_SERVE_OR(m.status(), Ping(ctx, mounted_segments));
+}
 Status HaMaster::UnregisterClient(const CallContext& ctx) { YB_SERVE_OR(m.status(), UnregisterClient(ctx)); }
 Status HaMaster::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
   YB_SERVE_OR(m.status(), MountSegments(ctx, segs));

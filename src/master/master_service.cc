@@ -61,9 +61,12 @@ Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg)
   return t;
 }
 
-Result<PingResponse> MasterService::Ping(const CallContext& ctx) {
+Result<PingResponse> MasterService::Ping(const CallContext& ctx, uint32_t mounted_segments) {
   PingResponse r;
   r.need_remount = clients_.Ping(ctx.client);
+  if (!r.need_remount && mounted_segments > 0 && segments_.CountServing(ctx.client) < mounted_segments) {
+    r.need_remount = true;  // it holds segments we do not serve from: it mounts them again
+  }
   return r;
 }
 

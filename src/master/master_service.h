@@ -75,7 +75,8 @@ class MasterService final : public MasterApi {
   // MasterApi.
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
-  Result<PingResponse> Ping(const CallContext& ctx) override;
+  using MasterApi::Ping;  // and its form without a segment count
+  Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) override;
   Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;

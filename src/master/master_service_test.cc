@@ -280,6 +280,27 @@ TEST_F(MasterServiceTest, ANewProcessAtAnOldOnesEndpointReplacesItsSegments) {
   EXPECT_EQ(master_->Stats().segments, 1u);
 }
 
+// A client told to re-mount whose answer was lost (the master stalled past client_ttl and the
+// client's call timed out): every later heartbeat that states the segments it holds is told again,
+// until the master serves from all of them.
+TEST_F(MasterServiceTest, ARemountRequestIsRepeatedUntilTheSegmentsAreBack) {
+  CallContext c = Register(ClientId{2, 2});
+  SegmentDesc s1{701, "c", 0x10000000ULL, 1 << 20, "local", 1}, s2{702, "c", 0x20000000ULL, 1 << 20, "local", 1};
+  ASSERT_TRUE(master_->MountSegments(c, {s1, s2}).ok());
+  EXPECT_FALSE(master_->Ping(c, 2)->need_remount);
+  clock_.AdvanceSec(11);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->LivenessOnce(), 1u);
+  EXPECT_TRUE(master_->Ping(c, 2)->need_remount);  // this answer is lost
+  EXPECT_TRUE(master_->Ping(c, 2)->need_remount);  // asked again
+  EXPECT_FALSE(master_->Ping(c, 0)->need_remount);  // a caller that states nothing is not
+  ASSERT_TRUE(master_->RegisterClient({c.client, "host", "default"}).ok());
+  ASSERT_TRUE(master_->MountSegments(c, {s1}).ok());  // half of it
+  EXPECT_TRUE(master_->Ping(c, 2)->need_remount);
+  ASSERT_TRUE(master_->MountSegments(c, {s1, s2}).ok());
+  EXPECT_FALSE(master_->Ping(c, 2)->need_remount);
+}
+
 TEST_F(MasterServiceTest, TenantQuotasBoundBytesAndNamespacesKeys) {
   Mount("a", 1 << 20);
   Mount("b", 1 << 20);

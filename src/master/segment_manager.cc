@@ -188,6 +188,12 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   return Status::OK();
 }
 
+size_t SegmentManager::CountServing(const ClientId& owner) const {
+  ReaderLock lock(mu_);
+  return static_cast<size_t>(
+      std::count_if(list_.begin(), list_.end(), [&](const auto& seg) { return seg->owner == owner; }));
+}
+
 std::optional<SegmentManager::NameHolder> SegmentManager::NameHeldByOther(const ClientId& owner,
                                                                          const std::string& name) const {
   ReaderLock lock(mu_);

@@ -81,6 +81,8 @@ class SegmentManager {
   // The id of a mounted segment, or 0 when the reference is stale. Lock-free.
   SegmentId IdOf(SegmentRef ref) const;
   std::vector<SegmentId> SegmentsOf(const ClientId& owner) const;
+  // How many of `owner`'s segments readers are sent to (mounted, and confirmed if restored).
+  size_t CountServing(const ClientId& owner) const;
   // The owner of a mounted segment; false when the reference is stale.
   bool OwnerOf(SegmentRef ref, ClientId* owner) const;
   // The reference of segment `id` if `owner` mounted it, else kNoSegment.

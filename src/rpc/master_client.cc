@@ -108,9 +108,10 @@ Result<TenantIndex> MasterClient::RegisterClient(const ClientRegistration& reg) 
   return static_cast<TenantIndex>(r->tenant_index());
 }
 
-Result<PingResponse> MasterClient::Ping(const CallContext& ctx) {
+Result<PingResponse> MasterClient::Ping(const CallContext& ctx, uint32_t mounted_segments) {
   pb::PingRequest q;
   SetContext(ctx, q);
+  q.set_mounted_segments(mounted_segments);
   auto r = Call<M::kPing>(q);
   if (!r.ok()) return r.status();
   return PingResponse{r->need_remount()};

@@ -28,7 +28,8 @@ class MasterClient final : public MasterApi {
 
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
-  Result<PingResponse> Ping(const CallContext& ctx) override;
+  using MasterApi::Ping;
+  Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) override;
   Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;

@@ -50,7 +50,7 @@ void Serve<M::kRegisterClient>(MasterApi& api, const pb::RegisterClientRequest& 
 
 template <>
 void Serve<M::kPing>(MasterApi& api, const pb::PingRequest& q, pb::PingResponse& r) {
-  auto p = api.Ping(FromPb(q.ctx()));
+  auto p = api.Ping(FromPb(q.ctx()), q.mounted_segments());
   ToPb(p.status(), r.mutable_status());
   if (p.ok()) r.set_need_remount(p->need_remount);
 }

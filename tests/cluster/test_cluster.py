@@ -536,3 +536,24 @@ def test_two_daemons_on_one_host_with_mooncakes_flags_are_two_fault_domains(clus
     for k, v in values.items():
         assert get(cluster, k) == (0, v), k
 
+
+
+def test_a_master_paused_past_the_client_ttl_gets_every_segment_back(cluster):
+    """SIGSTOP of yb-master for longer than --client_ttl, twice: it declares the daemons dead when it
+    resumes and its one re-mount request may be lost with a late reply, but each heartbeat states
+    the segments its daemon holds, so both converge; a daemon's /health says so meanwhile."""
+    import time
+    cluster.start_master()
+    ports = {}
+    for name in ("node-a", "node-b"):
+        ports[name] = free_port()
+        cluster.start_client(name, extra=["--metrics_port", str(ports[name])])
+    for _ in range(2):
+        cluster.master.send_signal(signal.SIGSTOP)
+        time.sleep(cluster.client_ttl * 2 + 2)
+        cluster.master.send_signal(signal.SIGCONT)
+        wait_until(lambda: cluster.segment_names() == {"node-a", "node-b"}
+                   and all(client_http(p, "/health") == (200, "OK\n") for p in ports.values()),
+                   cluster.client_ttl + 10, "both daemons mounted again and healthy")
+    assert put(cluster, "after", value(1000, 5), replicas=2).returncode == 0
+    assert b"2 replicas" in cluster.yb(["replicas", "after"], check=True).stdout
