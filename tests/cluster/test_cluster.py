@@ -557,3 +557,25 @@ def test_a_master_paused_past_the_client_ttl_gets_every_segment_back(cluster):
                    cluster.client_ttl + 10, "both daemons mounted again and healthy")
     assert put(cluster, "after", value(1000, 5), replicas=2).returncode == 0
     assert b"2 replicas" in cluster.yb(["replicas", "after"], check=True).stdout
+
+
+def test_a_get_with_one_replica_holder_stopped_falls_back_within_the_bound(cluster):
+    """SIGSTOP of one of two replica holders (its kernel still acknowledges, its server answers
+    nothing): a Get moves on to the other replica once the exchange's budget passes (2 s for small
+    objects), not after a fixed 30 s."""
+    import time
+    cluster.client_ttl = 60  # the stopped daemon stays listed
+    cluster.start_master()
+    cluster.start_client("node-a")
+    cluster.start_client("node-b")
+    values = {f"s{i}": value(20000, i) for i in range(4)}
+    for k, v in values.items():
+        assert put(cluster, k, v, replicas=2).returncode == 0
+    cluster.clients["node-a"].send_signal(signal.SIGSTOP)
+    try:
+        for k, v in values.items():
+            t0 = time.monotonic()
+            assert get(cluster, k) == (0, v), k
+            assert time.monotonic() - t0 < 10, k
+    finally:
+        cluster.clients["node-a"].send_signal(signal.SIGCONT)

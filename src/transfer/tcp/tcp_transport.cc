@@ -26,6 +26,7 @@ namespace yb::tcp {
 struct TcpTransport::Conn {
   int fd = -1;
   TimeMs idle_since = 0;  // when it went back to the pool
+  std::chrono::milliseconds io_wait{0};  // the socket's send and receive timeouts now
   Conn() = default;
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -34,7 +35,20 @@ struct TcpTransport::Conn {
   }
 };
 
+std::chrono::milliseconds TcpTransport::Options::IoBudget(uint64_t bytes) const {
+  const uint64_t bw = std::max<uint64_t>(io_floor_bandwidth, 1);
+  const auto for_bytes = std::chrono::milliseconds(static_cast<int64_t>(bytes / bw * 1000 + bytes % bw * 1000 / bw));
+  return std::min(io_timeout, io_floor + for_bytes);
+}
+
 namespace {
+
+// Sets both timeouts of a blocking socket (a peer silent this long fails the call).
+void SetIoTimeouts(int fd, std::chrono::milliseconds wait) {
+  timeval tv{static_cast<time_t>(wait.count() / 1000), static_cast<suseconds_t>(wait.count() % 1000 * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
 
 // Connects within `timeout`, name lookup included (a host that drops the SYNs, or a DNS server
 // that does not answer, would otherwise hold the caller for minutes) and sets the connection up for
@@ -83,11 +97,9 @@ Status ConnectTo(NameResolver& names, const std::string& endpoint, std::chrono::
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  // A peer that stops answering fails the transfer after `timeout`, never hangs it.
-  timeval tv{static_cast<time_t>(io_timeout.count() / 1000),
-             static_cast<suseconds_t>(io_timeout.count() % 1000 * 1000)};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  // A peer that stops answering fails the transfer after `timeout`, never hangs it (each exchange
+  // narrows it to what its bytes call for).
+  SetIoTimeouts(fd, io_timeout);
   // A host that is gone acknowledges nothing: the kernel ends the connection (ETIMEDOUT) once what
   // was sent stays unacknowledged this long, instead of after io_timeout or its own ~15 minutes.
   unsigned user_timeout = static_cast<unsigned>(unacked_timeout.count());
@@ -311,11 +323,18 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
   const int fd = conn.fd;
   asio::error_code ec;
   size_t answers = 0;
+  uint64_t bytes = 0;
+  for (const auto& s : slices) bytes += s.piece.length;
+  if (const auto wait = options_.IoBudget(bytes); wait != conn.io_wait) {
+    SetIoTimeouts(fd, wait);
+    conn.io_wait = wait;
+  }
   // A failure of `ec`: notes whether the peer had closed the connection before answering anything
   // (a timeout is not that: a hung peer is not retried), or timed out.
   auto failed = [&](std::string what) {
     if (ec == asio::error::timed_out) {
       *how = ExchangeFailure::kTimedOut;
+      timeouts_.fetch_add(1, std::memory_order_relaxed);
     } else if (answers == 0 && (ec == asio::error::eof || ec == asio::error::connection_reset ||
                                 ec == asio::error::broken_pipe || ec == asio::error::connection_aborted)) {
       *how = ExchangeFailure::kClosedUnanswered;

@@ -19,6 +19,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -51,8 +52,16 @@ class TcpTransport final : public Transport {
     // nodes that left (their endpoints are never asked for again) or that the cluster stopped using.
     std::chrono::milliseconds max_idle{60000};
     const Clock* clock = nullptr;  // for max_idle; null: the steady clock
-    // A peer that stops answering (or reading) for this long fails the transfer (TRANSFER_FAIL).
+    // A peer that stops answering (or reading) fails the transfer (TRANSFER_FAIL) after a wait
+    // bounded by what is asked of it: io_floor plus the exchange's bytes at io_floor_bandwidth,
+    // and io_timeout at most. A live server answers 64 KiB slices within milliseconds even when
+    // busy; a stopped one (SIGSTOP, a swapped-out host) costs a read this long before it moves on
+    // to the next replica, not a fixed 30 s.
     std::chrono::milliseconds io_timeout{30000};
+    std::chrono::milliseconds io_floor{2000};
+    uint64_t io_floor_bandwidth = 64ULL << 20;  // bytes per second
+    // The wait an exchange of `bytes` may take between two signs of life of its peer.
+    std::chrono::milliseconds IoBudget(uint64_t bytes) const;
     // A connection not made within this long fails the transfer: on a LAN a connection takes well
     // under a millisecond, and 3 s leaves room for two lost SYNs (the kernel resends after 1 s).
     std::chrono::milliseconds connect_timeout{3000};
@@ -77,6 +86,8 @@ class TcpTransport final : public Transport {
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
   // Pooled connections, over every endpoint.
   size_t idle_connections() const;
+  // Exchanges that ended because the peer stayed silent past their budget (IoBudget).
+  uint64_t timeouts() const { return timeouts_.load(std::memory_order_relaxed); }
 
  private:
   struct Conn;
@@ -118,6 +129,7 @@ class TcpTransport final : public Transport {
   Resolver resolver_;
   NameResolver names_;
   Options options_;
+  std::atomic<uint64_t> timeouts_{0};
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<Conn>>> idle_;  // guarded by mu_
   std::unordered_map<std::string, Unreachable> unreachable_;                  // guarded by mu_

@@ -326,6 +326,37 @@ TEST_F(TcpTransportTest, APeerThatStopsAnsweringFailsTheTransfer) {
   EXPECT_NE(r[0].message().find("sending to"), std::string::npos) << r[0].ToString();
 }
 
+// The wait for a silent peer follows what was asked of it: a floor, plus the bytes at a floor
+// bandwidth, and io_timeout at most.
+TEST(TcpTransportOptionsTest, TheIoBudgetGrowsWithTheBytesUpToTheTimeout) {
+  TcpTransport::Options o;
+  o.io_floor = std::chrono::milliseconds(2000);
+  o.io_floor_bandwidth = 64ULL << 20;
+  o.io_timeout = std::chrono::milliseconds(30000);
+  EXPECT_EQ(o.IoBudget(0).count(), 2000);
+  EXPECT_EQ(o.IoBudget(64ULL << 20).count(), 3000);
+  EXPECT_EQ(o.IoBudget(32ULL << 20).count(), 2500);
+  EXPECT_EQ(o.IoBudget(64ULL << 30).count(), 30000);
+}
+
+// A peer that stops answering (a SIGSTOPped holder: its kernel still acknowledges) costs a small
+// read its budget, not the 30 s io_timeout, and is counted.
+TEST_F(TcpTransportTest, ASilentPeerCostsASmallReadItsBudgetNotTheTimeout) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor silent(io, {asio::ip::make_address("127.0.0.1"), 0});
+  std::string ep = "127.0.0.1:" + std::to_string(silent.local_endpoint().port());
+  TcpTransport::Options o;
+  o.io_floor = std::chrono::milliseconds(300);
+  TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
+  std::vector<uint8_t> buf(4096);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}});
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
+  EXPECT_LT(waited, std::chrono::seconds(10));  // the io_timeout is 30 s
+  EXPECT_EQ(transport.timeouts(), 1u);
+}
+
 // A host that drops connection attempts (here: a listener whose queue is full, so the kernel drops
 // the SYNs) fails the transfer after the timeout, not after the kernel's two minutes of retries.
 TEST_F(TcpTransportTest, AConnectionThatIsNeverAcceptedFailsAfterTheTimeout) {
