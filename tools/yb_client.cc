@@ -34,6 +34,10 @@ std::string Metrics(const yb::ClientStats& s) {
           "1 while the master serves from every segment this client holds (0 while a re-mount is owed).",
           s.segments_mounted);
   p.Gauge("yb_client_segments", "Segments mounted.", s.segments);
+  p.Counter("yb_client_repairs_total", "Re-replication copies made into this node's memory.", s.repairs);
+  p.Counter("yb_client_repair_failures_total", "Re-replication copies that failed (the master redoes them).",
+            s.repair_failures);
+  p.Counter("yb_client_repair_bytes_total", "Bytes copied by re-replication.", s.repair_bytes);
   p.Gauge("yb_client_segment_bytes", "Bytes of the mounted segments.", s.segment_bytes);
   p.Gauge("yb_client_transfer_connections", "Open connections to the transfer server.", t.open_connections);
   p.Counter("yb_client_transfer_refused_connections_total",

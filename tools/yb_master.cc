@@ -151,6 +151,14 @@ std::string Metrics(const yb::MasterService* master, const yb::rpc::RpcMetrics& 
             "Puts given fewer memory replicas than their replica_num (too few segments with room).",
             st.under_replicated_puts);
   p.Counter("yb_master_missing_replicas_total", "Replicas those Puts went without.", st.missing_replicas);
+  p.Gauge("yb_master_objects_at_risk",
+          "Objects with fewer memory replicas than they were written with, waiting for or being copied.",
+          st.repair_at_risk);
+  p.Gauge("yb_master_repairs_in_flight", "Re-replication copies handed to clients and not reported yet.",
+          st.repairs_in_flight);
+  p.Counter("yb_master_repaired_total", "Replicas restored by re-replication.", st.repaired);
+  p.Counter("yb_master_repair_bytes_total", "Bytes copied by re-replication.", st.repair_bytes);
+  p.Counter("yb_master_objects_lost_total", "Objects removed because their last replica went.", st.objects_lost);
   p.Counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
   p.Counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
   p.Counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);
@@ -260,6 +268,13 @@ int main(int argc, char** argv) {
       "--disk_away_copies_limit", mc.disk_away_copies_limit,
       "SSD tier: disk copies remembered while their owner is away (dead or unmounted), so that copies of "
       "keys removed or rewritten meanwhile are refused when it returns; about 120 bytes beside the key each");
+  yb::tools::AddSizeOption(app, "--repair_bandwidth", mc.repair_bandwidth,
+                           "re-replication: bytes per second copied into new replicas of objects that lost one with "
+                           "a node (\"256 MB\"; 0: off)");
+  app.add_option("--repair_task_timeout_sec", mc.repair_task_timeout_sec,
+                 "re-replication: seconds a client has to report a copy before it is given up and made again")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--metadata_dir", f.metadata_dir,
                  "directory of the metadata log and snapshots: the index survives a restart (\"\": off, the "
                  "index lives in memory only)");

@@ -79,6 +79,11 @@ struct ClientStats {
   // The master serves from every segment this client holds (false while a re-mount is owed: the
   // master restarted, or declared this client dead, and the client has not mounted them again yet).
   bool segments_mounted = true;
+  // Re-replication copies this client made into its segments on the master's request, those that
+  // failed, and the bytes copied.
+  uint64_t repairs = 0;
+  uint64_t repair_failures = 0;
+  uint64_t repair_bytes = 0;
   uint64_t segments = 0;            // mounted, and their bytes
   uint64_t segment_bytes = 0;
   TransferServerStats transfer;  // zero without a global segment

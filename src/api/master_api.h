@@ -77,6 +77,25 @@ struct ObjectInfo {
 
 struct PingResponse {
   bool need_remount = false;  // the master does not know this client's segments
+  uint32_t repairs = 0;       // copy tasks waiting for this client (RepairFetch)
+};
+
+// A copy the master asks a client to make into its own segment: a new MEMORY replica of an object
+// that lost one (its segment went), read from a surviving replica through the transfer engine. The
+// object is read-pinned for the client until it reports the task in RepairDone.
+struct RepairTask {
+  uint64_t task_id = 0;
+  uint64_t size = 0;
+  SegmentId source = 0;  // a COMPLETE replica to read
+  uint64_t source_offset = 0;
+  SegmentId target = 0;  // the client's segment to write into
+  uint64_t target_offset = 0;
+  std::optional<uint64_t> checksum;  // the value's XXH3-64 when its writer gave one
+};
+
+struct RepairResult {
+  uint64_t task_id = 0;
+  Status status;  // OK: every byte is in place
 };
 
 // A Put's start: a new key (PutStart), or a replacement of an existing value (UpsertStart).
@@ -131,6 +150,9 @@ class MasterApi {
   // ---- SSD tier (docs/ssd-tier.md)
   // Up to `max` offload tasks queued for the caller (empty when none).
   virtual Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) = 0;
+  // ---- re-replication: up to `max` copy tasks for this client, and their outcomes
+  virtual Result<std::vector<RepairTask>> RepairFetch(const CallContext& ctx, uint32_t max) = 0;
+  virtual std::vector<Status> RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) = 0;
   // Ends offload tasks: each success adds a LOCAL_DISK replica on the task's segment (and, for an
   // eviction, frees the memory); a failure leaves the DRAM copy as it was. One answer per result.
   virtual std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) = 0;

@@ -42,6 +42,7 @@ Result<std::unique_ptr<Client>> ClientInternal::Create(const ClientConfig& confi
   };
   if (Status st = impl->data.Init(); !st.ok()) return fail(st);
   if (Status st = m.MountPool(); !st.ok()) return fail(st);
+  if (config.global_segment_size > 0) impl->repairer.Start(impl->scheduler);  // copies into our memory
   if (config.enable_offload) {
     Status st = impl->data.StartSsdTier(impl->scheduler, impl->parts.storage_fault, impl->parts.local_segments,
                                         impl->parts.served.get());
@@ -57,6 +58,7 @@ Result<std::unique_ptr<Client>> ClientInternal::Create(const ClientConfig& confi
 Client::~Client() {
   Impl& i = *impl_;
   i.members.StopHeartbeat();
+  i.repairer.Stop();
   i.data.StopSsdTier(*i.parts.local_segments, i.parts.served.get());
   // Not when the master could not be reached just now: that would only wait another deadline.
   if (i.members.UnmountPool()) i.members.Leave();
@@ -83,6 +85,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
 
 MasterApi& ClientInternal::master(Client& c) { return c.impl_->members.master(); }
 Status ClientInternal::Heartbeat(Client& c) { return c.impl_->members.Beat(); }
+
+size_t ClientInternal::RunRepairOnce(Client& c) { return c.impl_->repairer.RunOnce(true); }
 
 size_t ClientInternal::RunOffloadOnce(Client& c) {
   Offloader* o = c.impl_->data.ssd_tier();
@@ -115,6 +119,9 @@ ClientStats Client::Stats() const {
   s.heartbeat_failures = m.heartbeat_failures();
   s.remounts = m.remounts();
   s.segments_mounted = m.segments_mounted();
+  s.repairs = impl_->repairer.copied();
+  s.repair_failures = impl_->repairer.failed();
+  s.repair_bytes = impl_->repairer.bytes();
   for (const auto& d : m.mounted()) {
     ++s.segments;
     s.segment_bytes += d.size;

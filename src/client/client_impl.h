@@ -7,6 +7,7 @@
 #include "client/client_internal.h"
 #include "client/data_path.h"
 #include "client/membership.h"
+#include "client/repairer.h"
 #include "common/scheduler.h"
 #include "yuebing/client.h"
 
@@ -19,7 +20,8 @@ struct Client::Impl {
         own_scheduler(parts.scheduler ? nullptr : std::make_unique<ThreadScheduler>()),
         scheduler(parts.scheduler ? *parts.scheduler : *own_scheduler),
         members(config, parts.master, parts.local_segments, parts.served, parts.endpoint),
-        data(config, members, parts.engine, scheduler.clock()) {}
+        data(config, members, parts.engine, scheduler.clock()),
+        repairer(members, parts.engine, parts.local_segments) {}
 
   const ClientConfig config;
   ClientParts parts;
@@ -27,6 +29,7 @@ struct Client::Impl {
   Scheduler& scheduler;
   Membership members;
   DataPath data;
+  Repairer repairer;
 };
 
 }  // namespace yb

@@ -52,6 +52,8 @@ class ClientInternal {
   static Status Heartbeat(Client& c);
   // One SSD-tier round now (fetch, write, report, evict); the tasks handled. 0 without an SSD tier.
   static size_t RunOffloadOnce(Client& c);
+  // One batch of re-replication copies into this client's segments; how many were made.
+  static size_t RunRepairOnce(Client& c);
   static size_t DiskObjects(const Client& c);
   static std::vector<SegmentId> segments(const Client& c);
 };

@@ -273,6 +273,33 @@ TEST_F(ClientTest, DestroyedClientTakesItsReplicasAlong) {
   EXPECT_EQ(master_->Stats().segments, 2u);
 }
 
+// Re-replication end to end in one process: a node leaves, the master hands a copy task to a
+// third node, whose repairer copies the bytes from the survivor into its own segment; then the
+// survivor leaves too and the value is still read whole.
+TEST_F(ClientTest, ALostReplicaIsCopiedBackAndOutlivesTheNextLoss) {
+  Client* c = NewClient("node-c", 1 << 20, /*checksum=*/true);
+  const std::string v = Bytes(70000, 'r');
+  ReplicateConfig rc;
+  rc.replica_num = 2;
+  rc.preferred_segments = {"node-a", "node-b"};
+  ASSERT_TRUE(c->Put("k", v.data(), v.size(), rc).ok());
+  clients_.erase(clients_.begin());  // node-a leaves: its segment and its replica go
+  a_ = nullptr;
+  EXPECT_EQ(master_->Stats().repair_at_risk, 1u);
+  EXPECT_EQ(master_->RepairOnce(), 1u);
+  ASSERT_TRUE(ClientInternal::Heartbeat(*c).ok());  // told a copy waits
+  EXPECT_EQ(ClientInternal::RunRepairOnce(*c), 1u);
+  EXPECT_EQ(c->Stats().repairs, 1u);
+  EXPECT_EQ(c->Stats().repair_bytes, v.size());
+  EXPECT_EQ(master_->Stats().repaired, 1u);
+  EXPECT_EQ(c->Query("k")->replicas.size(), 2u);
+  clients_.erase(clients_.begin());  // node-b leaves too
+  b_ = nullptr;
+  auto got = c->Get("k");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, v);
+}
+
 TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
   clock_.AdvanceSec(11);
   ASSERT_TRUE(ClientInternal::Heartbeat(*b_).ok());
@@ -376,7 +403,7 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   EXPECT_EQ(pings_while_mounting, 3);
   EXPECT_EQ(ClientInternal::segments(**client).size(), 1u);
-  EXPECT_EQ(scheduler.jobs(), 1u);  // the heartbeat
+  EXPECT_EQ(scheduler.jobs(), 2u);  // the heartbeat, and the repairer (it has memory to copy into)
   scheduler.Advance(1000);
   EXPECT_EQ(pings, 4);
   client->reset();

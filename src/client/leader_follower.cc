@@ -189,6 +189,14 @@ std::vector<Status> LeaderFollower::OffloadDone(const CallContext& ctx, const st
   return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.OffloadDone(ctx, results); }, results.size());
 }
 
+Result<std::vector<RepairTask>> LeaderFollower::RepairFetch(const CallContext& ctx, uint32_t max) {
+  return WithLeader<Result<std::vector<RepairTask>>>([&](MasterApi& m) { return m.RepairFetch(ctx, max); });
+}
+
+std::vector<Status> LeaderFollower::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
+  return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.RepairDone(ctx, results); }, results.size());
+}
+
 std::vector<Status> LeaderFollower::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                                     const std::vector<DiskObject>& objects) {
   return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.AddDiskReplicas(ctx, segment, objects); },

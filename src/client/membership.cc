@@ -122,6 +122,7 @@ Status Membership::Beat() {
   // Each answer weighs what we hold against what the master serves from: a re-mount that failed,
   // or whose answer was lost, is asked for again by the next one.
   segments_mounted_ = !pong->need_remount;
+  if (pong->repairs > 0) repairs_waiting_ = true;
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
     YB_RETURN_IF_ERROR(Register());

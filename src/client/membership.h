@@ -68,6 +68,8 @@ class Membership {
   // The master serves from every segment this client holds, as its last answer said (false while
   // it asks for a re-mount, until one succeeds).
   bool segments_mounted() const { return segments_mounted_.load(); }
+  // Whether the master said copy tasks wait for this client since this was last asked.
+  bool TakeRepairsWaiting() { return repairs_waiting_.exchange(false); }
 
  private:
   ClientRegistration Registration() const;
@@ -91,6 +93,7 @@ class Membership {
   std::atomic<uint64_t> missed_{0};  // in a row, since the master was last reached
   std::atomic<uint64_t> remounts_{0};
   std::atomic<bool> segments_mounted_{true};
+  std::atomic<bool> repairs_waiting_{false};
 };
 
 }  // namespace yb

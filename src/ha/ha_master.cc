@@ -525,6 +525,12 @@ Result<std::vector<OffloadTask>> HaMaster::OffloadFetch(const CallContext& ctx, 
 std::vector<Status> HaMaster::OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) {
   YB_SERVE_OR(ForEveryKey<Status>(results.size(), m.status()), OffloadDone(ctx, results));
 }
+Result<std::vector<RepairTask>> HaMaster::RepairFetch(const CallContext& ctx, uint32_t max) {
+  YB_SERVE_OR(m.status(), RepairFetch(ctx, max));
+}
+std::vector<Status> HaMaster::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
+  YB_SERVE_OR(ForEveryKey<Status>(results.size(), m.status()), RepairDone(ctx, results));
+}
 std::vector<Status> HaMaster::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                               const std::vector<DiskObject>& objects) {
   YB_SERVE_OR(ForEveryKey<Status>(objects.size(), m.status()), AddDiskReplicas(ctx, segment, objects));

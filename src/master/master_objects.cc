@@ -184,6 +184,7 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   meta.lease_deadline = now;
   meta.object_id = table_.NextObjectId();
   for (auto& r : put.replicas) r.set_status(ReplicaStatus::kComplete);
+  meta.want_replicas = static_cast<uint32_t>(std::min<size_t>(put.replicas.size(), 255));
   meta.SetReplicas(put.replicas);
   auto e = s.Publish(hk, std::move(meta), /*ends_put=*/true);
   if (config_.enable_offload) QueueEagerOffloadLocked(s, e);

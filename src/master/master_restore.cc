@@ -91,12 +91,15 @@ Status MasterService::Load(const MasterImage& image) {
     meta.flags = static_cast<uint8_t>(o.flags());
     meta.object_id = o.object_id();
     meta.tenant = tenant;
+    meta.want_replicas = std::min<uint32_t>(o.want_replicas() ? o.want_replicas() : memory, 255);
     meta.lease_deadline = now;  // leases and pins were the old master's: none now
     if (meta.flags & kSoftPin) meta.soft_pin_deadline = now + config_.default_kv_soft_pin_ttl_ms;
     meta.SetReplicas(replicas);
     tenants_.Charge(tenant, meta.size * memory);
+    const bool short_of_replicas = memory > 0 && memory < meta.want_replicas;
     const HashedKey hk(k);
     table_.Lock(hk).RestoreObject(hk, std::move(meta));
+    if (short_of_replicas) NoteAtRisk(k, memory);  // the queue of copies is rebuilt, not recorded
     ++objects;
   }
   for (const auto& [k, p] : image.pending) {

@@ -64,6 +64,10 @@ Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg)
 Result<PingResponse> MasterService::Ping(const CallContext& ctx, uint32_t mounted_segments) {
   PingResponse r;
   r.need_remount = clients_.Ping(ctx.client);
+  {
+    MutexLock lock(repair_mu_);
+    for (const auto& [id, f] : repairs_) r.repairs += f.client == ctx.client && !f.handed_out;
+  }
   if (!r.need_remount && mounted_segments > 0 && segments_.CountServing(ctx.client) < mounted_segments) {
     r.need_remount = true;  // it holds segments we do not serve from: it mounts them again
   }
@@ -117,8 +121,9 @@ void MasterService::DropSegmentEverywhere(SegmentRef id) {
   for (size_t i = 0; i < table_.shard_count(); ++i) {
     auto s = table_.LockShard(i);
     // The owner keeps its disk copies: they come back when it registers them again.
-    dropped +=
-        s.DropSegment(id, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); });
+    dropped += s.DropSegment(
+        id, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); },
+        [&](ObjectTable::Ref obj) { NoteAtRisk(std::string(obj.key()), obj->CompleteMemoryReplicas()); });
   }
   {
     MutexLock lock(discarded_mu_);
@@ -126,7 +131,10 @@ void MasterService::DropSegmentEverywhere(SegmentRef id) {
       std::erase_if(d.replicas, [&](const StoredReplica& r) { return r.segment() == id; });
     }
   }
-  if (dropped) YB_LOG_INFO("removed {} objects left without a replica by an unmount", dropped);
+  if (dropped) {
+    objects_lost_.fetch_add(dropped, std::memory_order_relaxed);
+    YB_LOG_WARN("{} objects lost their last replica with an unmount: removed", dropped);
+  }
 }
 
 Result<std::vector<SegmentUsage>> MasterService::ListSegments() { return segments_.List(); }
@@ -186,6 +194,7 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why) {
     if (ref.ok()) DropSegmentEverywhere(*ref);
   }
   ForgetOffloadsOf(c);
+  CancelRepairsIf([&c](const ClientId& owner, TimeMs) { return owner == c; });
   // A call from the client between its expiry and now (a MountSegment in flight) made it known
   // again, and what it mounted may have gone with the rest: it must re-mount everything.
   clients_.MarkRemount(c);
@@ -203,6 +212,7 @@ void MasterService::RunBackgroundOnce() {
   LivenessOnce();
   ReclaimOnce();
   evictor_.RunOnce();
+  RepairOnce();
 }
 
 MasterStats MasterService::Stats() const {
@@ -216,6 +226,14 @@ MasterStats MasterService::Stats() const {
   st.live_clients = clients_.size();
   st.under_replicated_puts = under_replicated_puts_.load(std::memory_order_relaxed);
   st.missing_replicas = missing_replicas_.load(std::memory_order_relaxed);
+  {
+    MutexLock lock(repair_mu_);
+    st.repair_at_risk = repair_keys_.size();
+    st.repairs_in_flight = repairs_.size();
+  }
+  st.repaired = repaired_.load(std::memory_order_relaxed);
+  st.repair_bytes = repair_bytes_.load(std::memory_order_relaxed);
+  st.objects_lost = objects_lost_.load(std::memory_order_relaxed);
   st.offload_queued = offload_.queued();
   st.offload_pushed = offload_.pushed();
   st.offloaded = offloaded_.load(std::memory_order_relaxed);

@@ -19,9 +19,13 @@
 // Every lock is annotated (common/thread_annotations.h); scripts/thread_safety.sh checks them.
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "api/master_api.h"
@@ -52,6 +56,14 @@ struct MasterStats {
   // had room: best effort, as Mooncake), and the replicas they went without.
   uint64_t under_replicated_puts = 0;
   uint64_t missing_replicas = 0;
+  // Re-replication: objects with fewer COMPLETE memory replicas than they were published with
+  // (queued or being copied), copies in flight, copies completed and their bytes, and objects whose
+  // last replica went (removed: lost).
+  uint64_t repair_at_risk = 0;
+  uint64_t repairs_in_flight = 0;
+  uint64_t repaired = 0;
+  uint64_t repair_bytes = 0;
+  uint64_t objects_lost = 0;
   // SSD tier.
   uint64_t offload_queued = 0;       // objects queued or in flight
   uint64_t offload_pushed = 0;       // objects ever queued
@@ -95,6 +107,8 @@ class MasterService final : public MasterApi {
   Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
   Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
   std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
+  Result<std::vector<RepairTask>> RepairFetch(const CallContext& ctx, uint32_t max) override;
+  std::vector<Status> RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) override;
   std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                       const std::vector<DiskObject>& objects) override;
   std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
@@ -134,6 +148,9 @@ class MasterService final : public MasterApi {
   uint64_t LivenessOnce();
   // One of each step above, and eviction.
   void RunBackgroundOnce();
+  // One round of re-replication: copies queued for at-risk objects within --repair_bandwidth, and
+  // copies not reported in time given up. Returns the copies started.
+  uint64_t RepairOnce();
 
   Evictor& evictor() { return evictor_; }
   MasterStats Stats() const;
@@ -190,6 +207,24 @@ class MasterService final : public MasterApi {
     std::string key;
   };
   Result<DiskTableKey> TableKeyOfDiskKey(const std::string& disk_key);
+  // Re-replication (master_repair.cc). Lock order: a shard's accessor, then repair_mu_.
+  void NoteAtRisk(std::string table_key, size_t have);
+  // Frees a copy's new replica; false when it was the object's last (the object went with it).
+  bool DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, const Allocation& target);
+  enum class RepairStart { kStarted, kNotNeeded, kLater };
+  RepairStart StartRepair(const std::string& table_key, TimeMs now);
+  // Gives up the copies for which `gone` holds (timed out, or their client went): their space is
+  // freed and their objects are queued again.
+  void CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone);
+  struct RepairInFlight {
+    RepairTask task;
+    std::string table_key;
+    uint64_t object_id = 0;
+    ClientId client;  // the target segment's owner, who copies
+    Allocation target;
+    TimeMs deadline = 0;
+    bool handed_out = false;
+  };
 
   MasterConfig config_;
   const Clock& clock_;
@@ -208,6 +243,14 @@ class MasterService final : public MasterApi {
   std::atomic<uint64_t> disk_registered_{0};
   std::atomic<uint64_t> disk_dropped_{0};
   std::atomic<TimeMs> recovered_deadline_{0};  // restored segments unconfirmed by then are dropped
+  mutable Mutex repair_mu_;
+  std::map<size_t, std::deque<std::string>> at_risk_ GUARDED_BY(repair_mu_);  // by COMPLETE replicas left
+  std::unordered_set<std::string> repair_keys_ GUARDED_BY(repair_mu_);        // queued or being copied
+  std::unordered_map<uint64_t, RepairInFlight> repairs_ GUARDED_BY(repair_mu_);
+  uint64_t next_repair_id_ GUARDED_BY(repair_mu_) = 1;
+  double repair_tokens_ GUARDED_BY(repair_mu_) = 0;  // bytes that may be copied now
+  TimeMs repair_refilled_ GUARDED_BY(repair_mu_) = 0;
+  std::atomic<uint64_t> repaired_{0}, repair_bytes_{0}, objects_lost_{0};
 };
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.

@@ -23,6 +23,7 @@ ObjectMeta& ObjectMeta::operator=(ObjectMeta&& o) noexcept {
   lru_prev = o.lru_prev;
   lru_next = o.lru_next;
   readers = o.readers;
+  want_replicas = o.want_replicas;
   tenant = o.tenant;
   flags = o.flags;
   n_replicas = o.n_replicas;
@@ -113,8 +114,10 @@ void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) co
   o->set_flags(m.flags & kLoggedFlags);
   o->set_object_id(m.object_id);
   o->set_tenant(m.tenant);
+  o->set_want_replicas(m.want_replicas);
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const StoredReplica& r = m.replica(i);
+    if (r.status() != ReplicaStatus::kComplete) continue;  // a repair's copy, not there yet
     SegmentId id = t_.segments_.IdOf(r.segment());
     if (id == 0) continue;  // its segment is being unmounted: never read again
     pb::LogReplica* lr = o->add_replicas();
@@ -376,6 +379,36 @@ void ObjectTable::Locked::AddDiskReplica(Ref r, SegmentRef segment) {
   SetReplicas(r, replicas);
 }
 
+void ObjectTable::Locked::AddRepairReplica(Ref r, const Allocation& a) {
+  ObjectMeta& m = r.mut();
+  t_.tenants_.Charge(m.tenant, m.size);
+  std::vector<StoredReplica> replicas = m.TakeReplicas();
+  replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
+  m.SetReplicas(replicas);  // nothing a reader or the log sees changed: not recorded
+  Relink(*r.it_);
+}
+
+bool ObjectTable::Locked::CompleteReplica(Ref r, const Allocation& a) {
+  ObjectMeta& m = r.mut();
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    StoredReplica& x = m.replica(i);
+    if (x.kind() == ReplicaKind::kMemory && x.status() == ReplicaStatus::kProcessing && x.segment() == a.segment &&
+        x.offset() == a.offset) {
+      x.set_status(ReplicaStatus::kComplete);
+      LogObject(r.entry());
+      return true;
+    }
+  }
+  return false;
+}
+
+void ObjectTable::Locked::DropRepairReplica(Ref r, const Allocation& a) {
+  DropReplicasIf(r, [&](const StoredReplica& x) {
+    return x.kind() == ReplicaKind::kMemory && x.status() == ReplicaStatus::kProcessing && x.segment() == a.segment &&
+           x.offset() == a.offset;
+  });
+}
+
 void ObjectTable::Locked::SetDiskChecksum(Ref r, uint64_t checksum) {
   ObjectMeta& m = r.mut();
   m.checksum = checksum;
@@ -447,7 +480,8 @@ uint64_t ObjectTable::Locked::UnpinClientsIf(const std::function<bool(const Clie
 
 // ---- segments
 
-uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy) {
+uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy,
+                                          const std::function<void(Ref)>& thinned) {
   AssertHeld(s_);
   uint64_t dropped = 0;
   for (auto it = s_.objects.begin(); it != s_.objects.end();) {
@@ -477,6 +511,7 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::functio
       ++dropped;
     } else {
       SetReplicas(Ref(it, true), keep);
+      if (gone > 0 && thinned) thinned(Ref(it, true));
     }
     it = next;
   }

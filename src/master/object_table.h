@@ -86,7 +86,10 @@ struct ObjectMeta {
   uint64_t last_access = 0;  // global recency sequence; larger is more recent
   ObjectEntry* lru_prev = nullptr;
   ObjectEntry* lru_next = nullptr;
-  uint32_t readers = 0;  // read pins held
+  uint32_t readers : 24 = 0;  // read pins held
+  // MEMORY replicas it was published with: re-replication brings it back to this many when a
+  // segment holding one goes (0: none asked, as for an object known only on disk).
+  uint32_t want_replicas : 8 = 0;
   TenantIndex tenant = 0;
   uint8_t flags = 0;
   uint8_t n_replicas = 0;
@@ -106,6 +109,14 @@ struct ObjectMeta {
   // `checksum` holds the value's XXH3-64: given by the writer, or computed by an offload.
   bool checksum_known() const { return flags & (kHasChecksum | kDiskChecksum); }
   std::optional<uint64_t> known_checksum() const { return checksum_known() ? std::optional(checksum) : std::nullopt; }
+  // COMPLETE MEMORY replicas (repairs in progress are PROCESSING).
+  size_t CompleteMemoryReplicas() const {
+    size_t n = 0;
+    for (size_t i = 0; i < n_replicas; ++i) {
+      n += replica(i).kind() == ReplicaKind::kMemory && replica(i).status() == ReplicaStatus::kComplete;
+    }
+    return n;
+  }
   bool HasKind(ReplicaKind kind) const {
     for (size_t i = 0; i < n_replicas; ++i) {
       if (replica(i).kind() == kind) return true;
@@ -236,6 +247,13 @@ class ObjectTable {
     size_t DropReplicasIf(Ref r, const std::function<bool(const StoredReplica&)>& drop);
     // Adds a LOCAL_DISK replica on `segment` (its owner's) and ends kDiskCopyPending.
     void AddDiskReplica(Ref r, SegmentRef segment);
+    // Re-replication: a new MEMORY replica at `a`, PROCESSING (readers skip it, the log leaves it
+    // out) until CompleteReplica; its space is charged to the object's tenant.
+    void AddRepairReplica(Ref r, const Allocation& a);
+    // The PROCESSING replica at `a` becomes COMPLETE and is recorded; false if it is not there.
+    bool CompleteReplica(Ref r, const Allocation& a);
+    // Frees the PROCESSING replica at `a`, if it is there.
+    void DropRepairReplica(Ref r, const Allocation& a);
     // The XXH3-64 an offload computed for a value its writer gave none (kDiskChecksum).
     void SetDiskChecksum(Ref r, uint64_t checksum);
     // Sets or clears the offload bits (kOffloading, kNoOffload, kDiskCopyPending): state that the
@@ -260,7 +278,9 @@ class ObjectTable {
     // Removes every replica on `segment` (its memory left with its owner: nothing is freed);
     // objects left with none are removed. `on_disk_copy` is called with each object losing a
     // LOCAL_DISK replica, before it changes. Returns objects removed.
-    uint64_t DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy = {});
+    // `thinned` is called with each object that keeps a replica but lost a MEMORY one.
+    uint64_t DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy = {},
+                         const std::function<void(Ref)>& thinned = {});
 
     // ---- the whole shard, for a snapshot and a restart (recorded nowhere)
     // The shard's state as records (its objects, unfinished Puts and away copies), for a snapshot.

@@ -114,7 +114,7 @@ Result<PingResponse> MasterClient::Ping(const CallContext& ctx, uint32_t mounted
   q.set_mounted_segments(mounted_segments);
   auto r = Call<M::kPing>(q);
   if (!r.ok()) return r.status();
-  return PingResponse{r->need_remount()};
+  return PingResponse{r->need_remount(), r->repairs()};
 }
 
 Status MasterClient::UnregisterClient(const CallContext& ctx) {
@@ -233,6 +233,22 @@ std::vector<Status> MasterClient::OffloadDone(const CallContext& ctx, const std:
   SetContext(ctx, q);
   for (const auto& res : results) ToPb(res, q.add_results());
   return Statuses(Call<M::kOffloadDone>(q), results.size());
+}
+
+Result<std::vector<RepairTask>> MasterClient::RepairFetch(const CallContext& ctx, uint32_t max) {
+  pb::RepairFetchRequest q;
+  SetContext(ctx, q);
+  q.set_max(max);
+  auto r = Call<M::kRepairFetch>(q);
+  if (!r.ok()) return r.status();
+  return FromPbList(r->tasks());
+}
+
+std::vector<Status> MasterClient::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
+  pb::RepairDoneRequest q;
+  SetContext(ctx, q);
+  for (const auto& res : results) ToPb(res, q.add_results());
+  return Statuses(Call<M::kRepairDone>(q), results.size());
 }
 
 std::vector<Status> MasterClient::AddDiskReplicas(const CallContext& ctx, SegmentId segment,

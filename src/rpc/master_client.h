@@ -49,6 +49,8 @@ class MasterClient final : public MasterApi {
   Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
   Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
   std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
+  Result<std::vector<RepairTask>> RepairFetch(const CallContext& ctx, uint32_t max) override;
+  std::vector<Status> RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) override;
   std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                       const std::vector<DiskObject>& objects) override;
   std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;

@@ -150,4 +150,28 @@ void ToPb(const OffloadResult& r, pb::OffloadResult* p) {
   p->set_checksum(r.checksum.value_or(0));
 }
 
+RepairTask FromPb(const pb::RepairTask& p) {
+  RepairTask t{p.task_id(), p.size(), p.source(), p.source_offset(), p.target(), p.target_offset(), std::nullopt};
+  if (p.has_checksum()) t.checksum = p.checksum();
+  return t;
+}
+
+void ToPb(const RepairTask& t, pb::RepairTask* p) {
+  p->set_task_id(t.task_id);
+  p->set_size(t.size);
+  p->set_source(t.source);
+  p->set_source_offset(t.source_offset);
+  p->set_target(t.target);
+  p->set_target_offset(t.target_offset);
+  p->set_has_checksum(t.checksum.has_value());
+  p->set_checksum(t.checksum.value_or(0));
+}
+
+RepairResult FromPb(const pb::RepairResult& p) { return RepairResult{p.task_id(), FromPb(p.status())}; }
+
+void ToPb(const RepairResult& r, pb::RepairResult* p) {
+  p->set_task_id(r.task_id);
+  ToPb(r.status, p->mutable_status());
+}
+
 }  // namespace yb::rpc

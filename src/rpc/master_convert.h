@@ -28,6 +28,10 @@ OffloadTask FromPb(const pb::OffloadTask& t);
 void ToPb(const OffloadTask& t, pb::OffloadTask* out);
 OffloadResult FromPb(const pb::OffloadResult& r);
 void ToPb(const OffloadResult& r, pb::OffloadResult* out);
+RepairTask FromPb(const pb::RepairTask& t);
+void ToPb(const RepairTask& t, pb::RepairTask* out);
+RepairResult FromPb(const pb::RepairResult& r);
+void ToPb(const RepairResult& r, pb::RepairResult* out);
 
 template <typename Field, typename T = decltype(FromPb(std::declval<const typename Field::value_type&>()))>
 std::vector<T> FromPbList(const Field& field) {

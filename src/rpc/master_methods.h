@@ -37,7 +37,9 @@ namespace yb::rpc {
   X(15, OffloadFetch, OffloadFetchRequest, OffloadFetchResponse)       \
   X(16, OffloadDone, OffloadDoneRequest, StatusesResponse)             \
   X(17, AddDiskReplicas, AddDiskReplicasRequest, StatusesResponse)     \
-  X(18, DropDiskReplicas, DropDiskReplicasRequest, StatusesResponse)
+  X(18, DropDiskReplicas, DropDiskReplicasRequest, StatusesResponse)   \
+  X(19, RepairFetch, RepairFetchRequest, RepairFetchResponse)          \
+  X(20, RepairDone, RepairDoneRequest, StatusesResponse)
 
 enum class MasterMethod : uint16_t {
 #define YB_METHOD_ENUM(id, name, req, resp) k##name = id,

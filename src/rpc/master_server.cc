@@ -52,7 +52,10 @@ template <>
 void Serve<M::kPing>(MasterApi& api, const pb::PingRequest& q, pb::PingResponse& r) {
   auto p = api.Ping(FromPb(q.ctx()), q.mounted_segments());
   ToPb(p.status(), r.mutable_status());
-  if (p.ok()) r.set_need_remount(p->need_remount);
+  if (p.ok()) {
+    r.set_need_remount(p->need_remount);
+    r.set_repairs(p->repairs);
+  }
 }
 
 template <>
@@ -148,6 +151,19 @@ void Serve<M::kOffloadFetch>(MasterApi& api, const pb::OffloadFetchRequest& q, p
 template <>
 void Serve<M::kOffloadDone>(MasterApi& api, const pb::OffloadDoneRequest& q, pb::StatusesResponse& r) {
   PutStatuses(api.OffloadDone(FromPb(q.ctx()), FromPbList(q.results())), r);
+}
+
+template <>
+void Serve<M::kRepairFetch>(MasterApi& api, const pb::RepairFetchRequest& q, pb::RepairFetchResponse& r) {
+  auto tasks = api.RepairFetch(FromPb(q.ctx()), q.max());
+  ToPb(tasks.status(), r.mutable_status());
+  if (!tasks.ok()) return;
+  for (const auto& t : *tasks) ToPb(t, r.add_tasks());
+}
+
+template <>
+void Serve<M::kRepairDone>(MasterApi& api, const pb::RepairDoneRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.RepairDone(FromPb(q.ctx()), FromPbList(q.results())), r);
 }
 
 template <>

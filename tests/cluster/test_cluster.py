@@ -579,3 +579,28 @@ def test_a_get_with_one_replica_holder_stopped_falls_back_within_the_bound(clust
             assert time.monotonic() - t0 < 10, k
     finally:
         cluster.clients["node-a"].send_signal(signal.SIGCONT)
+
+
+def test_replicas_lost_with_a_node_are_copied_back_and_a_second_loss_loses_nothing(cluster):
+    """Three daemons, replica_num 2: kill -9 of one leaves about two thirds of the objects with one
+    replica; the master has the survivors copy them back (re-replication), after which kill -9 of a
+    second daemon loses nothing."""
+    cluster.start_master()
+    for name in ("node-a", "node-b", "node-c"):
+        cluster.start_client(name)
+    values = {f"r{i}": value(30000 + i, i) for i in range(30)}
+    for k, v in values.items():
+        assert put(cluster, k, v, replicas=2).returncode == 0, k
+    cluster.kill_client("node-a")
+    wait_until(lambda: cluster.segment_names() == {"node-b", "node-c"}, cluster.client_ttl + 10,
+               "node-a declared dead")
+    wait_until(lambda: cluster.metric("yb_master_objects_at_risk") == 0
+               and cluster.metric("yb_master_repaired_total") > 0, 30, "re-replication to finish")
+    repaired = cluster.metric("yb_master_repaired_total")
+    assert 10 <= repaired <= 30, repaired
+    assert cluster.metric("yb_master_objects_lost_total") == 0
+    for k in values:
+        assert b"2 replicas (2 in memory)" in cluster.yb(["replicas", k], check=True).stdout, k
+    cluster.kill_client("node-b")
+    for k, v in values.items():
+        assert get(cluster, k) == (0, v), k

@@ -1,0 +1,223 @@
+// Re-replication (docs/design.md, "Replicas that heal"): an object that loses a MEMORY replica with
+// a segment (its owner died or unmounted) is queued, fewest replicas left first; each round copies
+// as many as --repair_bandwidth allows. A copy is a task for the owner of a newly reserved range,
+// who reads a surviving replica through the transfer engine into its own segment (the master
+// carries no bytes). Until the client reports it the new replica is PROCESSING (no reader is sent
+// to it, the log leaves it out) and the object is read-pinned for the client, so neither eviction
+// nor a Remove frees the bytes being read or written. The queue is rebuilt state: after a restart
+// the objects with fewer COMPLETE replicas than their want_replicas are queued again.
+#include <algorithm>
+
+#include "common/log.h"
+#include "master/master_service.h"
+
+namespace yb {
+namespace {
+constexpr size_t kMaxRepairsInFlight = 4096;
+constexpr size_t kMaxRepairsPerRound = 1024;
+}  // namespace
+
+void MasterService::NoteAtRisk(std::string table_key, size_t have) {
+  if (config_.repair_bandwidth == 0) return;
+  MutexLock lock(repair_mu_);
+  if (!repair_keys_.insert(table_key).second) return;  // queued or being copied already
+  at_risk_[have].push_back(std::move(table_key));
+}
+
+MasterService::RepairStart MasterService::StartRepair(const std::string& table_key, TimeMs now) {
+  const HashedKey hk(table_key);
+  auto s = table_.Lock(hk);
+  auto obj = s.Find(hk);
+  if (!obj) return RepairStart::kNotNeeded;  // removed meanwhile
+  const ObjectMeta& m = obj.meta();
+  const size_t have = m.CompleteMemoryReplicas();
+  if (have == 0 || have >= m.want_replicas) return RepairStart::kNotNeeded;
+  const StoredReplica* source = nullptr;
+  std::vector<SegmentId> avoid;  // every segment holding a replica, and with it its owner's others
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const StoredReplica& r = m.replica(i);
+    if (SegmentId id = segments_.IdOf(r.segment()); id != 0) avoid.push_back(id);
+    if (!source && r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete &&
+        segments_.Serving(r.segment())) {
+      source = &r;
+    }
+  }
+  if (!source) return RepairStart::kLater;  // its holders have not re-mounted since our restart
+  auto allocs = segments_.Allocate(m.size, 1, {}, avoid);
+  if (allocs.empty()) return RepairStart::kLater;  // no other process has room now
+  ClientId owner;
+  if (!segments_.OwnerOf(allocs[0].segment, &owner)) {
+    segments_.Free(allocs[0]);
+    return RepairStart::kLater;
+  }
+  RepairInFlight f;
+  f.task.size = m.size;
+  f.task.source = segments_.IdOf(source->segment());
+  f.task.source_offset = source->offset();
+  f.task.target = segments_.IdOf(allocs[0].segment);
+  f.task.target_offset = allocs[0].offset;
+  if (m.flags & kHasChecksum) f.task.checksum = m.checksum;
+  f.table_key = table_key;
+  f.object_id = m.object_id;
+  f.client = owner;
+  f.target = allocs[0];
+  f.deadline = now + config_.repair_task_timeout_sec * 1000;
+  s.AddRepairReplica(obj, allocs[0]);
+  s.AddReadPin(obj, owner);  // the source's bytes and the new range stay put until it reports
+  MutexLock lock(repair_mu_);
+  f.task.task_id = next_repair_id_++;
+  repair_tokens_ -= static_cast<double>(m.size);
+  repairs_.emplace(f.task.task_id, std::move(f));
+  return RepairStart::kStarted;
+}
+
+bool MasterService::DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, const Allocation& target) {
+  // The copy was all that was left when its source went with its segment meanwhile: the object is
+  // removed with it (lost).
+  const ObjectMeta& m = obj.meta();
+  bool there = false;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const StoredReplica& r = m.replica(i);
+    there = there || (r.status() == ReplicaStatus::kProcessing && r.segment() == target.segment &&
+                      r.offset() == target.offset);
+  }
+  if (!there) return true;  // its segment went, and the replica with it
+  const bool last = m.n_replicas == 1;
+  s.DropRepairReplica(obj, target);
+  if (last) objects_lost_.fetch_add(1, std::memory_order_relaxed);
+  return !last;
+}
+
+uint64_t MasterService::RepairOnce() {
+  if (config_.repair_bandwidth == 0) return 0;
+  const TimeMs now = clock_.NowMs();
+  CancelRepairsIf([now](const ClientId&, TimeMs deadline) { return deadline <= now; });
+  std::vector<std::pair<size_t, std::string>> batch;
+  {
+    MutexLock lock(repair_mu_);
+    // A bucket of bytes refilled at the bandwidth, holding a second's worth at most.
+    const double rate = static_cast<double>(config_.repair_bandwidth);
+    if (repair_refilled_ == 0) {  // the first round starts with a full bucket
+      repair_refilled_ = now;
+      repair_tokens_ = rate;
+    }
+    repair_tokens_ = std::min(rate, repair_tokens_ + rate * static_cast<double>(now - repair_refilled_) / 1000.0);
+    repair_refilled_ = now;
+    if (repair_tokens_ <= 0 || repairs_.size() >= kMaxRepairsInFlight) return 0;
+    const size_t n = std::min(kMaxRepairsPerRound, kMaxRepairsInFlight - repairs_.size());
+    while (batch.size() < n && !at_risk_.empty()) {
+      auto it = at_risk_.begin();  // fewest replicas left first
+      batch.emplace_back(it->first, std::move(it->second.front()));
+      it->second.pop_front();
+      if (it->second.empty()) at_risk_.erase(it);
+    }
+  }
+  uint64_t started = 0;
+  std::vector<std::pair<size_t, std::string>> later;
+  for (auto& [have, key] : batch) {
+    bool budget;
+    {
+      MutexLock lock(repair_mu_);
+      budget = repair_tokens_ > 0;
+    }
+    RepairStart r = budget ? StartRepair(key, now) : RepairStart::kLater;
+    if (r == RepairStart::kStarted) {
+      ++started;
+    } else if (r == RepairStart::kLater) {
+      later.emplace_back(have, std::move(key));
+    } else {
+      MutexLock lock(repair_mu_);
+      repair_keys_.erase(key);
+    }
+  }
+  MutexLock lock(repair_mu_);
+  for (auto& [have, key] : later) at_risk_[have].push_back(std::move(key));  // behind the others
+  return started;
+}
+
+void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone) {
+  std::vector<RepairInFlight> cancelled;
+  {
+    MutexLock lock(repair_mu_);
+    for (auto it = repairs_.begin(); it != repairs_.end();) {
+      if (gone(it->second.client, it->second.deadline)) {
+        cancelled.push_back(std::move(it->second));
+        it = repairs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (RepairInFlight& f : cancelled) {
+    YB_LOG_WARN("re-replication: the copy of an object of {} bytes into segment {} was not reported in time: "
+                "given up, to be made again",
+                f.task.size, f.task.target);
+    const HashedKey hk(f.table_key);
+    auto s = table_.Lock(hk);
+    auto obj = s.Find(hk);
+    const bool same = obj && obj->object_id == f.object_id;
+    (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref());  // its death may have ended it
+    {
+      MutexLock lock(repair_mu_);
+      repair_keys_.erase(f.table_key);
+    }
+    if (same && DropRepairLocked(s, obj, f.target)) NoteAtRisk(f.table_key, obj->CompleteMemoryReplicas());
+  }
+}
+
+Result<std::vector<RepairTask>> MasterService::RepairFetch(const CallContext& ctx, uint32_t max) {
+  std::vector<RepairTask> out;
+  MutexLock lock(repair_mu_);
+  for (auto& [id, f] : repairs_) {
+    if (out.size() >= max) break;
+    if (f.client == ctx.client && !f.handed_out) {
+      f.handed_out = true;
+      out.push_back(f.task);
+    }
+  }
+  return out;
+}
+
+std::vector<Status> MasterService::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
+  std::vector<Status> out;
+  out.reserve(results.size());
+  for (const RepairResult& res : results) {
+    RepairInFlight f;
+    {
+      MutexLock lock(repair_mu_);
+      auto it = repairs_.find(res.task_id);
+      if (it == repairs_.end() || !(it->second.client == ctx.client)) {
+        out.emplace_back(Code::kInvalidParams, "no copy task " + std::to_string(res.task_id) + " for this client");
+        continue;
+      }
+      f = std::move(it->second);
+      repairs_.erase(it);
+      repair_keys_.erase(f.table_key);
+    }
+    const HashedKey hk(f.table_key);
+    auto s = table_.Lock(hk);
+    auto obj = s.Find(hk);
+    const bool same = obj && obj->object_id == f.object_id;
+    (void)s.Unpin(ctx.client, f.object_id, same ? obj : ObjectTable::Ref());
+    if (!same) {  // removed or replaced meanwhile: its zombie held the range, freed with the pin
+      out.emplace_back(Code::kObjectNotFound, "the object was removed or replaced during its copy");
+      continue;
+    }
+    if (res.status.ok() && s.CompleteReplica(obj, f.target)) {
+      repaired_.fetch_add(1, std::memory_order_relaxed);
+      repair_bytes_.fetch_add(f.task.size, std::memory_order_relaxed);
+      out.push_back(Status::OK());
+    } else {
+      YB_LOG_WARN("re-replication: client {} could not copy an object of {} bytes: {}", ctx.client.ToString(),
+                  f.task.size, res.status.ok() ? "its new replica went meanwhile" : res.status.ToString());
+      out.push_back(res.status.ok() ? Status(Code::kSegmentNotFound, "the new replica's segment went") : Status::OK());
+      if (!DropRepairLocked(s, obj, f.target)) continue;  // that was all it had left
+    }
+    // Another copy if it is still short (several replicas lost, or this one failed).
+    const size_t have = obj->CompleteMemoryReplicas();
+    if (have > 0 && have < obj->want_replicas) NoteAtRisk(f.table_key, have);
+  }
+  return out;
+}
+
+}  // namespace yb

@@ -1,0 +1,163 @@
+// Re-replication on the master: what a lost segment queues, the copy tasks it hands the target's
+// owner, their outcomes, the bandwidth, and what a restart rebuilds.
+#include <gtest/gtest.h>
+
+#include "master/master_test_util.h"
+
+namespace yb {
+namespace {
+
+using testing::MasterFixture;
+
+class RepairTest : public MasterFixture {
+ protected:
+  void SetUp() override {
+    MasterConfig c;
+    c.repair_bandwidth = 1 << 20;
+    Reset(c);
+    a_ = Register(ClientId{11, 11});
+    b_ = Register(ClientId{12, 12});
+    c_ = Register(ClientId{13, 13});
+    sa_ = Mount("a", 1 << 20, a_);
+    sb_ = Mount("b", 1 << 20, b_);
+    sc_ = Mount("c", 1 << 20, c_);
+  }
+  ReplicateConfig OnAB() {
+    ReplicateConfig rc;
+    rc.replica_num = 2;
+    rc.preferred_segments = {"a", "b"};
+    return rc;
+  }
+  std::vector<SegmentId> Replicas(const std::string& key) {
+    std::vector<SegmentId> out;
+    auto info = master_->GetReplicaList(ctx_, key, false);
+    if (info.ok()) {
+      for (const auto& r : info->replicas) out.push_back(r.segment);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  CallContext a_, b_, c_;
+  SegmentId sa_ = 0, sb_ = 0, sc_ = 0;
+};
+
+TEST_F(RepairTest, AnObjectThatLostAReplicaIsCopiedBackByTheTargetsOwner) {
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  EXPECT_EQ(master_->Stats().repair_at_risk, 1u);
+  EXPECT_EQ(master_->RepairOnce(), 1u);
+  EXPECT_EQ(master_->Ping(c_, 1)->repairs, 1u);
+  EXPECT_EQ(master_->Ping(b_, 1)->repairs, 0u);
+  auto tasks = master_->RepairFetch(c_, 10);
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), 1u);
+  const RepairTask t = (*tasks)[0];
+  EXPECT_EQ(t.source, sb_);
+  EXPECT_EQ(t.target, sc_);
+  EXPECT_EQ(t.size, 1000u);
+  EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sb_}));  // the copy is not readable yet
+  EXPECT_EQ(master_->evictor().EvictBytes(1 << 20), 0u);  // and the object is pinned for it
+  EXPECT_TRUE(master_->RepairFetch(c_, 10)->empty());  // handed out once
+  auto done = master_->RepairDone(c_, {{t.task_id, Status::OK()}});
+  ASSERT_TRUE(done[0].ok()) << done[0].ToString();
+  EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sb_, sc_}));
+  MasterStats st = master_->Stats();
+  EXPECT_EQ(st.repair_at_risk, 0u);
+  EXPECT_EQ(st.repairs_in_flight, 0u);
+  EXPECT_EQ(st.repaired, 1u);
+  EXPECT_EQ(st.repair_bytes, 1000u);
+  EXPECT_EQ(master_->TenantUsed(ctx_.tenant), 2000u);
+  EXPECT_EQ(master_->RepairDone(c_, {{t.task_id, Status::OK()}})[0].code(), Code::kInvalidParams);
+  // Not pinned any more: eviction may take it.
+  clock_.AdvanceSec(11);
+  EXPECT_GT(master_->evictor().EvictBytes(1 << 20), 0u);
+}
+
+TEST_F(RepairTest, AFailedOrUnreportedCopyIsFreedAndMadeAgain) {
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  ASSERT_EQ(master_->RepairOnce(), 1u);
+  auto t1 = (*master_->RepairFetch(c_, 10))[0];
+  EXPECT_TRUE(master_->RepairDone(c_, {{t1.task_id, Status(Code::kTransferFail, "x")}})[0].ok());
+  EXPECT_EQ(master_->Stats().repair_at_risk, 1u);
+  EXPECT_EQ(master_->TenantUsed(ctx_.tenant), 1000u);  // the failed copy's space is back
+  clock_.AdvanceSec(1);
+  ASSERT_EQ(master_->RepairOnce(), 1u);
+  auto t2 = (*master_->RepairFetch(c_, 10))[0];
+  EXPECT_NE(t2.task_id, t1.task_id);
+  // Never reported: given up after repair_task_timeout_sec, and made again.
+  clock_.AdvanceSec(31);
+  ASSERT_TRUE(master_->Ping(b_).ok());
+  ASSERT_TRUE(master_->Ping(c_).ok());
+  EXPECT_EQ(master_->RepairOnce(), 1u);
+  EXPECT_EQ(master_->Stats().repairs_in_flight, 1u);
+  auto t3 = (*master_->RepairFetch(c_, 10))[0];
+  EXPECT_EQ(master_->RepairDone(c_, {{t2.task_id, Status::OK()}})[0].code(), Code::kInvalidParams);  // too late
+  EXPECT_TRUE(master_->RepairDone(c_, {{t3.task_id, Status::OK()}})[0].ok());
+  EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sb_, sc_}));
+  EXPECT_EQ(master_->TenantUsed(ctx_.tenant), 2000u);
+}
+
+// The copier dies: its task goes with it and the object is queued again; an object whose last
+// replica goes is lost, and counted.
+TEST_F(RepairTest, TheCopiersDeathRequeuesAndALastReplicaGoneIsALoss) {
+  CallContext d = Register(ClientId{14, 14});
+  SegmentId sd = Mount("d", 1 << 20, d);
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ReplicateConfig only_a;
+  only_a.preferred_segments = {"a"};
+  ASSERT_TRUE(Put("solo", 500, only_a).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  EXPECT_EQ(master_->Stats().objects_lost, 1u);
+  EXPECT_FALSE(Exists("solo"));
+  ASSERT_EQ(master_->RepairOnce(), 1u);
+  const bool to_c = master_->Ping(c_, 1)->repairs == 1;
+  CallContext copier = to_c ? c_ : d;
+  ASSERT_EQ(master_->Ping(copier, 1)->repairs, 1u);
+  ASSERT_TRUE(master_->UnregisterClient(copier).ok());  // it leaves (or dies) before reporting
+  EXPECT_EQ(master_->Stats().repairs_in_flight, 0u);
+  EXPECT_EQ(master_->Stats().repair_at_risk, 1u);
+  clock_.AdvanceSec(1);
+  ASSERT_EQ(master_->RepairOnce(), 1u);
+  CallContext other = to_c ? d : c_;
+  auto t = (*master_->RepairFetch(other, 10))[0];
+  EXPECT_EQ(t.target, to_c ? sd : sc_);
+  EXPECT_TRUE(master_->RepairDone(other, {{t.task_id, Status::OK()}})[0].ok());
+  EXPECT_EQ(Replicas("k").size(), 2u);
+  EXPECT_EQ(master_->TenantUsed(ctx_.tenant), 2000u);
+}
+
+// The bandwidth bounds the bytes handed out per second.
+TEST_F(RepairTest, CopiesStayWithinTheBandwidth) {
+  MasterConfig c;
+  c.repair_bandwidth = 2500;  // bytes per second
+  Reset(c);
+  a_ = Register(ClientId{11, 11});
+  b_ = Register(ClientId{12, 12});
+  c_ = Register(ClientId{13, 13});
+  sa_ = Mount("a", 1 << 20, a_);
+  sb_ = Mount("b", 1 << 20, b_);
+  sc_ = Mount("c", 1 << 20, c_);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Put("k" + std::to_string(i), 1000, OnAB()).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  EXPECT_EQ(master_->Stats().repair_at_risk, 6u);
+  EXPECT_EQ(master_->RepairOnce(), 3u);  // 2500 bytes: the third goes past, then the bucket is empty
+  EXPECT_EQ(master_->RepairOnce(), 0u);
+  clock_.Advance(1000);
+  EXPECT_EQ(master_->RepairOnce(), 2u);
+}
+
+// The queue is rebuilt state: a master restarted from the log finds the objects short of replicas.
+TEST_F(RepairTest, ARestartedMasterQueuesTheObjectsShortOfReplicas) {
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ASSERT_TRUE(Put("whole", 1000, OnAB()).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  MasterImage image;
+  master_->WriteImage([&](const pb::LogRecord& r) { image.Apply(r); });
+  auto again = std::move(MasterService::Create(config_, clock_).value());
+  ASSERT_TRUE(again->Load(image).ok());
+  EXPECT_EQ(again->Stats().repair_at_risk, 2u);  // "whole" lost a replica too
+}
+
+}  // namespace
+}  // namespace yb
