@@ -1,6 +1,7 @@
 // yb: an operator's command line for a Yuebing cluster.
 //   yb --master HOST:PORT put KEY (--file PATH | --value TEXT) [--replicas N]
 //   yb --master HOST:PORT replicas KEY
+//   yb --master HOST:PORT drain NAME [--timeout SEC]       (copies a node's objects elsewhere)
 //   yb --master HOST:PORT get KEY [--out PATH]        (stdout by default)
 //   yb --master HOST:PORT remove KEY [--force]
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <iostream>
 #include <iterator>
 
@@ -67,6 +69,12 @@ int main(int argc, char** argv) {
   exist->add_option("key", key)->required();
   auto* segs = app.add_subcommand("segments", "list segments and usage");
   auto* reps = app.add_subcommand("replicas", "list a key's replicas: where each is, and its state");
+  auto* drain = app.add_subcommand(
+      "drain", "copy every object a storage node holds to other nodes, so that stopping it loses nothing");
+  std::string node;
+  int drain_timeout = 300;
+  drain->add_option("name", node, "the node's segment name (as `segments` lists it), or its host")->required();
+  drain->add_option("--timeout", drain_timeout, "seconds to wait at most")->check(CLI::PositiveNumber);
   reps->add_option("key", key)->required();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
@@ -77,7 +85,7 @@ int main(int argc, char** argv) {
   c.global_segment_size = 0;
   c.local_buffer_size = 0;
   if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
-  if (segs->parsed()) {
+  if (segs->parsed() || drain->parsed()) {
     // Only the master's segment list: no client registration, so a script polling this does not
     // add a client to the master's live ones for every call.
     const auto timeout = std::chrono::milliseconds(c.rpc_timeout_ms);
@@ -93,6 +101,36 @@ int main(int argc, char** argv) {
     }
     auto list = m->ListSegments();
     if (!list.ok()) return Fail(list.status());
+    if (drain->parsed()) {
+      std::vector<yb::SegmentId> ids;
+      for (const auto& u : *list) {
+        const std::string& n = u.desc.name;
+        if (n == node || n.substr(0, n.rfind(':')) == node) ids.push_back(u.desc.id);
+      }
+      if (ids.empty()) {
+        std::fprintf(stderr, "no segment is named %s\n", node.c_str());
+        return 2;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(drain_timeout);
+      for (;;) {
+        uint64_t remaining = 0;
+        for (yb::SegmentId id : ids) {
+          auto n = m->DrainSegment({}, id);
+          if (!n.ok()) return Fail(n.status());
+          remaining += *n;
+        }
+        if (remaining == 0) {
+          std::printf("%s drained (%zu segments): stopping it loses nothing\n", node.c_str(), ids.size());
+          return 0;
+        }
+        std::fprintf(stderr, "%s: %llu objects still to be copied elsewhere\n", node.c_str(),
+                     static_cast<unsigned long long>(remaining));
+        if (std::chrono::steady_clock::now() >= deadline) {
+          return Fail(yb::Status(yb::Code::kRpcTimeout, "the drain did not finish in time"));
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
     std::printf("%-20s %-22s %-12s %-12s %-8s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS", "OWNER");
     for (const auto& u : *list) {
       std::printf("%-20s %-22s %-12s %-12s %-8llu %s\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),

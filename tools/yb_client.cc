@@ -133,6 +133,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--prefault", c.prefault_segment, "fault the segment's memory in at start (true: steady latency)")
       ->capture_default_str();
+  bool drain_on_exit = false;
+  int64_t drain_timeout_sec = 300;
+  app.add_option("--drain_on_exit", drain_on_exit,
+                 "on SIGTERM, have the master copy every object held only in this node's memory to other nodes "
+                 "before unmounting (needs yb-master --repair_bandwidth > 0 and room elsewhere)")
+      ->capture_default_str();
+  app.add_option("--drain_timeout_sec", drain_timeout_sec, "how long a drain on exit may take at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--log_level", log_level, "trace | debug | info | warn | error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -203,6 +212,14 @@ int main(int argc, char** argv) {
   daemon = client->get();
   int sig = 0;
   sigwait(&stop_signals, &sig);
+  if (drain_on_exit && sig == SIGTERM) {
+    // A graceful stop: every object held only here goes to other nodes first. A second signal
+    // (or SIGINT) does not wait for it.
+    spdlog::info("yb-client: SIGTERM received, draining (up to {} s) before unmounting", drain_timeout_sec);
+    if (yb::Status st = (*client)->Drain(std::chrono::seconds(drain_timeout_sec)); !st.ok()) {
+      spdlog::warn("yb-client: drain incomplete: {}", st.ToString());
+    }
+  }
   spdlog::info("yb-client: signal {} received, unmounting and stopping", sig);
   http.Stop();  // before the client it reports on goes
   client->reset();

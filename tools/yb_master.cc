@@ -198,7 +198,8 @@ nlohmann::json SegmentsJson(yb::MasterService* master) {
                    {"capacity", u.capacity},
                    {"allocated", u.allocated},
                    {"allocations", u.allocations},
-                   {"fragmentation", u.fragmentation}});
+                   {"fragmentation", u.fragmentation},
+                   {"draining", u.draining}});
   }
   return arr;
 }
@@ -439,6 +440,33 @@ int main(int argc, char** argv) {
     });
     h.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
       res.set_content(SegmentsJson(current().get()).dump(2), "application/json");
+    });
+    // Drains a storage node (every segment named NAME, or on host NAME): POST /drain?segment=NAME
+    // marks them and answers how many objects still need a copy elsewhere; poll until 0.
+    h.Post("/drain", [&](const httplib::Request& req, httplib::Response& res) {
+      auto m = current();
+      if (!m) {
+        res.status = 503;
+        res.set_content("{\"error\": \"not the leader\"}", "application/json");
+        return;
+      }
+      const std::string name = req.get_param_value("segment");
+      uint64_t remaining = 0, segments = 0;
+      for (const auto& u : m->ListSegments().value()) {
+        const std::string& n = u.desc.name;
+        if (name.empty() || (n != name && n.substr(0, n.rfind(':')) != name)) continue;
+        auto left = m->DrainSegment({}, u.desc.id);
+        if (!left.ok()) continue;  // unmounted meanwhile
+        ++segments;
+        remaining += *left;
+      }
+      if (segments == 0) {
+        res.status = 404;
+        res.set_content(nlohmann::json{{"error", "no segment named '" + name + "'"}}.dump(), "application/json");
+        return;
+      }
+      res.set_content(nlohmann::json{{"segment", name}, {"segments", segments}, {"remaining", remaining}}.dump(),
+                      "application/json");
     });
     h.Get("/get_all_segments", [&](const httplib::Request&, httplib::Response& res) {
       std::string names;

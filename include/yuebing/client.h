@@ -6,6 +6,7 @@
 // transports that need registered memory and for reads that return fresh bytes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -152,6 +153,12 @@ class Client {
   Status UnregisterBuffer(void* ptr);
   // Whether [ptr, ptr + size) lies inside one registered buffer.
   bool IsRegistered(const void* ptr, uint64_t size) const;
+
+  // Before this client leaves with its memory: drains its segments (the master copies every object
+  // they hold a memory replica of to other nodes, and puts nothing new on them), waiting up to
+  // `timeout`. OK once leaving loses nothing; RPC_TIMEOUT naming what is left otherwise. Needs
+  // re-replication on (yb-master --repair_bandwidth > 0) and room on other nodes.
+  Status Drain(std::chrono::milliseconds timeout);
 
   // OK while the master answers.
   Status HealthCheck();

@@ -86,6 +86,7 @@ struct SegmentUsage {
   uint64_t free_regions = 0;
   uint64_t largest_free_region = 0;
   double fragmentation = 0;
+  bool draining = false;  // takes no new replicas: its objects are being copied elsewhere
 };
 
 // What a client's transfer server has served since it started (all zero for a client that

@@ -122,6 +122,10 @@ class MasterApi {
   // dead). Every segment is tried; the first error is returned.
   virtual Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) = 0;
   virtual Status UnmountSegment(const CallContext& ctx, SegmentId id) = 0;
+  // Drains a segment before it goes: it takes no new replicas, and each object it holds a memory
+  // replica of gets one elsewhere (re-replication). Returns how many objects still need theirs:
+  // 0 means unmounting it loses nothing. Call again to follow the progress.
+  virtual Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) = 0;
   virtual Result<std::vector<SegmentUsage>> ListSegments() = 0;
 
   // ---- objects, one answer per key, in order

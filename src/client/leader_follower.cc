@@ -189,6 +189,10 @@ std::vector<Status> LeaderFollower::OffloadDone(const CallContext& ctx, const st
   return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.OffloadDone(ctx, results); }, results.size());
 }
 
+Result<uint64_t> LeaderFollower::DrainSegment(const CallContext& ctx, SegmentId id) {
+  return WithLeader<Result<uint64_t>>([&](MasterApi& m) { return m.DrainSegment(ctx, id); });
+}
+
 Result<std::vector<RepairTask>> LeaderFollower::RepairFetch(const CallContext& ctx, uint32_t max) {
   return WithLeader<Result<std::vector<RepairTask>>>([&](MasterApi& m) { return m.RepairFetch(ctx, max); });
 }

@@ -489,6 +489,9 @@ Status HaMaster::MountSegments(const CallContext& ctx, const std::vector<Segment
 Status HaMaster::UnmountSegment(const CallContext& ctx, SegmentId id) {
   YB_SERVE_OR(m.status(), UnmountSegment(ctx, id));
 }
+Result<uint64_t> HaMaster::DrainSegment(const CallContext& ctx, SegmentId id) {
+  YB_SERVE_OR(m.status(), DrainSegment(ctx, id));
+}
 Result<std::vector<SegmentUsage>> HaMaster::ListSegments() { YB_SERVE_OR(m.status(), ListSegments()); }
 std::vector<Result<std::vector<ReplicaDesc>>> HaMaster::BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                                       const std::vector<uint64_t>& sizes,

@@ -30,18 +30,24 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   auto obj = s.Find(hk);
   if (!obj) return RepairStart::kNotNeeded;  // removed meanwhile
   const ObjectMeta& m = obj.meta();
-  const size_t have = m.CompleteMemoryReplicas();
-  if (have == 0 || have >= m.want_replicas) return RepairStart::kNotNeeded;
+  // Replicas on a draining segment are read from but do not count: they are about to go.
+  size_t total = 0, kept = 0;
   const StoredReplica* source = nullptr;
+  const StoredReplica* draining_source = nullptr;
   std::vector<SegmentId> avoid;  // every segment holding a replica, and with it its owner's others
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const StoredReplica& r = m.replica(i);
     if (SegmentId id = segments_.IdOf(r.segment()); id != 0) avoid.push_back(id);
-    if (!source && r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete &&
-        segments_.Serving(r.segment())) {
-      source = &r;
-    }
+    if (r.kind() != ReplicaKind::kMemory || r.status() != ReplicaStatus::kComplete) continue;
+    ++total;
+    const bool draining = segments_.Draining(r.segment());
+    kept += !draining;
+    if (!segments_.Serving(r.segment())) continue;
+    const StoredReplica*& pick = draining ? draining_source : source;
+    if (!pick) pick = &r;
   }
+  if (total == 0 || kept >= std::max<size_t>(m.want_replicas, 1)) return RepairStart::kNotNeeded;
+  if (!source) source = draining_source;
   if (!source) return RepairStart::kLater;  // its holders have not re-mounted since our restart
   auto allocs = segments_.Allocate(m.size, 1, {}, avoid);
   if (allocs.empty()) return RepairStart::kLater;  // no other process has room now
@@ -163,6 +169,34 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
     }
     if (same && DropRepairLocked(s, obj, f.target)) NoteAtRisk(f.table_key, obj->CompleteMemoryReplicas());
   }
+}
+
+Result<uint64_t> MasterService::DrainSegment(const CallContext& ctx, SegmentId id) {
+  (void)ctx;  // issue 22 binds who may drain to an authenticated identity
+  YB_RETURN_IF_ERROR(segments_.SetDraining(id));
+  uint64_t remaining = 0;
+  for (size_t i = 0; i < table_.shard_count(); ++i) {
+    auto s = table_.LockShard(i);
+    s.ForEach([&](ObjectTable::Ref obj) {
+      const ObjectMeta& m = obj.meta();
+      bool on = false;
+      size_t kept = 0;
+      for (size_t j = 0; j < m.n_replicas; ++j) {
+        const StoredReplica& r = m.replica(j);
+        if (r.kind() != ReplicaKind::kMemory || r.status() != ReplicaStatus::kComplete) continue;
+        if (segments_.IdOf(r.segment()) == id) {
+          on = true;
+        } else if (!segments_.Draining(r.segment())) {
+          ++kept;
+        }
+      }
+      if (on && kept < std::max<size_t>(m.want_replicas, 1)) {
+        ++remaining;
+        NoteAtRisk(std::string(obj.key()), kept);
+      }
+    });
+  }
+  return remaining;
 }
 
 Result<std::vector<RepairTask>> MasterService::RepairFetch(const CallContext& ctx, uint32_t max) {

@@ -123,7 +123,10 @@ void MasterService::DropSegmentEverywhere(SegmentRef id) {
     // The owner keeps its disk copies: they come back when it registers them again.
     dropped += s.DropSegment(
         id, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); },
-        [&](ObjectTable::Ref obj) { NoteAtRisk(std::string(obj.key()), obj->CompleteMemoryReplicas()); });
+        [&](ObjectTable::Ref obj) {
+          const size_t have = obj->CompleteMemoryReplicas();
+          if (have < obj->want_replicas) NoteAtRisk(std::string(obj.key()), have);
+        });
   }
   {
     MutexLock lock(discarded_mu_);

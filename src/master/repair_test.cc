@@ -147,6 +147,42 @@ TEST_F(RepairTest, CopiesStayWithinTheBandwidth) {
   EXPECT_EQ(master_->RepairOnce(), 2u);
 }
 
+// A drained segment takes nothing new, and every object it holds gets a replica elsewhere (one held
+// only there too); once it reports 0 left, unmounting it loses nothing.
+TEST_F(RepairTest, ADrainedSegmentsObjectsGetReplicasElsewhereFirst) {
+  ReplicateConfig only_a;
+  only_a.preferred_segments = {"a"};
+  ASSERT_TRUE(Put("solo", 500, only_a).ok());
+  ASSERT_TRUE(Put("pair", 1000, OnAB()).ok());
+  ReplicateConfig only_b;
+  only_b.preferred_segments = {"b"};
+  ASSERT_TRUE(Put("other", 800, only_b).ok());
+  auto left = master_->DrainSegment(ctx_, sa_);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, 2u);  // solo and pair
+  EXPECT_EQ(master_->DrainSegment(ctx_, 999).code(), Code::kSegmentNotFound);
+  auto segs = master_->ListSegments().value();
+  for (const auto& u : segs) EXPECT_EQ(u.draining, u.desc.id == sa_);
+  for (int i = 0; i < 10; ++i) {  // nothing new goes to a, even when asked for
+    ASSERT_TRUE(Put("new" + std::to_string(i), 100, only_a).ok());
+    auto r = Replicas("new" + std::to_string(i));
+    EXPECT_TRUE(std::find(r.begin(), r.end(), sa_) == r.end());
+  }
+  ASSERT_EQ(master_->RepairOnce(), 2u);
+  for (CallContext who : {b_, c_}) {
+    auto tasks = master_->RepairFetch(who, 10).value();
+    std::vector<RepairResult> ok;
+    for (const auto& t : tasks) ok.push_back({t.task_id, Status::OK()});
+    for (const auto& st : master_->RepairDone(who, ok)) EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  EXPECT_EQ(*master_->DrainSegment(ctx_, sa_), 0u);
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  EXPECT_EQ(Replicas("solo").size(), 1u);
+  EXPECT_EQ(Replicas("pair").size(), 2u);
+  EXPECT_EQ(master_->Stats().objects_lost, 0u);
+  EXPECT_EQ(master_->Stats().repair_at_risk, 0u);
+}
+
 // The queue is rebuilt state: a master restarted from the log finds the objects short of replicas.
 TEST_F(RepairTest, ARestartedMasterQueuesTheObjectsShortOfReplicas) {
   ASSERT_TRUE(Put("k", 1000, OnAB()).ok());

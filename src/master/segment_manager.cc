@@ -188,6 +188,22 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   return Status::OK();
 }
 
+Status SegmentManager::SetDraining(SegmentId id) {
+  ReaderLock lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return Status(Code::kSegmentNotFound, "segment " + std::to_string(id) + " is not mounted");
+  if (!it->second->draining.exchange(true)) {
+    YB_LOG_INFO("segment {} '{}' drains: no new replicas, its objects are copied elsewhere", id, it->second->desc.name);
+  }
+  return Status::OK();
+}
+
+bool SegmentManager::Draining(SegmentRef ref) const {
+  ReaderLock lock(mu_);
+  const auto& slot = by_slot_[SlotOf(ref)];
+  return slot && slot->ref == ref && slot->draining.load(std::memory_order_relaxed);
+}
+
 size_t SegmentManager::CountServing(const ClientId& owner) const {
   ReaderLock lock(mu_);
   return static_cast<size_t>(
@@ -297,7 +313,7 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
     return std::any_of(used_names.begin(), used_names.end(), [&](const std::string* u) { return *u == n; });
   };
   auto try_segment = [&](Segment& seg, bool new_host_only) {
-    if (out.size() >= count || name_used(seg.desc.name)) return;
+    if (out.size() >= count || name_used(seg.desc.name) || seg.draining.load(std::memory_order_relaxed)) return;
     const std::string_view host = HostOf(seg.desc.endpoint);
     if (new_host_only && std::find(used_hosts.begin(), used_hosts.end(), host) != used_hosts.end()) return;
     if (std::find(avoided_owners.begin(), avoided_owners.end(), seg.owner) != avoided_owners.end()) return;
@@ -375,6 +391,7 @@ std::vector<SegmentUsage> SegmentManager::List() const {
     u.free_regions = st.free_regions;
     u.largest_free_region = st.largest_free_region;
     u.fragmentation = st.fragmentation;
+    u.draining = seg->draining.load(std::memory_order_relaxed);
     out.push_back(std::move(u));
   }
   return out;

@@ -88,6 +88,10 @@ class SegmentManager {
   // The reference of segment `id` if `owner` mounted it, else kNoSegment.
   SegmentRef RefOf(SegmentId id, const ClientId& owner) const;
   bool Contains(SegmentId id) const;
+  // A draining segment takes no new replicas; its objects are copied elsewhere before it goes.
+  // SEGMENT_NOT_FOUND if `id` is not mounted.
+  Status SetDraining(SegmentId id);
+  bool Draining(SegmentRef ref) const;
 
   // Reserves up to `count` ranges of `size` bytes on segments with distinct names: `preferred`
   // names first (in order), then in the strategy's order; never on a segment in `avoid`, nor on
@@ -114,6 +118,7 @@ class SegmentManager {
     ClientId owner;
     SegmentRef ref = kNoSegment;
     bool confirmed = true;  // false while restored and not mounted again; under mu_ (exclusive to change)
+    std::atomic<bool> draining{false};  // takes no new replicas (DrainSegment)
     mutable Mutex mu;       // after mu_ (shared) when both are held
     OffsetAllocator alloc GUARDED_BY(mu);
     const uint64_t capacity;  // alloc.capacity(), fixed at mount

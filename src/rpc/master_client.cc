@@ -235,6 +235,15 @@ std::vector<Status> MasterClient::OffloadDone(const CallContext& ctx, const std:
   return Statuses(Call<M::kOffloadDone>(q), results.size());
 }
 
+Result<uint64_t> MasterClient::DrainSegment(const CallContext& ctx, SegmentId id) {
+  pb::DrainSegmentRequest q;
+  SetContext(ctx, q);
+  q.set_segment_id(id);
+  auto r = Call<M::kDrainSegment>(q);
+  if (!r.ok()) return r.status();
+  return r->remaining();
+}
+
 Result<std::vector<RepairTask>> MasterClient::RepairFetch(const CallContext& ctx, uint32_t max) {
   pb::RepairFetchRequest q;
   SetContext(ctx, q);

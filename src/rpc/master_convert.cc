@@ -55,6 +55,7 @@ SegmentUsage FromPb(const pb::SegmentUsage& p) {
   u.free_regions = p.free_regions();
   u.largest_free_region = p.largest_free_region();
   u.fragmentation = p.fragmentation();
+  u.draining = p.draining();
   return u;
 }
 
@@ -68,6 +69,7 @@ void ToPb(const SegmentUsage& u, pb::SegmentUsage* p) {
   p->set_free_regions(u.free_regions);
   p->set_largest_free_region(u.largest_free_region);
   p->set_fragmentation(u.fragmentation);
+  p->set_draining(u.draining);
 }
 
 ReplicaDesc FromPb(const pb::Replica& r) {

@@ -39,7 +39,8 @@ namespace yb::rpc {
   X(17, AddDiskReplicas, AddDiskReplicasRequest, StatusesResponse)     \
   X(18, DropDiskReplicas, DropDiskReplicasRequest, StatusesResponse)   \
   X(19, RepairFetch, RepairFetchRequest, RepairFetchResponse)          \
-  X(20, RepairDone, RepairDoneRequest, StatusesResponse)
+  X(20, RepairDone, RepairDoneRequest, StatusesResponse)              \
+  X(21, DrainSegment, DrainSegmentRequest, DrainSegmentResponse)
 
 enum class MasterMethod : uint16_t {
 #define YB_METHOD_ENUM(id, name, req, resp) k##name = id,

@@ -154,6 +154,13 @@ void Serve<M::kOffloadDone>(MasterApi& api, const pb::OffloadDoneRequest& q, pb:
 }
 
 template <>
+void Serve<M::kDrainSegment>(MasterApi& api, const pb::DrainSegmentRequest& q, pb::DrainSegmentResponse& r) {
+  auto n = api.DrainSegment(FromPb(q.ctx()), q.segment_id());
+  ToPb(n.status(), r.mutable_status());
+  if (n.ok()) r.set_remaining(*n);
+}
+
+template <>
 void Serve<M::kRepairFetch>(MasterApi& api, const pb::RepairFetchRequest& q, pb::RepairFetchResponse& r) {
   auto tasks = api.RepairFetch(FromPb(q.ctx()), q.max());
   ToPb(tasks.status(), r.mutable_status());

@@ -604,3 +604,30 @@ def test_replicas_lost_with_a_node_are_copied_back_and_a_second_loss_loses_nothi
     cluster.kill_client("node-b")
     for k, v in values.items():
         assert get(cluster, k) == (0, v), k
+
+
+def test_drain_moves_every_object_before_a_node_leaves(cluster):
+    """`yb drain NAME` copies every object a node holds to the others (one replica each here) and
+    says when stopping it loses nothing; a daemon started with --drain_on_exit does the same on
+    SIGTERM before it unmounts. Each is then killed and nothing is lost."""
+    cluster.start_master()
+    cluster.start_client("node-a", extra=["--drain_on_exit", "true"])
+    cluster.start_client("node-b")
+    cluster.start_client("node-c")
+    values = {f"d{i}": value(20000 + i, i) for i in range(30)}
+    for k, v in values.items():
+        assert put(cluster, k, v).returncode == 0, k
+    r = cluster.yb(["drain", "node-b", "--timeout", "60"])
+    assert r.returncode == 0 and b"drained" in r.stdout, r
+    assert any(s["draining"] for s in cluster.segments())
+    cluster.kill_client("node-b")
+    for k, v in values.items():
+        assert get(cluster, k) == (0, v), k
+    wait_until(lambda: cluster.segment_names() == {"node-a", "node-c"}, cluster.client_ttl + 10,
+               "node-b declared dead")
+    cluster.clients["node-a"].terminate()  # SIGTERM: drains, then unmounts
+    assert cluster.clients["node-a"].wait(60) == 0
+    assert "drained" in (cluster.tmp / "node-a.log").read_text()
+    for k, v in values.items():
+        assert get(cluster, k) == (0, v), k
+    assert cluster.metric("yb_master_objects_lost_total") == 0
