@@ -240,7 +240,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--client_ttl", mc.client_ttl_sec, "seconds of silence before a client is declared dead")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
-  app.add_option("--allocation_strategy", mc.allocation_strategy, "random | free_ratio_first")
+  app.add_option("--allocation_strategy", mc.allocation_strategy,
+                 "random | free_ratio_first | local_first (the writer's own segment, then its host's, then random)")
       ->check(CLI::IsMember({"random", "free_ratio_first"}));
   app.add_option("--memory_allocator", f.memory_allocator, "offset (the only one)")->check(CLI::IsMember({"offset"}));
   app.add_option("--put_start_discard_timeout_sec", mc.put_start_discard_timeout_sec,

@@ -30,7 +30,8 @@ class AllocationStrategy {
 std::unique_ptr<AllocationStrategy> MakeRandomStrategy(uint64_t seed);
 // Highest free/capacity ratio first: keeps segments evenly filled.
 std::unique_ptr<AllocationStrategy> MakeFreeRatioFirstStrategy();
-// "random" or "free_ratio_first"; INVALID_PARAMS otherwise.
+// "random", "free_ratio_first" or "local_first" (random after the writer's own segments and its
+// host's, which the master puts first); INVALID_PARAMS otherwise.
 Result<std::unique_ptr<AllocationStrategy>> MakeAllocationStrategy(std::string_view name, uint64_t seed);
 
 }  // namespace yb

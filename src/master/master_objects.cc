@@ -39,21 +39,32 @@ Status MasterService::CheckKey(const CallContext& ctx, const std::string& key) c
   return Status::OK();
 }
 
-Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, uint64_t size,
+Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                                        const ReplicateConfig& config) {
   uint64_t n = tenants_.ChargeUpTo(tenant, size, config.replica_num);
   if (n == 0) {
     return Status(Code::kTenantQuotaExceeded, "tenant '" + tenants_.name(tenant) + "' quota of " +
                                                   std::to_string(tenants_.quota(tenant)) + " bytes is used up");
   }
-  auto allocs = segments_.Allocate(size, n, config.preferred_segments, config.avoid_segments);
+  const std::vector<std::string>* preferred = &config.preferred_segments;
+  std::vector<std::string> local;
+  size_t preferred_for = SIZE_MAX;
+  if (local_first_ && config.preferred_segments.empty()) {
+    // Mooncake's local_first: the first replica on the writer's own segment, else on another
+    // process of its host; the others placed as usual (distinct hosts first).
+    segments_.AppendNamesAndHostsOf(writer, local);
+    preferred = &local;
+    preferred_for = 1;
+  }
+  auto allocs = segments_.Allocate(size, n, *preferred, config.avoid_segments, preferred_for);
   if (allocs.empty()) {
     // A failed allocation triggers eviction now; the writer does not have to come back.
     evictor_.NoteAllocationFailure(size * n);
     uint64_t want = std::max<uint64_t>(
         size * n, static_cast<uint64_t>(config_.eviction_ratio * static_cast<double>(segments_.capacity())));
-    if (evictor_.EvictBytes(want) > 0)
-      allocs = segments_.Allocate(size, n, config.preferred_segments, config.avoid_segments);
+    if (evictor_.EvictBytes(want) > 0) {
+      allocs = segments_.Allocate(size, n, *preferred, config.avoid_segments, preferred_for);
+    }
   }
   if (allocs.size() < n) tenants_.Release(tenant, (n - allocs.size()) * size);
   if (allocs.empty()) {
@@ -121,7 +132,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     }
     YB_RETURN_IF_ERROR(check_free(s));
   }
-  auto allocs = Reserve(ctx.tenant, size, config);
+  auto allocs = Reserve(ctx.tenant, ctx.client, size, config);
   if (!allocs.ok()) return allocs.status();
   std::vector<StoredReplica> replicas;
   std::vector<ReplicaDesc> descs;

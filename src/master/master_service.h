@@ -172,7 +172,8 @@ class MasterService final : public MasterApi {
   Result<std::vector<ReplicaDesc>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
                                               const ReplicateConfig& config, WriteMode mode);
   Status MountOne(const CallContext& ctx, const SegmentDesc& seg);
-  Result<std::vector<Allocation>> Reserve(TenantIndex tenant, uint64_t size, const ReplicateConfig& config);
+  Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
+                                          const ReplicateConfig& config);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
   ReplicaDesc Describe(const StoredReplica& r, uint64_t size) const;
   Status RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now);
@@ -228,6 +229,7 @@ class MasterService final : public MasterApi {
   };
 
   MasterConfig config_;
+  const bool local_first_ = config_.allocation_strategy == "local_first";
   const Clock& clock_;
   SegmentManager segments_;
   TenantRegistry tenants_;

@@ -301,6 +301,49 @@ TEST_F(MasterServiceTest, ARemountRequestIsRepeatedUntilTheSegmentsAreBack) {
   EXPECT_FALSE(master_->Ping(c, 2)->need_remount);
 }
 
+// local_first (Mooncake's third strategy): a writer's first replica goes to its own segment, or
+// else to another process on its host; further replicas still to other hosts first.
+TEST_F(MasterServiceTest, LocalFirstPutsTheFirstReplicaOnTheWritersOwnSegmentThenItsHost) {
+  MasterConfig c;
+  c.allocation_strategy = "local_first";
+  Reset(c);
+  CallContext w = Register(ClientId{21, 21}), n = Register(ClientId{22, 22}), far = Register(ClientId{23, 23});
+  SegmentDesc mine{801, "h1:1", 0x10000000ULL, 1 << 20, "h1:1", 1};
+  SegmentDesc neighbour{802, "h1:2", 0x20000000ULL, 1 << 20, "h1:2", 1};
+  SegmentDesc remote{803, "h2:1", 0x30000000ULL, 1 << 20, "h2:1", 1};
+  ASSERT_TRUE(master_->MountSegment(w, mine).ok());
+  ASSERT_TRUE(master_->MountSegment(n, neighbour).ok());
+  ASSERT_TRUE(master_->MountSegment(far, remote).ok());
+  for (int i = 0; i < 20; ++i) {
+    auto one = master_->PutStart(w, "one" + std::to_string(i), 1000, {});
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ((*one)[0].segment, 801u);
+    ReplicateConfig two;
+    two.replica_num = 2;
+    auto pair = master_->PutStart(w, "two" + std::to_string(i), 1000, two);
+    ASSERT_TRUE(pair.ok());
+    ASSERT_EQ(pair->size(), 2u);
+    EXPECT_EQ((*pair)[0].segment, 801u);
+    EXPECT_EQ((*pair)[1].segment, 803u);  // the other host, not the neighbour
+  }
+  // Its own segment full: the neighbour on its host.
+  ASSERT_TRUE(master_->UnmountSegment(w, 801).ok());
+  SegmentDesc tiny{804, "h1:1", 0x40000000ULL, 4096, "h1:1", 2};
+  ASSERT_TRUE(master_->MountSegment(w, tiny).ok());
+  auto big = master_->PutStart(w, "big", 100000, {});
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ((*big)[0].segment, 802u);
+  EXPECT_EQ(MasterService::Create([] {
+              MasterConfig bad;
+              bad.allocation_strategy = "nearest";
+              return bad;
+            }(),
+                                  clock_)
+                .status()
+                .code(),
+            Code::kInvalidParams);
+}
+
 TEST_F(MasterServiceTest, TenantQuotasBoundBytesAndNamespacesKeys) {
   Mount("a", 1 << 20);
   Mount("b", 1 << 20);

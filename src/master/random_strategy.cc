@@ -23,10 +23,11 @@ class RandomStrategy final : public AllocationStrategy {
 std::unique_ptr<AllocationStrategy> MakeRandomStrategy(uint64_t seed) { return std::make_unique<RandomStrategy>(seed); }
 
 Result<std::unique_ptr<AllocationStrategy>> MakeAllocationStrategy(std::string_view name, uint64_t seed) {
-  if (name == "random") return MakeRandomStrategy(seed);
+  // local_first: the writer's own segments, then its host's (MasterService::Reserve), then random.
+  if (name == "random" || name == "local_first") return MakeRandomStrategy(seed);
   if (name == "free_ratio_first") return MakeFreeRatioFirstStrategy();
   return Status(Code::kInvalidParams,
-                "unknown allocation strategy '" + std::string(name) + "' (random, free_ratio_first)");
+                "unknown allocation strategy '" + std::string(name) + "' (random, free_ratio_first, local_first)");
 }
 
 }  // namespace yb

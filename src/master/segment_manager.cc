@@ -204,6 +204,20 @@ bool SegmentManager::Draining(SegmentRef ref) const {
   return slot && slot->ref == ref && slot->draining.load(std::memory_order_relaxed);
 }
 
+void SegmentManager::AppendNamesAndHostsOf(const ClientId& owner, std::vector<std::string>& out) const {
+  ReaderLock lock(mu_);
+  std::vector<std::string> hosts;
+  auto add = [](std::vector<std::string>& v, std::string_view s) {
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.emplace_back(s);
+  };
+  for (const auto& seg : list_) {
+    if (!(seg->owner == owner)) continue;
+    add(out, seg->desc.name);
+    add(hosts, HostOf(seg->desc.endpoint));
+  }
+  for (const auto& h : hosts) add(out, h);
+}
+
 size_t SegmentManager::CountServing(const ClientId& owner) const {
   ReaderLock lock(mu_);
   return static_cast<size_t>(
@@ -296,7 +310,7 @@ bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out)
 }
 
 std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred,
-                                                 const std::vector<SegmentId>& avoid) {
+                                                 const std::vector<SegmentId>& avoid, size_t preferred_for) {
   std::vector<Allocation> out;
   if (count == 0 || size == 0) return out;
   ReaderLock lock(mu_);
@@ -327,6 +341,7 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
   // A preferred name is a segment's name, or the host part of it ("node-a" for "node-a:15001").
   for (const auto& name : preferred) {
     for (const auto& seg : list_) {
+      if (out.size() >= preferred_for) break;
       if (seg->desc.name == name || HostOf(seg->desc.name) == name) try_segment(*seg, false);
     }
   }

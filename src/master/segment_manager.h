@@ -81,6 +81,9 @@ class SegmentManager {
   // The id of a mounted segment, or 0 when the reference is stale. Lock-free.
   SegmentId IdOf(SegmentRef ref) const;
   std::vector<SegmentId> SegmentsOf(const ClientId& owner) const;
+  // Appends the name of `owner`'s segments, then the host part of their endpoint (what a preferred
+  // name matches: the other processes on that host), once each.
+  void AppendNamesAndHostsOf(const ClientId& owner, std::vector<std::string>& out) const;
   // How many of `owner`'s segments readers are sent to (mounted, and confirmed if restored).
   size_t CountServing(const ClientId& owner) const;
   // The owner of a mounted segment; false when the reference is stale.
@@ -96,8 +99,10 @@ class SegmentManager {
   // Reserves up to `count` ranges of `size` bytes on segments with distinct names: `preferred`
   // names first (in order), then in the strategy's order; never on a segment in `avoid`, nor on
   // any other segment of its owner. Best effort: may return fewer, or none.
+  // `preferred_for`: how many of the replicas the preferred names are for (the rest are placed as
+  // if none were given: distinct hosts first).
   std::vector<Allocation> Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred,
-                                   const std::vector<SegmentId>& avoid = {});
+                                   const std::vector<SegmentId>& avoid = {}, size_t preferred_for = SIZE_MAX);
   // Frees a range; a no-op if its segment was unmounted meanwhile.
   void Free(const Allocation& a);
 
