@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
 #include <set>
 
 namespace yb {
@@ -88,6 +90,35 @@ TEST(SegmentManagerTest, DistinctHostsAreFilledFirst) {
   auto pref = m.Allocate(100, 1, {"h2"});
   ASSERT_EQ(pref.size(), 1u);
   EXPECT_EQ(m.IdOf(pref[0].segment), 4u);
+}
+
+// Balance after a node joins: three segments half full and a new empty one. The default (random)
+// order gives the new node its share of new objects, not all of them (no hot spot), and a segment
+// without room is never chosen while others have it.
+TEST(SegmentManagerTest, ANewEmptyNodeTakesItsShareAndAFullOneNone) {
+  SegmentManager m(MakeRandomStrategy(5), 64);
+  constexpr uint64_t kSeg = 4 << 20, kObj = 4096;
+  for (SegmentId id = 1; id <= 3; ++id) {
+    const std::string name = "old" + std::to_string(id) + ":1";
+    ASSERT_TRUE(m.Mount(ClientId{id, id}, Net(id, name, kSeg)).ok());
+    for (uint64_t b = 0; b < kSeg / 2; b += kObj) ASSERT_EQ(m.Allocate(kObj, 1, {name}).size(), 1u);
+  }
+  ASSERT_TRUE(m.Mount(ClientId{9, 9}, Net(9, "new:1", kSeg)).ok());
+  ASSERT_TRUE(m.Mount(ClientId{8, 8}, Net(8, "full:1", kObj)).ok());  // room for one object
+  ASSERT_EQ(m.Allocate(kObj, 1, {"full:1"}).size(), 1u);            // and now none
+  std::map<SegmentId, int> got;
+  const int kPuts = 800;
+  for (int i = 0; i < kPuts; ++i) {
+    auto a = m.Allocate(kObj, 1, {});
+    ASSERT_EQ(a.size(), 1u);
+    ++got[m.IdOf(a[0].segment)];
+  }
+  for (const auto& [id, n] : got) std::printf("segment %llu: %d\n", static_cast<unsigned long long>(id), n);
+  EXPECT_EQ(got.count(8), 0u);  // the full one
+  for (SegmentId id : {1, 2, 3, 9}) {  // a quarter each, give or take
+    EXPECT_GT(got[id], kPuts / 4 - 80) << id;
+    EXPECT_LT(got[id], kPuts / 4 + 80) << id;
+  }
 }
 
 // A writer that could not reach a segment asks for others: that segment and its owner's other
