@@ -14,12 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <thread>
 #include <iostream>
 #include <iterator>
 
 #include "api/master_api.h"
 #include "client/leader_follower.h"
+#include "client/membership.h"
+#include "common/segment_name.h"
 #include "common/units.h"
 #include "rpc/master_client.h"
 #include "yuebing/client.h"
@@ -104,32 +105,22 @@ int main(int argc, char** argv) {
     if (drain->parsed()) {
       std::vector<yb::SegmentId> ids;
       for (const auto& u : *list) {
-        const std::string& n = u.desc.name;
-        if (n == node || n.substr(0, n.rfind(':')) == node) ids.push_back(u.desc.id);
+        if (yb::SegmentNameMatches(u.desc.name, node)) ids.push_back(u.desc.id);
       }
       if (ids.empty()) {
         std::fprintf(stderr, "no segment is named %s\n", node.c_str());
         return 2;
       }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(drain_timeout);
-      for (;;) {
-        uint64_t remaining = 0;
-        for (yb::SegmentId id : ids) {
-          auto n = m->DrainSegment({}, id);
-          if (!n.ok()) return Fail(n.status());
-          remaining += *n;
+      uint64_t round = 0;
+      yb::Status st = yb::DrainSegments(*m, {}, ids, std::chrono::seconds(drain_timeout), [&](uint64_t remaining) {
+        if (remaining > 0 && round++ % 5 == 0) {
+          std::fprintf(stderr, "%s: %llu objects still to be copied elsewhere\n", node.c_str(),
+                       static_cast<unsigned long long>(remaining));
         }
-        if (remaining == 0) {
-          std::printf("%s drained (%zu segments): stopping it loses nothing\n", node.c_str(), ids.size());
-          return 0;
-        }
-        std::fprintf(stderr, "%s: %llu objects still to be copied elsewhere\n", node.c_str(),
-                     static_cast<unsigned long long>(remaining));
-        if (std::chrono::steady_clock::now() >= deadline) {
-          return Fail(yb::Status(yb::Code::kRpcTimeout, "the drain did not finish in time"));
-        }
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-      }
+      });
+      if (!st.ok()) return Fail(st);
+      std::printf("%s drained (%zu segments): stopping it loses nothing\n", node.c_str(), ids.size());
+      return 0;
     }
     std::printf("%-20s %-22s %-12s %-12s %-8s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS", "OWNER");
     for (const auto& u : *list) {

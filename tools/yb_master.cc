@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/open_files.h"
 #include "common/scheduler.h"
+#include "common/segment_name.h"
 #include "flags.h"
 #include "ha/ha_master.h"
 #include "ha/log_gate.h"
@@ -454,8 +455,7 @@ int main(int argc, char** argv) {
       const std::string name = req.get_param_value("segment");
       uint64_t remaining = 0, segments = 0;
       for (const auto& u : m->ListSegments().value()) {
-        const std::string& n = u.desc.name;
-        if (name.empty() || (n != name && n.substr(0, n.rfind(':')) != name)) continue;
+        if (name.empty() || !yb::SegmentNameMatches(u.desc.name, name)) continue;
         auto left = m->DrainSegment({}, u.desc.id);
         if (!left.ok()) continue;  // unmounted meanwhile
         ++segments;

@@ -1,6 +1,4 @@
 // Client: creation and teardown, and the public calls, each handed to its half.
-#include <thread>
-
 #include "client/client_impl.h"
 #include "common/log.h"
 #include "transfer/tcp/transfer_server.h"
@@ -108,29 +106,17 @@ std::vector<SegmentId> ClientInternal::segments(const Client& c) {
 
 Status Client::Drain(std::chrono::milliseconds timeout) {
   Membership& m = impl_->members;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (uint64_t round = 0;; ++round) {
-    uint64_t remaining = 0;
-    for (const auto& d : m.mounted()) {
-      auto n = m.master().DrainSegment(m.ctx(), d.id);
-      if (!n.ok()) return n.status();
-      remaining += *n;
-    }
+  const std::string& name = impl_->config.local_hostname;
+  std::vector<SegmentId> ids;
+  for (const auto& d : m.mounted()) ids.push_back(d.id);
+  uint64_t round = 0;
+  return DrainSegments(m.master(), m.ctx(), ids, timeout, [&](uint64_t remaining) {
     if (remaining == 0) {
-      YB_LOG_INFO("client '{}': drained, nothing is held only here", impl_->config.local_hostname);
-      return Status::OK();
+      YB_LOG_INFO("client '{}': drained, nothing is held only here", name);
+    } else if (round++ % 25 == 0) {
+      YB_LOG_INFO("client '{}': draining, {} objects still to be copied elsewhere", name, remaining);
     }
-    if (round % 25 == 0) {
-      YB_LOG_INFO("client '{}': draining, {} objects still to be copied elsewhere", impl_->config.local_hostname,
-                  remaining);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Status(Code::kRpcTimeout, std::to_string(remaining) +
-                                           " objects were still held only in this client's memory when the "
-                                           "drain's time ran out");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  });
 }
 
 Status Client::HealthCheck() {

@@ -4,6 +4,7 @@
 #include "client/leader_follower.h"
 #include "client/segment_directory.h"
 #include "common/log.h"
+#include "common/segment_name.h"
 #include "rpc/master_client.h"
 #include "transfer/memcpy_transport.h"
 #include "transfer/tcp/tcp_transport.h"
@@ -34,14 +35,6 @@ Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
   std::string spec = c.transfer_bind_address.empty() ? c.local_hostname : c.transfer_bind_address;
   if (spec.find(':') == std::string::npos) return std::make_pair(spec, uint16_t{0});
   return rpc::ParseHostPort(spec, /*allow_port_zero=*/true);
-}
-
-// "host:port" (or "[v6]:port"), as against a bare host name or IPv6 address.
-bool HasPort(const std::string& name) {
-  const size_t colon = name.rfind(':');
-  if (colon == std::string::npos || colon + 1 == name.size()) return false;
-  if (name.find(':') != colon && name.front() != '[') return false;  // a bare IPv6 address
-  return name.find_first_not_of("0123456789", colon + 1) == std::string::npos;
 }
 
 }  // namespace

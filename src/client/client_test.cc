@@ -370,6 +370,21 @@ TEST(ClientConfigTest, OneValidationForEveryEntryPoint) {
   EXPECT_EQ(Client::Connect(c).code(), Code::kInvalidParams);  // Connect checks before anything starts
 }
 
+// A client of 1 MiB on a mock master, its jobs on `scheduler`.
+Result<std::unique_ptr<Client>> ClientOnMock(std::shared_ptr<testing::MockMaster> master, ManualScheduler& scheduler,
+                                             const std::string& name) {
+  ClientConfig c;
+  c.local_hostname = name;
+  c.global_segment_size = 1 << 20;
+  c.local_buffer_size = 0;
+  ClientParts parts;
+  parts.master = std::move(master);
+  parts.local_segments = std::make_shared<LocalSegmentRegistry>();
+  parts.engine = std::make_shared<TransferEngine>();
+  parts.scheduler = &scheduler;
+  return ClientInternal::Create(c, std::move(parts));
+}
+
 // The heartbeat starts as soon as the master knows the client, not once its segments are mounted:
 // mapping and faulting in a large segment can take longer than the master's client_ttl, and a
 // client silent that long is declared dead. Here mounting takes three seconds of the scheduler's
@@ -390,16 +405,7 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
         pings_while_mounting = pings;
         return Status::OK();
       });
-  ClientConfig c;
-  c.local_hostname = "slow";
-  c.global_segment_size = 1 << 20;
-  c.local_buffer_size = 0;
-  ClientParts parts;
-  parts.master = master;
-  parts.local_segments = std::make_shared<LocalSegmentRegistry>();
-  parts.engine = std::make_shared<TransferEngine>();
-  parts.scheduler = &scheduler;
-  auto client = ClientInternal::Create(c, std::move(parts));
+  auto client = ClientOnMock(master, scheduler, "slow");
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   EXPECT_EQ(pings_while_mounting, 3);
   EXPECT_EQ(ClientInternal::segments(**client).size(), 1u);
@@ -430,16 +436,7 @@ TEST(ClientHeartbeatTest, AFailedRemountIsTriedAgainUntilTheMasterServesTheSegme
         served = static_cast<uint32_t>(segs.size());
         return Status::OK();
       });
-  ClientConfig c;
-  c.local_hostname = "n";
-  c.global_segment_size = 1 << 20;
-  c.local_buffer_size = 0;
-  ClientParts parts;
-  parts.master = master;
-  parts.local_segments = std::make_shared<LocalSegmentRegistry>();
-  parts.engine = std::make_shared<TransferEngine>();
-  parts.scheduler = &scheduler;
-  auto client = ClientInternal::Create(c, std::move(parts));
+  auto client = ClientOnMock(master, scheduler, "n");
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   scheduler.Advance(1000);
   EXPECT_TRUE((*client)->Stats().segments_mounted);

@@ -1,8 +1,30 @@
 #include "client/membership.h"
 
 #include <random>
+#include <thread>
 
 namespace yb {
+
+Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vector<SegmentId>& ids,
+                     std::chrono::milliseconds timeout, const std::function<void(uint64_t remaining)>& progress) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    uint64_t remaining = 0;
+    for (SegmentId id : ids) {
+      auto n = master.DrainSegment(ctx, id);
+      if (!n.ok()) return n.status();
+      remaining += *n;
+    }
+    if (progress) progress(remaining);
+    if (remaining == 0) return Status::OK();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(Code::kRpcTimeout, std::to_string(remaining) +
+                                           " objects were still held only on the drained segments when the "
+                                           "drain's time ran out");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
 
 Membership::Membership(const ClientConfig& config, std::shared_ptr<MasterApi> master,
                        std::shared_ptr<LocalSegmentRegistry> local, std::shared_ptr<LocalSegmentRegistry> served,

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,12 @@
 #include "yuebing/client.h"
 
 namespace yb {
+
+// Drains segments `ids` (MasterApi::DrainSegment) until no object needs a copy elsewhere any more,
+// polling every 200 ms for up to `timeout`; `progress` hears how many are left after each round.
+// OK once leaving loses nothing; RPC_TIMEOUT naming what is left otherwise.
+Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vector<SegmentId>& ids,
+                     std::chrono::milliseconds timeout, const std::function<void(uint64_t remaining)>& progress);
 
 class Membership {
  public:

@@ -11,9 +11,11 @@ using testing::MasterFixture;
 
 class RepairTest : public MasterFixture {
  protected:
-  void SetUp() override {
+  void SetUp() override { Build(1 << 20); }
+  // A master copying `bandwidth` bytes a second, and three clients with a segment each: a, b, c.
+  void Build(uint64_t bandwidth) {
     MasterConfig c;
-    c.repair_bandwidth = 1 << 20;
+    c.repair_bandwidth = bandwidth;
     Reset(c);
     a_ = Register(ClientId{11, 11});
     b_ = Register(ClientId{12, 12});
@@ -129,15 +131,7 @@ TEST_F(RepairTest, TheCopiersDeathRequeuesAndALastReplicaGoneIsALoss) {
 
 // The bandwidth bounds the bytes handed out per second.
 TEST_F(RepairTest, CopiesStayWithinTheBandwidth) {
-  MasterConfig c;
-  c.repair_bandwidth = 2500;  // bytes per second
-  Reset(c);
-  a_ = Register(ClientId{11, 11});
-  b_ = Register(ClientId{12, 12});
-  c_ = Register(ClientId{13, 13});
-  sa_ = Mount("a", 1 << 20, a_);
-  sb_ = Mount("b", 1 << 20, b_);
-  sc_ = Mount("c", 1 << 20, c_);
+  Build(2500);  // bytes per second
   for (int i = 0; i < 6; ++i) ASSERT_TRUE(Put("k" + std::to_string(i), 1000, OnAB()).ok());
   ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
   EXPECT_EQ(master_->Stats().repair_at_risk, 6u);

@@ -3,22 +3,11 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/segment_name.h"
 
 namespace yb {
 
 namespace {
-// The host part of "host:port" (or of "[v6]:port"); the whole text when it has no port.
-std::string_view HostOf(std::string_view endpoint) {
-  const size_t colon = endpoint.rfind(':');
-  if (colon == std::string_view::npos || endpoint.find(':') != colon) {
-    if (endpoint.size() > 2 && endpoint.front() == '[' && colon != std::string_view::npos && endpoint[colon - 1] == ']') {
-      return endpoint.substr(1, colon - 2);
-    }
-    return endpoint;
-  }
-  return endpoint.substr(0, colon);
-}
-
 uint32_t SlotOf(SegmentRef ref) { return ref & 0xFFFF; }
 }  // namespace
 
@@ -172,13 +161,11 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
                                                                     "by another client or with other memory"));
   }
   if (desc.endpoint != kLocalEndpoint) {
-    for (const auto& [id, other] : by_id_) {
-      if (other->desc.name == desc.name && !(other->owner == owner)) {
-        return Status(Code::kSegmentAlreadyExists,
-                      "segment name '" + desc.name + "' is in use by client " + other->owner.ToString() + " at " +
-                          other->desc.endpoint + ": each storage process needs a name of its own (a " +
-                          "local_hostname without a port gets its transfer port)");
-      }
+    if (auto other = NameHolderLocked(owner, desc.name)) {
+      return Status(Code::kSegmentAlreadyExists,
+                    "segment name '" + desc.name + "' is in use by client " + other->owner.ToString() + " at " +
+                        other->endpoint + ": each storage process needs a name of its own (a " +
+                        "local_hostname without a port gets its transfer port)");
     }
   }
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
@@ -227,6 +214,11 @@ size_t SegmentManager::CountServing(const ClientId& owner) const {
 std::optional<SegmentManager::NameHolder> SegmentManager::NameHeldByOther(const ClientId& owner,
                                                                          const std::string& name) const {
   ReaderLock lock(mu_);
+  return NameHolderLocked(owner, name);
+}
+
+std::optional<SegmentManager::NameHolder> SegmentManager::NameHolderLocked(const ClientId& owner,
+                                                                          const std::string& name) const {
   for (const auto& [id, seg] : by_id_) {
     if (seg->desc.name == name && !(seg->owner == owner)) return NameHolder{seg->owner, seg->desc.endpoint};
   }
@@ -342,7 +334,7 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
   for (const auto& name : preferred) {
     for (const auto& seg : list_) {
       if (out.size() >= preferred_for) break;
-      if (seg->desc.name == name || HostOf(seg->desc.name) == name) try_segment(*seg, false);
+      if (SegmentNameMatches(seg->desc.name, name)) try_segment(*seg, false);
     }
   }
   if (out.size() >= count) return out;

@@ -138,6 +138,8 @@ class SegmentManager {
   // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
   Status AddLocked(std::shared_ptr<Segment> seg) REQUIRES(mu_);
   void LogLocked(const Segment& seg) const REQUIRES(mu_);
+  std::optional<NameHolder> NameHolderLocked(const ClientId& owner, const std::string& name) const
+      REQUIRES_SHARED(mu_);
 
   std::unique_ptr<AllocationStrategy> strategy_;
   uint64_t alignment_;
