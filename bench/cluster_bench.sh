@@ -8,7 +8,7 @@
 # one hot standby that must have each change before it is answered.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
 # storage daemon and the callers, a second RPC thread competes with the callers for the cores
-# instead of adding capacity (docs/performance.md has the comparison). With yb-bench's
+# instead of adding capacity (docs/performance.md, "Tried and not kept"). With yb-bench's
 # --per_cpu_callers (a caller thread pinned to each CPU) the master runs a serving thread pinned to
 # each CPU instead (--rpc_pin_threads), so that each connection is served on its caller's CPU.
 set -euo pipefail
