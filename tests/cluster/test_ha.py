@@ -251,8 +251,22 @@ def test_kill9_of_the_leader_ten_times_loses_no_acknowledged_object(ha):
         for t in threads:
             t.join(30)
     assert not failed_reads, failed_reads
-    lost = [k for k, v in acked.items() if s.get(k) != v]
-    assert not lost, f"{len(lost)} of {len(acked)} acknowledged objects lost: {lost[:5]}"
+    missed = [k for k, v in acked.items() if s.get(k) != v]
+
+    def still_missing(k):
+        # A get that failed once (get answers b"" on any error: a call timed out under a
+        # sanitizer's slowdown) is asked again; a lost object stays missing however often.
+        for _ in range(5):
+            if s.get(k) == acked[k]:
+                return False
+            time.sleep(0.5)
+        return True
+
+    lost = [k for k in missed if still_missing(k)]
+    assert not lost, (f"{len(lost)} of {len(acked)} acknowledged objects lost: {lost[:5]} "
+                      f"({len(missed)} missed on the first read)")
+    if missed:
+        print(f"{len(missed)} objects read only on a second try: {missed[:5]}")
     failovers.sort()
     print(f"failover (kill -9 to the first Put through the new leader): min {failovers[0]:.2f} s, "
           f"median {failovers[len(failovers) // 2]:.2f} s, max {failovers[-1]:.2f} s; {len(acked)} objects")
