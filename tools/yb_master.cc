@@ -152,6 +152,9 @@ std::string Metrics(const yb::MasterService* master, const yb::rpc::RpcMetrics& 
             "Puts given fewer memory replicas than their replica_num (too few segments with room).",
             st.under_replicated_puts);
   p.Counter("yb_master_missing_replicas_total", "Replicas those Puts went without.", st.missing_replicas);
+  p.Counter("yb_master_stale_read_pins_released_total",
+            "Read pins ended because their live reader stopped naming them in its heartbeat (a lost ReadEnd).",
+            st.stale_pins_released);
   p.Gauge("yb_master_objects_at_risk",
           "Objects with fewer memory replicas than they were written with, waiting for or being copied.",
           st.repair_at_risk);

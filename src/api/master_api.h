@@ -75,6 +75,22 @@ struct ObjectInfo {
   uint64_t read_pin = 0;              // non-zero when pinned: pass to ReadEnd
 };
 
+// A read pin the client holds: a read whose ReadEnd it has not sent yet.
+struct HeldPin {
+  std::string key;
+  uint64_t read_pin = 0;
+};
+
+// What a heartbeat states. `mounted_segments`: how many segments the client holds mounted as far
+// as it knows (0: it states nothing). `pins_stated`: `pins` names every read pin it holds, so the
+// master may end the ones it stops naming (their ReadEnd was lost).
+inline constexpr size_t kMaxStatedPins = 4096;  // more held: the heartbeat states none
+struct PingState {
+  uint32_t mounted_segments = 0;
+  bool pins_stated = false;
+  std::vector<HeldPin> pins;
+};
+
 struct PingResponse {
   bool need_remount = false;  // the master does not know this client's segments
   uint32_t repairs = 0;       // copy tasks waiting for this client (RepairFetch)
@@ -109,11 +125,14 @@ class MasterApi {
 
   // ---- clients and segments
   virtual Result<TenantIndex> RegisterClient(const ClientRegistration& reg) = 0;
-  // The heartbeat. `mounted_segments`: how many segments the client holds mounted as far as it
-  // knows; while the master lists fewer of them for it (it restarted, declared the client dead, or
-  // a mount's answer was lost), every answer says need_remount, so the two converge whatever
-  // messages are lost.
-  virtual Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) = 0;
+  // The heartbeat. While the master lists fewer segments for the client than it states (the master
+  // restarted, declared the client dead, or a mount's answer was lost), every answer says
+  // need_remount, so the two converge whatever messages are lost. A read pin of the client that two
+  // heartbeats stating pins in a row did not name is ended, as if its ReadEnd had come.
+  virtual Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) = 0;
+  Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) {
+    return Ping(ctx, PingState{mounted_segments, false, {}});
+  }
   Result<PingResponse> Ping(const CallContext& ctx) { return Ping(ctx, 0); }
   // The client leaves: it stops counting as live, its read pins end, and whatever it still has
   // mounted is unmounted as if it had died. OK for a client the master does not know.

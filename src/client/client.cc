@@ -98,6 +98,8 @@ size_t ClientInternal::DiskObjects(const Client& c) {
   return o ? o->engine().object_count() : 0;
 }
 
+size_t ClientInternal::held_pins(const Client& c) { return c.impl_->members.pins().size(); }
+
 std::vector<SegmentId> ClientInternal::segments(const Client& c) {
   std::vector<SegmentId> out;
   for (const auto& d : c.impl_->members.mounted()) out.push_back(d.id);

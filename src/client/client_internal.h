@@ -56,6 +56,8 @@ class ClientInternal {
   static size_t RunRepairOnce(Client& c);
   static size_t DiskObjects(const Client& c);
   static std::vector<SegmentId> segments(const Client& c);
+  // Read pins the client holds (named in its heartbeats).
+  static size_t held_pins(const Client& c);
 };
 
 // A client of a yb-master over the network ("host:port"), with a TCP transfer server for the

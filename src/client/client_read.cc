@@ -50,6 +50,11 @@ Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica
   return Status::OK();
 }
 
+void DataPath::EndRead(const std::string& key, uint64_t pin) {
+  members_.pins().Remove(pin);
+  (void)master().ReadEnd(ctx(), key, pin);  // one-way: if lost, the next heartbeats do not name the pin
+}
+
 Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target,
                               size_t first, Status prior) {
   auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); });
@@ -78,9 +83,10 @@ Result<uint64_t> DataPath::Read(const std::string& key, const std::vector<Slice>
   if (!total.ok()) return total.status();
   auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
+  members_.pins().Add(key, info->read_pin);
   Status st =
       info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(key, *info, Trim(slices, info->size), 0);
-  (void)master().ReadEnd(ctx(), key, info->read_pin);
+  EndRead(key, info->read_pin);
   if (!st.ok()) return st;
   return info->size;
 }
@@ -88,9 +94,10 @@ Result<uint64_t> DataPath::Read(const std::string& key, const std::vector<Slice>
 Result<std::string> DataPath::ReadString(const std::string& key) {
   auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
+  members_.pins().Add(key, info->read_pin);
   std::string out(info->size, '\0');
   Status st = ReadReplicas(key, *info, {{out.data(), out.size()}}, 0);
-  (void)master().ReadEnd(ctx(), key, info->read_pin);
+  EndRead(key, info->read_pin);
   if (!st.ok()) return st;
   return out;
 }
@@ -109,6 +116,9 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     totals[i] = t.ok() ? *t : 0;
   }
   auto infos = master().BatchGetReplicaList(ctx(), keys, true);
+  for (size_t i = 0; i < n && i < infos.size(); ++i) {
+    if (infos[i].ok()) members_.pins().Add(keys[i], infos[i]->read_pin);
+  }
   // First attempt: every object from its best replica, in one batch.
   std::vector<TransferRequest> reqs;
   std::vector<size_t> owner;
@@ -156,7 +166,10 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
       pins.push_back(infos[i]->read_pin);
     }
   }
-  if (!pinned_keys.empty()) (void)master().BatchReadEnd(ctx(), pinned_keys, pins);
+  if (!pinned_keys.empty()) {
+    for (uint64_t pin : pins) members_.pins().Remove(pin);
+    (void)master().BatchReadEnd(ctx(), pinned_keys, pins);
+  }
   return out;
 }
 

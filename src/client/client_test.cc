@@ -300,6 +300,37 @@ TEST_F(ClientTest, ALostReplicaIsCopiedBackAndOutlivesTheNextLoss) {
   EXPECT_EQ(*got, v);
 }
 
+// A read in flight across heartbeats: each names the read's pin, so the master keeps the bytes of
+// an object removed meanwhile until the read ends (a pin left unnamed would be ended; see
+// MasterServiceTest.AReadPinHoldsWhileItsReaderNamesItAndEndsTwoHeartbeatsAfter).
+TEST_F(ClientTest, HeartbeatsNameTheReadPinsHeldAndTheBytesStayUntilTheReadEnds) {
+  std::string v = Bytes(4000, 'p');
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size()).ok());
+  const uint64_t stored = master_->Stats().allocated;
+  uint64_t during = 0;
+  size_t named = 0;
+  fault_->OnSubmit([&] {
+    fault_->OnSubmit(nullptr);
+    ASSERT_TRUE(a_->Remove("k", true).ok());
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(ClientInternal::Heartbeat(*a_).ok());
+      ASSERT_TRUE(ClientInternal::Heartbeat(*b_).ok());
+      master_->RunBackgroundOnce();
+    }
+    during = master_->Stats().allocated;
+    named = ClientInternal::held_pins(*b_);
+  });
+  std::string got(v.size(), '\0');
+  auto n = b_->Get("k", got.data(), got.size());
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(got, v);
+  EXPECT_EQ(named, 1u);
+  EXPECT_EQ(during, stored);  // the removed object's bytes stayed for the read
+  EXPECT_EQ(ClientInternal::held_pins(*b_), 0u);
+  EXPECT_EQ(master_->Stats().allocated, 0u);  // freed by its ReadEnd
+  EXPECT_EQ(master_->Stats().stale_pins_released, 0u);
+}
+
 TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
   clock_.AdvanceSec(11);
   ASSERT_TRUE(ClientInternal::Heartbeat(*b_).ok());
@@ -395,7 +426,7 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
   ManualScheduler scheduler(clock);
   int pings = 0, pings_while_mounting = 0;
   ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
-  ON_CALL(*master, Ping(::testing::_, ::testing::_)).WillByDefault([&](const CallContext&, uint32_t) -> Result<PingResponse> {
+  ON_CALL(*master, Ping(::testing::_, ::testing::_)).WillByDefault([&](const CallContext&, const PingState&) -> Result<PingResponse> {
     ++pings;
     return PingResponse{};
   });
@@ -427,8 +458,8 @@ TEST(ClientHeartbeatTest, AFailedRemountIsTriedAgainUntilTheMasterServesTheSegme
   int mounts = 0;
   ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
   ON_CALL(*master, Ping(::testing::_, ::testing::_))
-      .WillByDefault([&](const CallContext&, uint32_t held) -> Result<PingResponse> {
-        return PingResponse{held > served};
+      .WillByDefault([&](const CallContext&, const PingState& state) -> Result<PingResponse> {
+        return PingResponse{state.mounted_segments > served};
       });
   ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
       .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>& segs) {

@@ -69,6 +69,8 @@ class DataPath {
                                  const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
                                  const ReplicateConfig& config, WriteMode mode, int round, std::vector<Status>& out,
                                  std::vector<SegmentId>& failed_segments);
+  // Ends a read: forgets the pin, then sends ReadEnd.
+  void EndRead(const std::string& key, uint64_t pin);
   // Copies one object (info) into `target`, trying replicas in order from `first`; `prior` is the
   // error of the attempts already made (returned if no later replica succeeds).
   Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,

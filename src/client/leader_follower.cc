@@ -107,8 +107,8 @@ Result<TenantIndex> LeaderFollower::RegisterClient(const ClientRegistration& reg
   return WithLeader<Result<TenantIndex>>([&](MasterApi& m) { return m.RegisterClient(reg); });
 }
 
-Result<PingResponse> LeaderFollower::Ping(const CallContext& ctx, uint32_t mounted_segments) {
-  return WithLeader<Result<PingResponse>>([&](MasterApi& m) { return m.Ping(ctx, mounted_segments); });
+Result<PingResponse> LeaderFollower::Ping(const CallContext& ctx, const PingState& state) {
+  return WithLeader<Result<PingResponse>>([&](MasterApi& m) { return m.Ping(ctx, state); });
 }
 
 Status LeaderFollower::UnregisterClient(const CallContext& ctx) {

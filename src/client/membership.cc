@@ -137,8 +137,10 @@ void Membership::Note(const Status& ping) {
 }
 
 Status Membership::Beat() {
-  const auto held = static_cast<uint32_t>(mounted().size());
-  auto pong = master_->Ping(ctx(), held);
+  PingState state;
+  state.mounted_segments = static_cast<uint32_t>(mounted().size());
+  pins_.State(state);
+  auto pong = master_->Ping(ctx(), state);
   Note(pong.status());
   if (!pong.ok()) return pong.status();
   // Each answer weighs what we hold against what the master serves from: a re-mount that failed,

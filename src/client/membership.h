@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/master_api.h"
+#include "client/held_pins.h"
 #include "common/log.h"
 #include "common/scheduler.h"
 #include "transfer/local_segments.h"
@@ -63,6 +64,9 @@ class Membership {
   ClientId id() const { return id_; }
   MasterApi& master() const { return *master_; }
   const std::shared_ptr<MasterApi>& master_ptr() const { return master_; }
+  // The read pins this client's reads hold, named in each heartbeat.
+  HeldPins& pins() { return pins_; }
+  const HeldPins& pins() const { return pins_; }
   // A segment this client mounted (its memory is ours: the cheapest replica to read).
   bool IsLocal(SegmentId s) const;
   std::vector<SegmentDesc> mounted() const;
@@ -101,6 +105,7 @@ class Membership {
   std::atomic<uint64_t> remounts_{0};
   std::atomic<bool> segments_mounted_{true};
   std::atomic<bool> repairs_waiting_{false};
+  HeldPins pins_;
 };
 
 }  // namespace yb

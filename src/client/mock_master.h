@@ -17,7 +17,7 @@ class MockMaster : public MasterApi {
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   MOCK_METHOD(Result<TenantIndex>, RegisterClient, (const ClientRegistration&), (override));
   using MasterApi::Ping;
-  MOCK_METHOD(Result<PingResponse>, Ping, (const CallContext&, uint32_t), (override));
+  MOCK_METHOD(Result<PingResponse>, Ping, (const CallContext&, const PingState&), (override));
   MOCK_METHOD(Status, UnregisterClient, (const CallContext&), (override));
   MOCK_METHOD(Status, MountSegments, (const CallContext&, const std::vector<SegmentDesc>&), (override));
   MOCK_METHOD(Status, UnmountSegment, (const CallContext&, SegmentId), (override));

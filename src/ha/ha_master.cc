@@ -479,8 +479,8 @@ void HaMaster::SnapshotIfDue() {
 Result<TenantIndex> HaMaster::RegisterClient(const ClientRegistration& reg) {
   YB_SERVE_OR(m.status(), RegisterClient(reg));
 }
-Result<PingResponse> HaMaster::Ping(const CallContext& ctx, uint32_t mounted_segments) {
-  YB_SERVE_OR(m.status(), Ping(ctx, mounted_segments));
+Result<PingResponse> HaMaster::Ping(const CallContext& ctx, const PingState& state) {
+  YB_SERVE_OR(m.status(), Ping(ctx, state));
 }
 Status HaMaster::UnregisterClient(const CallContext& ctx) { YB_SERVE_OR(m.status(), UnregisterClient(ctx)); }
 Status HaMaster::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {

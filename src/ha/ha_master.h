@@ -92,7 +92,7 @@ class HaMaster final : public MasterApi {
   using MasterApi::BatchPutStart;
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
   using MasterApi::Ping;
-  Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) override;
+  Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;

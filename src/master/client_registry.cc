@@ -46,6 +46,18 @@ bool ClientRegistry::Known(const ClientId& id) const {
   return clients_.count(id) != 0;
 }
 
+std::optional<uint64_t> ClientRegistry::PinRound(const ClientId& id) const {
+  MutexLock lock(mu_);
+  auto it = clients_.find(id);
+  if (it == clients_.end()) return std::nullopt;
+  return it->second.pin_round;
+}
+
+void ClientRegistry::AdvancePinRound(const ClientId& id) {
+  MutexLock lock(mu_);
+  if (auto it = clients_.find(id); it != clients_.end()) ++it->second.pin_round;
+}
+
 std::vector<ClientId> ClientRegistry::Expire() {
   TimeMs now = clock_.NowMs();
   std::vector<ClientId> dead;

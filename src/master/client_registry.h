@@ -8,6 +8,7 @@
 // segments; and MarkRemount() covers a call that arrived while the client was being forgotten.
 #pragma once
 
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,10 @@ class ClientRegistry {
   // A known client owes a re-mount: its segments were dropped while it went on calling.
   void MarkRemount(const ClientId& id);
   bool Known(const ClientId& id) const;
+  // Heartbeats of the client that named every read pin it holds (MasterService::Ping); nullopt for
+  // a client not known. A read pin left unnamed for two of them is the reader's no longer.
+  std::optional<uint64_t> PinRound(const ClientId& id) const;
+  void AdvancePinRound(const ClientId& id);
   // Removes and returns the clients silent for longer than the TTL.
   std::vector<ClientId> Expire();
   // Forgets a client that says it leaves; false when it was not known.
@@ -44,6 +49,7 @@ class ClientRegistry {
   struct Entry {
     TimeMs last_seen = 0;
     bool owes_remount = false;
+    uint64_t pin_round = 0;
   };
   // The entry, its last sign of life now; created (owing nothing) when the client was not known.
   Entry& TouchLocked(const ClientId& id, TimeMs now, bool* inserted) REQUIRES(mu_);

@@ -103,7 +103,7 @@ Result<std::vector<OffloadTask>> MasterService::OffloadFetch(const CallContext& 
       if (item.on_evict) FinishEvictOffloadLocked(s, obj);
       continue;
     }
-    s.AddReadPin(obj, ctx.client);  // the bytes stay put while the client copies them
+    s.AddReadPin(obj, ctx.client, PinKind::kTask);  // the bytes stay put while the client copies them
     OffloadTask t;
     t.disk_key = DiskKey(tenants_.name(m.tenant), UserKey(item.table_key));
     t.object_id = m.object_id;
@@ -128,7 +128,7 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
     const HashedKey hk(item->table_key);
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);
-    s.Unpin(ctx.client, item->object_id, obj);
+    s.Unpin(ctx.client, item->object_id, obj, PinKind::kTask);
     if (!obj || obj->object_id != item->object_id) {
       out.emplace_back(Code::kObjectNotFound, "the object was removed or replaced during its offload");
       continue;

@@ -69,7 +69,7 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   f.target = allocs[0];
   f.deadline = now + config_.repair_task_timeout_sec * 1000;
   s.AddRepairReplica(obj, allocs[0]);
-  s.AddReadPin(obj, owner);  // the source's bytes and the new range stay put until it reports
+  s.AddReadPin(obj, owner, PinKind::kTask);  // the source's bytes and the new range stay put until it reports
   MutexLock lock(repair_mu_);
   f.task.task_id = next_repair_id_++;
   repair_tokens_ -= static_cast<double>(m.size);
@@ -162,7 +162,7 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);
     const bool same = obj && obj->object_id == f.object_id;
-    (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref());  // its death may have ended it
+    (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref(), PinKind::kTask);  // its death may have ended it
     {
       MutexLock lock(repair_mu_);
       repair_keys_.erase(f.table_key);
@@ -232,7 +232,7 @@ std::vector<Status> MasterService::RepairDone(const CallContext& ctx, const std:
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);
     const bool same = obj && obj->object_id == f.object_id;
-    (void)s.Unpin(ctx.client, f.object_id, same ? obj : ObjectTable::Ref());
+    (void)s.Unpin(ctx.client, f.object_id, same ? obj : ObjectTable::Ref(), PinKind::kTask);
     if (!same) {  // removed or replaced meanwhile: its zombie held the range, freed with the pin
       out.emplace_back(Code::kObjectNotFound, "the object was removed or replaced during its copy");
       continue;

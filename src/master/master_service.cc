@@ -61,9 +61,11 @@ Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg)
   return t;
 }
 
-Result<PingResponse> MasterService::Ping(const CallContext& ctx, uint32_t mounted_segments) {
+Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState& state) {
+  const uint32_t mounted_segments = state.mounted_segments;
   PingResponse r;
   r.need_remount = clients_.Ping(ctx.client);
+  if (state.pins_stated && state.pins.size() <= kMaxStatedPins && tenants_.Valid(ctx.tenant)) RenewPins(ctx, state.pins);
   {
     MutexLock lock(repair_mu_);
     for (const auto& [id, f] : repairs_) r.repairs += f.client == ctx.client && !f.handed_out;
@@ -203,10 +205,41 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why) {
   clients_.MarkRemount(c);
 }
 
+void MasterService::RenewPins(const CallContext& ctx, const std::vector<HeldPin>& pins) {
+  // Named pins are stamped with the round this heartbeat ends before the round advances, so a
+  // sweep between the two never sees a named pin as two rounds old.
+  auto round = clients_.PinRound(ctx.client);
+  if (!round) return;
+  for (const HeldPin& p : pins) {
+    if (p.key.empty() || p.key.size() > kMaxKeyLength) continue;
+    const TableKey tk(ctx.tenant, p.key);
+    (void)table_.Lock(tk.hashed).RenewReadPins(ctx.client, p.read_pin, *round + 1);
+  }
+  clients_.AdvancePinRound(ctx.client);
+}
+
 void MasterService::UnpinForgottenClients() {
-  // The read pins of every client the master no longer knows (dead, gone, or never registered).
+  // Every pin of a client the master no longer knows (dead, gone, or never registered), and each
+  // read pin its live reader left unnamed for two heartbeats that named every pin it holds (its
+  // ReadEnd was lost). A pin is stamped with its reader's round when a sweep first sees it.
+  uint64_t stale = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
-    table_.LockShard(i).UnpinClientsIf([&](const ClientId& c) { return !clients_.Known(c); });
+    table_.LockShard(i).UnpinIf([&](const PinKey& k, PinState& st) {
+      auto round = clients_.PinRound(k.client);
+      if (!round) return true;
+      if (k.kind != PinKind::kRead) return false;
+      if (st.round == PinState::kUnstamped) {
+        st.round = *round;
+        return false;
+      }
+      if (*round < st.round + 2) return false;
+      ++stale;
+      return true;
+    });
+  }
+  if (stale > 0) {
+    stale_pins_released_.fetch_add(stale, std::memory_order_relaxed);
+    YB_LOG_WARN("ended {} read pins their readers no longer name (their ReadEnd was lost)", stale);
   }
 }
 
@@ -228,6 +261,7 @@ MasterStats MasterService::Stats() const {
   st.evicted_bytes = evictor_.evicted_bytes();
   st.live_clients = clients_.size();
   st.under_replicated_puts = under_replicated_puts_.load(std::memory_order_relaxed);
+  st.stale_pins_released = stale_pins_released_.load(std::memory_order_relaxed);
   st.missing_replicas = missing_replicas_.load(std::memory_order_relaxed);
   {
     MutexLock lock(repair_mu_);

@@ -55,6 +55,7 @@ struct MasterStats {
   // Puts given fewer memory replicas than their replica_num (too few segments, distinct by name,
   // had room: best effort, as Mooncake), and the replicas they went without.
   uint64_t under_replicated_puts = 0;
+  uint64_t stale_pins_released = 0;  // read pins ended because their reader stopped naming them
   uint64_t missing_replicas = 0;
   // Re-replication: objects with fewer COMPLETE memory replicas than they were published with
   // (queued or being copied), copies in flight, copies completed and their bytes, and objects whose
@@ -88,7 +89,7 @@ class MasterService final : public MasterApi {
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
   using MasterApi::Ping;  // and its form without a segment count
-  Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) override;
+  Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
@@ -184,8 +185,11 @@ class MasterService final : public MasterApi {
   // Unmounts what a client the registry no longer holds (dead, or gone) still has mounted, and forgets
   // its offload work; `why` says which, for the log.
   void ForgetClient(const ClientId& c, const std::string& why);
-  // Ends the read pins of clients the registry no longer holds.
+  // Ends the pins of clients the registry no longer holds, and read pins their readers stopped
+  // naming in their heartbeats.
   void UnpinForgottenClients();
+  // A heartbeat named these read pins of ctx's client: it still holds them.
+  void RenewPins(const CallContext& ctx, const std::vector<HeldPin>& pins);
   // SSD tier (master_offload.cc). The *Locked ones take the accessor of the object's shard.
   bool OwnedBy(const StoredReplica& r, const ClientId& client) const;
   // What of an object lives on `client`: its first COMPLETE MEMORY replica there, and whether it
@@ -241,6 +245,7 @@ class MasterService final : public MasterApi {
   std::vector<Discarded> discarded_ GUARDED_BY(discarded_mu_);
   std::atomic<uint64_t> offloaded_{0};
   std::atomic<uint64_t> under_replicated_puts_{0}, missing_replicas_{0};
+  std::atomic<uint64_t> stale_pins_released_{0};
   std::atomic<uint64_t> offload_failed_{0};
   std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};

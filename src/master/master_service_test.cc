@@ -140,6 +140,42 @@ TEST_F(MasterServiceTest, DeadClientsReadPinsAreReleased) {
   EXPECT_EQ(master_->Stats().allocated, 0u);
 }
 
+// A live reader whose ReadEnd was lost: each heartbeat names the pins it holds, and a pin that two
+// heartbeats stating pins in a row left out is ended (the removed object's bytes are freed), while
+// one still named holds however long the read takes. Heartbeats that state nothing end nothing.
+TEST_F(MasterServiceTest, AReadPinHoldsWhileItsReaderNamesItAndEndsTwoHeartbeatsAfter) {
+  Mount("a", 8192);
+  ASSERT_TRUE(Put("k", 4096).ok());
+  ASSERT_TRUE(Put("slow", 4096).ok());
+  CallContext reader = Register(ClientId{5, 5});
+  auto lost = master_->GetReplicaList(reader, "k", true);
+  auto held = master_->GetReplicaList(reader, "slow", true);
+  ASSERT_TRUE(lost.ok() && held.ok());
+  ASSERT_TRUE(master_->Remove(ctx_, "k", true).ok());
+  ASSERT_TRUE(master_->Remove(ctx_, "slow", true).ok());
+  EXPECT_EQ(master_->Stats().allocated, 8192u);  // both zombies, pinned
+
+  auto ping = [&](bool stated, std::vector<HeldPin> pins) {
+    ASSERT_TRUE(master_->Ping(reader, PingState{0, stated, std::move(pins)}).ok());
+    master_->RunBackgroundOnce();
+  };
+  for (int i = 0; i < 5; ++i) ping(false, {});  // an older client states nothing: nothing ends
+  EXPECT_EQ(master_->Stats().allocated, 8192u);
+  ping(true, {{"slow", held->read_pin}});
+  // One heartbeat without it is not enough: it may have been sent before the pin's answer came.
+  EXPECT_EQ(master_->Stats().allocated, 8192u);
+  ping(true, {{"slow", held->read_pin}});
+  EXPECT_EQ(master_->Stats().allocated, 4096u);  // "k" unnamed twice: its bytes are back
+  EXPECT_EQ(master_->Stats().stale_pins_released, 1u);
+  for (int i = 0; i < 10; ++i) ping(true, {{"slow", held->read_pin}});
+  EXPECT_EQ(master_->Stats().allocated, 4096u);  // "slow" is named: held
+  EXPECT_TRUE(master_->ReadEnd(reader, "slow", held->read_pin).ok());
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+  // The late ReadEnd of the pin already ended is refused, and changes nothing.
+  EXPECT_FALSE(master_->ReadEnd(reader, "k", lost->read_pin).ok());
+  EXPECT_EQ(master_->Stats().stale_pins_released, 1u);
+}
+
 // A client that says it leaves is forgotten at once, as a dead one is after client_ttl: it stops
 // counting as live, its read pins end and what it still has mounted is unmounted.
 TEST_F(MasterServiceTest, ALeavingClientIsForgottenAtOnce) {

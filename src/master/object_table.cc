@@ -427,11 +427,11 @@ void ObjectTable::Locked::ClearOffloadFlags(Ref r, uint8_t bits) {
 
 // ---- readers
 
-bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref live) {
+bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref live, PinKind kind) {
   AssertHeld(s_);
-  auto pin = s_.pins.find(PinKey{object_id, client});
+  auto pin = s_.pins.find(PinKey{object_id, client, kind});
   if (pin == s_.pins.end()) return false;
-  if (--pin->second == 0) s_.pins.erase(pin);
+  if (--pin->second.count == 0) s_.pins.erase(pin);
   if (live && live.meta().object_id == object_id) {
     --live.mut().readers;
     return true;
@@ -444,13 +444,21 @@ bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref 
   return true;
 }
 
-uint64_t ObjectTable::Locked::UnpinClientsIf(const std::function<bool(const ClientId&)>& gone) {
+bool ObjectTable::Locked::RenewReadPins(const ClientId& client, uint64_t object_id, uint64_t round) {
+  AssertHeld(s_);
+  auto pin = s_.pins.find(PinKey{object_id, client, PinKind::kRead});
+  if (pin == s_.pins.end()) return false;
+  pin->second.round = round;
+  return true;
+}
+
+uint64_t ObjectTable::Locked::UnpinIf(const std::function<bool(const PinKey&, PinState&)>& end) {
   AssertHeld(s_);
   if (s_.pins.empty()) return 0;
   std::unordered_map<uint64_t, uint32_t> ended;  // object id -> pins ended
   for (auto it = s_.pins.begin(); it != s_.pins.end();) {
-    if (gone(it->first.client)) {
-      ended[it->first.object_id] += it->second;
+    if (end(it->first, it->second)) {
+      ended[it->first.object_id] += it->second.count;
       it = s_.pins.erase(it);
     } else {
       ++it;
@@ -464,6 +472,7 @@ uint64_t ObjectTable::Locked::UnpinClientsIf(const std::function<bool(const Clie
     meta.readers -= m->second;
     released += m->second;
     ended.erase(m);
+    if (ended.empty()) break;
   }
   for (auto& [id, count] : ended) {
     auto z = s_.zombies.find(id);

@@ -146,13 +146,28 @@ struct PendingPut {
   std::vector<StoredReplica> replicas;
 };
 
+// A read pin is a reader's (GetReplicaList with pin, ended by ReadEnd); a task pin is the master's
+// own for a copy it asked a client to make (a repair or an offload, ended when the task reports).
+// Only read pins are named in heartbeats and released when their reader stops naming them.
+enum class PinKind : uint8_t { kRead = 0, kTask = 1 };
+
 struct PinKey {
   uint64_t object_id;
   ClientId client;
+  PinKind kind = PinKind::kRead;
   bool operator==(const PinKey&) const = default;
 };
 struct PinKeyHash {
-  size_t operator()(const PinKey& k) const { return k.object_id * 0x9E3779B97F4A7C15ULL ^ k.client.lo; }
+  size_t operator()(const PinKey& k) const {
+    return (k.object_id * 0x9E3779B97F4A7C15ULL ^ k.client.lo) + static_cast<size_t>(k.kind);
+  }
+};
+struct PinState {
+  static constexpr uint64_t kUnstamped = UINT64_MAX;
+  uint32_t count = 0;
+  // The reader's heartbeat round (ClientRegistry::PinRound) when the pin was last named, or first
+  // seen by a sweep; kUnstamped before either.
+  uint64_t round = kUnstamped;
 };
 
 struct Zombie {
@@ -267,12 +282,15 @@ class ObjectTable {
     void ExtendLease(Ref r, TimeMs until);
     void SetSoftPinDeadline(Ref r, TimeMs until);
     // Pins the object's bytes for `client` until Unpin; returns the pin's id (the object id).
-    uint64_t AddReadPin(Ref r, const ClientId& client);
-    // Ends one read pin of `client` on object `object_id` (`live` is the key's object, if any);
-    // false if there is no such pin.
-    bool Unpin(const ClientId& client, uint64_t object_id, Ref live);
-    // Ends every read pin of the clients for which `gone` holds. Returns how many.
-    uint64_t UnpinClientsIf(const std::function<bool(const ClientId&)>& gone);
+    uint64_t AddReadPin(Ref r, const ClientId& client, PinKind kind = PinKind::kRead);
+    // Ends one pin of `client` on object `object_id` (`live` is the key's object, if any); false
+    // if there is no such pin.
+    bool Unpin(const ClientId& client, uint64_t object_id, Ref live, PinKind kind = PinKind::kRead);
+    // Stamps `client`'s read pins on `object_id` with heartbeat round `round`; false if it holds none.
+    bool RenewReadPins(const ClientId& client, uint64_t object_id, uint64_t round);
+    // Ends every pin for which `end` holds (it may stamp the state it is shown and keep the pin).
+    // Returns how many pins ended.
+    uint64_t UnpinIf(const std::function<bool(const PinKey&, PinState&)>& end);
 
     // ---- segments
     // Removes every replica on `segment` (its memory left with its owner: nothing is freed);
@@ -374,7 +392,7 @@ struct ObjectTable::Shard {
   Mutex mu;
   ObjectMap objects GUARDED_BY(mu);
   std::unordered_map<std::string, PendingPut, KeyHash, KeyEq> pending GUARDED_BY(mu);
-  std::unordered_map<PinKey, uint32_t, PinKeyHash> pins GUARDED_BY(mu);
+  std::unordered_map<PinKey, PinState, PinKeyHash> pins GUARDED_BY(mu);
   std::unordered_map<uint64_t, Zombie> zombies GUARDED_BY(mu);
   std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away GUARDED_BY(mu);  // by table key
   ObjectEntry* lru_head GUARDED_BY(mu) = nullptr;                                              // least recently used
@@ -436,11 +454,11 @@ inline void ObjectTable::Locked::Touch(Ref r) {
   LruAppend(e);
 }
 
-inline uint64_t ObjectTable::Locked::AddReadPin(Ref r, const ClientId& client) {
+inline uint64_t ObjectTable::Locked::AddReadPin(Ref r, const ClientId& client, PinKind kind) {
   object_table_internal::AssertHeld(s_);
   ObjectMeta& m = r.mut();
   ++m.readers;
-  ++s_.pins[PinKey{m.object_id, client}];
+  ++s_.pins[PinKey{m.object_id, client, kind}].count;
   return m.object_id;
 }
 

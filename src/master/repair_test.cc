@@ -75,6 +75,23 @@ TEST_F(RepairTest, AnObjectThatLostAReplicaIsCopiedBackByTheTargetsOwner) {
   EXPECT_GT(master_->evictor().EvictBytes(1 << 20), 0u);
 }
 
+// The pin a copy task holds is the master's, not a read of the target's owner: heartbeats that
+// name no read pin leave it, and the copy, in place.
+TEST_F(RepairTest, HeartbeatsNamingNoReadPinLeaveACopysPinInPlace) {
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  ASSERT_EQ(master_->RepairOnce(), 1u);
+  auto t = (*master_->RepairFetch(c_, 10))[0];
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(master_->Ping(c_, PingState{1, true, {}}).ok());
+    master_->RunBackgroundOnce();
+  }
+  EXPECT_EQ(master_->Stats().stale_pins_released, 0u);
+  EXPECT_EQ(master_->evictor().EvictBytes(1 << 20), 0u);  // still pinned for the copy
+  EXPECT_TRUE(master_->RepairDone(c_, {{t.task_id, Status::OK()}})[0].ok());
+  EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sb_, sc_}));
+}
+
 TEST_F(RepairTest, AFailedOrUnreportedCopyIsFreedAndMadeAgain) {
   ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
   ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());

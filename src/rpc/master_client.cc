@@ -108,10 +108,16 @@ Result<TenantIndex> MasterClient::RegisterClient(const ClientRegistration& reg) 
   return static_cast<TenantIndex>(r->tenant_index());
 }
 
-Result<PingResponse> MasterClient::Ping(const CallContext& ctx, uint32_t mounted_segments) {
+Result<PingResponse> MasterClient::Ping(const CallContext& ctx, const PingState& state) {
   pb::PingRequest q;
   SetContext(ctx, q);
-  q.set_mounted_segments(mounted_segments);
+  q.set_mounted_segments(state.mounted_segments);
+  q.set_pins_stated(state.pins_stated);
+  for (const HeldPin& p : state.pins) {
+    auto* h = q.add_pins();
+    h->set_key(p.key);
+    h->set_read_pin(p.read_pin);
+  }
   auto r = Call<M::kPing>(q);
   if (!r.ok()) return r.status();
   return PingResponse{r->need_remount(), r->repairs()};

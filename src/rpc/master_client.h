@@ -29,7 +29,7 @@ class MasterClient final : public MasterApi {
   Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   using MasterApi::Ping;
-  Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) override;
+  Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;

@@ -50,7 +50,10 @@ void Serve<M::kRegisterClient>(MasterApi& api, const pb::RegisterClientRequest& 
 
 template <>
 void Serve<M::kPing>(MasterApi& api, const pb::PingRequest& q, pb::PingResponse& r) {
-  auto p = api.Ping(FromPb(q.ctx()), q.mounted_segments());
+  PingState state{q.mounted_segments(), q.pins_stated(), {}};
+  state.pins.reserve(static_cast<size_t>(q.pins_size()));
+  for (const auto& h : q.pins()) state.pins.push_back(HeldPin{h.key(), h.read_pin()});
+  auto p = api.Ping(FromPb(q.ctx()), state);
   ToPb(p.status(), r.mutable_status());
   if (p.ok()) {
     r.set_need_remount(p->need_remount);

@@ -16,6 +16,7 @@ void FaultInjectingTransport::Clear() {
   std::lock_guard lock(mu_);
   failing_.clear();
   corrupt_.clear();
+  hook_ = nullptr;
 }
 
 std::vector<void*> FaultInjectingTransport::seen_local_buffers() const {
@@ -23,7 +24,18 @@ std::vector<void*> FaultInjectingTransport::seen_local_buffers() const {
   return seen_;
 }
 
+void FaultInjectingTransport::OnSubmit(std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  hook_ = std::move(hook);
+}
+
 std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRequest>& batch) {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(mu_);
+    hook = hook_;
+  }
+  if (hook) hook();
   std::vector<Status> out(batch.size());
   std::vector<TransferRequest> pass;
   std::vector<size_t> where;

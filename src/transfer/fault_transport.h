@@ -2,6 +2,7 @@
 // exercise replica fail-over and checksum detection.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -19,6 +20,9 @@ class FaultInjectingTransport final : public Transport {
   void FailSegment(SegmentId segment);
   // Reads from `segment` succeed but deliver a flipped first byte.
   void CorruptReadsFrom(SegmentId segment);
+  // `hook` runs (outside the transport's lock) at the start of every Submit until cleared: a test
+  // acts while a transfer is in flight.
+  void OnSubmit(std::function<void()> hook);
   void Clear();
   // Local buffers seen by Submit(), to check staging.
   std::vector<void*> seen_local_buffers() const;
@@ -34,6 +38,7 @@ class FaultInjectingTransport final : public Transport {
   std::set<SegmentId> failing_;  // guarded by mu_
   std::set<SegmentId> corrupt_;  // guarded by mu_
   std::vector<void*> seen_;      // guarded by mu_
+  std::function<void()> hook_;   // guarded by mu_
 };
 
 }  // namespace yb
