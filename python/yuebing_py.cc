@@ -105,6 +105,8 @@ class Store {
     c.master_server_addr = master_server_addr;
     c.tenant = tenant_id;
     if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
+    if (const char* v = std::getenv("YB_ZONE")) c.zone = v;
+    if (!zone_.empty()) c.zone = zone_;
     yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;
@@ -132,6 +134,7 @@ class Store {
     auto lbs = size("local_buffer_size", yb::ClientConfig{}.local_buffer_size);
     if (!gss || !lbs) throw py::value_error("setup: global_segment_size / local_buffer_size must be bytes or \"4 GB\"");
     std::string master = str("master_server_address", str("master_server_addr", kPyMasterServerAddr));
+    zone_ = str("zone", "");
     return Setup(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
                  str("protocol", "tcp"), str("device_name", str("rdma_devices", "")), master, py::none(),
                  d.contains("enable_ssd_offload") && py::bool_(d["enable_ssd_offload"]).cast<bool>(),
@@ -449,6 +452,7 @@ class Store {
   }
 
   std::unique_ptr<yb::Client> client_;
+  std::string zone_;  // setup(dict)'s "zone" (else YB_ZONE)
 };
 
 }  // namespace

@@ -122,9 +122,11 @@ int main(int argc, char** argv) {
       std::printf("%s drained (%zu segments): stopping it loses nothing\n", node.c_str(), ids.size());
       return 0;
     }
-    std::printf("%-20s %-22s %-12s %-12s %-8s %s\n", "NAME", "ENDPOINT", "CAPACITY", "USED", "OBJECTS", "OWNER");
+    std::printf("%-20s %-22s %-10s %-12s %-12s %-8s %s\n", "NAME", "ENDPOINT", "ZONE", "CAPACITY", "USED", "OBJECTS",
+                "OWNER");
     for (const auto& u : *list) {
-      std::printf("%-20s %-22s %-12s %-12s %-8llu %s\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
+      std::printf("%-20s %-22s %-10s %-12s %-12s %-8llu %s\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
+                  u.desc.zone.empty() ? "-" : u.desc.zone.c_str(),
                   yb::FormatBytes(u.capacity).c_str(), yb::FormatBytes(u.allocated).c_str(),
                   static_cast<unsigned long long>(u.allocations), u.owner.ToString().c_str());
     }

@@ -100,6 +100,9 @@ int main(int argc, char** argv) {
   app.add_option("--protocol", c.protocol, "tcp (rdma is not available)")->capture_default_str();
   app.add_option("--device_names", c.device_name, "RDMA devices (unused: TCP only)");
   app.add_option("--threads", threads, "accepted for compatibility");
+  app.add_option("--zone", c.zone,
+                 "this node's failure domain (a rack, a power feed): replicas go to distinct zones first, then "
+                 "distinct hosts (default: YB_ZONE, else none)");
   app.add_option("--metrics_port", metrics_port, "HTTP port for /metrics and /health (0: off)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
@@ -144,6 +147,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log_level", log_level, "trace | debug | info | warn | error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (const char* v = std::getenv("YB_ZONE"); v && c.zone.empty()) c.zone = v;
   spdlog::set_level(spdlog::level::from_str(log_level));
   if (c.local_hostname.empty()) {
     c.local_hostname = host;

@@ -198,6 +198,7 @@ nlohmann::json SegmentsJson(yb::MasterService* master) {
     arr.push_back({{"id", std::to_string(u.desc.id)},
                    {"name", u.desc.name},
                    {"endpoint", u.desc.endpoint},
+                   {"zone", u.desc.zone},
                    {"owner", u.owner.ToString()},
                    {"capacity", u.capacity},
                    {"allocated", u.allocated},

@@ -41,6 +41,10 @@ struct ClientConfig {
   uint64_t local_buffer_size = 16ULL << 20;  // staging buffer
   uint64_t segment_chunk_size = 1ULL << 30;  // the pool memory is mounted in chunks of this size
   std::string tenant = "default";
+  // This client's failure domain, given to its segments (a rack, a power feed, an availability
+  // zone; up to 64 printable characters): replicas of an object go to distinct zones first, then
+  // distinct hosts. "" (the default): unlabelled. The entry points read YB_ZONE when not set.
+  std::string zone;
   bool enable_checksum = false;  // record an XXH3-64 checksum with every Put
   bool verify_checksum = true;   // check it on Get when the writer recorded one
   // With a networked master: the address this client's transfer server listens on. The host of

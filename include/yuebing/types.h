@@ -22,6 +22,7 @@ struct SsdTierConfig {
 
 // Keys longer than this are refused with INVALID_KEY.
 inline constexpr size_t kMaxKeyLength = 4096;
+inline constexpr size_t kMaxZoneLength = 64;  // SegmentDesc::zone
 
 using SegmentId = uint64_t;
 
@@ -62,6 +63,9 @@ struct SegmentDesc {
   // master that restarted keeps the objects of a segment re-mounted with the same id and
   // incarnation (the owner kept its memory), and drops them otherwise.
   uint64_t incarnation = 0;
+  // The owner's failure domain (yb-client --zone: a rack, a power feed, an availability zone);
+  // "" when none was given. Replicas of an object go to distinct zones first, then distinct hosts.
+  std::string zone = {};
 };
 
 // The endpoint of a segment served only inside its owner's process (an embedded master's clients).

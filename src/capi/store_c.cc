@@ -96,6 +96,7 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
     // A C program has no main() of ours: this setup is its entry point, and Mooncake's users tune
     // the transport through this variable. The library under it reads no environment.
     if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;
+    if (const char* v = std::getenv("YB_ZONE")) c.zone = v;
     std::lock_guard lock(h->setup_mu);
     if (h->client) {
       YB_LOG_ERROR("setup: this store is already set up");

@@ -1,5 +1,7 @@
 // ValidateClientConfig: the one check of a client's configuration, whoever fills it (the C API,
 // Python, yb-client, yb, a C++ program): every entry point reaches it through Connect().
+#include <algorithm>
+
 #include "client/client_internal.h"
 #include "common/listener.h"
 #include "yuebing/client.h"
@@ -43,6 +45,9 @@ Status ValidateClientConfig(const ClientConfig& c) {
     return Bad("transfer_keepalive_sec must be at most " + std::to_string(kMaxKeepaliveSec));
   }
   if (c.rpc_timeout_ms == 0) return Bad("rpc_timeout_ms must be > 0");
+  if (c.zone.size() > kMaxZoneLength || std::any_of(c.zone.begin(), c.zone.end(), [](char ch) { return ch <= ' ' || ch > '~'; })) {
+    return Bad("zone '" + c.zone + "' must be at most 64 printable characters without spaces");
+  }
   if (c.enable_offload) YB_RETURN_IF_ERROR(ValidateSsdTier(c));
   return Status::OK();
 }

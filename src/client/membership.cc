@@ -70,7 +70,7 @@ Status Membership::MountPool() {
   for (uint64_t off = 0; off < config_.global_segment_size; off += config_.segment_chunk_size) {
     uint64_t size = std::min(config_.segment_chunk_size, config_.global_segment_size - off);
     SegmentDesc d{rng() | 1,  config_.local_hostname, reinterpret_cast<uint64_t>(pool_->data() + off), size, endpoint_,
-                  incarnation};
+                  incarnation, config_.zone};
     local_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
     if (served_) served_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
     Status st = master_->MountSegment(ctx(), d);

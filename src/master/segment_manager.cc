@@ -37,18 +37,24 @@ bool SegmentManager::Serving(SegmentRef ref) const {
   return serving && slot_ref_[slot].load(std::memory_order_acquire) == ref;
 }
 
+pb::LogSegment SegmentManager::ToLog(const Segment& seg) {
+  pb::LogSegment s;
+  s.set_id(seg.desc.id);
+  s.set_name(seg.desc.name);
+  s.set_base(seg.desc.base);
+  s.set_size(seg.desc.size);
+  s.set_endpoint(seg.desc.endpoint);
+  s.set_owner_hi(seg.owner.hi);
+  s.set_owner_lo(seg.owner.lo);
+  s.set_incarnation(seg.desc.incarnation);
+  s.set_zone(seg.desc.zone);
+  return s;
+}
+
 void SegmentManager::LogLocked(const Segment& seg) const {
   if (!sink_) return;
   pb::LogRecord rec;
-  pb::LogSegment* s = rec.mutable_segment();
-  s->set_id(seg.desc.id);
-  s->set_name(seg.desc.name);
-  s->set_base(seg.desc.base);
-  s->set_size(seg.desc.size);
-  s->set_endpoint(seg.desc.endpoint);
-  s->set_owner_hi(seg.owner.hi);
-  s->set_owner_lo(seg.owner.lo);
-  s->set_incarnation(seg.desc.incarnation);
+  *rec.mutable_segment() = ToLog(seg);
   sink_->Append(rec);
 }
 
@@ -117,16 +123,7 @@ std::vector<pb::LogSegment> SegmentManager::Records() const {
   ReaderLock lock(mu_);
   std::vector<pb::LogSegment> out;
   for (const auto& [id, seg] : by_id_) {
-    pb::LogSegment s;
-    s.set_id(seg->desc.id);
-    s.set_name(seg->desc.name);
-    s.set_base(seg->desc.base);
-    s.set_size(seg->desc.size);
-    s.set_endpoint(seg->desc.endpoint);
-    s.set_owner_hi(seg->owner.hi);
-    s.set_owner_lo(seg->owner.lo);
-    s.set_incarnation(seg->desc.incarnation);
-    out.push_back(std::move(s));
+    out.push_back(ToLog(*seg));
   }
   return out;
 }
@@ -137,6 +134,10 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
                                             std::to_string(alignment_));
   }
   if (desc.name.empty()) return Status(Code::kInvalidParams, "segment has no name");
+  if (desc.zone.size() > kMaxZoneLength) {
+    return Status(Code::kInvalidParams, "zone of " + std::to_string(desc.zone.size()) + " bytes exceeds " +
+                                            std::to_string(kMaxZoneLength));
+  }
   if (desc.size >= (1ULL << 56)) return Status(Code::kInvalidParams, "segment is larger than 64 PiB");
   WriterLock lock(mu_);
   auto it = by_id_.find(desc.id);
@@ -171,7 +172,8 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
   YB_RETURN_IF_ERROR(AddLocked(seg));
   LogLocked(*seg);
-  YB_LOG_INFO("mounted segment {} '{}' ({} bytes) for client {}", desc.id, desc.name, desc.size, owner.ToString());
+  YB_LOG_INFO("mounted segment {} '{}' ({} bytes{}{}) for client {}", desc.id, desc.name, desc.size,
+              desc.zone.empty() ? "" : ", zone ", desc.zone, owner.ToString());
   return Status::OK();
 }
 
@@ -306,35 +308,48 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
   std::vector<Allocation> out;
   if (count == 0 || size == 0) return out;
   ReaderLock lock(mu_);
+  // Replicas go to distinct names (each a storage process, its own fault domain); to distinct
+  // zones (the label an operator gives, --zone) and distinct hosts while there are any: a zone's
+  // hosts share a switch or a power feed, a host's daemons its power and its network. The segments
+  // to avoid already hold a copy (a repair) or could not be written: their zones and hosts count as
+  // taken.
   // A segment to avoid takes its owner's other segments with it: one process, one fate.
-  std::vector<ClientId> avoided_owners;
-  for (SegmentId id : avoid) {
-    if (auto it = by_id_.find(id); it != by_id_.end()) avoided_owners.push_back(it->second->owner);
-  }
-  // Replicas go to distinct names (each a storage process, its own fault domain), and to distinct
-  // hosts while there are any: a host's daemons share its power and its network.
   std::vector<const std::string*> used_names;
-  std::vector<std::string_view> used_hosts;
+  std::vector<std::string_view> used_hosts, used_zones;
+  std::vector<ClientId> avoided_owners;
+  auto taken = [](const std::vector<std::string_view>& v, std::string_view x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  for (SegmentId id : avoid) {
+    if (auto it = by_id_.find(id); it != by_id_.end()) {
+      avoided_owners.push_back(it->second->owner);
+      used_hosts.push_back(HostOf(it->second->desc.endpoint));
+      used_zones.push_back(it->second->desc.zone);
+    }
+  }
   auto name_used = [&](const std::string& n) {
     return std::any_of(used_names.begin(), used_names.end(), [&](const std::string* u) { return *u == n; });
   };
-  auto try_segment = [&](Segment& seg, bool new_host_only) {
+  enum Spread { kNewZoneAndHost, kNewZone, kNewHost, kAny };
+  auto try_segment = [&](Segment& seg, Spread spread) {
     if (out.size() >= count || name_used(seg.desc.name) || seg.draining.load(std::memory_order_relaxed)) return;
     const std::string_view host = HostOf(seg.desc.endpoint);
-    if (new_host_only && std::find(used_hosts.begin(), used_hosts.end(), host) != used_hosts.end()) return;
+    if ((spread == kNewZoneAndHost || spread == kNewHost) && taken(used_hosts, host)) return;
+    if (spread <= kNewZone && taken(used_zones, seg.desc.zone)) return;
     if (std::find(avoided_owners.begin(), avoided_owners.end(), seg.owner) != avoided_owners.end()) return;
     Allocation a;
     if (TryAllocateOn(seg, size, &a)) {
       out.push_back(a);
       used_names.push_back(&seg.desc.name);
       used_hosts.push_back(host);
+      used_zones.push_back(seg.desc.zone);
     }
   };
   // A preferred name is a segment's name, or the host part of it ("node-a" for "node-a:15001").
   for (const auto& name : preferred) {
     for (const auto& seg : list_) {
       if (out.size() >= preferred_for) break;
-      if (SegmentNameMatches(seg->desc.name, name)) try_segment(*seg, false);
+      if (SegmentNameMatches(seg->desc.name, name)) try_segment(*seg, kAny);
     }
   }
   if (out.size() >= count) return out;
@@ -342,14 +357,17 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
   thread_local std::vector<SegmentCandidate> candidates;
   thread_local std::vector<uint32_t> order;
   candidates.clear();
+  bool zoned = false;
   for (const auto& seg : list_) {
     candidates.push_back({seg->capacity, seg->free_bytes.load(std::memory_order_relaxed)});
+    zoned = zoned || !seg->desc.zone.empty();
   }
   strategy_->Order(candidates, order);
-  for (bool new_host_only : {true, false}) {
+  for (Spread spread : {kNewZoneAndHost, kNewZone, kNewHost, kAny}) {
+    if (spread <= kNewZone && !zoned) continue;  // no zones: the same as kNewHost
     for (uint32_t i : order) {
       if (candidates[i].free < size) continue;
-      try_segment(*list_[i], new_host_only);
+      try_segment(*list_[i], spread);
       if (out.size() >= count) return out;
     }
   }

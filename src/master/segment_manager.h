@@ -137,6 +137,7 @@ class SegmentManager {
   void RebuildListLocked() REQUIRES(mu_);
   // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
   Status AddLocked(std::shared_ptr<Segment> seg) REQUIRES(mu_);
+  static pb::LogSegment ToLog(const Segment& seg);
   void LogLocked(const Segment& seg) const REQUIRES(mu_);
   std::optional<NameHolder> NameHolderLocked(const ClientId& owner, const std::string& name) const
       REQUIRES_SHARED(mu_);

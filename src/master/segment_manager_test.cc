@@ -92,6 +92,54 @@ TEST(SegmentManagerTest, DistinctHostsAreFilledFirst) {
   EXPECT_EQ(m.IdOf(pref[0].segment), 4u);
 }
 
+// Zones: two labelled zones of two hosts each, and one host per zone running two daemons. Two
+// replicas always span both zones; three take a second host in one of them; a repair's copy (the
+// survivors given to avoid) goes to the other zone while it has room.
+TEST(SegmentManagerTest, ReplicasSpanZonesFirstThenHosts) {
+  SegmentManager m(MakeRandomStrategy(9), 64);
+  auto zoned = [](SegmentId id, const std::string& endpoint, const std::string& zone) {
+    SegmentDesc d = Net(id, endpoint, 1 << 20);
+    d.zone = zone;
+    return d;
+  };
+  ASSERT_TRUE(m.Mount(ClientId{1, 1}, zoned(1, "a1:1", "rack-a")).ok());
+  ASSERT_TRUE(m.Mount(ClientId{2, 2}, zoned(2, "a1:2", "rack-a")).ok());
+  ASSERT_TRUE(m.Mount(ClientId{3, 3}, zoned(3, "a2:1", "rack-a")).ok());
+  ASSERT_TRUE(m.Mount(ClientId{4, 4}, zoned(4, "b1:1", "rack-b")).ok());
+  ASSERT_TRUE(m.Mount(ClientId{5, 5}, zoned(5, "b2:1", "rack-b")).ok());
+  ASSERT_TRUE(m.Mount(ClientId{6, 6}, zoned(6, "b2:2", "rack-b")).ok());
+  auto zone_of = [](SegmentId id) { return id <= 3 ? 'a' : 'b'; };
+  auto host_of = [](SegmentId id) { return id <= 2 ? 1 : id == 3 ? 2 : id == 4 ? 3 : 4; };
+  for (int i = 0; i < 60; ++i) {
+    auto two = m.Allocate(100, 2, {});
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_NE(zone_of(m.IdOf(two[0].segment)), zone_of(m.IdOf(two[1].segment)));
+    auto three = m.Allocate(100, 3, {});
+    ASSERT_EQ(three.size(), 3u);
+    std::set<char> zones;
+    std::set<int> hosts;
+    for (const auto& a : three) {
+      zones.insert(zone_of(m.IdOf(a.segment)));
+      hosts.insert(host_of(m.IdOf(a.segment)));
+    }
+    EXPECT_EQ(zones.size(), 2u);
+    EXPECT_EQ(hosts.size(), 3u) << "three hosts before a host's second daemon";
+    auto copy = m.Allocate(100, 1, {}, {1});  // the survivor is on rack-a
+    ASSERT_EQ(copy.size(), 1u);
+    EXPECT_EQ(zone_of(m.IdOf(copy[0].segment)), 'b');
+  }
+  // A zone beats a host: with every daemon on one host, two replicas still span the zones.
+  SegmentManager one(MakeRandomStrategy(10), 64);
+  for (SegmentId id = 1; id <= 4; ++id) {
+    ASSERT_TRUE(one.Mount(ClientId{id, id}, zoned(id, "h:" + std::to_string(id), id <= 2 ? "z1" : "z2")).ok());
+  }
+  for (int i = 0; i < 40; ++i) {
+    auto two = one.Allocate(100, 2, {});
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_NE(one.IdOf(two[0].segment) <= 2, one.IdOf(two[1].segment) <= 2);
+  }
+}
+
 // Balance after a node joins: three segments half full and a new empty one. The default (random)
 // order gives the new node its share of new objects, not all of them (no hot spot), and a segment
 // without room is never chosen while others have it.

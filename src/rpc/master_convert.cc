@@ -33,7 +33,7 @@ void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
 }
 
 SegmentDesc FromPb(const pb::Segment& s) {
-  return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation()};
+  return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation(), s.zone()};
 }
 
 void ToPb(const SegmentDesc& s, pb::Segment* out) {
@@ -43,6 +43,7 @@ void ToPb(const SegmentDesc& s, pb::Segment* out) {
   out->set_size(s.size);
   out->set_endpoint(s.endpoint);
   out->set_incarnation(s.incarnation);
+  out->set_zone(s.zone);
 }
 
 SegmentUsage FromPb(const pb::SegmentUsage& p) {

@@ -125,9 +125,13 @@ def test_setup_from_dict_and_errors(cluster):
         s.get("k")
     assert s.setup({"local_hostname": "127.0.0.1", "metadata_server": "P2PHANDSHAKE",
                     "master_server_address": cluster.address, "global_segment_size": "8MB",
-                    "local_buffer_size": "4 MB", "protocol": "tcp"}) == 0
+                    "local_buffer_size": "4 MB", "protocol": "tcp", "zone": "rack-7"}) == 0
     assert s.put("d", b"dict") == 0 and s.get("d") == b"dict"
+    assert [g["zone"] for g in cluster.segments() if g["name"] == s.get_hostname()] == ["rack-7"]
     s.close()
+    bad = MooncakeDistributedStore()
+    assert bad.setup({"local_hostname": "127.0.0.1", "master_server_address": cluster.address,
+                      "zone": "two words"}) == -600  # a zone is one printable word
     assert MooncakeDistributedStore().setup("127.0.0.1", "P2PHANDSHAKE", 0, 1 << 20, "tcp", "",
                                             "127.0.0.1:1") == -900
 
