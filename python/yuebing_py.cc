@@ -32,6 +32,7 @@ struct PyReplicateConfig {
   bool with_hard_pin = false;
   std::vector<std::string> preferred_segments;
   std::string preferred_segment;  // deprecated single form
+  bool prefer_alloc_in_same_node = false;
 
   yb::ReplicateConfig ToCpp() const {
     yb::ReplicateConfig c;
@@ -40,6 +41,7 @@ struct PyReplicateConfig {
     c.with_hard_pin = with_hard_pin;
     c.preferred_segments = preferred_segments;
     if (!preferred_segment.empty()) c.preferred_segments.insert(c.preferred_segments.begin(), preferred_segment);
+    c.prefer_local = prefer_alloc_in_same_node;
     return c;
   }
 };
@@ -489,6 +491,7 @@ PYBIND11_MODULE(_yuebing, m) {
       .def_readwrite("with_hard_pin", &PyReplicateConfig::with_hard_pin)
       .def_readwrite("preferred_segments", &PyReplicateConfig::preferred_segments)
       .def_readwrite("preferred_segment", &PyReplicateConfig::preferred_segment)
+      .def_readwrite("prefer_alloc_in_same_node", &PyReplicateConfig::prefer_alloc_in_same_node)
       .def("__repr__", [](const PyReplicateConfig& c) {
         return "ReplicateConfig(replica_num=" + std::to_string(c.replica_num) +
                ", with_soft_pin=" + (c.with_soft_pin ? "True" : "False") +

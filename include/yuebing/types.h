@@ -36,6 +36,9 @@ struct ReplicateConfig {
   // put that could not write to them (their node went away, and the master has not noticed yet)
   // is tried once more elsewhere.
   std::vector<SegmentId> avoid_segments;
+  // The first replica on the writer's own segment, else on another process of its host, as the
+  // master's local_first strategy does for every Put (Python's prefer_alloc_in_same_node).
+  bool prefer_local = false;
 };
 
 enum class ReplicaKind : uint8_t { kMemory = 0, kLocalDisk = 1, kDisk = 2 };

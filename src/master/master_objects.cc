@@ -49,7 +49,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
   const std::vector<std::string>* preferred = &config.preferred_segments;
   std::vector<std::string> local;
   size_t preferred_for = SIZE_MAX;
-  if (local_first_ && config.preferred_segments.empty()) {
+  if ((local_first_ || config.prefer_local) && config.preferred_segments.empty()) {
     // Mooncake's local_first: the first replica on the writer's own segment, else on another
     // process of its host; the others placed as usual (distinct hosts first).
     segments_.AppendNamesAndHostsOf(writer, local);

@@ -337,6 +337,29 @@ TEST_F(MasterServiceTest, ARemountRequestIsRepeatedUntilTheSegmentsAreBack) {
   EXPECT_FALSE(master_->Ping(c, 2)->need_remount);
 }
 
+// A Put that asks for it (Python's prefer_alloc_in_same_node) gets local_first's placement under
+// the default strategy: its first replica on the writer's own segment.
+TEST_F(MasterServiceTest, APutThatPrefersItsNodeGetsItsOwnSegmentFirst) {
+  CallContext w = Register(ClientId{21, 21}), far = Register(ClientId{23, 23});
+  SegmentDesc mine{801, "h1:1", 0x10000000ULL, 1 << 20, "h1:1", 1};
+  SegmentDesc remote{803, "h2:1", 0x30000000ULL, 1 << 20, "h2:1", 1};
+  ASSERT_TRUE(master_->MountSegment(w, mine).ok());
+  ASSERT_TRUE(master_->MountSegment(far, remote).ok());
+  int local = 0, plain_local = 0;
+  for (int i = 0; i < 30; ++i) {
+    ReplicateConfig near;
+    near.prefer_local = true;
+    auto one = master_->PutStart(w, "near" + std::to_string(i), 1000, near);
+    ASSERT_TRUE(one.ok());
+    local += (*one)[0].segment == 801u;
+    auto plain = master_->PutStart(w, "plain" + std::to_string(i), 1000, {});
+    ASSERT_TRUE(plain.ok());
+    plain_local += (*plain)[0].segment == 801u;
+  }
+  EXPECT_EQ(local, 30);
+  EXPECT_LT(plain_local, 30);  // random placement without it
+}
+
 // local_first (Mooncake's third strategy): a writer's first replica goes to its own segment, or
 // else to another process on its host; further replicas still to other hosts first.
 TEST_F(MasterServiceTest, LocalFirstPutsTheFirstReplicaOnTheWritersOwnSegmentThenItsHost) {

@@ -21,6 +21,7 @@ ReplicateConfig FromPb(const pb::ReplicateConfig& c) {
   r.with_hard_pin = c.with_hard_pin();
   r.preferred_segments.assign(c.preferred_segments().begin(), c.preferred_segments().end());
   r.avoid_segments.assign(c.avoid_segments().begin(), c.avoid_segments().end());
+  r.prefer_local = c.prefer_local();
   return r;
 }
 
@@ -28,6 +29,7 @@ void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
   out->set_replica_num(static_cast<uint32_t>(c.replica_num));
   out->set_with_soft_pin(c.with_soft_pin);
   out->set_with_hard_pin(c.with_hard_pin);
+  out->set_prefer_local(c.prefer_local);
   for (const auto& s : c.preferred_segments) out->add_preferred_segments(s);
   for (SegmentId s : c.avoid_segments) out->add_avoid_segments(s);
 }

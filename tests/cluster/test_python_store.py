@@ -59,6 +59,16 @@ def test_replicate_config(store):
     assert store.get("two") == b"x" * 1000
 
 
+def test_prefer_alloc_in_same_node_puts_the_replica_in_the_writers_segment(store, cluster):
+    mine = {int(g["id"]) for g in cluster.segments() if g["name"] == store.get_hostname()}
+    near = ReplicateConfig()
+    assert near.prefer_alloc_in_same_node is False
+    near.prefer_alloc_in_same_node = True
+    for i in range(20):
+        assert store.put(f"near{i}", b"n" * 5000, near) == 0
+        assert {r.segment for r in store.get_replica_desc(f"near{i}")} <= mine, i
+
+
 def test_zero_copy_with_numpy_bytearray_memoryview_and_addresses(store):
     src = np.arange(4096, dtype=np.uint8)
     dst = np.zeros(4096, dtype=np.uint8)
