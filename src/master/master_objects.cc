@@ -10,6 +10,7 @@ namespace {
 
 // A put's list of segments to avoid names the few its writer could not reach.
 constexpr size_t kMaxAvoidSegments = 256;
+constexpr int kMaxEvictRounds = 8;  // evictions one Put may trigger before it is refused
 
 std::string Quote(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
 
@@ -58,11 +59,15 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
   }
   auto allocs = segments_.Allocate(size, n, *preferred, config.avoid_segments, preferred_for);
   if (allocs.empty()) {
-    // A failed allocation triggers eviction now; the writer does not have to come back.
+    // A failed allocation triggers eviction now; the writer does not have to come back. Another
+    // writer may take the space freed before this one does, and what is freed may lie in pieces
+    // too small for the object: eviction goes on while it frees anything, so a Put is refused
+    // only when nothing more can be evicted (or after kMaxEvictRounds).
     evictor_.NoteAllocationFailure(size * n);
     uint64_t want = std::max<uint64_t>(
         size * n, static_cast<uint64_t>(config_.eviction_ratio * static_cast<double>(segments_.capacity())));
-    if (evictor_.EvictBytes(want) > 0) {
+    for (int round = 0; allocs.empty() && round < kMaxEvictRounds; ++round) {
+      if (evictor_.EvictBytes(want) == 0) break;
       allocs = segments_.Allocate(size, n, *preferred, config.avoid_segments, preferred_for);
     }
   }

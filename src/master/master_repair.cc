@@ -97,7 +97,8 @@ bool MasterService::DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref ob
 uint64_t MasterService::RepairOnce() {
   if (config_.repair_bandwidth == 0) return 0;
   const TimeMs now = clock_.NowMs();
-  CancelRepairsIf([now](const ClientId&, TimeMs deadline) { return deadline <= now; });
+  CancelRepairsIf([now](const ClientId&, TimeMs deadline) { return deadline <= now; },
+                  "not reported within --repair_task_timeout_sec");
   std::vector<std::pair<size_t, std::string>> batch;
   {
     MutexLock lock(repair_mu_);
@@ -141,7 +142,8 @@ uint64_t MasterService::RepairOnce() {
   return started;
 }
 
-void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone) {
+void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone,
+                                    std::string_view why) {
   std::vector<RepairInFlight> cancelled;
   {
     MutexLock lock(repair_mu_);
@@ -154,10 +156,13 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
       }
     }
   }
+  if (!cancelled.empty()) {
+    uint64_t bytes = 0;
+    for (const RepairInFlight& f : cancelled) bytes += f.task.size;
+    YB_LOG_WARN("re-replication: {} copies ({} bytes, the first into segment {}) {}: given up, to be made again",
+                cancelled.size(), bytes, cancelled.front().task.target, why);
+  }
   for (RepairInFlight& f : cancelled) {
-    YB_LOG_WARN("re-replication: the copy of an object of {} bytes into segment {} was not reported in time: "
-                "given up, to be made again",
-                f.task.size, f.task.target);
     const HashedKey hk(f.table_key);
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);
@@ -215,6 +220,8 @@ Result<std::vector<RepairTask>> MasterService::RepairFetch(const CallContext& ct
 std::vector<Status> MasterService::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
   std::vector<Status> out;
   out.reserve(results.size());
+  size_t failed = 0;  // logged once per report, with the first reason
+  std::string first_failure;
   for (const RepairResult& res : results) {
     RepairInFlight f;
     {
@@ -242,14 +249,17 @@ std::vector<Status> MasterService::RepairDone(const CallContext& ctx, const std:
       repair_bytes_.fetch_add(f.task.size, std::memory_order_relaxed);
       out.push_back(Status::OK());
     } else {
-      YB_LOG_WARN("re-replication: client {} could not copy an object of {} bytes: {}", ctx.client.ToString(),
-                  f.task.size, res.status.ok() ? "its new replica went meanwhile" : res.status.ToString());
+      if (failed++ == 0) first_failure = res.status.ok() ? "its new replica went meanwhile" : res.status.ToString();
       out.push_back(res.status.ok() ? Status(Code::kSegmentNotFound, "the new replica's segment went") : Status::OK());
       if (!DropRepairLocked(s, obj, f.target)) continue;  // that was all it had left
     }
     // Another copy if it is still short (several replicas lost, or this one failed).
     const size_t have = obj->CompleteMemoryReplicas();
     if (have > 0 && have < obj->want_replicas) NoteAtRisk(f.table_key, have);
+  }
+  if (failed > 0) {
+    YB_LOG_WARN("re-replication: client {} could not make {} of {} copies ({}), to be made again",
+                ctx.client.ToString(), failed, results.size(), first_failure);
   }
   return out;
 }

@@ -199,7 +199,7 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why) {
     if (ref.ok()) DropSegmentEverywhere(*ref);
   }
   ForgetOffloadsOf(c);
-  CancelRepairsIf([&c](const ClientId& owner, TimeMs) { return owner == c; });
+  CancelRepairsIf([&c](const ClientId& owner, TimeMs) { return owner == c; }, "lost their copier");
   // A call from the client between its expiry and now (a MountSegment in flight) made it known
   // again, and what it mounted may have gone with the rest: it must re-mount everything.
   clients_.MarkRemount(c);

@@ -221,7 +221,8 @@ class MasterService final : public MasterApi {
   RepairStart StartRepair(const std::string& table_key, TimeMs now);
   // Gives up the copies for which `gone` holds (timed out, or their client went): their space is
   // freed and their objects are queued again.
-  void CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone);
+  // `why` says, for the log, why they are given up.
+  void CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone, std::string_view why);
   struct RepairInFlight {
     RepairTask task;
     std::string table_key;

@@ -10,6 +10,10 @@ import urllib.request
 
 import pytest
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long: a workload of a minute or more (ctest's cluster_long_tests)")
+
+
 BIN = os.environ.get("YB_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
 
 
