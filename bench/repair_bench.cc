@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   uint64_t fill_bytes = 1ULL << 30, value_size = 1ULL << 20;
   int readers_n = 2, victim_pid = 0;
   double seconds = 5;
+  std::string repair_bandwidth;
   app.add_option("--master", master, "yb-master host:port");
   app.add_option("--master_http", master_http, "its metrics host:port (/metrics)");
   app.add_option("--victim_pid", victim_pid, "the storage daemon to kill (-9)")->required();
@@ -116,6 +117,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "baseline window");
   app.add_option("--fill_bytes", fill_bytes, "bytes of objects written (each with 2 replicas)");
   app.add_option("--value_size", value_size, "bytes per object");
+  app.add_option("--repair_bandwidth", repair_bandwidth, "the master's --repair_bandwidth, for the report");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb-repair-bench"));
   spdlog::set_level(spdlog::level::err);  // the victim's death makes reads fall over: expected
@@ -139,6 +141,7 @@ int main(int argc, char** argv) {
   http.set_read_timeout(2, 0);
 
   json out;
+  if (!repair_bandwidth.empty()) out["repair_bandwidth"] = repair_bandwidth;
   const size_t objects = fill_bytes / value_size;
   std::vector<char> v(value_size);
   yb::ReplicateConfig two;
@@ -169,8 +172,15 @@ int main(int argc, char** argv) {
   std::optional<Clock::time_point> start;
   uint64_t bs = 0, gs = 0;
   double at_risk_max = 0;
+  json timeline = json::array();  // every 100 ms from the start: at risk, copies in flight, repaired
+  double next_sample = 0;
   while (Since(killed) < 120) {
     auto risk = Metric(http, "yb_master_objects_at_risk");
+    if (start && Since(*start) >= next_sample) {
+      next_sample += 0.1;
+      timeline.push_back({Since(*start), risk.value_or(-1), Metric(http, "yb_master_repairs_in_flight").value_or(-1),
+                          Metric(http, "yb_master_repaired_total").value_or(-1)});
+    }
     if (risk && *risk > 0 && !start) {
       start = Clock::now();
       bs = readers.bytes();
@@ -195,6 +205,7 @@ int main(int argc, char** argv) {
                    {"seconds", window},
                    {"GBps", repaired / window / 1e9}};
   out["get_during_repair"] = Window(read_bytes, read_gets, window);
+  out["timeline_s_atrisk_inflight_repaired"] = timeline;
   out["get_during_over_baseline"] =
       out["get_during_repair"]["GBps"].get<double>() / out["get_baseline"]["GBps"].get<double>();
   out["reads_failed"] = readers.failed();

@@ -4,7 +4,7 @@
 # running, then one daemon killed (-9). Prints yb-repair-bench's JSON, once per repair bandwidth.
 # Usage: bench/repair_bench.sh [build dir] [yb-repair-bench flags...]
 # YB_REPAIR_BANDWIDTHS: the master's --repair_bandwidth values to run (default: "256MB 100GB",
-# the default limit and effectively none).
+# the default limit and effectively none). The output is a JSON array, one document per run.
 set -euo pipefail
 BUILD=${1:-build}
 shift || true
@@ -13,6 +13,7 @@ DIR=$(mktemp -d)
 PIDS=()
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DIR"; }
 trap cleanup EXIT
+sep="["
 for bw in ${YB_REPAIR_BANDWIDTHS:-256MB 100GB}; do
   PORT=$((50700 + RANDOM % 200)) HTTP=$((51000 + RANDOM % 200))
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_address 127.0.0.1 --metrics_port "$HTTP" \
@@ -29,9 +30,11 @@ for bw in ${YB_REPAIR_BANDWIDTHS:-256MB 100GB}; do
     sleep 0.1
   done
   [[ $n == 4 ]] || { echo "the storage daemons did not mount:" >&2; cat "$DIR"/*.log >&2; exit 1; }
-  echo "{\"repair_bandwidth\": \"$bw\", \"result\":"
-  "$BIN/yb-repair-bench" --master "127.0.0.1:$PORT" --master_http "127.0.0.1:$HTTP" --victim_pid "${PIDS[4]}" "$@"
-  echo "}"
+  echo "$sep"
+  sep=","
+  "$BIN/yb-repair-bench" --master "127.0.0.1:$PORT" --master_http "127.0.0.1:$HTTP" --victim_pid "${PIDS[4]}" \
+    --repair_bandwidth "$bw" "$@"
   kill "${PIDS[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
 done
+echo "]"

@@ -15,43 +15,63 @@ void Repairer::Start(Scheduler& scheduler) {
                          Scheduler::Step([this] { return RunOnce() == kTasksPerFetch; }));
 }
 
-Status Repairer::Copy(const RepairTask& t) {
+Result<TransferRequest> Repairer::Plan(const RepairTask& t) const {
   LocalSegment seg = local_->Find(t.target);
   if (!seg.base) return Status(Code::kSegmentNotFound, "segment " + std::to_string(t.target) + " is not ours");
   if (t.target_offset > seg.size || t.size > seg.size - t.target_offset) {
     return Status(Code::kInvalidParams, "the copy's range is outside segment " + std::to_string(t.target));
   }
-  uint8_t* dst = seg.base + t.target_offset;
-  TransferRequest r{TransferRequest::Op::kRead, t.source, t.source_offset, dst, t.size};
-  Status st = engine_->Submit({r})[0];
-  if (!st.ok()) return st;
-  if (t.checksum && HashBytes(dst, t.size) != *t.checksum) {
-    return Status(Code::kChecksumMismatch, "the copy read from segment " + std::to_string(t.source) +
-                                               " does not match the value's checksum");
-  }
-  return Status::OK();
+  return TransferRequest{TransferRequest::Op::kRead, t.source, t.source_offset, seg.base + t.target_offset, t.size};
 }
 
 size_t Repairer::RunOnce(bool force) {
-  if (!members_.TakeRepairsWaiting() && !force) return 0;
+  const bool waiting = members_.TakeRepairsWaiting();
+  if (!waiting && !force && !more_.load()) return 0;
+  more_ = false;
   auto tasks = members_.master().RepairFetch(members_.ctx(), kTasksPerFetch);
   if (!tasks.ok()) {
     YB_LOG_WARN("re-replication: cannot fetch copy tasks: {}", tasks.status().ToString());
     return 0;
   }
   if (tasks->empty()) return 0;
-  std::vector<RepairResult> results;
-  results.reserve(tasks->size());
-  for (const RepairTask& t : *tasks) {
-    Status st = Copy(t);
-    if (st.ok()) {
+  more_ = tasks->size() == kTasksPerFetch;
+  // Every copy of the batch in one submission: the engine moves them in parallel.
+  std::vector<RepairResult> results(tasks->size());
+  std::vector<TransferRequest> reqs;
+  std::vector<size_t> owner;
+  for (size_t i = 0; i < tasks->size(); ++i) {
+    results[i].task_id = (*tasks)[i].task_id;
+    auto r = Plan((*tasks)[i]);
+    if (!r.ok()) {
+      results[i].status = r.status();
+      continue;
+    }
+    reqs.push_back(*r);
+    owner.push_back(i);
+  }
+  auto done = engine_->Submit(reqs);
+  for (size_t k = 0; k < done.size(); ++k) {
+    const RepairTask& t = (*tasks)[owner[k]];
+    Status st = std::move(done[k]);
+    if (st.ok() && t.checksum && HashBytes(reqs[k].local, t.size) != *t.checksum) {
+      st = Status(Code::kChecksumMismatch, "the copy read from segment " + std::to_string(t.source) +
+                                               " does not match the value's checksum");
+    }
+    results[owner[k]].status = std::move(st);
+  }
+  size_t failed = 0;
+  const Status* first = nullptr;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].status.ok()) {
       copied_.fetch_add(1);
-      bytes_.fetch_add(t.size);
+      bytes_.fetch_add((*tasks)[i].size);
     } else {
       failed_.fetch_add(1);
-      YB_LOG_WARN("re-replication: copy of {} bytes from segment {} failed: {}", t.size, t.source, st.ToString());
+      if (failed++ == 0) first = &results[i].status;
     }
-    results.push_back({t.task_id, std::move(st)});
+  }
+  if (failed > 0) {
+    YB_LOG_WARN("re-replication: {} of {} copies failed (the first: {})", failed, results.size(), first->ToString());
   }
   (void)members_.master().RepairDone(members_.ctx(), results);  // unreported ones time out and are redone
   return tasks->size();

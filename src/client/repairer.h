@@ -27,8 +27,9 @@ class Repairer {
   ~Repairer() { Stop(); }
   void Start(Scheduler& scheduler);
   void Stop() { job_.reset(); }
-  // Fetches and makes one batch of copies if the master said some wait (or `force`); returns how
-  // many were made (successfully or not).
+  // Fetches and makes one batch of copies if the master said some wait, the last batch was full
+  // (more may wait), or `force`; returns how many were made (successfully or not). The batch's
+  // copies are submitted to the transfer engine together.
   size_t RunOnce(bool force = false);
 
   uint64_t copied() const { return copied_.load(); }
@@ -36,13 +37,15 @@ class Repairer {
   uint64_t bytes() const { return bytes_.load(); }
 
  private:
-  Status Copy(const RepairTask& t);
+  // The transfer that makes `t`'s copy, or why it cannot be made.
+  Result<TransferRequest> Plan(const RepairTask& t) const;
 
   Membership& members_;
   const std::shared_ptr<TransferEngine> engine_;
   const std::shared_ptr<LocalSegmentRegistry> local_;
   std::unique_ptr<Scheduler::Job> job_;
   std::atomic<uint64_t> copied_{0}, failed_{0}, bytes_{0};
+  std::atomic<bool> more_{false};  // the last fetch was full
 };
 
 }  // namespace yb
