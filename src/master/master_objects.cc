@@ -1,6 +1,7 @@
 // MasterService: Put, Get, Exist and Remove of single objects.
+#include <re2/re2.h>
+
 #include <algorithm>
-#include <regex>
 
 #include "common/log.h"
 #include "master/master_service.h"
@@ -10,7 +11,9 @@ namespace {
 
 // A put's list of segments to avoid names the few its writer could not reach.
 constexpr size_t kMaxAvoidSegments = 256;
-constexpr int kMaxEvictRounds = 8;  // evictions one Put may trigger before it is refused
+constexpr int kMaxEvictRounds = 8;
+constexpr size_t kMaxPatternLength = 4096;      // bytes of a remove_by_regex pattern
+constexpr int64_t kMaxPatternMemory = 8 << 20;  // RE2's budget for the compiled pattern  // evictions one Put may trigger before it is refused
 
 std::string Quote(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
 
@@ -326,14 +329,23 @@ Result<uint64_t> MasterService::RemoveWhere(const CallContext& ctx, const std::o
     YB_LOG_INFO("removed all {} objects", n);
     return n;
   }
-  std::regex re;
-  try {
-    re = std::regex(*pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Status(Code::kInvalidParams, "bad regular expression '" + *pattern + "': " + e.what());
+  // RE2: time linear in the key, no backtracking and no recursion, so no pattern a caller sends
+  // can stall a serving thread or overflow its stack (std::regex did both: `(.*)*c` ran for
+  // minutes, a long pattern recursed per character). Its syntax is the ECMAScript subset without
+  // backreferences and lookaround; a match anywhere in the key counts, as regex_search did.
+  if (pattern->size() > kMaxPatternLength) {
+    return Status(Code::kInvalidParams, "regular expression of " + std::to_string(pattern->size()) +
+                                            " bytes exceeds " + std::to_string(kMaxPatternLength));
   }
-  uint64_t n =
-      RemoveMatching(ctx, force, [&](std::string_view k) { return std::regex_search(k.begin(), k.end(), re); });
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(kMaxPatternMemory);
+  const RE2 re(*pattern, options);
+  if (!re.ok()) {
+    return Status(Code::kInvalidParams, "bad regular expression " + Quote(*pattern) + ": " + re.error());
+  }
+  uint64_t n = RemoveMatching(
+      ctx, force, [&](std::string_view k) { return RE2::PartialMatch(re2::StringPiece(k.data(), k.size()), re); });
   YB_LOG_INFO("removed {} objects matching '{}'", n, *pattern);
   return n;
 }

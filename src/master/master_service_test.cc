@@ -510,6 +510,24 @@ TEST_F(MasterServiceTest, RemoveByRegexMatchesKeysAndRespectsLeases) {
   EXPECT_TRUE(Exists("other"));
 }
 
+// Patterns a caller sends cannot stall or crash the master: `(.*)*c` against a long key (minutes
+// with std::regex's backtracking) and a 4 KiB pattern of one letter (std::regex recursed per
+// character and overflowed the stack at 128 KiB) are answered at once; a longer pattern is refused.
+TEST_F(MasterServiceTest, RegexPatternsRunInLinearTimeAndAreBounded) {
+  Mount("a", 1 << 20);
+  ASSERT_TRUE(Put(std::string(22, 'a'), 10).ok());
+  ASSERT_TRUE(Put(std::string(2000, 'a') + "c", 10).ok());
+  auto n = master_->RemoveByRegex(ctx_, "(.*)*c", true);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 1u);
+  EXPECT_EQ(*master_->RemoveByRegex(ctx_, std::string(4096, 'a'), true), 0u);
+  auto too_long = master_->RemoveByRegex(ctx_, std::string(4097, 'a'), true);
+  EXPECT_EQ(too_long.status().code(), Code::kInvalidParams);
+  EXPECT_NE(too_long.status().message().find("exceeds 4096"), std::string::npos);
+  EXPECT_EQ(master_->RemoveByRegex(ctx_, "(a)\\1", true).status().code(), Code::kInvalidParams);  // no backreferences
+  EXPECT_EQ(*master_->RemoveByRegex(ctx_, "^a{22}$", true), 1u);
+}
+
 // Concurrent writers, readers and removers on shared keys: a smoke test for the sanitizers; the
 // accounting must balance at the end.
 TEST_F(MasterServiceTest, ConcurrentOperationsKeepAccountingConsistent) {
