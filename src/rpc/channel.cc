@@ -123,10 +123,8 @@ struct RpcChannel::Connection {
         YB_LOG_WARN("rpc: malformed reply from {}: closing the connection", target);
         return Status(Code::kRpcFail, "malformed reply from " + target);
       }
-      if (in_len - pos < kHeaderSize + h->body_len) {
-        if (in.size() < kHeaderSize + h->body_len) in.resize(kHeaderSize + h->body_len);
-        break;
-      }
+      // Incomplete: the buffer grows as the bytes arrive, not to the length the header declares.
+      if (in_len - pos < kHeaderSize + h->body_len) break;
       replies.emplace_back(*h, std::string(in.data() + pos + kHeaderSize, h->body_len));
       pos += kHeaderSize + h->body_len;
     }

@@ -105,10 +105,10 @@ class RpcServer::Session final : public LoopSession {
         }
         return false;
       }
-      if (in_len_ - pos < kHeaderSize + h->body_len) {
-        if (in_.size() < kHeaderSize + h->body_len) in_.resize(kHeaderSize + h->body_len);
-        break;
-      }
+      // Incomplete: wait for more. The buffer grows with the bytes that arrive (Read doubles it),
+      // never to the length the header declares: a peer that announces 64 MiB and sends 16 bytes
+      // costs 16 bytes, not 64 MiB (100 such connections grew the master's RSS to 4.8 GB).
+      if (in_len_ - pos < kHeaderSize + h->body_len) break;
       Dispatch(*h, std::string_view(in_.data() + pos + kHeaderSize, h->body_len));
       pos += kHeaderSize + h->body_len;
     }
