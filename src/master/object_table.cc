@@ -514,8 +514,17 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::functio
       }
     }
     t_.tenants_.Release(m.tenant, m.size * gone);  // the segment's memory left with its owner
+    const bool readable = std::any_of(keep.begin(), keep.end(),
+                                      [](const StoredReplica& r) { return r.status() == ReplicaStatus::kComplete; });
     if (keep.empty()) {
       (void)m.TakeReplicas();
+      Remove(Ref(it, true));
+      ++dropped;
+    } else if (!readable) {
+      // Only a re-replication copy in flight is left (PROCESSING): its source is gone, so it cannot
+      // be finished, and the object is lost, not kept with nothing to read. The copy's range goes
+      // with the object (held by the copier's pin until its task ends).
+      SetReplicas(Ref(it, true), keep);
       Remove(Ref(it, true));
       ++dropped;
     } else {

@@ -92,6 +92,23 @@ TEST_F(RepairTest, HeartbeatsNamingNoReadPinLeaveACopysPinInPlace) {
   EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sb_, sc_}));
 }
 
+// The last readable replica goes while its copy is being made: the object is lost (removed and
+// counted), not kept with only an unfinished copy, and the copy's range is freed when the copier
+// reports.
+TEST_F(RepairTest, AnObjectWhoseLastSourceGoesDuringItsCopyIsLost) {
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  ASSERT_EQ(master_->RepairOnce(), 1u);
+  auto t = (*master_->RepairFetch(c_, 10))[0];
+  ASSERT_TRUE(master_->UnmountSegment(b_, sb_).ok());  // the source
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(master_->Stats().objects_lost, 1u);
+  EXPECT_GT(master_->Stats().allocated, 0u);  // the copy's range, until the copier reports
+  EXPECT_EQ(master_->RepairDone(c_, {{t.task_id, Status::OK()}})[0].code(), Code::kObjectNotFound);
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+  EXPECT_EQ(master_->TenantUsed(ctx_.tenant), 0u);
+}
+
 TEST_F(RepairTest, AFailedOrUnreportedCopyIsFreedAndMadeAgain) {
   ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
   ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
