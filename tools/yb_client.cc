@@ -42,6 +42,9 @@ std::string Metrics(const yb::ClientStats& s) {
   p.Gauge("yb_client_transfer_connections", "Open connections to the transfer server.", t.open_connections);
   p.Counter("yb_client_transfer_refused_connections_total",
             "Connections closed at once because --transfer_max_connections were open.", t.refused_connections);
+  p.Counter("yb_client_transfer_stalled_connections_total",
+            "Connections closed after moving no byte for --transfer_stall_timeout_sec halfway through a request.",
+            t.stalled_connections);
   p.Counter("yb_client_transfer_accept_failures_total",
             "Failed accepts (e.g. out of file descriptors), each followed by a pause.", t.accept_failures);
   p.Counter("yb_client_transfer_refused_requests_total",
@@ -110,6 +113,11 @@ int main(int argc, char** argv) {
   app.add_option("--transfer_max_connections", c.transfer_max_connections,
                  "open transfer connections at most; one more is closed at once and counted")
       ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  app.add_option("--transfer_stall_timeout_sec", c.transfer_stall_timeout_sec,
+                 "close a transfer connection halfway through a request, or not reading its answers, that moves no "
+                 "byte for this long; idle connections stay (0: never)")
+      ->check(CLI::Range(0, 86400))
       ->capture_default_str();
   app.add_option("--transfer_keepalive_sec", c.transfer_keepalive_sec,
                  "close the transfer connection of a peer that is silent and answers no TCP keepalive probe for "

@@ -33,6 +33,7 @@ struct DaemonFlags {
   int rpc_thread_num = 0;
   bool rpc_pin_threads = yb::rpc::RpcServer::Options{}.pin_to_cpus;
   int rpc_max_connections = yb::rpc::RpcServer::Options{}.max_connections;
+  int rpc_stall_timeout_sec = yb::rpc::RpcServer::Options{}.half_sent_timeout_ms / 1000;
   int64_t rpc_keepalive_sec = yb::Keepalive{}.total().count();
   int metrics_port = 9003;
   std::string metrics_address = "0.0.0.0";
@@ -135,6 +136,10 @@ std::string Metrics(const yb::MasterService* master, const yb::rpc::RpcMetrics& 
             server.malformed_frames());
   p.Counter("yb_master_rpc_reads_paused_total", "Times a connection stopped being read: its peer did not read replies.",
             server.reads_paused());
+  p.Counter("yb_master_rpc_stalled_closed_total",
+            "Connections closed after moving no byte for --rpc_stall_timeout_sec halfway through a request or "
+            "with replies unread.",
+            server.stalled_closed());
   p.Counter("yb_master_rpc_refused_connections_total",
             "Connections closed at once because --rpc_max_connections were open.", server.refused_connections());
   p.Counter("yb_master_rpc_accept_failures_total",
@@ -225,6 +230,11 @@ int main(int argc, char** argv) {
   app.add_option("--rpc_max_connections", f.rpc_max_connections,
                  "open RPC connections at most; one more is closed at once and logged")
       ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--rpc_stall_timeout_sec", f.rpc_stall_timeout_sec,
+                 "close an RPC connection that has sent part of a request, or does not read its replies, and moves "
+                 "no byte for this long; idle connections stay open (0: never)")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
   app.add_option("--rpc_keepalive_sec", f.rpc_keepalive_sec,
                  "close the RPC connection of a peer that is silent and answers no TCP keepalive probe for about "
                  "this long (its host died or was cut off); 0: off")
@@ -387,6 +397,7 @@ int main(int argc, char** argv) {
   ro.address = f.rpc_address;
   ro.port = static_cast<uint16_t>(f.rpc_port);
   ro.max_connections = f.rpc_max_connections;
+  ro.half_sent_timeout_ms = f.rpc_stall_timeout_sec * 1000;
   ro.keepalive = yb::Keepalive::After(std::chrono::seconds(f.rpc_keepalive_sec));
   ro.threads = f.rpc_thread_num > 0
                    ? f.rpc_thread_num

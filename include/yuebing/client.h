@@ -56,6 +56,9 @@ struct ClientConfig {
   // A peer whose host died or was cut off is disconnected from the transfer server after about
   // this long with no answer to TCP keepalive probes; 0 turns keepalive off.
   uint32_t transfer_keepalive_sec = 120;
+  // Its transfer server closes a connection halfway through a request (or with answers unread)
+  // that moves no byte for this long; idle ones stay. 0: never.
+  uint32_t transfer_stall_timeout_sec = 30;
   uint32_t rpc_timeout_ms = 5000;  // deadline of each call to the master
   // Bytes per slice of a TCP transfer (4 KiB - 64 MiB); a size outside fails setup. 0: from
   // mc_slice_size, else 64 KiB.

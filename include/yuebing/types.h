@@ -101,6 +101,7 @@ struct SegmentUsage {
 struct TransferServerStats {
   uint64_t open_connections = 0;
   uint64_t refused_connections = 0;  // closed at once: the connection limit was reached
+  uint64_t stalled_connections = 0;  // closed after moving no byte halfway through a request
   uint64_t accept_failures = 0;      // e.g. out of descriptors
   uint64_t refused_requests = 0;     // out of bounds, unknown segment, malformed
   uint64_t reads = 0;                // segment reads served, and their bytes

@@ -76,6 +76,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     so.port = bind->second;
     so.max_connections = config.transfer_max_connections;
     so.keepalive = Keepalive::After(std::chrono::seconds(config.transfer_keepalive_sec));
+    so.stall_timeout_ms = static_cast<int>(std::min<uint32_t>(config.transfer_stall_timeout_sec, 86400) * 1000);
     plumbing->server = std::make_unique<tcp::TransferServer>(served, so);
     YB_RETURN_IF_ERROR(plumbing->server->Start());
     // Others reach us at the bind address, or at local_hostname's host when bound to any address.

@@ -107,7 +107,7 @@ void EventLoop::Wake() {
 void EventLoop::Run() {
   std::vector<epoll_event> evs(256);
   for (;;) {
-    int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), -1);
+    int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), sweep_ms_ > 0 ? sweep_ms_ : -1);
     if (k < 0) {
       if (errno == EINTR) continue;
       YB_LOG_ERROR("event loop: epoll_wait: {}: this serving thread stops", strerror(errno));
@@ -126,6 +126,20 @@ void EventLoop::Run() {
     // After the batch: a task may close a session whose readiness is further down the batch.
     if (woken && !TakeQueued()) return;
     if (after_batch_) after_batch_();
+    if (sweep_ms_ > 0) Sweep();
+  }
+}
+
+void EventLoop::Sweep() {
+  const int64_t now = SteadyNowMs();
+  if (now - last_sweep_ms_ < sweep_ms_) return;
+  last_sweep_ms_ = now;
+  std::vector<uint64_t> done;
+  for (auto& [id, e] : sessions_) {
+    if (!e.session->Alive(now)) done.push_back(id);
+  }
+  for (uint64_t id : done) {
+    if (auto it = sessions_.find(id); it != sessions_.end()) Close(it->second);
   }
 }
 

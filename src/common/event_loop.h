@@ -12,6 +12,8 @@
 // together. Accepting is the Listener's (listener.h).
 #pragma once
 
+#include <chrono>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -26,6 +28,12 @@
 
 namespace yb {
 
+// The steady clock in milliseconds: what LoopSession::Alive is given.
+inline int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // A connection served by an EventLoop. Its methods run on the loop's thread only.
 class LoopSession {
  public:
@@ -35,6 +43,12 @@ class LoopSession {
   virtual uint32_t Interest() const = 0;
   // Handles readiness; false closes the connection (the session is destroyed).
   virtual bool OnEvents(uint32_t events) = 0;
+  // Asked about once per sweep period (EventLoop::SetSweep) with the steady clock's milliseconds;
+  // false closes the connection (a peer that stopped halfway through a request, say).
+  virtual bool Alive(int64_t now_ms) {
+    (void)now_ms;
+    return true;
+  }
   // The loop's name for the session (RunOn), set when it is adopted.
   uint64_t loop_id() const { return loop_id_; }
 
@@ -75,6 +89,8 @@ class EventLoop {
   // Before Start: called on the loop's thread after each batch of events and tasks, before the
   // loop waits again (a server flushes what its handlers queued there).
   void SetAfterBatch(std::function<void()> fn) { after_batch_ = std::move(fn); }
+  // Before Start: asks every session whether it is Alive() every `period_ms` (0: never).
+  void SetSweep(int period_ms) { sweep_ms_ = period_ms; }
   // Connections handed over (Adopt) and not yet closed, from any thread.
   int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
@@ -100,6 +116,9 @@ class EventLoop {
 
   Factory factory_;
   std::function<void()> after_batch_;
+  int sweep_ms_ = 0;
+  int64_t last_sweep_ms_ = 0;  // the loop thread's alone
+  void Sweep();
   int ep_ = -1;
   int wake_ = -1;
   std::thread thread_;

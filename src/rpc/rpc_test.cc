@@ -439,6 +439,36 @@ TEST(RpcTest, AnAnnouncedLargeFrameCostsOnlyTheBytesThatArrive) {
   EXPECT_LT(ResidentBytes() - std::min(ResidentBytes(), before), 256u << 20);
 }
 
+// A peer that sends half a request and stops is closed after the stall timeout; an idle one (a
+// pooled connection between calls) stays.
+TEST(RpcTest, AConnectionStalledHalfwayThroughARequestIsClosed) {
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.threads = 1;
+  o.half_sent_timeout_ms = 100;
+  RpcServer server(o);
+  server.Register(1, [](std::string_view body, std::string& out) {
+    out.append(body);
+    return Status::OK();
+  });
+  ASSERT_TRUE(server.Start().ok());
+  RpcChannel idle("127.0.0.1", server.port());
+  ASSERT_TRUE(idle.Call(1, "x", 2s).ok());
+  asio::io_context io;
+  asio::ip::tcp::socket half(io);
+  half.connect({asio::ip::make_address("127.0.0.1"), server.port()});
+  std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, 1, 9}, std::string(100, 'h'));
+  asio::write(half, asio::buffer(frame.data(), 40));  // the header and part of the body
+  char byte;
+  asio::error_code ec;
+  half.read_some(asio::buffer(&byte, 1), ec);  // blocks until the server closes it
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
+  EXPECT_EQ(server.stalled_closed(), 1u);
+  auto r = idle.Call(1, "still", 2s);  // the idle one was left open... or reconnects: either way served
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(server.stalled_closed(), 1u);
+}
+
 // A randomized decoder fuzz: garbage frames (random headers, random lengths, truncated bodies)
 // never crash the server, which keeps serving a well-behaved client.
 TEST(RpcTest, GarbageFramesNeverCrashTheServer) {

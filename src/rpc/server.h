@@ -67,6 +67,11 @@ class RpcServer {
     // A connection whose unsent replies reach this many bytes (its peer sends but does not read)
     // is not read from until they drain: a bound on the memory one connection can hold.
     size_t max_pending_reply_bytes = 64u << 20;
+    // A connection that has sent part of a request, or has replies waiting that it does not read,
+    // and moves no byte either way for this long is closed (and counted): a peer that stops
+    // halfway holds neither memory nor a connection slot for ever. Idle connections (nothing
+    // pending) stay open. 0: never.
+    int half_sent_timeout_ms = 30000;
     // Called (on the connection's thread) each time a connection stops being read for that reason.
     std::function<void()> on_reads_paused;
     // Called (on the accepting thread) after each failed accept, before the pause that follows it.
@@ -89,6 +94,8 @@ class RpcServer {
   int pinned_threads() const { return group_ ? group_->pinned_threads() : 0; }
 
   uint64_t malformed_frames() const { return malformed_.load(); }
+  // Connections closed for stopping halfway (Options::half_sent_timeout_ms).
+  uint64_t stalled_closed() const { return stalled_.load(); }
   uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }
   // Connections closed at once because max_connections were open.
   uint64_t refused_connections() const { return group_ ? group_->refused_connections() : 0; }
@@ -112,6 +119,7 @@ class RpcServer {
   std::unordered_map<uint16_t, Handler> handlers_;
   std::unique_ptr<LoopGroup> group_;
   std::atomic<uint64_t> malformed_{0};
+  std::atomic<uint64_t> stalled_{0};
   std::atomic<uint64_t> reads_paused_{0};
   std::atomic<uint64_t> held_{0};
   std::mutex holds_mu_;

@@ -433,6 +433,21 @@ TEST_F(TcpTransportTest, AnUnreachableServerIsNotTriedAgainBeforeItsPause) {
 
 // Pooled connections unused for max_idle are closed, including those to an endpoint that is never
 // asked for again (a node that left).
+// A peer that sends a write's header and part of its payload and stops is closed after the stall
+// timeout; an idle connection stays open.
+TEST_F(TcpTransportTest, APeerStalledHalfwayThroughAWriteIsClosed) {
+  auto server = StartServer([](TransferServer::Options& o) { o.stall_timeout_ms = 100; });
+  RawConn idle(server->port());
+  RawConn half(server->port());
+  half.Send(WireRequest{kOpWrite, 5, 0, 1000}, std::string(100, 'w'));  // 900 bytes never come
+  EXPECT_FALSE(half.Answer().has_value());  // closed
+  EXPECT_EQ(server->stalled_closed(), 1u);
+  idle.Send(WireRequest{kOpWrite, 5, 0, 10}, std::string(10, 'i'));
+  auto a = idle.Answer();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->first, Code::kOk);
+}
+
 TEST_F(TcpTransportTest, PooledConnectionsUnusedForMaxIdleAreClosed) {
   ManualClock clock;
   auto other = StartServer([](TransferServer::Options&) {});

@@ -36,7 +36,20 @@ constexpr int kMaxIov = 128;
 class TransferServer::Session final : public LoopSession {
  public:
   Session(TransferServer& server, EventLoop& loop, int fd, std::string peer)
-      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
+      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)), last_progress_ms_(SteadyNowMs()) {}
+
+  bool Alive(int64_t now_ms) override {
+    const int timeout = server_.options_.stall_timeout_ms;
+    if (timeout <= 0 || now_ms - last_progress_ms_ < timeout || phase_ == Phase::kDiskRead) return true;
+    const bool halfway = phase_ != Phase::kRequest || in_len_ > in_pos_;
+    if (!halfway && out_.empty()) return true;  // idle
+    if (uint64_t n = ++server_.stalled_; LogOccurrence(n)) {
+      YB_LOG_WARN("transfer server: {} moved no byte for {} ms {} ({} so far): closing the connection", peer_,
+                  now_ms - last_progress_ms_, halfway ? "halfway through a request" : "with answers it does not read",
+                  n);
+    }
+    return false;
+  }
 
   uint32_t Interest() const override {
     return (Reading() ? uint32_t{EPOLLIN} : 0u) | (out_.empty() ? 0u : uint32_t{EPOLLOUT});
@@ -52,6 +65,7 @@ class TransferServer::Session final : public LoopSession {
   // On the loop's thread, when the SSD tier read this connection waits for is done.
   bool OnObjectRead(const Status& st, std::shared_ptr<uint8_t[]> data, uint64_t length) {
     phase_ = Phase::kRequest;
+    last_progress_ms_ = SteadyNowMs();  // the wait was ours, not the peer's
     if (st.ok()) {
       owned_bytes_ += length;
       const uint8_t* bytes = data.get();  // before `data` is moved into the answer
@@ -125,6 +139,7 @@ class TransferServer::Session final : public LoopSession {
       ssize_t n = ::recv(fd_, into, room, 0);
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
       if (n == 0) return false;  // the peer closed
+      last_progress_ms_ = SteadyNowMs();
       if (phase_ == Phase::kPayload) {
         write_at_ += n;
         write_left_ -= static_cast<uint64_t>(n);
@@ -291,6 +306,7 @@ class TransferServer::Session final : public LoopSession {
         if (errno == EINTR) continue;
         return errno == EAGAIN || errno == EWOULDBLOCK;  // the rest waits for EPOLLOUT
       }
+      last_progress_ms_ = SteadyNowMs();
       for (size_t left = static_cast<size_t>(n); left > 0;) {
         Pending& p = out_.front();
         const size_t rest = kResponseSize + p.length - out_off_;
@@ -311,6 +327,7 @@ class TransferServer::Session final : public LoopSession {
   EventLoop& loop_;
   const int fd_;
   const std::string peer_;
+  int64_t last_progress_ms_;  // a byte received or sent (Alive)
   Phase phase_ = Phase::kRequest;
   bool closing_ = false;  // refused: send what is answered, then close
   std::unique_ptr<uint8_t[]> in_;
@@ -342,6 +359,7 @@ Status TransferServer::Start() {
   go.threads =
       options_.threads > 0 ? options_.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
   go.max_connections = options_.max_connections;
+  if (options_.stall_timeout_ms > 0) go.sweep_ms = std::min(1000, std::max(10, options_.stall_timeout_ms / 4));
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
     return std::make_unique<Session>(*this, loop, fd, std::move(peer));
@@ -360,6 +378,7 @@ TransferServerStats TransferServer::stats() const {
   TransferServerStats s;
   s.open_connections = open_connections();
   s.refused_connections = refused_connections();
+  s.stalled_connections = stalled_closed();
   s.accept_failures = group_ ? group_->accept_failures() : 0;
   s.refused_requests = get(refused_);
   s.reads = get(reads_);

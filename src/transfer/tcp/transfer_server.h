@@ -43,6 +43,10 @@ class TransferServer {
     Keepalive keepalive;
     int threads = 0;       // event loops; 0: one per core, 2 to 8
     int disk_threads = 2;  // SSD tier reads in parallel
+    // A connection halfway through a request (a header, a write's payload, a key) or with answers
+    // it does not read, that moves no byte for this long, is closed and counted: a peer that
+    // stops halfway holds no connection slot for ever. Idle connections stay. 0: never.
+    int stall_timeout_ms = 30000;
     // Called (on the accepting thread) after each failed accept, before the pause that follows it
     // (10 ms, doubling up to 1 s while accepts keep failing, e.g. out of file descriptors).
     std::function<void()> on_accept_failed;
@@ -54,6 +58,8 @@ class TransferServer {
   void Stop();
   uint16_t port() const { return port_; }
   uint64_t refused_requests() const { return refused_.load(); }
+  // Connections closed for moving no byte halfway through (Options::stall_timeout_ms).
+  uint64_t stalled_closed() const { return stalled_.load(); }
   uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }
   // Connections closed at once because max_connections were open.
   uint64_t refused_connections() const { return group_ ? group_->refused_connections() : 0; }
@@ -71,6 +77,7 @@ class TransferServer {
   std::unique_ptr<LoopGroup> group_;
   uint16_t port_ = 0;  // kept after Stop
   std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> stalled_{0};
   // Served, counted when answered (reads) or received whole (writes).
   std::atomic<uint64_t> reads_{0}, read_bytes_{0}, writes_{0}, written_bytes_{0}, disk_reads_{0}, disk_read_bytes_{0};
 };
