@@ -107,12 +107,13 @@ void EventLoop::Wake() {
 void EventLoop::Run() {
   std::vector<epoll_event> evs(256);
   for (;;) {
-    int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), sweep_ms_ > 0 ? sweep_ms_ : -1);
+    int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), SweepPeriod());
     if (k < 0) {
       if (errno == EINTR) continue;
       YB_LOG_ERROR("event loop: epoll_wait: {}: this serving thread stops", strerror(errno));
       return;
     }
+    if (stall_ms_ > 0) now_ms_ = SteadyNowMs();  // one reading per batch, not per event
     bool woken = false;
     for (int i = 0; i < k; ++i) {
       auto* e = static_cast<Entry*>(evs[i].data.ptr);
@@ -121,25 +122,28 @@ void EventLoop::Run() {
         continue;
       }
       const uint32_t before = e->session->Interest();
+      e->last_event_ms = now_ms_;
       Settle(*e, before, e->session->OnEvents(evs[i].events));
     }
     // After the batch: a task may close a session whose readiness is further down the batch.
     if (woken && !TakeQueued()) return;
     if (after_batch_) after_batch_();
-    if (sweep_ms_ > 0) Sweep();
+    if (stall_ms_ > 0) Sweep();
   }
 }
 
 void EventLoop::Sweep() {
-  const int64_t now = SteadyNowMs();
-  if (now - last_sweep_ms_ < sweep_ms_) return;
+  const int64_t now = now_ms_;
+  if (now - last_sweep_ms_ < SweepPeriod()) return;
   last_sweep_ms_ = now;
-  std::vector<uint64_t> done;
+  std::vector<uint64_t> stalled;
   for (auto& [id, e] : sessions_) {
-    if (!e.session->Alive(now)) done.push_back(id);
+    if (now - e.last_event_ms >= stall_ms_ && e.session->WaitsOnPeer()) stalled.push_back(id);
   }
-  for (uint64_t id : done) {
-    if (auto it = sessions_.find(id); it != sessions_.end()) Close(it->second);
+  for (uint64_t id : stalled) {
+    auto it = sessions_.find(id);
+    it->second.session->OnStalled(now - it->second.last_event_ms);
+    Close(it->second);
   }
 }
 
@@ -163,7 +167,7 @@ bool EventLoop::TakeQueued() {
     const uint64_t id = next_id_++;
     s->loop_id_ = id;
     const uint32_t interest = s->Interest();
-    Entry& e = sessions_.emplace(id, Entry{std::move(s), fd}).first->second;
+    Entry& e = sessions_.emplace(id, Entry{std::move(s), fd, stall_ms_ > 0 ? SteadyNowMs() : 0}).first->second;
     if (!Watch(EPOLL_CTL_ADD, fd, interest, &e)) {
       YB_LOG_WARN("event loop: cannot watch a new connection: {}", strerror(errno));
       --open_;
@@ -181,6 +185,7 @@ bool EventLoop::TakeQueued() {
     if (it == sessions_.end()) continue;  // closed since
     Entry& e = it->second;
     const uint32_t before = e.session->Interest();
+    e.last_event_ms = now_ms_;  // work done for it (an SSD read finished) is its event too
     Settle(e, before, t.fn(*e.session));
   }
   return true;

@@ -12,6 +12,7 @@
 // together. Accepting is the Listener's (listener.h).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 
 #include <atomic>
@@ -43,12 +44,11 @@ class LoopSession {
   virtual uint32_t Interest() const = 0;
   // Handles readiness; false closes the connection (the session is destroyed).
   virtual bool OnEvents(uint32_t events) = 0;
-  // Asked about once per sweep period (EventLoop::SetSweep) with the steady clock's milliseconds;
-  // false closes the connection (a peer that stopped halfway through a request, say).
-  virtual bool Alive(int64_t now_ms) {
-    (void)now_ms;
-    return true;
-  }
+  // Whether the session waits on its peer halfway through (part of a request received, or replies
+  // it does not read): with a stall timeout set (EventLoop::SetStallTimeout), a session waiting so
+  // with no event for that long is told (OnStalled) and closed. An idle session never is.
+  virtual bool WaitsOnPeer() const { return false; }
+  virtual void OnStalled(int64_t idle_ms) { (void)idle_ms; }
   // The loop's name for the session (RunOn), set when it is adopted.
   uint64_t loop_id() const { return loop_id_; }
 
@@ -89,8 +89,9 @@ class EventLoop {
   // Before Start: called on the loop's thread after each batch of events and tasks, before the
   // loop waits again (a server flushes what its handlers queued there).
   void SetAfterBatch(std::function<void()> fn) { after_batch_ = std::move(fn); }
-  // Before Start: asks every session whether it is Alive() every `period_ms` (0: never).
-  void SetSweep(int period_ms) { sweep_ms_ = period_ms; }
+  // Before Start: closes a WaitsOnPeer() session that had no event for `timeout_ms` (0: never),
+  // checked every quarter of it (10 ms - 1 s).
+  void SetStallTimeout(int timeout_ms) { stall_ms_ = timeout_ms; }
   // Connections handed over (Adopt) and not yet closed, from any thread.
   int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
@@ -103,6 +104,7 @@ class EventLoop {
   struct Entry {
     std::unique_ptr<LoopSession> session;
     int fd;
+    int64_t last_event_ms = 0;  // while a stall timeout is set
   };
   // After a session ran: closes it (`ok` false) or updates what it waits for.
   void Settle(Entry& e, uint32_t before, bool ok);
@@ -116,8 +118,10 @@ class EventLoop {
 
   Factory factory_;
   std::function<void()> after_batch_;
-  int sweep_ms_ = 0;
+  int stall_ms_ = 0;
+  int64_t now_ms_ = 0;         // the current batch's time, while stall_ms_ > 0; the loop thread's alone
   int64_t last_sweep_ms_ = 0;  // the loop thread's alone
+  int SweepPeriod() const { return stall_ms_ <= 0 ? -1 : std::min(1000, std::max(10, stall_ms_ / 4)); }
   void Sweep();
   int ep_ = -1;
   int wake_ = -1;

@@ -30,7 +30,7 @@ Status LoopGroup::Start() {
       EventLoop* loop = loops_.back().get();
       loops_.back()->SetAfterBatch([this, loop] { options_.after_batch(*loop); });
     }
-    loops_.back()->SetSweep(options_.sweep_ms);
+    loops_.back()->SetStallTimeout(options_.stall_timeout_ms);
     if (Status st = loops_.back()->Start(cpus.empty() ? -1 : cpus[i % cpus.size()]); !st.ok()) {
       loops_.clear();
       return Status(st.code(), options_.name + ": " + st.message());

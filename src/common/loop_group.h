@@ -40,8 +40,8 @@ class LoopGroup {
     bool pin_to_cpus = false;
     // Each loop calls it on its thread after each batch of events (EventLoop::SetAfterBatch).
     std::function<void(EventLoop&)> after_batch;
-    // Each loop asks its sessions whether they are Alive() this often (0: never).
-    int sweep_ms = 0;
+    // EventLoop::SetStallTimeout of each loop (0: never).
+    int stall_timeout_ms = 0;
   };
 
   LoopGroup(Options options, Factory factory);

@@ -33,7 +33,7 @@ constexpr size_t kMaxIdleInput = 256 << 10;  // a larger one goes back to kInput
 class RpcServer::Session final : public LoopSession {
  public:
   Session(RpcServer& server, EventLoop& loop, int fd, std::string peer)
-      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)), last_progress_ms_(SteadyNowMs()) {}
+      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
   ~Session() override { server_.held_.fetch_sub(held_.size(), std::memory_order_relaxed); }
   bool holding() const { return !held_.empty(); }
 
@@ -63,14 +63,12 @@ class RpcServer::Session final : public LoopSession {
     return (paused_ ? 0u : uint32_t{EPOLLIN}) | (Unsent() > 0 ? uint32_t{EPOLLOUT} : 0u);
   }
 
-  bool Alive(int64_t now_ms) override {
-    const int timeout = server_.options_.half_sent_timeout_ms;
-    if (timeout <= 0 || (in_len_ == 0 && Unsent() == 0) || now_ms - last_progress_ms_ < timeout) return true;
+  bool WaitsOnPeer() const override { return in_len_ > 0 || Unsent() > 0; }
+  void OnStalled(int64_t idle_ms) override {
     if (uint64_t n = ++server_.stalled_; LogOccurrence(n)) {
-      YB_LOG_WARN("rpc: {} moved no byte for {} ms with {} ({} so far)", peer_, now_ms - last_progress_ms_,
+      YB_LOG_WARN("rpc: {} moved no byte for {} ms with {} ({} so far)", peer_, idle_ms,
                   in_len_ > 0 ? "part of a request sent" : "replies it does not read", n);
     }
-    return false;
   }
 
   bool OnEvents(uint32_t events) override {
@@ -101,7 +99,6 @@ class RpcServer::Session final : public LoopSession {
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     if (n == 0) return false;  // the peer closed
     in_len_ += static_cast<size_t>(n);
-    last_progress_ms_ = SteadyNowMs();
     return Consume();
   }
 
@@ -179,7 +176,6 @@ class RpcServer::Session final : public LoopSession {
         return false;
       }
       out_off_ += static_cast<size_t>(n);
-      last_progress_ms_ = SteadyNowMs();
     }
     if (out_off_ == out_.size()) {
       out_.clear();  // keeps its memory for the next replies
@@ -202,7 +198,6 @@ class RpcServer::Session final : public LoopSession {
   const std::string peer_;
   std::vector<char> in_;
   size_t in_len_ = 0;
-  int64_t last_progress_ms_;  // a byte received or sent (Alive)
   std::string out_;  // replies; the bytes before out_off_ have been sent
   size_t out_off_ = 0;
   bool paused_ = false;               // not reading: too many replies wait for the peer to read
@@ -227,7 +222,7 @@ Status RpcServer::Start() {
   go.threads = options_.threads;
   go.pin_to_cpus = options_.pin_to_cpus;
   go.max_connections = options_.max_connections;
-  if (options_.half_sent_timeout_ms > 0) go.sweep_ms = std::min(1000, std::max(10, options_.half_sent_timeout_ms / 4));
+  go.stall_timeout_ms = options_.half_sent_timeout_ms;
   holds_.clear();
   if (options_.gate) {
     go.after_batch = [this](EventLoop& loop) {

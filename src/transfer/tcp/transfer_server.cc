@@ -36,20 +36,19 @@ constexpr int kMaxIov = 128;
 class TransferServer::Session final : public LoopSession {
  public:
   Session(TransferServer& server, EventLoop& loop, int fd, std::string peer)
-      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)), last_progress_ms_(SteadyNowMs()) {}
+      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
 
-  bool Alive(int64_t now_ms) override {
-    const int timeout = server_.options_.stall_timeout_ms;
-    if (timeout <= 0 || now_ms - last_progress_ms_ < timeout || phase_ == Phase::kDiskRead) return true;
-    const bool halfway = phase_ != Phase::kRequest || in_len_ > in_pos_;
-    if (!halfway && out_.empty()) return true;  // idle
+  // Waiting on the peer: halfway through a request, or answers it does not read (an SSD read in
+  // flight is our wait, not the peer's).
+  bool WaitsOnPeer() const override { return phase_ != Phase::kDiskRead && (Halfway() || !out_.empty()); }
+  void OnStalled(int64_t idle_ms) override {
     if (uint64_t n = ++server_.stalled_; LogOccurrence(n)) {
       YB_LOG_WARN("transfer server: {} moved no byte for {} ms {} ({} so far): closing the connection", peer_,
-                  now_ms - last_progress_ms_, halfway ? "halfway through a request" : "with answers it does not read",
-                  n);
+                  idle_ms, Halfway() ? "halfway through a request" : "with answers it does not read", n);
     }
-    return false;
   }
+
+  bool Halfway() const { return phase_ == Phase::kPayload || phase_ == Phase::kObjectKey || in_len_ > in_pos_; }
 
   uint32_t Interest() const override {
     return (Reading() ? uint32_t{EPOLLIN} : 0u) | (out_.empty() ? 0u : uint32_t{EPOLLOUT});
@@ -65,7 +64,6 @@ class TransferServer::Session final : public LoopSession {
   // On the loop's thread, when the SSD tier read this connection waits for is done.
   bool OnObjectRead(const Status& st, std::shared_ptr<uint8_t[]> data, uint64_t length) {
     phase_ = Phase::kRequest;
-    last_progress_ms_ = SteadyNowMs();  // the wait was ours, not the peer's
     if (st.ok()) {
       owned_bytes_ += length;
       const uint8_t* bytes = data.get();  // before `data` is moved into the answer
@@ -139,7 +137,6 @@ class TransferServer::Session final : public LoopSession {
       ssize_t n = ::recv(fd_, into, room, 0);
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
       if (n == 0) return false;  // the peer closed
-      last_progress_ms_ = SteadyNowMs();
       if (phase_ == Phase::kPayload) {
         write_at_ += n;
         write_left_ -= static_cast<uint64_t>(n);
@@ -306,7 +303,6 @@ class TransferServer::Session final : public LoopSession {
         if (errno == EINTR) continue;
         return errno == EAGAIN || errno == EWOULDBLOCK;  // the rest waits for EPOLLOUT
       }
-      last_progress_ms_ = SteadyNowMs();
       for (size_t left = static_cast<size_t>(n); left > 0;) {
         Pending& p = out_.front();
         const size_t rest = kResponseSize + p.length - out_off_;
@@ -327,7 +323,6 @@ class TransferServer::Session final : public LoopSession {
   EventLoop& loop_;
   const int fd_;
   const std::string peer_;
-  int64_t last_progress_ms_;  // a byte received or sent (Alive)
   Phase phase_ = Phase::kRequest;
   bool closing_ = false;  // refused: send what is answered, then close
   std::unique_ptr<uint8_t[]> in_;
@@ -359,7 +354,7 @@ Status TransferServer::Start() {
   go.threads =
       options_.threads > 0 ? options_.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
   go.max_connections = options_.max_connections;
-  if (options_.stall_timeout_ms > 0) go.sweep_ms = std::min(1000, std::max(10, options_.stall_timeout_ms / 4));
+  go.stall_timeout_ms = options_.stall_timeout_ms;
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
     return std::make_unique<Session>(*this, loop, fd, std::move(peer));
