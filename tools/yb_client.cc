@@ -48,8 +48,12 @@ std::string Metrics(const yb::ClientStats& s) {
   p.Counter("yb_client_transfer_accept_failures_total",
             "Failed accepts (e.g. out of file descriptors), each followed by a pause.", t.accept_failures);
   p.Counter("yb_client_transfer_refused_requests_total",
-            "Transfer requests refused: out of a segment's bounds, a segment not served here, or malformed.",
+            "Transfer requests refused: out of a segment's bounds, a segment not served here, malformed, or "
+            "without a valid grant.",
             t.refused_requests);
+  p.Counter("yb_client_transfer_refused_grants_total",
+            "Transfer requests refused for want of a grant the master minted for that range and access, unexpired.",
+            t.refused_grants);
   p.Counter("yb_client_served_reads_total", "Segment reads served to other clients.", t.reads);
   p.Counter("yb_client_served_read_bytes_total", "Bytes of the segment reads served.", t.read_bytes);
   p.Counter("yb_client_served_writes_total", "Segment writes received whole from other clients.", t.writes);

@@ -292,6 +292,11 @@ int main(int argc, char** argv) {
                  "re-replication: seconds a client has to report a copy before it is given up and made again")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--grant_ttl_sec", mc.grant_ttl_sec,
+                 "lifetime of the grants handed out with replicas, which transfer servers check (a write's is at "
+                 "most --put_start_discard_timeout_sec); the nodes' clocks must agree to well within it")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--metadata_dir", f.metadata_dir,
                  "directory of the metadata log and snapshots: the index survives a restart (\"\": off, the "
                  "index lives in memory only)");

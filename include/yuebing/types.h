@@ -1,6 +1,7 @@
 // Public value types shared by the client, the master and the bindings.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -69,10 +70,25 @@ struct SegmentDesc {
   // The owner's failure domain (yb-client --zone: a rack, a power feed, an availability zone);
   // "" when none was given. Replicas of an object go to distinct zones first, then distinct hosts.
   std::string zone = {};
+  // The key the master mints this segment's grants with (kGrantKeySize random bytes the owner draws
+  // at mount). Secret: the master never lists it.
+  std::string grant_key = {};
 };
 
 // The endpoint of a segment served only inside its owner's process (an embedded master's clients).
 inline constexpr std::string_view kLocalEndpoint = "local";
+
+// A capability (docs/security.md): what the master lets the bearer move through a segment owner's
+// transfer server. Opaque to callers: the master mints it with a key only it and the owner know,
+// the owner checks it before it moves a byte.
+enum class GrantAccess : uint8_t { kNone = 0, kRead = 1, kWrite = 2, kReadObject = 3 };
+struct Grant {
+  GrantAccess access = GrantAccess::kNone;  // kNone: no grant (in-process segments need none)
+  uint64_t offset = 0;                      // the range of the segment it covers
+  uint64_t length = 0;
+  int64_t expires_ms = 0;  // Unix time, in milliseconds
+  std::array<uint8_t, 16> mac{};
+};
 
 // Where one replica of an object lives.
 struct ReplicaDesc {
@@ -81,6 +97,7 @@ struct ReplicaDesc {
   SegmentId segment = 0;
   uint64_t offset = 0;  // within the segment
   uint64_t size = 0;
+  Grant grant = {};  // for the call that returned it: read (a Get) or write (a Put's reservation)
 };
 
 // Usage of one mounted segment.
@@ -103,7 +120,8 @@ struct TransferServerStats {
   uint64_t refused_connections = 0;  // closed at once: the connection limit was reached
   uint64_t stalled_connections = 0;  // closed after moving no byte halfway through a request
   uint64_t accept_failures = 0;      // e.g. out of descriptors
-  uint64_t refused_requests = 0;     // out of bounds, unknown segment, malformed
+  uint64_t refused_requests = 0;     // out of bounds, unknown segment, malformed, no valid grant
+  uint64_t refused_grants = 0;       // of those: without a grant the master minted for the range, or expired
   uint64_t reads = 0;                // segment reads served, and their bytes
   uint64_t read_bytes = 0;
   uint64_t writes = 0;  // segment writes received whole, and their bytes

@@ -107,6 +107,7 @@ struct RepairTask {
   SegmentId target = 0;  // the client's segment to write into
   uint64_t target_offset = 0;
   std::optional<uint64_t> checksum;  // the value's XXH3-64 when its writer gave one
+  Grant source_grant = {};           // read grant for the source range
 };
 
 struct RepairResult {

@@ -32,7 +32,7 @@ void DataPath::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica
   uint64_t off = replica.offset;
   for (const auto& s : slices) {
     if (s.size == 0) continue;
-    out.push_back({op, replica.segment, off, s.ptr, s.size});
+    out.push_back({op, replica.segment, off, s.ptr, s.size, nullptr, replica.grant});
     off += s.size;
   }
 }
@@ -62,7 +62,7 @@ Status DataPath::Move(TransferRequest::Op op, const ReplicaDesc& replica, const 
       if (!lease) return Status(Code::kNoAvailableHandle, "staging buffer (local_buffer_size) is too small or full");
       auto* user = static_cast<uint8_t*>(s.ptr) + done;
       if (op == TransferRequest::Op::kWrite) std::memcpy(lease->ptr, user, n);
-      Status st = engine_->Submit({{op, replica.segment, off, lease->ptr, n}})[0];
+      Status st = engine_->Submit({{op, replica.segment, off, lease->ptr, n, nullptr, replica.grant}})[0];
       if (st.ok() && op == TransferRequest::Op::kRead) std::memcpy(user, lease->ptr, n);
       staging_->Free(*lease);
       YB_RETURN_IF_ERROR(st);

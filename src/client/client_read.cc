@@ -38,7 +38,7 @@ Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica
     buffer.resize(replica.size);
     dst = buffer.data();
   }
-  TransferRequest r{TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key};
+  TransferRequest r{TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key, replica.grant};
   YB_RETURN_IF_ERROR(engine_->Submit({r})[0]);
   if (!buffer.empty()) {
     uint64_t off = 0;

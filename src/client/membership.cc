@@ -3,6 +3,8 @@
 #include <random>
 #include <thread>
 
+#include "common/grant.h"
+
 namespace yb {
 
 Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vector<SegmentId>& ids,
@@ -69,10 +71,17 @@ Status Membership::MountPool() {
   const uint64_t incarnation = rng() | 1;
   for (uint64_t off = 0; off < config_.global_segment_size; off += config_.segment_chunk_size) {
     uint64_t size = std::min(config_.segment_chunk_size, config_.global_segment_size - off);
-    SegmentDesc d{rng() | 1,  config_.local_hostname, reinterpret_cast<uint64_t>(pool_->data() + off), size, endpoint_,
-                  incarnation, config_.zone};
-    local_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
-    if (served_) served_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size});
+    // The segment's grant key: the master mints with it what our transfer server lets others move.
+    SegmentDesc d{rng() | 1,
+                  config_.local_hostname,
+                  reinterpret_cast<uint64_t>(pool_->data() + off),
+                  size,
+                  endpoint_,
+                  incarnation,
+                  config_.zone,
+                  NewGrantKey()};
+    local_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size, d.grant_key});
+    if (served_) served_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size, d.grant_key});
     Status st = master_->MountSegment(ctx(), d);
     if (!st.ok()) {
       local_->Remove(d.id);

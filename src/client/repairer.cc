@@ -21,7 +21,13 @@ Result<TransferRequest> Repairer::Plan(const RepairTask& t) const {
   if (t.target_offset > seg.size || t.size > seg.size - t.target_offset) {
     return Status(Code::kInvalidParams, "the copy's range is outside segment " + std::to_string(t.target));
   }
-  return TransferRequest{TransferRequest::Op::kRead, t.source, t.source_offset, seg.base + t.target_offset, t.size};
+  return TransferRequest{TransferRequest::Op::kRead,
+                         t.source,
+                         t.source_offset,
+                         seg.base + t.target_offset,
+                         t.size,
+                         nullptr,
+                         t.source_grant};
 }
 
 size_t Repairer::RunOnce(bool force) {
@@ -54,8 +60,8 @@ size_t Repairer::RunOnce(bool force) {
     const RepairTask& t = (*tasks)[owner[k]];
     Status st = std::move(done[k]);
     if (st.ok() && t.checksum && HashBytes(reqs[k].local, t.size) != *t.checksum) {
-      st = Status(Code::kChecksumMismatch, "the copy read from segment " + std::to_string(t.source) +
-                                               " does not match the value's checksum");
+      st = Status(Code::kChecksumMismatch,
+                  "the copy read from segment " + std::to_string(t.source) + " does not match the value's checksum");
     }
     results[owner[k]].status = std::move(st);
   }

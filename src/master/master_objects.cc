@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/disk_key.h"
 #include "common/log.h"
 #include "master/master_service.h"
 
@@ -12,15 +13,28 @@ namespace {
 // A put's list of segments to avoid names the few its writer could not reach.
 constexpr size_t kMaxAvoidSegments = 256;
 constexpr int kMaxEvictRounds = 8;
-constexpr size_t kMaxPatternLength = 4096;      // bytes of a remove_by_regex pattern
-constexpr int64_t kMaxPatternMemory = 8 << 20;  // RE2's budget for the compiled pattern  // evictions one Put may trigger before it is refused
+constexpr size_t kMaxPatternLength = 4096;  // bytes of a remove_by_regex pattern
+constexpr int64_t kMaxPatternMemory =
+    8 << 20;  // RE2's budget for the compiled pattern  // evictions one Put may trigger before it is refused
 
 std::string Quote(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
 
 }  // namespace
 
-ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size) const {
-  return ReplicaDesc{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
+ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size, GrantAccess access,
+                                    std::string_view disk_key) const {
+  ReplicaDesc d{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
+  int64_t ttl_ms = config_.grant_ttl_sec * 1000;
+  if (access == GrantAccess::kWrite && config_.put_start_discard_timeout_sec > 0) {
+    ttl_ms = std::min(ttl_ms, config_.put_start_discard_timeout_sec * 1000);
+  }
+  const int64_t expires = WallMs() + ttl_ms;
+  if (r.kind() == ReplicaKind::kLocalDisk) {
+    d.grant = segments_.Mint(r.segment(), GrantAccess::kReadObject, 0, size, expires, disk_key);
+  } else if (r.kind() == ReplicaKind::kMemory) {
+    d.grant = segments_.Mint(r.segment(), access, r.offset(), size, expires);
+  }
+  return d;
 }
 
 // The key has a Put in progress, by this caller.
@@ -135,7 +149,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
       // The same writer asking again (its first answer was lost with a master that went away): the
       // reservation it has.
       std::vector<ReplicaDesc> descs;
-      for (const auto& r : mine->replicas) descs.push_back(Describe(r, size));
+      for (const auto& r : mine->replicas) descs.push_back(Describe(r, size, GrantAccess::kWrite));
       return descs;
     }
     YB_RETURN_IF_ERROR(check_free(s));
@@ -146,7 +160,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   std::vector<ReplicaDesc> descs;
   for (const auto& a : *allocs) {
     replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
-    descs.push_back(Describe(replicas.back(), size));
+    descs.push_back(Describe(replicas.back(), size, GrantAccess::kWrite));
   }
 
   auto s = table_.Lock(hk);
@@ -237,10 +251,12 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   info.size = m.size;
   if (m.flags & kHasChecksum) info.checksum = m.checksum;
   info.replicas.reserve(m.n_replicas);
+  std::string disk_key;  // what a LOCAL_DISK replica's grant names
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
     if (r.status() != ReplicaStatus::kComplete || !segments_.Serving(r.segment())) continue;
-    info.replicas.push_back(Describe(r, m.size));
+    if (r.kind() == ReplicaKind::kLocalDisk && disk_key.empty()) disk_key = DiskKey(tenants_.name(ctx.tenant), key);
+    info.replicas.push_back(Describe(r, m.size, GrantAccess::kRead, disk_key));
   }
   if (info.replicas.empty()) {
     // Its segments are being unmounted, or after our restart their owners have not re-mounted them.
@@ -334,8 +350,8 @@ Result<uint64_t> MasterService::RemoveWhere(const CallContext& ctx, const std::o
   // minutes, a long pattern recursed per character). Its syntax is the ECMAScript subset without
   // backreferences and lookaround; a match anywhere in the key counts, as regex_search did.
   if (pattern->size() > kMaxPatternLength) {
-    return Status(Code::kInvalidParams, "regular expression of " + std::to_string(pattern->size()) +
-                                            " bytes exceeds " + std::to_string(kMaxPatternLength));
+    return Status(Code::kInvalidParams, "regular expression of " + std::to_string(pattern->size()) + " bytes exceeds " +
+                                            std::to_string(kMaxPatternLength));
   }
   RE2::Options options;
   options.set_log_errors(false);

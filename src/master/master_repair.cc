@@ -60,6 +60,9 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   f.task.size = m.size;
   f.task.source = segments_.IdOf(source->segment());
   f.task.source_offset = source->offset();
+  // Read access for as long as the copy may take: past it the task is given up and redone anyway.
+  f.task.source_grant = segments_.Mint(source->segment(), GrantAccess::kRead, source->offset(), m.size,
+                                       WallMs() + (config_.repair_task_timeout_sec + 5) * 1000);
   f.task.target = segments_.IdOf(allocs[0].segment);
   f.task.target_offset = allocs[0].offset;
   if (m.flags & kHasChecksum) f.task.checksum = m.checksum;
@@ -84,8 +87,8 @@ bool MasterService::DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref ob
   bool there = false;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const StoredReplica& r = m.replica(i);
-    there = there || (r.status() == ReplicaStatus::kProcessing && r.segment() == target.segment &&
-                      r.offset() == target.offset);
+    there = there ||
+            (r.status() == ReplicaStatus::kProcessing && r.segment() == target.segment && r.offset() == target.offset);
   }
   if (!there) return true;  // its segment went, and the replica with it
   const bool last = m.n_replicas == 1;
@@ -167,7 +170,8 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);
     const bool same = obj && obj->object_id == f.object_id;
-    (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref(), PinKind::kTask);  // its death may have ended it
+    (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref(),
+                  PinKind::kTask);  // its death may have ended it
     {
       MutexLock lock(repair_mu_);
       repair_keys_.erase(f.table_key);

@@ -45,7 +45,7 @@ Status MasterService::Load(const MasterImage& image) {
   std::map<SegmentId, SegmentRef> refs;
   std::map<std::pair<std::string, bool>, std::map<size_t, uint32_t>> nodes;  // (key, pending) -> replica -> node
   for (const auto& [id, s] : image.segments) {
-    SegmentDesc d{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation(), s.zone()};
+    SegmentDesc d{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation(), s.zone(), s.grant_key()};
     auto restored = segments_.Restore(Owner(s), d, ranges[id]);
     if (!restored.ok()) {
       YB_LOG_ERROR("restart: segment {} '{}' not restored, its replicas are dropped: {}", id, s.name(),

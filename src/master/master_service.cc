@@ -25,6 +25,7 @@ Result<std::unique_ptr<MasterService>> MasterService::Create(const MasterConfig&
   }
   if (config.eviction_ratio < 0 || config.eviction_ratio > 1) return bad("eviction_ratio must be in [0, 1]");
   if (config.default_kv_lease_ttl_ms < 0) return bad("default_kv_lease_ttl must be >= 0");
+  if (config.grant_ttl_sec < 1 || config.grant_ttl_sec > 86400) return bad("grant_ttl_sec must be within 1-86400");
   if (config.client_ttl_sec <= 0) return bad("client_ttl must be > 0");
   if (config.put_start_discard_timeout_sec < 0 ||
       config.put_start_release_timeout_sec < config.put_start_discard_timeout_sec) {
@@ -65,7 +66,8 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState
   const uint32_t mounted_segments = state.mounted_segments;
   PingResponse r;
   r.need_remount = clients_.Ping(ctx.client);
-  if (state.pins_stated && state.pins.size() <= kMaxStatedPins && tenants_.Valid(ctx.tenant)) RenewPins(ctx, state.pins);
+  if (state.pins_stated && state.pins.size() <= kMaxStatedPins && tenants_.Valid(ctx.tenant))
+    RenewPins(ctx, state.pins);
   {
     MutexLock lock(repair_mu_);
     for (const auto& [id, f] : repairs_) r.repairs += f.client == ctx.client && !f.handed_out;

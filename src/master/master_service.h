@@ -176,7 +176,9 @@ class MasterService final : public MasterApi {
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                           const ReplicateConfig& config);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
-  ReplicaDesc Describe(const StoredReplica& r, uint64_t size) const;
+  // A replica as a caller sees it, with a grant of `access` to it (a LOCAL_DISK one's names
+  // `disk_key`, the key its owner's SSD tier holds it under).
+  ReplicaDesc Describe(const StoredReplica& r, uint64_t size, GrantAccess access, std::string_view disk_key = {}) const;
   Status RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now);
   // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys,
   // but for objects a lease kept, are superseded.

@@ -327,8 +327,8 @@ TEST_F(MasterServiceTest, ARemountRequestIsRepeatedUntilTheSegmentsAreBack) {
   clock_.AdvanceSec(11);
   ASSERT_TRUE(master_->Ping(ctx_).ok());
   EXPECT_EQ(master_->LivenessOnce(), 1u);
-  EXPECT_TRUE(master_->Ping(c, 2)->need_remount);  // this answer is lost
-  EXPECT_TRUE(master_->Ping(c, 2)->need_remount);  // asked again
+  EXPECT_TRUE(master_->Ping(c, 2)->need_remount);   // this answer is lost
+  EXPECT_TRUE(master_->Ping(c, 2)->need_remount);   // asked again
   EXPECT_FALSE(master_->Ping(c, 0)->need_remount);  // a caller that states nothing is not
   ASSERT_TRUE(master_->RegisterClient({c.client, "host", "default"}).ok());
   ASSERT_TRUE(master_->MountSegments(c, {s1}).ok());  // half of it
@@ -392,12 +392,13 @@ TEST_F(MasterServiceTest, LocalFirstPutsTheFirstReplicaOnTheWritersOwnSegmentThe
   auto big = master_->PutStart(w, "big", 100000, {});
   ASSERT_TRUE(big.ok());
   EXPECT_EQ((*big)[0].segment, 802u);
-  EXPECT_EQ(MasterService::Create([] {
-              MasterConfig bad;
-              bad.allocation_strategy = "nearest";
-              return bad;
-            }(),
-                                  clock_)
+  EXPECT_EQ(MasterService::Create(
+                [] {
+                  MasterConfig bad;
+                  bad.allocation_strategy = "nearest";
+                  return bad;
+                }(),
+                clock_)
                 .status()
                 .code(),
             Code::kInvalidParams);
@@ -564,6 +565,46 @@ TEST_F(MasterServiceTest, ConcurrentOperationsKeepAccountingConsistent) {
   EXPECT_EQ(*master_->RemoveAll(ctx_, true), st.keys);
   EXPECT_EQ(master_->Stats().allocated, 0u);
   EXPECT_EQ(master_->TenantUsed(0), 0u);
+}
+
+// A Put's reservation carries write grants for its ranges only, a Get's replicas read grants, each
+// minted with the key the owner gave at mount (issue 22 item 3); the key is never listed.
+TEST_F(MasterServiceTest, ReplicasCarryGrantsForTheirOwnRangeAndAccess) {
+  const std::string key = NewGrantKey();
+  SegmentDesc d{42, "owner", 0x10000000, 1 << 20, "127.0.0.1:1", 1, "", key};
+  ASSERT_TRUE(master_->MountSegment(ctx_, d).ok());
+  SegmentDesc bad = d;
+  bad.id = 43;
+  bad.name = "other";
+  bad.grant_key = "short";
+  EXPECT_EQ(master_->MountSegment(ctx_, bad).code(), Code::kInvalidParams);
+  auto put = master_->PutStart(ctx_, "k", 1000, {});
+  ASSERT_TRUE(put.ok());
+  ASSERT_EQ(put->size(), 1u);
+  const ReplicaDesc& w = (*put)[0];
+  const int64_t now = WallMs();
+  EXPECT_TRUE(CheckGrant(key, 42, w.grant, GrantAccess::kWrite, w.offset, 1000, now).ok());
+  EXPECT_FALSE(CheckGrant(key, 42, w.grant, GrantAccess::kRead, w.offset, 1000, now).ok());
+  EXPECT_FALSE(CheckGrant(key, 42, w.grant, GrantAccess::kWrite, w.offset, 1001, now).ok());
+  // A write grant lasts no longer than a Put may before it is taken over.
+  EXPECT_LE(w.grant.expires_ms, now + config_.put_start_discard_timeout_sec * 1000);
+  ASSERT_TRUE(master_->PutEnd(ctx_, "k", std::nullopt).ok());
+  auto info = master_->GetReplicaList(ctx_, "k", true);
+  ASSERT_TRUE(info.ok());
+  const ReplicaDesc& r = info->replicas[0];
+  EXPECT_TRUE(CheckGrant(key, 42, r.grant, GrantAccess::kRead, r.offset, 1000, now).ok());
+  EXPECT_FALSE(CheckGrant(key, 42, r.grant, GrantAccess::kWrite, r.offset, 1000, now).ok());  // a COMPLETE object
+  EXPECT_GT(r.grant.expires_ms, now + (config_.grant_ttl_sec - 5) * 1000);
+  auto listed = master_->ListSegments();
+  ASSERT_TRUE(listed.ok());
+  for (const auto& u : *listed) EXPECT_TRUE(u.desc.grant_key.empty());
+  // A segment mounted without a key (in one process) hands out no grant.
+  Mount("local", 1 << 20);
+  ReplicateConfig on_local;
+  on_local.preferred_segments = {"local"};
+  auto local = master_->PutStart(ctx_, "l", 100, on_local);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ((*local)[0].grant.access, GrantAccess::kNone);
 }
 
 }  // namespace

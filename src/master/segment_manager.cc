@@ -1,6 +1,7 @@
 #include "master/segment_manager.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/log.h"
 #include "common/segment_name.h"
@@ -18,7 +19,8 @@ SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uin
       slot_gen_(kMaxSegments, 0),
       slot_ref_(std::make_unique<std::atomic<uint32_t>[]>(kMaxSegments)),
       slot_id_(std::make_unique<std::atomic<uint64_t>[]>(kMaxSegments)),
-      slot_serving_(std::make_unique<std::atomic<bool>[]>(kMaxSegments)) {
+      slot_serving_(std::make_unique<std::atomic<bool>[]>(kMaxSegments)),
+      slot_key_(std::make_unique<std::atomic<uint64_t>[]>(2 * kMaxSegments)) {
   // Slot 0 is never used, so that a zero SegmentRef means "none".
   for (uint32_t i = kMaxSegments - 1; i >= 1; --i) free_slots_.push_back(static_cast<uint16_t>(i));
 }
@@ -37,6 +39,25 @@ bool SegmentManager::Serving(SegmentRef ref) const {
   return serving && slot_ref_[slot].load(std::memory_order_acquire) == ref;
 }
 
+void SegmentManager::PublishKey(uint32_t slot, const std::string& key) {
+  uint64_t words[2] = {0, 0};
+  if (key.size() == kGrantKeySize) std::memcpy(words, key.data(), kGrantKeySize);
+  slot_key_[2 * slot].store(words[0], std::memory_order_release);
+  slot_key_[2 * slot + 1].store(words[1], std::memory_order_release);
+}
+
+Grant SegmentManager::Mint(SegmentRef ref, GrantAccess access, uint64_t offset, uint64_t length, int64_t expires_ms,
+                           std::string_view object) const {
+  uint32_t slot = SlotOf(ref);
+  if (slot == 0 || slot_ref_[slot].load(std::memory_order_acquire) != ref) return Grant{};
+  uint64_t words[2] = {slot_key_[2 * slot].load(std::memory_order_acquire),
+                       slot_key_[2 * slot + 1].load(std::memory_order_acquire)};
+  SegmentId id = slot_id_[slot].load(std::memory_order_acquire);
+  if (slot_ref_[slot].load(std::memory_order_acquire) != ref || (words[0] == 0 && words[1] == 0)) return Grant{};
+  return MintGrant(std::string_view(reinterpret_cast<const char*>(words), kGrantKeySize), id, access, offset, length,
+                   expires_ms, object);
+}
+
 pb::LogSegment SegmentManager::ToLog(const Segment& seg) {
   pb::LogSegment s;
   s.set_id(seg.desc.id);
@@ -48,6 +69,7 @@ pb::LogSegment SegmentManager::ToLog(const Segment& seg) {
   s.set_owner_lo(seg.owner.lo);
   s.set_incarnation(seg.desc.incarnation);
   s.set_zone(seg.desc.zone);
+  s.set_grant_key(seg.desc.grant_key);
   return s;
 }
 
@@ -64,6 +86,7 @@ Status SegmentManager::AddLocked(std::shared_ptr<Segment> seg) {
   free_slots_.pop_back();
   seg->ref = (static_cast<uint32_t>(++slot_gen_[slot]) << 16) | slot;
   slot_id_[slot].store(seg->desc.id, std::memory_order_release);
+  PublishKey(slot, seg->desc.grant_key);
   slot_serving_[slot].store(seg->confirmed, std::memory_order_release);
   slot_ref_[slot].store(seg->ref, std::memory_order_release);
   by_slot_[slot] = seg;
@@ -135,10 +158,14 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   }
   if (desc.name.empty()) return Status(Code::kInvalidParams, "segment has no name");
   if (desc.zone.size() > kMaxZoneLength) {
-    return Status(Code::kInvalidParams, "zone of " + std::to_string(desc.zone.size()) + " bytes exceeds " +
-                                            std::to_string(kMaxZoneLength));
+    return Status(Code::kInvalidParams,
+                  "zone of " + std::to_string(desc.zone.size()) + " bytes exceeds " + std::to_string(kMaxZoneLength));
   }
   if (desc.size >= (1ULL << 56)) return Status(Code::kInvalidParams, "segment is larger than 64 PiB");
+  if (!desc.grant_key.empty() && desc.grant_key.size() != kGrantKeySize) {
+    return Status(Code::kInvalidParams, "a segment's grant key has " + std::to_string(kGrantKeySize) + " bytes, not " +
+                                            std::to_string(desc.grant_key.size()));
+  }
   WriterLock lock(mu_);
   auto it = by_id_.find(desc.id);
   if (it != by_id_.end()) {
@@ -149,6 +176,8 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
       seg.confirmed = true;
       seg.desc.endpoint = desc.endpoint;
       seg.desc.base = desc.base;
+      seg.desc.grant_key = desc.grant_key;  // the owner's, which its transfer server checks with
+      PublishKey(SlotOf(seg.ref), seg.desc.grant_key);
       slot_serving_[SlotOf(seg.ref)].store(true, std::memory_order_release);
       RebuildListLocked();
       LogLocked(seg);
@@ -163,10 +192,10 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   }
   if (desc.endpoint != kLocalEndpoint) {
     if (auto other = NameHolderLocked(owner, desc.name)) {
-      return Status(Code::kSegmentAlreadyExists,
-                    "segment name '" + desc.name + "' is in use by client " + other->owner.ToString() + " at " +
-                        other->endpoint + ": each storage process needs a name of its own (a " +
-                        "local_hostname without a port gets its transfer port)");
+      return Status(Code::kSegmentAlreadyExists, "segment name '" + desc.name + "' is in use by client " +
+                                                     other->owner.ToString() + " at " + other->endpoint +
+                                                     ": each storage process needs a name of its own (a " +
+                                                     "local_hostname without a port gets its transfer port)");
     }
   }
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
@@ -214,13 +243,13 @@ size_t SegmentManager::CountServing(const ClientId& owner) const {
 }
 
 std::optional<SegmentManager::NameHolder> SegmentManager::NameHeldByOther(const ClientId& owner,
-                                                                         const std::string& name) const {
+                                                                          const std::string& name) const {
   ReaderLock lock(mu_);
   return NameHolderLocked(owner, name);
 }
 
 std::optional<SegmentManager::NameHolder> SegmentManager::NameHolderLocked(const ClientId& owner,
-                                                                          const std::string& name) const {
+                                                                           const std::string& name) const {
   for (const auto& [id, seg] : by_id_) {
     if (seg->desc.name == name && !(seg->owner == owner)) return NameHolder{seg->owner, seg->desc.endpoint};
   }
@@ -409,6 +438,7 @@ std::vector<SegmentUsage> SegmentManager::List() const {
     auto st = seg->alloc.GetStats();
     SegmentUsage u;
     u.desc = seg->desc;
+    u.desc.grant_key.clear();  // secret
     u.owner = seg->owner;
     u.capacity = st.capacity;
     u.allocated = st.allocated_bytes;

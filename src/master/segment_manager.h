@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/grant.h"
 #include "common/thread_annotations.h"
 #include "master/allocation_strategy.h"
 #include "master/meta_sink.h"
@@ -80,6 +81,10 @@ class SegmentManager {
   Result<SegmentRef> Unmount(const ClientId& owner, SegmentId id);
   // The id of a mounted segment, or 0 when the reference is stale. Lock-free.
   SegmentId IdOf(SegmentRef ref) const;
+  // A grant (common/grant.h) of `access` to a range of the segment, minted with its key; empty
+  // when the segment is gone or was mounted without a key (an in-process one). Lock-free.
+  Grant Mint(SegmentRef ref, GrantAccess access, uint64_t offset, uint64_t length, int64_t expires_ms,
+             std::string_view object = {}) const;
   std::vector<SegmentId> SegmentsOf(const ClientId& owner) const;
   // Appends the name of `owner`'s segments, then the host part of their endpoint (what a preferred
   // name matches: the other processes on that host), once each.
@@ -122,9 +127,9 @@ class SegmentManager {
     SegmentDesc desc;
     ClientId owner;
     SegmentRef ref = kNoSegment;
-    bool confirmed = true;  // false while restored and not mounted again; under mu_ (exclusive to change)
+    bool confirmed = true;              // false while restored and not mounted again; under mu_ (exclusive to change)
     std::atomic<bool> draining{false};  // takes no new replicas (DrainSegment)
-    mutable Mutex mu;       // after mu_ (shared) when both are held
+    mutable Mutex mu;                   // after mu_ (shared) when both are held
     OffsetAllocator alloc GUARDED_BY(mu);
     const uint64_t capacity;  // alloc.capacity(), fixed at mount
     // alloc.free_bytes(), readable without the lock (strategies look at every segment per Put).
@@ -138,9 +143,9 @@ class SegmentManager {
   // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
   Status AddLocked(std::shared_ptr<Segment> seg) REQUIRES(mu_);
   static pb::LogSegment ToLog(const Segment& seg);
+  void PublishKey(uint32_t slot, const std::string& key);
   void LogLocked(const Segment& seg) const REQUIRES(mu_);
-  std::optional<NameHolder> NameHolderLocked(const ClientId& owner, const std::string& name) const
-      REQUIRES_SHARED(mu_);
+  std::optional<NameHolder> NameHolderLocked(const ClientId& owner, const std::string& name) const REQUIRES_SHARED(mu_);
 
   std::unique_ptr<AllocationStrategy> strategy_;
   uint64_t alignment_;
@@ -154,6 +159,7 @@ class SegmentManager {
   std::unique_ptr<std::atomic<uint32_t>[]> slot_ref_;
   std::unique_ptr<std::atomic<uint64_t>[]> slot_id_;
   std::unique_ptr<std::atomic<bool>[]> slot_serving_;
+  std::unique_ptr<std::atomic<uint64_t>[]> slot_key_;  // two words per slot: its segment's grant key (0: none)
   MetaSink* sink_ = nullptr;
   std::atomic<uint64_t> capacity_{0};
   std::atomic<uint64_t> allocated_{0};

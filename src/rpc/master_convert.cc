@@ -1,5 +1,6 @@
 #include "rpc/master_convert.h"
 
+#include "common/grant.h"
 #include "common/status_wire.h"
 
 namespace yb::rpc {
@@ -35,7 +36,7 @@ void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
 }
 
 SegmentDesc FromPb(const pb::Segment& s) {
-  return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation(), s.zone()};
+  return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation(), s.zone(), s.grant_key()};
 }
 
 void ToPb(const SegmentDesc& s, pb::Segment* out) {
@@ -46,6 +47,7 @@ void ToPb(const SegmentDesc& s, pb::Segment* out) {
   out->set_endpoint(s.endpoint);
   out->set_incarnation(s.incarnation);
   out->set_zone(s.zone);
+  if (!s.grant_key.empty()) out->set_grant_key(s.grant_key);
 }
 
 SegmentUsage FromPb(const pb::SegmentUsage& p) {
@@ -75,9 +77,25 @@ void ToPb(const SegmentUsage& u, pb::SegmentUsage* p) {
   p->set_draining(u.draining);
 }
 
+namespace {
+// An empty field is no grant, as is one that does not decode (the transfer server refuses it).
+Grant GrantFromPb(const std::string& bytes) {
+  Grant g;
+  if (!bytes.empty()) (void)DecodeGrant(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &g);
+  return g;
+}
+void GrantToPb(const Grant& g, std::string* out) {
+  if (g.access != GrantAccess::kNone) *out = EncodeGrant(g);
+}
+}  // namespace
+
 ReplicaDesc FromPb(const pb::Replica& r) {
-  return ReplicaDesc{static_cast<ReplicaKind>(r.kind()), static_cast<ReplicaStatus>(r.status()), r.segment(),
-                     r.offset(), r.size()};
+  return ReplicaDesc{static_cast<ReplicaKind>(r.kind()),
+                     static_cast<ReplicaStatus>(r.status()),
+                     r.segment(),
+                     r.offset(),
+                     r.size(),
+                     GrantFromPb(r.grant())};
 }
 
 void ToPb(const ReplicaDesc& r, pb::Replica* p) {
@@ -86,6 +104,7 @@ void ToPb(const ReplicaDesc& r, pb::Replica* p) {
   p->set_segment(r.segment);
   p->set_offset(r.offset);
   p->set_size(r.size);
+  GrantToPb(r.grant, p->mutable_grant());
 }
 
 Status FromPb(const pb::Status& s) { return DecodeStatus(s.code(), s.message()); }
@@ -158,6 +177,7 @@ void ToPb(const OffloadResult& r, pb::OffloadResult* p) {
 RepairTask FromPb(const pb::RepairTask& p) {
   RepairTask t{p.task_id(), p.size(), p.source(), p.source_offset(), p.target(), p.target_offset(), std::nullopt};
   if (p.has_checksum()) t.checksum = p.checksum();
+  t.source_grant = GrantFromPb(p.source_grant());
   return t;
 }
 
@@ -170,6 +190,7 @@ void ToPb(const RepairTask& t, pb::RepairTask* p) {
   p->set_target_offset(t.target_offset);
   p->set_has_checksum(t.checksum.has_value());
   p->set_checksum(t.checksum.value_or(0));
+  GrantToPb(t.source_grant, p->mutable_source_grant());
 }
 
 RepairResult FromPb(const pb::RepairResult& p) { return RepairResult{p.task_id(), FromPb(p.status())}; }

@@ -24,6 +24,9 @@ struct TransferRequest {
   void* local = nullptr;
   uint64_t length = 0;
   const std::string* key = nullptr;  // kReadObject: the object's key on disk; outlives the Submit
+  // The master's permission for the range (a replica's grant), which a segment served by another
+  // process requires; a slice of the request carries the whole request's grant.
+  Grant grant = {};
 };
 
 class Transport {

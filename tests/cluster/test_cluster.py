@@ -156,23 +156,46 @@ def transfer_endpoint(cluster, name):
     raise AssertionError(name)
 
 
-def test_out_of_bounds_transfer_requests_are_refused(cluster):
+def transfer_request(op, seg, off, length, grant=b""):
+    """A transfer request as src/transfer/tcp/wire.h lays it out: 32 bytes, then a 48-byte grant."""
+    return struct.pack("<IB3xQQQ", 0x58544259, op, seg, off, length) + grant.ljust(48, b"\0")
+
+
+def forged_grant(access, off, length):
+    """A grant shaped like the master's (access, range, expiry an hour on) with a made-up mac."""
+    import os
+    import time
+    return struct.pack("<B7xQQq", access, off, length, int(time.time() * 1000) + 3600_000) + os.urandom(16)
+
+
+def test_transfers_without_a_grant_from_the_master_are_refused_and_the_data_stays(cluster):
+    """Issue 22 item 3: a process that reaches a daemon's transfer port can neither read nor write
+    its segment without a grant the master minted for that range: no grant, a forged one and one out
+    of bounds are refused and counted, and the stored object stays intact."""
     cluster.start_master()
-    cluster.start_client("node-a", size="8MB")
+    http = free_port()
+    cluster.start_client("node-a", size="8MB", extra=["--metrics_port", str(http)])
+    wait_until(lambda: client_http(http, "/health")[0] == 200, 10, "the daemon's /health")
+    data = value(50000, 9)
+    assert put(cluster, "victim", data).returncode == 0
     host, port, seg, cap = transfer_endpoint(cluster, "node-a")
+    refused = 0
     with socket.create_connection((host, port), timeout=5) as s:
-        for seg_id, off, length in ((seg, cap - 10, 100), (seg, 1 << 62, 8), (seg + 1, 0, 8)):
-            s.sendall(struct.pack("<IB3xQQQ", 0x58544259, 1, seg_id, off, length))  # reads
+        for off, length, grant in ((0, 4096, b""), (0, cap, forged_grant(1, 0, cap)), (cap - 10, 100, b""),
+                                   (1 << 62, 8, forged_grant(1, 1 << 62, 8))):
+            s.sendall(transfer_request(1, seg, off, length, grant))  # reads
             magic, code, n = struct.unpack("<IIQ", s.recv(16, socket.MSG_WAITALL))
             assert magic == 0x52544259 and code != 0 and n == 0
-        # The same connection still serves an in-bounds read.
-        s.sendall(struct.pack("<IB3xQQQ", 0x58544259, 1, seg, 0, 16))
-        magic, code, n = struct.unpack("<IIQ", s.recv(16, socket.MSG_WAITALL))
-        assert code == 0 and n == 16
-        s.recv(16, socket.MSG_WAITALL)
-    data = value(50000, 9)
-    assert put(cluster, "ok", data).returncode == 0
-    assert get(cluster, "ok") == (0, data)
+        refused += 2  # the out-of-bounds ones are refused for their bounds
+    for grant in (b"", forged_grant(2, 0, cap)):  # writes over the whole segment: refused, the connection closed
+        with socket.create_connection((host, port), timeout=5) as s:
+            s.sendall(transfer_request(2, seg, 0, 65536, grant) + b"\x66" * 65536)
+            magic, code, n = struct.unpack("<IIQ", s.recv(16, socket.MSG_WAITALL))
+            assert code != 0
+        refused += 1
+    assert get(cluster, "victim") == (0, data)
+    assert client_metrics(http)["yb_client_transfer_refused_grants_total"] == refused
+    assert client_metrics(http)["yb_client_transfer_refused_requests_total"] == refused + 2
 
 
 def keepalive_timers(port):

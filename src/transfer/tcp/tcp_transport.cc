@@ -25,7 +25,7 @@ namespace yb::tcp {
 // A connected, blocking socket whose reads and writes are bounded by SO_RCVTIMEO / SO_SNDTIMEO.
 struct TcpTransport::Conn {
   int fd = -1;
-  TimeMs idle_since = 0;  // when it went back to the pool
+  TimeMs idle_since = 0;                 // when it went back to the pool
   std::chrono::milliseconds io_wait{0};  // the socket's send and receive timeouts now
   Conn() = default;
   Conn(const Conn&) = delete;
@@ -347,12 +347,12 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
   for (size_t k = 0; k < slices.size(); ++k) {
     const auto& p = slices[k].piece;
     if (p.op == TransferRequest::Op::kReadObject) {
-      WireRequest{kOpReadObject, p.segment, p.key->size(), p.length}.Encode(hdrs[k].data());
+      WireRequest{kOpReadObject, p.segment, p.key->size(), p.length, p.grant}.Encode(hdrs[k].data());
       out.push_back({hdrs[k].data(), kRequestSize});
       out.push_back({const_cast<char*>(p.key->data()), p.key->size()});
     } else {
-      WireRequest{p.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, p.segment, p.offset, p.length}.Encode(
-          hdrs[k].data());
+      WireRequest{p.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, p.segment, p.offset, p.length, p.grant}
+          .Encode(hdrs[k].data());
       out.push_back({hdrs[k].data(), kRequestSize});
       if (p.op == TransferRequest::Op::kWrite) out.push_back({p.local, p.length});
     }

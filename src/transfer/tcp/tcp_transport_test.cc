@@ -25,13 +25,59 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The test segment's grant key, and grants minted with it as the master would.
+const std::string kKey(kGrantKeySize, 'K');
+GrantAccess AccessOf(TransferRequest::Op op) {
+  switch (op) {
+    case TransferRequest::Op::kRead:
+      return GrantAccess::kRead;
+    case TransferRequest::Op::kWrite:
+      return GrantAccess::kWrite;
+    case TransferRequest::Op::kReadObject:
+      return GrantAccess::kReadObject;
+  }
+  return GrantAccess::kNone;
+}
+Grant GrantFor(const TransferRequest& r, int64_t ttl_ms = 60'000) {
+  return MintGrant(kKey, r.segment, AccessOf(r.op), r.offset, r.length, WallMs() + ttl_ms, r.key ? *r.key : "");
+}
+
+// A transport that gives each request without a grant the grant of exactly its range, as the
+// master's replicas carry: the tests that are not about grants stay as they were.
+class Granting final : public Transport {
+ public:
+  explicit Granting(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  bool Reaches(SegmentId s) const override { return inner_->Reaches(s); }
+  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override {
+    std::vector<TransferRequest> granted = batch;
+    for (auto& r : granted) {
+      if (r.grant.access == GrantAccess::kNone) r.grant = GrantFor(r);
+    }
+    return inner_->Submit(granted);
+  }
+
+ private:
+  std::unique_ptr<Transport> inner_;
+};
+
+// The same for one Submit on a transport the test holds itself.
+struct Grants {
+  Transport& t;
+  std::vector<Status> Submit(std::vector<TransferRequest> batch) {
+    for (auto& r : batch) {
+      if (r.grant.access == GrantAccess::kNone) r.grant = GrantFor(r);
+    }
+    return t.Submit(batch);
+  }
+};
+
 class TcpTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
     region_ = MappedRegion::Map(kGuard * 2 + kSeg);
     std::memset(region_->data(), 0xEE, region_->size());
     served_ = std::make_shared<LocalSegmentRegistry>();
-    served_->Add(5, LocalSegment{region_, region_->data() + kGuard, kSeg});
+    served_->Add(5, LocalSegment{region_, region_->data() + kGuard, kSeg, kKey});
     TransferServer::Options o;
     o.address = "127.0.0.1";
     o.max_request = 4 << 20;
@@ -40,12 +86,18 @@ class TcpTransportTest : public ::testing::Test {
     std::string ep = "127.0.0.1:" + std::to_string(server_->port());
     TcpTransport::Options to;
     to.slice_size = 256 << 10;
-    transport_ = std::make_unique<TcpTransport>(
+    raw_ = std::make_unique<TcpTransport>(
         [ep](SegmentId s) -> std::optional<std::string> {
           if (s == 5 || s == 6) return ep;  // 6: a segment the server does not own
           return std::nullopt;
         },
         to);
+    transport_ = std::make_unique<Granting>(std::make_unique<TcpTransport>(
+        [ep](SegmentId s) -> std::optional<std::string> {
+          if (s == 5 || s == 6) return ep;
+          return std::nullopt;
+        },
+        to));
   }
 
   // Another server of the same segments on 127.0.0.1, its options changed by `tweak`.
@@ -70,7 +122,8 @@ class TcpTransportTest : public ::testing::Test {
   std::shared_ptr<MappedRegion> region_;
   std::shared_ptr<LocalSegmentRegistry> served_;
   std::unique_ptr<TransferServer> server_;
-  std::unique_ptr<TcpTransport> transport_;
+  std::unique_ptr<TcpTransport> raw_;     // sends requests as they are, grants and all
+  std::unique_ptr<Transport> transport_;  // grants each request its own range
 };
 
 using Op = TransferRequest::Op;
@@ -95,12 +148,13 @@ TEST_F(TcpTransportTest, TheSliceSizeIsTheRequestSizeOnTheWire) {
   std::vector<uint8_t> in(10 << 20, 0x5A);
   TcpTransport::Options big;
   big.slice_size = 8 << 20;  // over the fixture server's 4 MiB bound
-  auto refused = TcpTransport(resolve, big).Submit({{Op::kWrite, 5, 0, in.data(), in.size()}});
+  auto refused =
+      Granting(std::make_unique<TcpTransport>(resolve, big)).Submit({{Op::kWrite, 5, 0, in.data(), in.size()}});
   EXPECT_FALSE(refused[0].ok());
   EXPECT_TRUE(GuardsIntact());
   auto env = TcpTransport::Options::WithSliceSize(0, "2MB");
   ASSERT_TRUE(env.ok());
-  auto w = TcpTransport(resolve, *env).Submit({{Op::kWrite, 5, 0, in.data(), in.size()}});
+  auto w = Granting(std::make_unique<TcpTransport>(resolve, *env)).Submit({{Op::kWrite, 5, 0, in.data(), in.size()}});
   ASSERT_TRUE(w[0].ok()) << w[0].ToString();
   EXPECT_EQ(std::memcmp(region_->data() + kGuard, in.data(), in.size()), 0);
 }
@@ -157,6 +211,73 @@ TEST_F(TcpTransportTest, OutOfBoundsAndForeignSegmentsAreRefused) {
   EXPECT_EQ(back, std::vector<uint8_t>(10, 0x11));
 }
 
+// The transfer server moves bytes only under a grant minted with the segment's key for that
+// access and a range covering the request, unexpired (issue 22 item 3). Everything else is refused,
+// counted, and leaves the segment as it was.
+TEST_F(TcpTransportTest, RequestsWithoutAValidGrantAreRefusedAndTouchNoByte) {
+  std::vector<uint8_t> good(1000, 0x11), evil(1000, 0x66), back(1000, 0);
+  ASSERT_TRUE(transport_->Submit({{Op::kWrite, 5, 0, good.data(), good.size()}})[0].ok());
+  const TransferRequest write{Op::kWrite, 5, 0, evil.data(), evil.size()};
+  const TransferRequest read{Op::kRead, 5, 0, back.data(), back.size()};
+  auto with = [](TransferRequest r, Grant g) {
+    r.grant = g;
+    return r;
+  };
+  Grant forged = GrantFor(write);
+  forged.mac[3] ^= 0x40;
+  Grant widened = GrantFor(with(write, {}));
+  widened.length = kSeg;  // a grant's fields are under its mac
+  const std::vector<TransferRequest> refused = {
+      write,                                                                                // none
+      with(write, GrantFor(read)),                                                          // a read's
+      with(write, MintGrant(kKey, 5, GrantAccess::kWrite, 0, 100, WallMs() + 60'000)),      // too short
+      with(write, MintGrant(kKey, 5, GrantAccess::kWrite, 4096, 1000, WallMs() + 60'000)),  // elsewhere
+      with(write, MintGrant(kKey, 6, GrantAccess::kWrite, 0, 1000, WallMs() + 60'000)),     // another segment's
+      with(write, GrantFor(write, -1)),                                                     // expired
+      with(write, forged),
+      with(write, widened),
+      with(write, MintGrant(std::string(kGrantKeySize, 'X'), 5, GrantAccess::kWrite, 0, 1000, WallMs() + 60'000)),
+  };
+  for (size_t i = 0; i < refused.size(); ++i) {
+    auto st = raw_->Submit({refused[i]})[0];
+    EXPECT_EQ(st.code(), Code::kIllegalClient) << i << ": " << st.ToString();
+  }
+  EXPECT_EQ(raw_->Submit({read})[0].code(), Code::kIllegalClient);
+  EXPECT_EQ(raw_->Submit({with(read, GrantFor(write))})[0].code(), Code::kIllegalClient);
+  EXPECT_EQ(server_->stats().refused_grants, refused.size() + 2);
+  // Not a byte of the refused writes landed; a grant serves any part of its range.
+  const Grant whole = MintGrant(kKey, 5, GrantAccess::kRead, 0, 4096, WallMs() + 60'000);
+  ASSERT_TRUE(raw_->Submit({with(read, whole)})[0].ok());
+  EXPECT_EQ(back, good);
+  std::vector<uint8_t> part(10);
+  EXPECT_TRUE(raw_->Submit({{Op::kRead, 5, 4086, part.data(), 10, nullptr, whole}})[0].ok());
+  EXPECT_EQ(raw_->Submit({{Op::kRead, 5, 4087, part.data(), 10, nullptr, whole}})[0].code(), Code::kIllegalClient);
+  EXPECT_TRUE(GuardsIntact());
+}
+
+// An SSD tier read's grant names the object's key: it reads that object only.
+TEST_F(TcpTransportTest, AnObjectReadNeedsTheGrantOfItsKey) {
+  struct Disk final : ObjectReader {
+    Result<uint64_t> ReadObject(const std::string&, void* buffer, uint64_t size) override {
+      std::memset(buffer, 'v', size);
+      return size;
+    }
+  };
+  served_->AddDisk(5, std::make_shared<Disk>());
+  std::string key = "tenant/a", other = "tenant/b", out(100, '\0');
+  TransferRequest r{Op::kReadObject, 5, 0, out.data(), out.size(), &key};
+  TransferRequest wrong = r;
+  wrong.key = &other;
+  r.grant = GrantFor(r);
+  wrong.grant = r.grant;  // a's grant, used for b
+  EXPECT_TRUE(raw_->Submit({r})[0].ok());
+  EXPECT_EQ(out, std::string(100, 'v'));
+  EXPECT_EQ(raw_->Submit({wrong})[0].code(), Code::kIllegalClient);
+  r.grant = {};
+  EXPECT_EQ(raw_->Submit({r})[0].code(), Code::kIllegalClient);
+  EXPECT_EQ(server_->stats().refused_grants, 2u);
+}
+
 TEST_F(TcpTransportTest, ServedRequestsAndTheirBytesAreCounted) {
   std::vector<uint8_t> buf(300 << 10, 0x21);
   ASSERT_TRUE(transport_->Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());  // two slices
@@ -208,17 +329,18 @@ TEST_F(TcpTransportTest, AcceptFailuresPauseAndRecover) {
   auto resolve = [ep](SegmentId) -> std::optional<std::string> { return ep; };
   TcpTransport before(resolve, {});
   std::vector<uint8_t> buf(4096, 0x5A), back(4096);
-  ASSERT_TRUE(before.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());  // its connection stays pooled
+  ASSERT_TRUE(
+      Grants{before}.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}})[0].ok());  // its connection stays pooled
 
   auto exhausted = test_util::ExhaustAndExpectAcceptPauses(server->port(), failures);
   ASSERT_NE(exhausted, nullptr);
-  auto r = before.Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
+  auto r = Grants{before}.Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
   ASSERT_TRUE(r[0].ok()) << r[0].ToString();
   EXPECT_EQ(back, buf);
   exhausted.reset();  // descriptors and the limit back
   TcpTransport after(resolve, {});
   std::fill(back.begin(), back.end(), 0);
-  r = after.Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
+  r = Grants{after}.Submit({{Op::kRead, 5, 0, back.data(), back.size()}});
   ASSERT_TRUE(r[0].ok()) << r[0].ToString();
   EXPECT_EQ(back, buf);
 }
@@ -227,8 +349,17 @@ TEST_F(TcpTransportTest, AcceptFailuresPauseAndRecover) {
 class RawConn {
  public:
   explicit RawConn(uint16_t port) : sock_(io_) { sock_.connect({asio::ip::make_address("127.0.0.1"), port}); }
-  // Sends a request header and its payload, if any.
-  void Send(const WireRequest& req, const std::string& payload = "") {
+  // Sends a request header and its payload, if any; a request without a grant gets the grant of
+  // its range (an object read's names the payload, its key).
+  void Send(WireRequest req, const std::string& payload = "") {
+    if (req.grant.access == GrantAccess::kNone) {
+      if (req.op == kOpReadObject) {
+        req.grant = MintGrant(kKey, req.segment, GrantAccess::kReadObject, 0, req.length, WallMs() + 60'000, payload);
+      } else {
+        req.grant = MintGrant(kKey, req.segment, req.op == kOpRead ? GrantAccess::kRead : GrantAccess::kWrite,
+                              req.offset, req.length, WallMs() + 60'000);
+      }
+    }
     uint8_t hdr[kRequestSize];
     req.Encode(hdr);
     asio::write(sock_, std::vector<asio::const_buffer>{asio::buffer(hdr), asio::buffer(payload)});
@@ -248,7 +379,7 @@ class RawConn {
   }
   // Reads `n` bytes of segment 5 from `offset`: a round trip that shows the connection is served.
   std::optional<std::string> Read(uint64_t offset, uint64_t n) {
-    Send({kOpRead, 5, offset, n});
+    Send({kOpRead, 5, offset, n, {}});
     auto a = Answer();
     if (!a || a->first != Code::kOk) return std::nullopt;
     return a->second;
@@ -314,14 +445,14 @@ TEST_F(TcpTransportTest, APeerThatStopsAnsweringFailsTheTransfer) {
   o.clock = &clock;
   TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
   std::vector<uint8_t> buf(64 << 20, 1);
-  auto r = transport.Submit({{Op::kRead, 5, 0, buf.data(), 4096}});
+  auto r = Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), 4096}});
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
   EXPECT_NE(r[0].message().find("timed out"), std::string::npos) << r[0].ToString();
   // A timeout counts as a failed connection attempt: the endpoint waits out a pause.
-  r = transport.Submit({{Op::kRead, 5, 0, buf.data(), 4096}});
+  r = Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), 4096}});
   EXPECT_NE(r[0].message().find("unreachable"), std::string::npos) << r[0].ToString();
   clock.Advance(100);
-  r = transport.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}});  // more than the socket buffers take
+  r = Grants{transport}.Submit({{Op::kWrite, 5, 0, buf.data(), buf.size()}});  // more than the socket buffers take
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
   EXPECT_NE(r[0].message().find("sending to"), std::string::npos) << r[0].ToString();
 }
@@ -350,7 +481,7 @@ TEST_F(TcpTransportTest, ASilentPeerCostsASmallReadItsBudgetNotTheTimeout) {
   TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
   std::vector<uint8_t> buf(4096);
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}});
+  auto r = Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}});
   const auto waited = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
   EXPECT_LT(waited, std::chrono::seconds(10));  // the io_timeout is 30 s
@@ -381,7 +512,7 @@ TEST_F(TcpTransportTest, AConnectionThatIsNeverAcceptedFailsAfterTheTimeout) {
   TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
   std::vector<uint8_t> buf(4096);
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}});
+  auto r = Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}});
   EXPECT_EQ(r[0].code(), Code::kTransferFail) << r[0].ToString();
   EXPECT_NE(r[0].message().find("cannot connect"), std::string::npos) << r[0].ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));  // not the kernel's ~127 s
@@ -401,7 +532,7 @@ TEST_F(TcpTransportTest, AnUnreachableServerIsNotTriedAgainBeforeItsPause) {
   o.clock = &clock;
   TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
   std::vector<uint8_t> buf(4096);
-  auto read = [&] { return transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0]; };
+  auto read = [&] { return Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0]; };
   auto says = [](const Status& st, const std::string& what) {
     return st.code() == Code::kTransferFail && st.message().find(what) != std::string::npos;
   };
@@ -439,10 +570,10 @@ TEST_F(TcpTransportTest, APeerStalledHalfwayThroughAWriteIsClosed) {
   auto server = StartServer([](TransferServer::Options& o) { o.stall_timeout_ms = 100; });
   RawConn idle(server->port());
   RawConn half(server->port());
-  half.Send(WireRequest{kOpWrite, 5, 0, 1000}, std::string(100, 'w'));  // 900 bytes never come
-  EXPECT_FALSE(half.Answer().has_value());  // closed
+  half.Send(WireRequest{kOpWrite, 5, 0, 1000, {}}, std::string(100, 'w'));  // 900 bytes never come
+  EXPECT_FALSE(half.Answer().has_value());                                  // closed
   EXPECT_EQ(server->stalled_closed(), 1u);
-  idle.Send(WireRequest{kOpWrite, 5, 0, 10}, std::string(10, 'i'));
+  idle.Send(WireRequest{kOpWrite, 5, 0, 10, {}}, std::string(10, 'i'));
   auto a = idle.Answer();
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->first, Code::kOk);
@@ -458,16 +589,18 @@ TEST_F(TcpTransportTest, PooledConnectionsUnusedForMaxIdleAreClosed) {
   o.clock = &clock;
   TcpTransport transport([&](SegmentId s) -> std::optional<std::string> { return s == 5 ? first : second; }, o);
   std::vector<uint8_t> buf(4096);
-  ASSERT_TRUE(transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
+  ASSERT_TRUE(Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
   EXPECT_EQ(transport.idle_connections(), 1u);
   clock.AdvanceSec(30);
-  ASSERT_TRUE(transport.Submit({{Op::kRead, 7, 0, buf.data(), buf.size()}})[0].code() == Code::kSegmentNotFound);
+  ASSERT_TRUE(Grants{transport}.Submit({{Op::kRead, 7, 0, buf.data(), buf.size()}})[0].code() ==
+              Code::kSegmentNotFound);
   EXPECT_EQ(transport.idle_connections(), 2u);  // 30 s idle: kept
   clock.AdvanceSec(31);
-  ASSERT_TRUE(transport.Submit({{Op::kRead, 7, 0, buf.data(), buf.size()}})[0].code() == Code::kSegmentNotFound);
+  ASSERT_TRUE(Grants{transport}.Submit({{Op::kRead, 7, 0, buf.data(), buf.size()}})[0].code() ==
+              Code::kSegmentNotFound);
   EXPECT_EQ(transport.idle_connections(), 1u);  // the first endpoint's, idle 61 s, is closed
   // The first endpoint is served again on a new connection.
-  ASSERT_TRUE(transport.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
+  ASSERT_TRUE(Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
   EXPECT_EQ(transport.idle_connections(), 2u);
 }
 
@@ -480,7 +613,7 @@ TEST_F(TcpTransportTest, ConnectionsPastTheLimitAreClosedAtOnce) {
     ASSERT_TRUE(conns.back()->Read(0, 8).has_value());
   }
   RawConn extra(server->port());
-  extra.Send({kOpRead, 5, 0, 8});
+  extra.Send({kOpRead, 5, 0, 8, {}});
   EXPECT_FALSE(extra.Answer().has_value());
   EXPECT_EQ(server->refused_connections(), 1u);
   EXPECT_TRUE(conns[0]->Read(0, 8).has_value());
@@ -490,7 +623,7 @@ TEST_F(TcpTransportTest, ConnectionsPastTheLimitAreClosedAtOnce) {
       [&](SegmentId) -> std::optional<std::string> { return "127.0.0.1:" + std::to_string(server->port()); }, {});
   bool served = false;
   for (int attempt = 0; attempt < 1000 && !served; ++attempt) {  // until the server has seen the close
-    served = after.Submit({{Op::kRead, 5, 0, back.data(), back.size()}})[0].ok();
+    served = Grants{after}.Submit({{Op::kRead, 5, 0, back.data(), back.size()}})[0].ok();
     if (!served) std::this_thread::yield();
   }
   EXPECT_TRUE(served);
@@ -501,9 +634,9 @@ TEST_F(TcpTransportTest, ConnectionsPastTheLimitAreClosedAtOnce) {
 TEST_F(TcpTransportTest, AStalledPeerHoldsUpNoOtherConnection) {
   auto server = StartServer([](TransferServer::Options& o) { o.threads = 1; });
   RawConn stalled(server->port());
-  stalled.Send({kOpWrite, 5, 1 << 20, 1 << 20}, std::string(100, 'p'));  // 100 bytes of 1 MiB
-  RawConn deaf(server->port());                                          // asks for 64 MiB and reads nothing
-  for (int i = 0; i < 16; ++i) deaf.Send({kOpRead, 5, 0, 4 << 20});
+  stalled.Send({kOpWrite, 5, 1 << 20, 1 << 20, {}}, std::string(100, 'p'));  // 100 bytes of 1 MiB
+  RawConn deaf(server->port());                                              // asks for 64 MiB and reads nothing
+  for (int i = 0; i < 16; ++i) deaf.Send({kOpRead, 5, 0, 4 << 20, {}});
   RawConn other(server->port());
   std::memset(region_->data() + kGuard, 0x24, 64);
   EXPECT_EQ(other.Read(0, 64), std::string(64, '\x24'));
@@ -550,7 +683,7 @@ TEST_F(TcpTransportTest, ObjectReadsServeTheSsdTierByKey) {
   asio::ip::tcp::socket sock(io);
   sock.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
   uint8_t hdr[kRequestSize];
-  WireRequest{kOpReadObject, 5, kMaxObjectKey + 1, 10}.Encode(hdr);
+  WireRequest{kOpReadObject, 5, kMaxObjectKey + 1, 10, {}}.Encode(hdr);
   asio::write(sock, asio::buffer(hdr));
   char c;
   asio::error_code ec;
@@ -597,8 +730,8 @@ TEST_F(TcpTransportTest, ASlowSsdReadHoldsUpOnlyItsOwnConnection) {
   auto server = StartServer([](TransferServer::Options& o) { o.threads = 1; });
   RawConn reader(server->port());
   const std::string key = "k";
-  reader.Send({kOpReadObject, 5, key.size(), 1000}, key);
-  reader.Send({kOpRead, 5, 0, 4});
+  reader.Send({kOpReadObject, 5, key.size(), 1000, {}}, key);
+  reader.Send({kOpRead, 5, 0, 4, {}});
   disk->WaitStarted();
   RawConn other(server->port());
   EXPECT_TRUE(other.Read(0, 4).has_value());

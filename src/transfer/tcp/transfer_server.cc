@@ -43,8 +43,8 @@ class TransferServer::Session final : public LoopSession {
   bool WaitsOnPeer() const override { return phase_ != Phase::kDiskRead && (Halfway() || !out_.empty()); }
   void OnStalled(int64_t idle_ms) override {
     if (uint64_t n = ++server_.stalled_; LogOccurrence(n)) {
-      YB_LOG_WARN("transfer server: {} moved no byte for {} ms {} ({} so far): closing the connection", peer_,
-                  idle_ms, Halfway() ? "halfway through a request" : "with answers it does not read", n);
+      YB_LOG_WARN("transfer server: {} moved no byte for {} ms {} ({} so far): closing the connection", peer_, idle_ms,
+                  Halfway() ? "halfway through a request" : "with answers it does not read", n);
     }
   }
 
@@ -187,6 +187,7 @@ class TransferServer::Session final : public LoopSession {
         if (req.offset == 0 || req.offset > kMaxObjectKey) return Refuse("object read with a bad key length");
         segment_ = req.segment;
         object_length_ = req.length;
+        object_grant_ = req.grant;
         key_.assign(req.offset, '\0');
         key_have_ = 0;
         phase_ = Phase::kObjectKey;
@@ -206,6 +207,11 @@ class TransferServer::Session final : public LoopSession {
     } else {
       TransferRequest probe{TransferRequest::Op::kRead, req.segment, req.offset, seg.base, req.length};
       st = CheckBounds(probe, seg.size);  // only the bounds are checked
+      if (st.ok()) {
+        st = CheckGrant(seg.grant_key, req.segment, req.grant,
+                        req.op == kOpRead ? GrantAccess::kRead : GrantAccess::kWrite, req.offset, req.length, WallMs());
+        if (!st.ok()) server_.refused_grants_.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     if (!st.ok()) {
       // Logged the 1st, 2nd, 4th, ... time: a peer with a stale view of the segments may send many.
@@ -258,6 +264,16 @@ class TransferServer::Session final : public LoopSession {
       st = Status(Code::kObjectNotFound, "no SSD tier serves segment " + std::to_string(segment_));
     } else if (object_length_ > server_.options_.max_object_read) {
       st = Status(Code::kInvalidParams, "object read too long");
+    } else {
+      st = CheckGrant(server_.served_->Find(segment_).grant_key, segment_, object_grant_, GrantAccess::kReadObject, 0,
+                      object_length_, WallMs(), key_);
+      if (!st.ok()) {
+        server_.refused_grants_.fetch_add(1, std::memory_order_relaxed);
+        if (uint64_t n = ++server_.refused_; LogOccurrence(n)) {
+          YB_LOG_WARN("transfer server: refused an object read from {}: {} ({} requests refused so far)", peer_,
+                      st.ToString(), n);
+        }
+      }
     }
     if (!st.ok()) {
       phase_ = Phase::kRequest;
@@ -335,6 +351,7 @@ class TransferServer::Session final : public LoopSession {
   // The SSD tier read being received or run (kObjectKey, kDiskRead).
   SegmentId segment_ = 0;
   uint64_t object_length_ = 0;
+  Grant object_grant_;
   std::string key_;
   size_t key_have_ = 0;
   std::deque<Pending> out_;
@@ -376,6 +393,7 @@ TransferServerStats TransferServer::stats() const {
   s.stalled_connections = stalled_closed();
   s.accept_failures = group_ ? group_->accept_failures() : 0;
   s.refused_requests = get(refused_);
+  s.refused_grants = get(refused_grants_);
   s.reads = get(reads_);
   s.read_bytes = get(read_bytes_);
   s.writes = get(writes_);

@@ -58,6 +58,7 @@ class TransferServer {
   void Stop();
   uint16_t port() const { return port_; }
   uint64_t refused_requests() const { return refused_.load(); }
+  uint64_t refused_grants() const { return refused_grants_.load(); }
   // Connections closed for moving no byte halfway through (Options::stall_timeout_ms).
   uint64_t stalled_closed() const { return stalled_.load(); }
   uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }
@@ -77,6 +78,7 @@ class TransferServer {
   std::unique_ptr<LoopGroup> group_;
   uint16_t port_ = 0;  // kept after Stop
   std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> refused_grants_{0};
   std::atomic<uint64_t> stalled_{0};
   // Served, counted when answered (reads) or received whole (writes).
   std::atomic<uint64_t> reads_{0}, read_bytes_{0}, writes_{0}, written_bytes_{0}, disk_reads_{0}, disk_read_bytes_{0};
