@@ -12,10 +12,9 @@ namespace {
 
 // A put's list of segments to avoid names the few its writer could not reach.
 constexpr size_t kMaxAvoidSegments = 256;
-constexpr int kMaxEvictRounds = 8;
-constexpr size_t kMaxPatternLength = 4096;  // bytes of a remove_by_regex pattern
-constexpr int64_t kMaxPatternMemory =
-    8 << 20;  // RE2's budget for the compiled pattern  // evictions one Put may trigger before it is refused
+constexpr int kMaxEvictRounds = 8;             // evictions one Put may trigger before it is refused
+constexpr size_t kMaxPatternLength = 4096;      // bytes of a remove_by_regex pattern
+constexpr int64_t kMaxPatternMemory = 8 << 20;  // RE2's budget for the compiled pattern
 
 std::string Quote(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
 

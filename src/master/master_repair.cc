@@ -170,8 +170,8 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);
     const bool same = obj && obj->object_id == f.object_id;
-    (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref(),
-                  PinKind::kTask);  // its death may have ended it
+    // Its death may have ended it.
+    (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref(), PinKind::kTask);
     {
       MutexLock lock(repair_mu_);
       repair_keys_.erase(f.table_key);

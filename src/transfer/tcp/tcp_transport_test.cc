@@ -42,25 +42,8 @@ Grant GrantFor(const TransferRequest& r, int64_t ttl_ms = 60'000) {
   return MintGrant(kKey, r.segment, AccessOf(r.op), r.offset, r.length, WallMs() + ttl_ms, r.key ? *r.key : "");
 }
 
-// A transport that gives each request without a grant the grant of exactly its range, as the
+// One Submit on `t`, each request without a grant given the grant of exactly its range, as the
 // master's replicas carry: the tests that are not about grants stay as they were.
-class Granting final : public Transport {
- public:
-  explicit Granting(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
-  bool Reaches(SegmentId s) const override { return inner_->Reaches(s); }
-  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override {
-    std::vector<TransferRequest> granted = batch;
-    for (auto& r : granted) {
-      if (r.grant.access == GrantAccess::kNone) r.grant = GrantFor(r);
-    }
-    return inner_->Submit(granted);
-  }
-
- private:
-  std::unique_ptr<Transport> inner_;
-};
-
-// The same for one Submit on a transport the test holds itself.
 struct Grants {
   Transport& t;
   std::vector<Status> Submit(std::vector<TransferRequest> batch) {
@@ -69,6 +52,19 @@ struct Grants {
     }
     return t.Submit(batch);
   }
+};
+
+// The same as a transport of its own.
+class Granting final : public Transport {
+ public:
+  explicit Granting(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  bool Reaches(SegmentId s) const override { return inner_->Reaches(s); }
+  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override {
+    return Grants{*inner_}.Submit(batch);
+  }
+
+ private:
+  std::unique_ptr<Transport> inner_;
 };
 
 class TcpTransportTest : public ::testing::Test {
@@ -86,18 +82,12 @@ class TcpTransportTest : public ::testing::Test {
     std::string ep = "127.0.0.1:" + std::to_string(server_->port());
     TcpTransport::Options to;
     to.slice_size = 256 << 10;
-    raw_ = std::make_unique<TcpTransport>(
-        [ep](SegmentId s) -> std::optional<std::string> {
-          if (s == 5 || s == 6) return ep;  // 6: a segment the server does not own
-          return std::nullopt;
-        },
-        to);
-    transport_ = std::make_unique<Granting>(std::make_unique<TcpTransport>(
-        [ep](SegmentId s) -> std::optional<std::string> {
-          if (s == 5 || s == 6) return ep;
-          return std::nullopt;
-        },
-        to));
+    auto resolve = [ep](SegmentId s) -> std::optional<std::string> {
+      if (s == 5 || s == 6) return ep;  // 6: a segment the server does not own
+      return std::nullopt;
+    };
+    raw_ = std::make_unique<TcpTransport>(resolve, to);
+    transport_ = std::make_unique<Granting>(std::make_unique<TcpTransport>(resolve, to));
   }
 
   // Another server of the same segments on 127.0.0.1, its options changed by `tweak`.
