@@ -123,8 +123,10 @@ void HaMaster::RunOnce() {
       }
     }
     for (auto& s : gone) {
-      YB_LOG_WARN("HA: standby {} stopped following: no longer shipped to", s->standby());
-      if (s->in_sync()) OnSyncChanged(s->standby(), false);
+      const std::string standby = s->standby();
+      YB_LOG_WARN("HA: standby {} stopped following: no longer shipped to", standby);
+      s.reset();  // its thread ends first: it counts the standby no more
+      (void)OnSyncChanged(standby, false);
     }
     return;
   }
@@ -298,7 +300,9 @@ bool HaMaster::WriteInSync() {
   int64_t epoch = static_cast<int64_t>(epoch_.load());
   {
     std::lock_guard lock(mu_);
-    for (const auto& [addr, acked] : counted_) standbys.push_back(addr);
+    for (const auto& [addr, c] : counted_) {
+      if (c.listed) standbys.push_back(addr);
+    }
   }
   json j{{"epoch", epoch}, {"leader", options_.address}, {"standbys", standbys}};
   auto r = etcd_.PutIfOwned(Key("master_view"), epoch, Key("in_sync"), j.dump());
@@ -312,7 +316,7 @@ bool HaMaster::WriteInSync() {
 
 void HaMaster::UpdateFloor() {
   uint64_t floor = UINT64_MAX;
-  for (const auto& [addr, acked] : counted_) floor = std::min(floor, acked);
+  for (const auto& [addr, c] : counted_) floor = std::min(floor, c.acked);
   log_->SetReplicated(floor);
 }
 
@@ -320,35 +324,40 @@ void HaMaster::OnAcked(const std::string& standby, uint64_t seq) {
   std::lock_guard lock(mu_);
   auto it = counted_.find(standby);
   if (it == counted_.end()) return;
-  it->second = std::max(it->second, seq);
+  it->second.acked = std::max(it->second.acked, seq);
   UpdateFloor();
 }
 
-void HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
+uint64_t HaMaster::OnCaughtUp(const std::string& standby) {
+  std::lock_guard lock(mu_);
+  auto s = shippers_.find(standby);
+  counted_[standby] = Counted{s != shippers_.end() ? s->second->acked() : 0, false};
+  UpdateFloor();  // every change from now on waits for it
+  // Every change answered without it is at or before the log's last record.
+  return log_->last_seq();
+}
+
+bool HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
   if (in_sync) {
-    uint64_t acked = 0;
+    // It has every change answered without it: listed in etcd, it may take over.
     {
       std::lock_guard lock(mu_);
-      auto s = shippers_.find(standby);
-      acked = s != shippers_.end() ? s->second->acked() : 0;
-      counted_[standby] = acked;
+      auto it = counted_.find(standby);
+      if (it == counted_.end()) return false;
+      it->second.listed = true;
     }
-    // Listed in etcd before it is counted: a standby that may take over has every change we answer.
-    if (!WriteInSync()) {
-      std::lock_guard lock(mu_);
-      counted_.erase(standby);
-      return;
-    }
+    if (WriteInSync()) return true;
+    // Still counted (changes go on waiting for it); the shipper tries to list it again.
     std::lock_guard lock(mu_);
-    UpdateFloor();
-    return;
+    if (auto it = counted_.find(standby); it != counted_.end()) it->second.listed = false;
+    return false;
   }
   // Out of the list in etcd before we answer anything it does not have; until then, changes wait.
   {
     std::lock_guard lock(mu_);
-    if (!counted_.count(standby)) return;
+    if (!counted_.count(standby)) return true;
   }
-  std::map<std::string, uint64_t> before;
+  std::map<std::string, Counted> before;
   for (;;) {
     {
       std::lock_guard lock(mu_);
@@ -368,6 +377,7 @@ void HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
   std::lock_guard lock(mu_);
   UpdateFloor();
   YB_LOG_WARN("HA: standby {} is no longer counted (etcd told)", standby);
+  return true;
 }
 
 // ---- replication handlers
@@ -401,7 +411,8 @@ std::string HaMaster::HandleFollow(std::string_view body) {
       o.leader = options_.address;
       LogShipper::Hooks hooks;
       hooks.acked = [this](const std::string& standby, uint64_t seq) { OnAcked(standby, seq); };
-      hooks.sync_changed = [this](const std::string& standby, bool v) { OnSyncChanged(standby, v); };
+      hooks.caught_up = [this](const std::string& standby) { return OnCaughtUp(standby); };
+      hooks.sync_changed = [this](const std::string& standby, bool v) { return OnSyncChanged(standby, v); };
       s = std::make_unique<LogShipper>(o, *log_, hooks);
       s->Start();
     }

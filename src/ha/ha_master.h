@@ -9,11 +9,12 @@
 //
 // Standbys: a master that is not the leader asks the leader to ship it the metadata log (Follow,
 // repeated), receives a snapshot then every record as it is written (replication.h), writes them to
-// its own log and applies them to an image (hot standby). The leader counts the standbys that have
-// caught up (their list is in etcd, key mooncake-store/<cluster_id>/in_sync, written by the leader
-// before it counts or stops counting one): a change is answered only once every counted standby has
-// its record. Only a master in that list, or the leader it names, may campaign, so whoever wins has
-// every acknowledged change; when none of them can, no one takes over (a master started on an
+// its own log and applies them to an image (hot standby). The leader counts a standby once it has
+// caught up: from then on a change is answered only once every counted standby has its record. It
+// lists the standby in etcd (key mooncake-store/<cluster_id>/in_sync) only once the standby also
+// has every change answered before it was counted, and takes it off that list before it stops
+// counting it. Only a master in that list, or the leader it names, may campaign, so whoever wins
+// has every acknowledged change; when none of them can, no one takes over (a master started on an
 // empty directory never does) until one of them is back.
 //
 // Promotion builds the MasterService from the image (MasterService::Load): segments come back
@@ -134,7 +135,8 @@ class HaMaster final : public MasterApi {
   // etcd did not take it (or this master no longer owns the key).
   bool WriteInSync();
   void OnAcked(const std::string& standby, uint64_t seq);
-  void OnSyncChanged(const std::string& standby, bool in_sync);
+  uint64_t OnCaughtUp(const std::string& standby);
+  bool OnSyncChanged(const std::string& standby, bool in_sync);
   void UpdateFloor();
   std::string HandleFollow(std::string_view body);
   std::string HandleApplyLog(std::string_view body);
@@ -160,7 +162,13 @@ class HaMaster final : public MasterApi {
   std::unique_ptr<rpc::RpcChannel> to_leader_;
   std::string to_leader_address_;
   std::map<std::string, std::unique_ptr<LogShipper>> shippers_;  // by standby address, while leading
-  std::map<std::string, uint64_t> counted_;                      // in-sync standbys -> acked
+  // Standbys changes wait for -> what each acked, and whether etcd's in-sync list names it (it
+  // may take over). Counted first, listed once it has every change answered without it.
+  struct Counted {
+    uint64_t acked = 0;
+    bool listed = false;
+  };
+  std::map<std::string, Counted> counted_;
 
   // Standby: applying what the leader ships.
   std::mutex apply_mu_;

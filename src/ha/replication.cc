@@ -132,10 +132,32 @@ Result<uint64_t> LogShipper::Call(const std::string& request) {
   return resp.last_seq();
 }
 
-void LogShipper::SetInSync(bool v) {
-  if (in_sync_.load() == v) return;
-  hooks_.sync_changed(options_.standby, v);  // in force (etcd told) when it returns
-  in_sync_ = v;
+void LogShipper::Drop() {
+  if (sync_ == Sync::kOut) return;
+  (void)hooks_.sync_changed(options_.standby, false);  // in force (etcd told) when it returns
+  in_sync_ = false;
+  sync_ = Sync::kOut;
+}
+
+void LogShipper::NoteAcked(uint64_t acked, uint64_t written) {
+  acked_ = acked;
+  hooks_.acked(options_.standby, acked);
+  // Caught up with what was written when this batch was read: changes wait for it from now on.
+  // Records answered before that moment may still be missing on it, so it is listed (may take
+  // over) only once it has the last of them.
+  if (sync_ == Sync::kOut && acked >= written) {
+    join_seq_ = hooks_.caught_up(options_.standby);
+    sync_ = Sync::kJoining;
+  }
+  if (sync_ == Sync::kJoining && acked >= join_seq_) {
+    if (hooks_.sync_changed(options_.standby, true)) {
+      sync_ = Sync::kInSync;
+      in_sync_ = true;
+      YB_LOG_INFO("replication: standby {} caught up at record {}: counted", options_.standby, acked);
+    } else {
+      sync_ = Sync::kOut;
+    }
+  }
 }
 
 bool LogShipper::ShipSnapshot() {
@@ -176,7 +198,7 @@ void LogShipper::Loop() {
   while (!stop_) {
     if (!snapshot_shipped_) {
       if (!ShipSnapshot()) {
-        SetInSync(false);
+        Drop();
         std::this_thread::sleep_for(options_.heartbeat);
         continue;
       }
@@ -188,7 +210,7 @@ void LogShipper::Loop() {
     if (!read.ok()) {
       if (read.code() == Code::kObjectNotFound) {  // a snapshot replaced what the standby needs next
         snapshot_shipped_ = false;
-        SetInSync(false);
+        Drop();
         continue;
       }
       YB_LOG_WARN("replication: reading the log for {}: {}", options_.standby, read.status().ToString());
@@ -212,18 +234,12 @@ void LogShipper::Loop() {
         YB_LOG_WARN("replication: standby {} did not answer ({}): no longer counted", options_.standby,
                     r.status().ToString());
       }
-      SetInSync(false);
+      Drop();
       snapshot_shipped_ = false;  // it may have lost what it had: start it over
       std::this_thread::sleep_for(options_.heartbeat);
       continue;
     }
-    acked_ = *r;
-    hooks_.acked(options_.standby, *r);
-    // Caught up with what was written when this batch was read: count it from now on.
-    if (!in_sync_ && *r >= written) {
-      SetInSync(true);
-      YB_LOG_INFO("replication: standby {} caught up at record {}: counted", options_.standby, *r);
-    }
+    NoteAcked(*r, written);
   }
 }
 

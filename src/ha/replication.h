@@ -4,9 +4,10 @@
 // (one per standby, on a thread of its own) ships a standby the leader's newest snapshot and then
 // every record after it, as it is written, with ApplyLog calls on the standby's RPC server; each
 // answer acknowledges the records up to the standby's last. A standby that has caught up is
-// counted (the leader's HaMaster tells etcd first), after which the leader answers a change only
-// once every counted standby acknowledged its record; a standby that fails to answer is no longer
-// counted (etcd told first, again), and is shipped a snapshot again when it comes back.
+// counted, after which the leader answers a change only once every counted standby acknowledged
+// its record; once it also has every change answered before that, the leader lists it in etcd as
+// able to take over. A standby that fails to answer is no longer counted (taken off etcd's list
+// first), and is shipped a snapshot again when it comes back.
 #pragma once
 
 #include <atomic>
@@ -62,9 +63,14 @@ class LogShipper {
   struct Hooks {
     // Every record up to `seq` is on the standby.
     std::function<void(const std::string& standby, uint64_t seq)> acked;
-    // The standby has caught up (true) or failed to answer (false). Returns once what this means
-    // is in force (etcd told): the shipper goes on only then.
-    std::function<void(const std::string& standby, bool in_sync)> sync_changed;
+    // The standby has caught up with what was written when its last batch was read: from now on
+    // every change waits for it too. Returns the last record answered without it (the log's last
+    // record): the standby may be listed as able to take over once it has that one.
+    std::function<uint64_t(const std::string& standby)> caught_up;
+    // The standby has every record `caught_up` named (true), or failed to answer (false), or
+    // stopped being shipped to. Returns once what this means is in force (etcd told): the shipper
+    // goes on only then. For true, whether etcd took it (false: the standby is no longer counted).
+    std::function<bool(const std::string& standby, bool in_sync)> sync_changed;
   };
 
   LogShipper(Options options, MetaLog& log, Hooks hooks);
@@ -83,7 +89,11 @@ class LogShipper {
   bool ShipSnapshot();
   // One ApplyLog call; the standby's last record, or the failure.
   Result<uint64_t> Call(const std::string& request);
-  void SetInSync(bool v);
+  // Counting a standby has two steps: it waits for changes once it caught up (kJoining), and is
+  // listed in etcd as able to take over only once it has every change answered without it.
+  enum class Sync { kOut, kJoining, kInSync };
+  void NoteAcked(uint64_t acked, uint64_t written);
+  void Drop();
 
   const Options options_;
   MetaLog& log_;
@@ -91,7 +101,9 @@ class LogShipper {
   rpc::RpcChannel channel_;
   LogTail tail_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> in_sync_{false};
+  std::atomic<bool> in_sync_{false};  // listed (Sync::kInSync)
+  Sync sync_ = Sync::kOut;             // the shipper thread's
+  uint64_t join_seq_ = 0;              // kJoining: listed once acked reaches it
   std::atomic<uint64_t> acked_{0};
   std::atomic<std::chrono::steady_clock::time_point> last_follow_;
   bool snapshot_shipped_ = false;
