@@ -151,12 +151,12 @@ class HaMaster final : public MasterApi {
   std::shared_ptr<MasterService> master_;  // under master_mu_; set while leading
   std::atomic<bool> leading_{false};       // answering as the leader (lease known valid)
   std::atomic<bool> stopping_{false};
-  std::atomic<TimeMs> answer_until_{0};    // a quarter TTL before the lease could expire: no answer after
-  std::atomic<uint64_t> epoch_{0};         // the epoch of the leader this master knows of
-  mutable std::mutex mu_;                  // guards what follows
-  std::string leader_;                     // address of the leader known of
-  int64_t lease_ = 0;                      // ours, while leading
-  TimeMs lease_valid_until_ = 0;           // etcd keeps the lease at least until then
+  std::atomic<TimeMs> answer_until_{0};  // a quarter TTL before the lease could expire: no answer after
+  std::atomic<uint64_t> epoch_{0};       // the epoch of the leader this master knows of
+  mutable std::mutex mu_;                // guards what follows
+  std::string leader_;                   // address of the leader known of
+  int64_t lease_ = 0;                    // ours, while leading
+  TimeMs lease_valid_until_ = 0;         // etcd keeps the lease at least until then
   TimeMs last_renewal_ = 0;
   TimeMs last_follow_ = 0;
   std::unique_ptr<rpc::RpcChannel> to_leader_;

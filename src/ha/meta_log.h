@@ -150,12 +150,12 @@ class MetaLog final : public MetaSink {
   std::condition_variable done_cv_;  // callers wait for releases, snapshots for a rotation
   std::string buf_;                  // frames appended and not yet taken by the writer; under mu_
   static constexpr size_t kSpareBytes = 8u << 20;
-  std::string spare_;                // the last round's buffer, for the next; under write_mu_
-  uint64_t next_seq_ = 1;            // under mu_
-  bool stop_ = false;                // under mu_
-  bool syncer_idle_ = false;         // under mu_: the syncer waits for work
-  int blocked_ = 0;                  // under mu_: threads in Wait()
-  bool syncer_stop_ = false;         // under mu_: set once the writer has stopped
+  std::string spare_;         // the last round's buffer, for the next; under write_mu_
+  uint64_t next_seq_ = 1;     // under mu_
+  bool stop_ = false;         // under mu_
+  bool syncer_idle_ = false;  // under mu_: the syncer waits for work
+  int blocked_ = 0;           // under mu_: threads in Wait()
+  bool syncer_stop_ = false;  // under mu_: set once the writer has stopped
 
   std::multimap<uint64_t, std::function<void()>> on_written_, on_synced_;  // under mu_
   std::atomic<uint64_t> written_seq_{0};

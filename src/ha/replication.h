@@ -102,8 +102,8 @@ class LogShipper {
   LogTail tail_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> in_sync_{false};  // listed (Sync::kInSync)
-  Sync sync_ = Sync::kOut;             // the shipper thread's
-  uint64_t join_seq_ = 0;              // kJoining: listed once acked reaches it
+  Sync sync_ = Sync::kOut;            // the shipper thread's
+  uint64_t join_seq_ = 0;             // kJoining: listed once acked reaches it
   std::atomic<uint64_t> acked_{0};
   std::atomic<std::chrono::steady_clock::time_point> last_follow_;
   bool snapshot_shipped_ = false;

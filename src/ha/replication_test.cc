@@ -33,8 +33,8 @@ class Standby {
         return Status(Code::kInvalidParams, "ApplyLog does not parse");
       }
       std::lock_guard lock(mu_);
-      auto last = applier_->Apply(q.snapshot_begin(), q.snapshot_seq(), q.snapshot_frames(), q.snapshot_done(),
-                                  q.frames());
+      auto last =
+          applier_->Apply(q.snapshot_begin(), q.snapshot_seq(), q.snapshot_frames(), q.snapshot_done(), q.frames());
       rpc::ToPb(last.ok() ? Status::OK() : last.status(), r.mutable_status());
       if (last.ok()) r.set_last_seq(*last);
       reply += r.SerializeAsString();
