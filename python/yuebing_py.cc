@@ -106,9 +106,9 @@ class Store {
     c.device_name = rdma_devices;
     c.master_server_addr = master_server_addr;
     c.tenant = tenant_id;
-    if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
-    if (const char* v = std::getenv("YB_ZONE")) c.zone = v;
+    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // as Mooncake's users set it
     if (!zone_.empty()) c.zone = zone_;
+    if (enable_checksum_) c.enable_checksum = *enable_checksum_;
     yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;
@@ -137,6 +137,7 @@ class Store {
     if (!gss || !lbs) throw py::value_error("setup: global_segment_size / local_buffer_size must be bytes or \"4 GB\"");
     std::string master = str("master_server_address", str("master_server_addr", kPyMasterServerAddr));
     zone_ = str("zone", "");
+    if (d.contains("enable_checksum")) enable_checksum_ = py::bool_(d["enable_checksum"]).cast<bool>();
     return Setup(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
                  str("protocol", "tcp"), str("device_name", str("rdma_devices", "")), master, py::none(),
                  d.contains("enable_ssd_offload") && py::bool_(d["enable_ssd_offload"]).cast<bool>(),
@@ -454,7 +455,8 @@ class Store {
   }
 
   std::unique_ptr<yb::Client> client_;
-  std::string zone_;  // setup(dict)'s "zone" (else YB_ZONE)
+  std::string zone_;                     // setup(dict)'s "zone" (else YB_ZONE)
+  std::optional<bool> enable_checksum_;  // setup(dict)'s "enable_checksum" (else YB_ENABLE_CHECKSUM, else on)
 };
 
 }  // namespace

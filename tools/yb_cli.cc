@@ -34,10 +34,14 @@ int Fail(const yb::Status& st) {
 
 const char* StatusName(yb::ReplicaStatus s) {
   switch (s) {
-    case yb::ReplicaStatus::kProcessing: return "processing";
-    case yb::ReplicaStatus::kComplete: return "complete";
-    case yb::ReplicaStatus::kFailed: return "failed";
-    case yb::ReplicaStatus::kRemoved: return "removed";
+    case yb::ReplicaStatus::kProcessing:
+      return "processing";
+    case yb::ReplicaStatus::kComplete:
+      return "complete";
+    case yb::ReplicaStatus::kFailed:
+      return "failed";
+    case yb::ReplicaStatus::kRemoved:
+      return "removed";
   }
   return "?";
 }
@@ -77,6 +81,10 @@ int main(int argc, char** argv) {
   drain->add_option("name", node, "the node's segment name (as `segments` lists it), or its host")->required();
   drain->add_option("--timeout", drain_timeout, "seconds to wait at most")->check(CLI::PositiveNumber);
   reps->add_option("key", key)->required();
+  app.add_option("--enable_checksum", c.enable_checksum,
+                 "record a checksum with a put and check it on a get (YB_ENABLE_CHECKSUM)")
+      ->capture_default_str();
+  yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // flags given win
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
   spdlog::set_level(spdlog::level::warn);
@@ -85,7 +93,6 @@ int main(int argc, char** argv) {
   c.master_server_addr = master;
   c.global_segment_size = 0;
   c.local_buffer_size = 0;
-  if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
   if (segs->parsed() || drain->parsed()) {
     // Only the master's segment list: no client registration, so a script polling this does not
     // add a client to the master's live ones for every call.
@@ -126,9 +133,9 @@ int main(int argc, char** argv) {
                 "OWNER");
     for (const auto& u : *list) {
       std::printf("%-20s %-22s %-10s %-12s %-12s %-8llu %s\n", u.desc.name.c_str(), u.desc.endpoint.c_str(),
-                  u.desc.zone.empty() ? "-" : u.desc.zone.c_str(),
-                  yb::FormatBytes(u.capacity).c_str(), yb::FormatBytes(u.allocated).c_str(),
-                  static_cast<unsigned long long>(u.allocations), u.owner.ToString().c_str());
+                  u.desc.zone.empty() ? "-" : u.desc.zone.c_str(), yb::FormatBytes(u.capacity).c_str(),
+                  yb::FormatBytes(u.allocated).c_str(), static_cast<unsigned long long>(u.allocations),
+                  u.owner.ToString().c_str());
     }
     return 0;
   }
@@ -183,8 +190,8 @@ int main(int argc, char** argv) {
     std::printf("%s: %s, %zu replicas (%zu in memory)\n", key.c_str(), yb::FormatBytes(q->size).c_str(),
                 q->replicas.size(), memory);
     for (const auto& r : q->replicas) {
-      std::printf("  %-6s %-10s %s\n", r.kind == yb::ReplicaKind::kMemory ? "memory" : "disk",
-                  StatusName(r.status), where(r.segment).c_str());
+      std::printf("  %-6s %-10s %s\n", r.kind == yb::ReplicaKind::kMemory ? "memory" : "disk", StatusName(r.status),
+                  where(r.segment).c_str());
     }
   } else if (exist->parsed()) {
     auto e = cl.IsExist(key);

@@ -158,8 +158,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--log_level", log_level, "trace | debug | info | warn | error")->capture_default_str();
+  app.add_option("--enable_checksum", c.enable_checksum,
+                 "record a checksum with this node's writes and check it on reads (YB_ENABLE_CHECKSUM)")
+      ->capture_default_str();
+  yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // flags given win
   CLI11_PARSE(app, argc, argv);
-  if (const char* v = std::getenv("YB_ZONE"); v && c.zone.empty()) c.zone = v;
   spdlog::set_level(spdlog::level::from_str(log_level));
   if (c.local_hostname.empty()) {
     c.local_hostname = host;

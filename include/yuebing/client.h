@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,7 +36,7 @@ struct ClientConfig {
   // master in this process, shared by its clients that name the same cluster.
   std::string master_server_addr = "embedded";
   std::string cluster_id = "mooncake_cluster";  // with etcd://: the masters' --cluster_id
-  std::string protocol = "tcp";  // "tcp" (RDMA is not available yet)
+  std::string protocol = "tcp";                 // "tcp" (RDMA is not available yet)
   std::string device_name;
   uint64_t global_segment_size = 0;          // contributed to the pool; 0 for a pure caller
   uint64_t local_buffer_size = 16ULL << 20;  // staging buffer
@@ -45,8 +46,10 @@ struct ClientConfig {
   // zone; up to 64 printable characters): replicas of an object go to distinct zones first, then
   // distinct hosts. "" (the default): unlabelled. The entry points read YB_ZONE when not set.
   std::string zone;
-  bool enable_checksum = false;  // record an XXH3-64 checksum with every Put
-  bool verify_checksum = true;   // check it on Get when the writer recorded one
+  // Record a checksum with every Put (common/checksum.h, computed as the bytes move); reads check
+  // it on every tier. Off: faster puts, and a damaged replica is served as it is.
+  bool enable_checksum = true;
+  bool verify_checksum = true;  // check it on Get when the writer recorded one
   // With a networked master: the address this client's transfer server listens on. The host of
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;
@@ -75,6 +78,12 @@ struct ClientConfig {
   SsdTierConfig ssd;
 };
 
+// Fills what the environment sets, for the entry points that have no flags of their own (the C
+// API's setup, Python's setup; the tools read the same names where a flag is not given): `lookup`
+// is std::getenv, or a test's. MC_SLICE_SIZE (Mooncake's), YB_ZONE, YB_ENABLE_CHECKSUM (0 or
+// false turns checksums off). A value that does not parse is logged and left as it was.
+void ApplyEnvironment(ClientConfig& config, const std::function<const char*(const char*)>& lookup);
+
 // Checks a configuration as Connect() does: INVALID_PARAMS naming the setting, or NOT_SUPPORTED
 // for a protocol this build cannot run ("rdma": no RDMA device support; "tcp" works).
 Status ValidateClientConfig(const ClientConfig& config);
@@ -92,7 +101,7 @@ struct ClientStats {
   uint64_t repairs = 0;
   uint64_t repair_failures = 0;
   uint64_t repair_bytes = 0;
-  uint64_t segments = 0;            // mounted, and their bytes
+  uint64_t segments = 0;  // mounted, and their bytes
   uint64_t segment_bytes = 0;
   TransferServerStats transfer;  // zero without a global segment
   // The SSD tier (zero without one).

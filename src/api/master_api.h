@@ -58,19 +58,19 @@ struct OffloadResult {
   std::string disk_key;
   uint64_t object_id = 0;
   Status status;                     // OK: durable on disk
-  std::optional<uint64_t> checksum;  // with OK: XXH3-64 of the bytes written
+  std::optional<uint64_t> checksum;  // with OK: the checksum of the bytes written (common/checksum.h)
 };
 
 // An object on a client's SSD tier, as registered after a restart.
 struct DiskObject {
   std::string disk_key;
   uint64_t size = 0;
-  uint64_t checksum = 0;  // XXH3-64 of the value
+  uint64_t checksum = 0;  // the value's checksum (common/checksum.h)
 };
 
 struct ObjectInfo {
   uint64_t size = 0;
-  std::optional<uint64_t> checksum;   // XXH3-64 of the value, when the writer gave one
+  std::optional<uint64_t> checksum;   // the value's (common/checksum.h), when the writer gave one
   std::vector<ReplicaDesc> replicas;  // COMPLETE replicas only
   uint64_t read_pin = 0;              // non-zero when pinned: pass to ReadEnd
 };
@@ -106,7 +106,7 @@ struct RepairTask {
   uint64_t source_offset = 0;
   SegmentId target = 0;  // the client's segment to write into
   uint64_t target_offset = 0;
-  std::optional<uint64_t> checksum;  // the value's XXH3-64 when its writer gave one
+  std::optional<uint64_t> checksum;  // the value's (common/checksum.h) when its writer gave one
   Grant source_grant = {};           // read grant for the source range
 };
 

@@ -94,9 +94,8 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
     c.device_name = Or(device_name, "");
     c.master_server_addr = Or(master_server_addr, "embedded");
     // A C program has no main() of ours: this setup is its entry point, and Mooncake's users tune
-    // the transport through this variable. The library under it reads no environment.
-    if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;
-    if (const char* v = std::getenv("YB_ZONE")) c.zone = v;
+    // the transport through the environment. The library under it reads none.
+    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
     std::lock_guard lock(h->setup_mu);
     if (h->client) {
       YB_LOG_ERROR("setup: this store is already set up");

@@ -1,9 +1,12 @@
 // ValidateClientConfig: the one check of a client's configuration, whoever fills it (the C API,
 // Python, yb-client, yb, a C++ program): every entry point reaches it through Connect().
 #include <algorithm>
+#include <cctype>
+#include <optional>
 
 #include "client/client_internal.h"
 #include "common/listener.h"
+#include "common/log.h"
 #include "yuebing/client.h"
 
 namespace yb {
@@ -27,7 +30,33 @@ Status ValidateSsdTier(const ClientConfig& c) {
   return Status::OK();
 }
 
+// "1", "true", "on", "yes" / "0", "false", "off", "no", any case.
+std::optional<bool> ParseBool(std::string v) {
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (v == "1" || v == "true" || v == "on" || v == "yes") return true;
+  if (v == "0" || v == "false" || v == "off" || v == "no") return false;
+  return std::nullopt;
+}
+
 }  // namespace
+
+void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const char*)>& lookup) {
+  auto get = [&](const char* name) -> std::optional<std::string> {
+    const char* v = lookup(name);
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+  if (auto v = get("MC_SLICE_SIZE")) c.mc_slice_size = *v;  // as Mooncake's users set it
+  if (auto v = get("YB_ZONE")) c.zone = *v;
+  if (auto v = get("YB_ENABLE_CHECKSUM")) {
+    if (auto b = ParseBool(*v)) {
+      c.enable_checksum = *b;
+    } else {
+      YB_LOG_WARN("YB_ENABLE_CHECKSUM='{}' is not true or false: checksums stay {}", *v,
+                  c.enable_checksum ? "on" : "off");
+    }
+  }
+}
 
 Status ValidateClientConfig(const ClientConfig& c) {
   if (c.protocol == "rdma") {
@@ -45,7 +74,8 @@ Status ValidateClientConfig(const ClientConfig& c) {
     return Bad("transfer_keepalive_sec must be at most " + std::to_string(kMaxKeepaliveSec));
   }
   if (c.rpc_timeout_ms == 0) return Bad("rpc_timeout_ms must be > 0");
-  if (c.zone.size() > kMaxZoneLength || std::any_of(c.zone.begin(), c.zone.end(), [](char ch) { return ch <= ' ' || ch > '~'; })) {
+  if (c.zone.size() > kMaxZoneLength ||
+      std::any_of(c.zone.begin(), c.zone.end(), [](char ch) { return ch <= ' ' || ch > '~'; })) {
     return Bad("zone '" + c.zone + "' must be at most 64 printable characters without spaces");
   }
   if (c.enable_offload) YB_RETURN_IF_ERROR(ValidateSsdTier(c));

@@ -1,6 +1,4 @@
 // DataPath: moving bytes between caller slices and replicas.
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -18,22 +16,13 @@ Result<uint64_t> SlicesSize(const std::vector<Slice>& slices) {
   return total;
 }
 
-uint64_t SlicesChecksum(const std::vector<Slice>& slices) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  for (const auto& s : slices) XXH3_64bits_update(st, s.ptr, s.size);
-  uint64_t h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return h;
-}
-
 void DataPath::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
-                              std::vector<TransferRequest>& out) {
-  uint64_t off = replica.offset;
+                              std::vector<TransferRequest>& out, ChecksumSink* checksum) {
+  uint64_t pos = 0;
   for (const auto& s : slices) {
     if (s.size == 0) continue;
-    out.push_back({op, replica.segment, off, s.ptr, s.size, nullptr, replica.grant});
-    off += s.size;
+    out.push_back({op, replica.segment, replica.offset + pos, s.ptr, s.size, nullptr, replica.grant, checksum, pos});
+    pos += s.size;
   }
 }
 
@@ -45,10 +34,11 @@ bool DataPath::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>
   });
 }
 
-Status DataPath::Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices) {
+Status DataPath::Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                      ChecksumSink* checksum) {
   if (!NeedsStaging(replica, slices)) {
     std::vector<TransferRequest> reqs;
-    AppendRequests(op, replica, slices, reqs);
+    AppendRequests(op, replica, slices, reqs, checksum);
     for (auto& st : engine_->Submit(reqs)) YB_RETURN_IF_ERROR(st);
     return Status::OK();
   }

@@ -29,7 +29,8 @@ Status TooSmall(uint64_t have, uint64_t need) {
 
 }  // namespace
 
-Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices) {
+Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                              ChecksumSink* checksum) {
   const std::string disk_key = DiskKey(config_.tenant, key);
   // The object comes whole: straight into a single slice, else through a buffer and scattered.
   std::string buffer;
@@ -38,7 +39,8 @@ Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica
     buffer.resize(replica.size);
     dst = buffer.data();
   }
-  TransferRequest r{TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key, replica.grant};
+  TransferRequest r{
+      TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key, replica.grant, checksum, 0};
   YB_RETURN_IF_ERROR(engine_->Submit({r})[0]);
   if (!buffer.empty()) {
     uint64_t off = 0;
@@ -60,10 +62,14 @@ Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, co
   auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); });
   if (ordered.empty()) return Status(Code::kInvalidReplica, "object has no complete replica");
   Status last = std::move(prior);
+  ChecksumSink sum;
+  ChecksumSink* check = Verifies(info) ? &sum : nullptr;
   for (size_t i = first; i < ordered.size(); ++i) {
-    Status st = ordered[i].kind == ReplicaKind::kLocalDisk ? ReadFromDisk(key, ordered[i], target)
-                                                           : Move(TransferRequest::Op::kRead, ordered[i], target);
-    if (st.ok() && info.checksum && config_.verify_checksum && SlicesChecksum(target) != *info.checksum) {
+    sum.Reset(info.size);
+    Status st = ordered[i].kind == ReplicaKind::kLocalDisk
+                    ? ReadFromDisk(key, ordered[i], target, check)
+                    : Move(TransferRequest::Op::kRead, ordered[i], target, check);
+    if (st.ok() && check && sum.Finish(target) != *info.checksum) {
       st = Status(Code::kChecksumMismatch,
                   "replica on segment " + std::to_string(ordered[i].segment) + " does not match the checksum");
     }
@@ -125,6 +131,7 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
   std::vector<std::vector<Slice>> targets(n);
   std::vector<std::vector<ReplicaDesc>> ordered(n);
   std::vector<bool> ok(n, false), attempted(n, false);
+  std::vector<ChecksumSink> sums(n);  // of the first attempt, as its bytes arrive
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok()) continue;
     if (!infos[i].ok()) {
@@ -140,7 +147,12 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory || NeedsStaging(ordered[i][0], targets[i]))
       continue;  // handled below, one by one
     ok[i] = attempted[i] = true;
-    AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs);
+    ChecksumSink* check = nullptr;
+    if (Verifies(*infos[i])) {
+      sums[i].Reset(infos[i]->size);
+      check = &sums[i];
+    }
+    AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs, check);
     owner.resize(reqs.size(), i);
   }
   auto results = engine_->Submit(reqs);
@@ -150,7 +162,7 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok() || !infos[i].ok()) continue;
     const ObjectInfo& info = *infos[i];
-    bool good = ok[i] && (!info.checksum || !config_.verify_checksum || SlicesChecksum(targets[i]) == *info.checksum);
+    bool good = ok[i] && (!Verifies(info) || sums[i].Finish(targets[i]) == *info.checksum);
     // On a failed first attempt, go on from the second replica.
     Status prior = !attempted[i] ? Status(Code::kTransferFail, "no replica could be read")
                    : ok[i]       ? Status(Code::kChecksumMismatch, "first replica does not match the checksum")

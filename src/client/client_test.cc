@@ -4,11 +4,13 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <numeric>
 
 #include "client/client_internal.h"
 #include "client/mock_master.h"
+#include "common/checksum.h"
 #include "common/clock.h"
 #include "master/master_service.h"
 #include "transfer/fault_transport.h"
@@ -38,7 +40,7 @@ class ClientTest : public ::testing::Test {
     b_ = NewClient("node-b", 1 << 20);
   }
 
-  Client* NewClient(const std::string& host, uint64_t segment, bool checksum = false) {
+  Client* NewClient(const std::string& host, uint64_t segment, bool checksum = ClientConfig{}.enable_checksum) {
     ClientConfig c;
     c.local_hostname = host;
     c.global_segment_size = segment;
@@ -159,6 +161,29 @@ TEST_F(ClientTest, ChecksumCatchesCorruptionAndTriesTheNextReplica) {
   EXPECT_EQ(batch[0].code(), Code::kChecksumMismatch);
   EXPECT_TRUE(batch[1].ok());
   EXPECT_EQ(out2, v);
+}
+
+// Checksums are on by default, for values of many chunks too, read into buffers cut anywhere; a
+// caller who turns them off records none and checks none.
+TEST_F(ClientTest, ChecksumsAreOnByDefaultAndCatchADamagedChunkOfALargeValue) {
+  std::string v = Bytes(300000, 'L');
+  ReplicateConfig two;
+  two.replica_num = 2;
+  two.preferred_segments = {"node-a", "node-b"};
+  ASSERT_TRUE(a_->Put("big", v.data(), v.size(), two).ok());
+  ASSERT_TRUE(b_->Query("big")->checksum.has_value());
+  EXPECT_EQ(*b_->Query("big")->checksum, ObjectChecksum(v.data(), v.size()));
+  std::string head(70001, '\0'), tail(v.size() - head.size(), '\0');
+  ASSERT_TRUE(b_->Get("big", {{head.data(), head.size()}, {tail.data(), tail.size()}}).ok());
+  EXPECT_EQ(head + tail, v);
+  fault_->CorruptReadsFrom(ClientInternal::segments(*a_)[0]);
+  fault_->CorruptReadsFrom(ClientInternal::segments(*b_)[0]);
+  std::string out(v.size(), '\0');
+  EXPECT_EQ(b_->Get("big", out.data(), out.size()).code(), Code::kChecksumMismatch);
+  fault_->Clear();
+  Client* off = NewClient("node-c", 0, /*checksum=*/false);
+  ASSERT_TRUE(off->Put("unchecked", v.data(), v.size(), two).ok());
+  EXPECT_FALSE(off->Query("unchecked")->checksum.has_value());
 }
 
 TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
@@ -374,6 +399,29 @@ TEST_F(ClientTest, ConnectRunsAnEmbeddedMaster) {
   EXPECT_EQ(Client::Connect(c).code(), Code::kInvalidParams);
 }
 
+// The C API's and Python's setup read the environment through one function; a value that does
+// not parse leaves the setting as it was.
+TEST(ClientConfigTest, TheEnvironmentIsReadInOnePlace) {
+  std::map<std::string, std::string> env{
+      {"YB_ENABLE_CHECKSUM", "false"}, {"YB_ZONE", "rack-1"}, {"MC_SLICE_SIZE", "1MB"}};
+  auto lookup = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ClientConfig c;
+  EXPECT_TRUE(c.enable_checksum);  // on by default
+  ApplyEnvironment(c, lookup);
+  EXPECT_FALSE(c.enable_checksum);
+  EXPECT_EQ(c.zone, "rack-1");
+  EXPECT_EQ(c.mc_slice_size, "1MB");
+  env["YB_ENABLE_CHECKSUM"] = "perhaps";
+  ApplyEnvironment(c, lookup);
+  EXPECT_FALSE(c.enable_checksum);
+  env["YB_ENABLE_CHECKSUM"] = "ON";
+  ApplyEnvironment(c, lookup);
+  EXPECT_TRUE(c.enable_checksum);
+}
+
 // Every entry point (C, Python, the daemons) checks a configuration through this one function.
 TEST(ClientConfigTest, OneValidationForEveryEntryPoint) {
   ClientConfig c;
@@ -426,10 +474,11 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
   ManualScheduler scheduler(clock);
   int pings = 0, pings_while_mounting = 0;
   ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
-  ON_CALL(*master, Ping(::testing::_, ::testing::_)).WillByDefault([&](const CallContext&, const PingState&) -> Result<PingResponse> {
-    ++pings;
-    return PingResponse{};
-  });
+  ON_CALL(*master, Ping(::testing::_, ::testing::_))
+      .WillByDefault([&](const CallContext&, const PingState&) -> Result<PingResponse> {
+        ++pings;
+        return PingResponse{};
+      });
   ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
       .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>&) {
         scheduler.Advance(3000);  // a slow mount
@@ -471,7 +520,7 @@ TEST(ClientHeartbeatTest, AFailedRemountIsTriedAgainUntilTheMasterServesTheSegme
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   scheduler.Advance(1000);
   EXPECT_TRUE((*client)->Stats().segments_mounted);
-  served = 0;  // the master declared us dead
+  served = 0;               // the master declared us dead
   scheduler.Advance(1000);  // told to re-mount; the mount fails
   EXPECT_EQ(mounts, 2);
   EXPECT_FALSE((*client)->Stats().segments_mounted);

@@ -71,6 +71,8 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
   std::vector<TransferRequest> reqs;
   std::vector<size_t> req_owner;  // index into pending
   std::vector<Status> failed(pending.size());
+  // The checksum of each value, computed as its first replica's bytes move.
+  std::vector<ChecksumSink> sums(config_.enable_checksum ? pending.size() : 0);
   auto note = [&](size_t j, SegmentId segment, const Status& st) {
     if (failed[j].ok()) failed[j] = Status(st.code(), "segment " + std::to_string(segment) + ": " + st.ToString());
     if (st.code() == Code::kTransferFail) failed_segments.push_back(segment);
@@ -83,13 +85,19 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
                    : starts[j].status();
       continue;
     }
+    ChecksumSink* sum = nullptr;
+    if (!sums.empty()) {
+      sums[j].Reset(sizes[i]);
+      sum = &sums[j];
+    }
     for (const auto& r : *starts[j]) {
       if (NeedsStaging(r, values[i])) {
-        if (Status st = Move(TransferRequest::Op::kWrite, r, values[i]); !st.ok()) note(j, r.segment, st);
-        continue;
+        if (Status st = Move(TransferRequest::Op::kWrite, r, values[i], sum); !st.ok()) note(j, r.segment, st);
+      } else {
+        AppendRequests(TransferRequest::Op::kWrite, r, values[i], reqs, sum);
+        req_owner.resize(reqs.size(), j);
       }
-      AppendRequests(TransferRequest::Op::kWrite, r, values[i], reqs);
-      req_owner.resize(reqs.size(), j);
+      sum = nullptr;  // the same bytes go to every replica: hashed once
     }
   }
   auto results = engine_->Submit(reqs);
@@ -113,7 +121,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
     } else {
       end_keys.push_back(keys[i]);
       end_idx.push_back(i);
-      checksums.push_back(config_.enable_checksum ? std::optional(SlicesChecksum(values[i])) : std::nullopt);
+      checksums.push_back(sums.empty() ? std::nullopt : std::optional(sums[j].Finish(values[i])));
     }
   }
   if (!revoke_keys.empty()) (void)master().BatchPutRevoke(ctx(), revoke_keys);

@@ -76,13 +76,19 @@ class DataPath {
   Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
                       Status prior = Status(Code::kTransferFail, "no replica could be read"));
   // Reads a whole object from a LOCAL_DISK replica (here or through its owner's transfer server).
-  Status ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices);
-  // Moves a contiguous object range to or from the caller's slices, staging when needed.
-  Status Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices);
+  Status ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                      ChecksumSink* checksum);
+  // Moves a whole object to or from the caller's slices, staging when needed; `checksum` (if set)
+  // is given the bytes as they move (a staged copy gives none: Finish hashes them).
+  Status Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+              ChecksumSink* checksum = nullptr);
   bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
   // Requests for a whole object over `slices`, appended to `out`.
   static void AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
-                             std::vector<TransferRequest>& out);
+                             std::vector<TransferRequest>& out, ChecksumSink* checksum = nullptr);
+  // Whether a read of this object checks its bytes (the writer recorded a checksum, and the
+  // configuration verifies).
+  bool Verifies(const ObjectInfo& info) const { return info.checksum && config_.verify_checksum; }
   MasterApi& master() const { return members_.master(); }
   CallContext ctx() const { return members_.ctx(); }
 
@@ -100,6 +106,5 @@ class DataPath {
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.
 Result<uint64_t> SlicesSize(const std::vector<Slice>& slices);
-uint64_t SlicesChecksum(const std::vector<Slice>& slices);
 
 }  // namespace yb

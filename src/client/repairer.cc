@@ -1,6 +1,5 @@
 #include "client/repairer.h"
 
-#include "common/hash.h"
 #include "common/log.h"
 
 namespace yb {
@@ -45,12 +44,17 @@ size_t Repairer::RunOnce(bool force) {
   std::vector<RepairResult> results(tasks->size());
   std::vector<TransferRequest> reqs;
   std::vector<size_t> owner;
+  std::vector<ChecksumSink> sums(tasks->size());  // a value's checksum, as its copy arrives
   for (size_t i = 0; i < tasks->size(); ++i) {
     results[i].task_id = (*tasks)[i].task_id;
     auto r = Plan((*tasks)[i]);
     if (!r.ok()) {
       results[i].status = r.status();
       continue;
+    }
+    if ((*tasks)[i].checksum) {
+      sums[i].Reset((*tasks)[i].size);
+      r->checksum = &sums[i];
     }
     reqs.push_back(*r);
     owner.push_back(i);
@@ -59,7 +63,7 @@ size_t Repairer::RunOnce(bool force) {
   for (size_t k = 0; k < done.size(); ++k) {
     const RepairTask& t = (*tasks)[owner[k]];
     Status st = std::move(done[k]);
-    if (st.ok() && t.checksum && HashBytes(reqs[k].local, t.size) != *t.checksum) {
+    if (st.ok() && t.checksum && sums[owner[k]].Finish(std::vector<Slice>{{reqs[k].local, t.size}}) != *t.checksum) {
       st = Status(Code::kChecksumMismatch,
                   "the copy read from segment " + std::to_string(t.source) + " does not match the value's checksum");
     }

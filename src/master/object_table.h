@@ -106,7 +106,7 @@ struct ObjectMeta {
   StoredReplica& replica(size_t i) { return n_replicas == 1 ? one_ : many_[i]; }
   const StoredReplica& replica(size_t i) const { return n_replicas == 1 ? one_ : many_[i]; }
   bool hard_pinned() const { return flags & kHardPin; }
-  // `checksum` holds the value's XXH3-64: given by the writer, or computed by an offload.
+  // `checksum` holds the value's checksum (common/checksum.h): given by the writer, or computed by an offload.
   bool checksum_known() const { return flags & (kHasChecksum | kDiskChecksum); }
   std::optional<uint64_t> known_checksum() const { return checksum_known() ? std::optional(checksum) : std::nullopt; }
   // COMPLETE MEMORY replicas (repairs in progress are PROCESSING).
@@ -269,7 +269,7 @@ class ObjectTable {
     bool CompleteReplica(Ref r, const Allocation& a);
     // Frees the PROCESSING replica at `a`, if it is there.
     void DropRepairReplica(Ref r, const Allocation& a);
-    // The XXH3-64 an offload computed for a value its writer gave none (kDiskChecksum).
+    // The checksum an offload computed for a value its writer gave none (kDiskChecksum).
     void SetDiskChecksum(Ref r, uint64_t checksum);
     // Sets or clears the offload bits (kOffloading, kNoOffload, kDiskCopyPending): state that the
     // offload queues rebuild, not part of the value.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/checksum.h"
 #include "common/files.h"
 #include "common/log.h"
 
@@ -17,7 +18,10 @@ namespace yb::storage {
 namespace {
 
 constexpr uint32_t kMetaMagic = 0x4D424259;  // "YBBM"
-constexpr uint32_t kMetaVersion = 1;
+// Version 2: an entry's checksum is the object's (common/checksum.h). Version 1's was XXH3-64 of
+// the whole value (the same for values up to 64 KiB); its buckets are still read.
+constexpr uint32_t kMetaVersion = 2;
+constexpr uint32_t kMetaVersionWholeXxh3 = 1;
 constexpr uint32_t kForgottenMagic = 0x46424259;  // "YBBF": one record of the forgotten log
 
 using FaultHook = std::function<int(std::string_view, const std::string&)>;
@@ -126,7 +130,7 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
   size_t pos = 0;
   uint32_t magic, version, count;
   if (!Take(m, pos, &magic) || !Take(m, pos, &version) || !Take(m, pos, &count) || magic != kMetaMagic ||
-      version != kMetaVersion) {
+      (version != kMetaVersion && version != kMetaVersionWholeXxh3)) {
     return corrupt("bad header");
   }
   struct stat st {};
@@ -134,7 +138,7 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
   std::vector<std::pair<std::string, Entry>> out;
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t klen;
-    Entry e{id, 0, 0, 0};
+    Entry e{id, 0, 0, 0, version == kMetaVersionWholeXxh3};
     if (!Take(m, pos, &klen) || m.size() - 8 - pos < klen) return corrupt("truncated entry");
     std::string key = m.substr(pos, klen);
     pos += klen;
@@ -220,7 +224,7 @@ Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values,
   uint64_t off = 0;
   for (size_t i = from; i < to; ++i) {
     parts.push_back(values[i].data);
-    Entry e{id, off, values[i].data.size(), XXH3_64bits(values[i].data.data(), values[i].data.size())};
+    Entry e{id, off, values[i].data.size(), ObjectChecksum(values[i].data.data(), values[i].data.size()), false};
     Append(meta, static_cast<uint32_t>(values[i].key.size()));
     meta += values[i].key;
     Append(meta, e.offset);
@@ -320,7 +324,7 @@ Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint6
   ::close(fd);
   if (err) return Status(Code::kFileReadFail, "cannot read " + path + ": " + std::strerror(err));
   if (done != e.size) return Status(Code::kFileReadFail, "short read from " + path);
-  if (XXH3_64bits(buffer, e.size) != e.checksum) {
+  if ((e.whole_xxh3 ? Xxh3(buffer, e.size) : ObjectChecksum(buffer, e.size)) != e.checksum) {
     return Status(Code::kChecksumMismatch,
                   "object at offset " + std::to_string(e.offset) + " of " + path + " is damaged (checksum mismatch)");
   }

@@ -1,7 +1,7 @@
 // StorageEngine: a client's SSD tier over one directory (docs/ssd-tier.md).
 //
 // Objects are packed into buckets: `bucket-<id>.data` holds the values back to back and
-// `bucket-<id>.meta` lists each object's key, offset, size and XXH3 checksum, followed by a checksum
+// `bucket-<id>.meta` lists each object's key, offset, size and checksum (common/checksum.h), followed by a checksum
 // of the list itself. A bucket is written data first (fsync), then its meta file under a temporary
 // name (fsync), then renamed into place: a bucket without a valid meta file never existed. On Open()
 // the engine scans the directory, deletes incomplete or corrupt buckets and reports the objects that
@@ -45,7 +45,7 @@ struct StoredObject {
   std::string key;
   uint64_t size = 0;
   uint64_t bucket = 0;
-  uint64_t checksum = 0;  // XXH3-64 of the value
+  uint64_t checksum = 0;  // the value's checksum (common/checksum.h)
 };
 
 class StorageEngine {
@@ -63,7 +63,7 @@ class StorageEngine {
   // receives how many values (a prefix) are durable, also when a later bucket fails. Errors:
   // NO_AVAILABLE_HANDLE when the values do not fit under the size limit, FILE_WRITE_FAIL for I/O
   // errors (including a full disk); the message names the file and the system error.
-  // `checksums`, when given, receives the XXH3-64 of each stored value.
+  // `checksums`, when given, receives the checksum of each stored value (common/checksum.h).
   Status Put(const std::vector<Value>& values, size_t* stored = nullptr, std::vector<uint64_t>* checksums = nullptr);
   // Reads a whole object; CHECKSUM_MISMATCH when its bytes on disk are damaged.
   Result<uint64_t> Read(const std::string& key, void* buffer, uint64_t size);
@@ -95,6 +95,7 @@ class StorageEngine {
     uint64_t offset;
     uint64_t size;
     uint64_t checksum;
+    bool whole_xxh3;  // a version 1 bucket's: XXH3-64 of the whole value
   };
   struct Bucket {
     uint64_t id = 0;

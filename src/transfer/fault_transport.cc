@@ -48,6 +48,11 @@ std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRe
       } else {
         pass.push_back(batch[i]);
         where.push_back(i);
+        // A damaged segment: what the reader hashes is what arrives, so the sink is fed below,
+        // after the damage.
+        if (batch[i].op == TransferRequest::Op::kRead && corrupt_.count(batch[i].segment)) {
+          pass.back().checksum = nullptr;
+        }
       }
     }
   }
@@ -58,6 +63,9 @@ std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRe
     const auto& r = pass[j];
     if (inner[j].ok() && r.op == TransferRequest::Op::kRead && r.length > 0 && corrupt_.count(r.segment)) {
       static_cast<uint8_t*>(r.local)[0] ^= 0xFF;
+      if (const auto& original = batch[where[j]]; original.checksum) {
+        original.checksum->Moved(original.object_pos, original.local, original.length);
+      }
     }
   }
   return out;

@@ -1,5 +1,6 @@
 #include "transfer/memcpy_transport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -26,8 +27,36 @@ Status ReadObjectFrom(const LocalSegmentRegistry& registry, const TransferReques
     return Status(Code::kInvalidRead,
                   "object on disk has " + std::to_string(*n) + " bytes, expected " + std::to_string(r.length));
   }
+  if (r.checksum) r.checksum->Moved(r.object_pos, r.local, r.length);
   return Status::OK();
 }
+
+namespace {
+
+// Copies a request's bytes; with a checksum sink, chunk by chunk, each hashed while in cache (a
+// read's after it is copied, a write's before).
+void Copy(const TransferRequest& r, uint8_t* remote) {
+  auto* local = static_cast<uint8_t*>(r.local);
+  const bool read = r.op == TransferRequest::Op::kRead;
+  if (!r.checksum) {
+    read ? std::memcpy(local, remote, r.length) : std::memcpy(remote, local, r.length);
+    return;
+  }
+  for (uint64_t done = 0; done < r.length;) {
+    const uint64_t pos = r.object_pos + done;
+    const uint64_t n = std::min(r.length - done, kChecksumChunk - pos % kChecksumChunk);
+    if (read) {
+      std::memcpy(local + done, remote + done, n);
+      r.checksum->Moved(pos, local + done, n);
+    } else {
+      r.checksum->Moved(pos, local + done, n);
+      std::memcpy(remote + done, local + done, n);
+    }
+    done += n;
+  }
+}
+
+}  // namespace
 
 std::vector<Status> MemcpyTransport::Submit(const std::vector<TransferRequest>& batch) {
   std::vector<Status> out;
@@ -43,13 +72,7 @@ std::vector<Status> MemcpyTransport::Submit(const std::vector<TransferRequest>& 
       continue;
     }
     Status st = CheckBounds(r, seg.size);
-    if (st.ok() && r.length > 0) {
-      if (r.op == TransferRequest::Op::kRead) {
-        std::memcpy(r.local, seg.base + r.offset, r.length);
-      } else {
-        std::memcpy(seg.base + r.offset, r.local, r.length);
-      }
-    }
+    if (st.ok() && r.length > 0) Copy(r, seg.base + r.offset);
     out.push_back(std::move(st));
   }
   return out;

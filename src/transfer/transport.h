@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checksum.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 
@@ -27,6 +28,11 @@ struct TransferRequest {
   // The master's permission for the range (a replica's grant), which a segment served by another
   // process requires; a slice of the request carries the whole request's grant.
   Grant grant = {};
+  // When set, the transport reports to it the bytes it moves, as object positions from
+  // `object_pos` (where this request's first byte sits in the object), right after it received
+  // them or right before it sends them: the object's checksum is computed while the bytes move.
+  ChecksumSink* checksum = nullptr;
+  uint64_t object_pos = 0;
 };
 
 class Transport {

@@ -43,6 +43,9 @@ std::chrono::milliseconds TcpTransport::Options::IoBudget(uint64_t bytes) const 
 
 namespace {
 
+// Write payloads hashed and queued between two sends, at most (while they stay in cache).
+constexpr uint64_t kMaxQueuedHashed = 512 << 10;
+
 // Sets both timeouts of a blocking socket (a peer silent this long fails the call).
 void SetIoTimeouts(int fd, std::chrono::milliseconds wait) {
   timeval tv{static_cast<time_t>(wait.count() / 1000), static_cast<suseconds_t>(wait.count() % 1000 * 1000)};
@@ -342,8 +345,11 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
     return Status(Code::kTransferFail, std::move(what));
   };
   // Pipelined: every request (with write payloads) in gathered writes, then every response in order.
+  // A write's payload is hashed for its checksum just before it is queued (it is then in cache for
+  // the kernel's copy), so what is queued between two sends stays small.
   std::vector<std::array<uint8_t, kRequestSize>> hdrs(slices.size());
   std::vector<iovec> out;
+  uint64_t queued = 0;
   for (size_t k = 0; k < slices.size(); ++k) {
     const auto& p = slices[k].piece;
     if (p.op == TransferRequest::Op::kReadObject) {
@@ -354,11 +360,16 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
       WireRequest{p.op == TransferRequest::Op::kRead ? kOpRead : kOpWrite, p.segment, p.offset, p.length, p.grant}
           .Encode(hdrs[k].data());
       out.push_back({hdrs[k].data(), kRequestSize});
-      if (p.op == TransferRequest::Op::kWrite) out.push_back({p.local, p.length});
+      if (p.op == TransferRequest::Op::kWrite) {
+        if (p.checksum) p.checksum->Moved(p.object_pos, p.local, p.length);
+        out.push_back({p.local, p.length});
+        if (p.checksum) queued += p.length;
+      }
     }
-    if (out.size() >= 64 || k + 1 == slices.size()) {
+    if (out.size() >= 64 || queued >= kMaxQueuedHashed || k + 1 == slices.size()) {
       SendAll(fd, out, ec);
       out.clear();
+      queued = 0;
       if (ec) return failed("sending to " + endpoint + ": " + ec.message());
     }
   }
@@ -398,12 +409,21 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
     }
     if (s.piece.op != TransferRequest::Op::kWrite) {
       if (resp.length != s.piece.length) return Status(Code::kTransferFail, "short read from " + endpoint);
+      // Received a checksum chunk at a time, each hashed as it lands.
       auto* dst = static_cast<uint8_t*>(s.piece.local);
-      uint64_t have = std::min<uint64_t>(len - pos, s.piece.length);
-      std::memcpy(dst, in.data() + pos, have);
-      pos += have;
-      if (have < s.piece.length) RecvAll(fd, dst + have, s.piece.length - have, ec);
-      if (ec) return failed("reading from " + endpoint + ": " + ec.message());
+      ChecksumSink* sink = s.piece.checksum;
+      for (uint64_t got = 0; got < s.piece.length;) {
+        const uint64_t at = s.piece.object_pos + got;
+        const uint64_t step =
+            sink ? std::min(s.piece.length - got, kChecksumChunk - at % kChecksumChunk) : s.piece.length - got;
+        const uint64_t have = std::min<uint64_t>(len - pos, step);
+        std::memcpy(dst + got, in.data() + pos, have);
+        pos += have;
+        if (have < step) RecvAll(fd, dst + got + have, step - have, ec);
+        if (ec) return failed("reading from " + endpoint + ": " + ec.message());
+        if (sink) sink->Moved(at, dst + got, step);
+        got += step;
+      }
     }
   }
   return Status::OK();
@@ -438,6 +458,7 @@ std::vector<Status> TcpTransport::Submit(const std::vector<TransferRequest>& bat
       piece.offset = r.offset + off;
       piece.local = static_cast<uint8_t*>(r.local) + off;
       piece.length = n;
+      piece.object_pos = r.object_pos + off;
       slices.push_back({i, piece});
       if (r.length == 0) break;
     }

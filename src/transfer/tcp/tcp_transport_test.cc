@@ -19,6 +19,7 @@
 #include "common/test_util.h"
 #include "transfer/tcp/transfer_server.h"
 #include "transfer/tcp/wire.h"
+#include "yuebing/client.h"
 
 namespace yb::tcp {
 namespace {
@@ -128,6 +129,33 @@ TEST_F(TcpTransportTest, LargeWriteAndReadInSlicesOverSeveralConnections) {
   ASSERT_TRUE(r[0].ok()) << r[0].ToString();
   EXPECT_EQ(in, out);
   EXPECT_TRUE(GuardsIntact());
+}
+
+// A checksum sink given with the requests is fed each chunk as it is sent or lands, whatever
+// connection carries it; a request cut mid-chunk (a caller's two buffers) leaves that chunk to
+// Finish(), which still gives the object's checksum.
+TEST_F(TcpTransportTest, ChecksumsAreComputedAsTheBytesMove) {
+  std::vector<uint8_t> in((1 << 20) + 123), out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 13 + 1);
+  const uint64_t want = ObjectChecksum(in.data(), in.size());
+  const std::vector<Slice> whole_in{{in.data(), in.size()}}, whole_out{{out.data(), out.size()}};
+  ChecksumSink sent(in.size());
+  ASSERT_TRUE(transport_->Submit({{Op::kWrite, 5, 8192, in.data(), in.size(), nullptr, {}, &sent, 0}})[0].ok());
+  EXPECT_TRUE(sent.complete());
+  EXPECT_EQ(sent.Finish(whole_in), want);
+  ChecksumSink got(in.size());
+  ASSERT_TRUE(transport_->Submit({{Op::kRead, 5, 8192, out.data(), out.size(), nullptr, {}, &got, 0}})[0].ok());
+  EXPECT_TRUE(got.complete());
+  EXPECT_EQ(got.Finish(whole_out), want);
+  EXPECT_EQ(in, out);
+  const uint64_t cut = 100000;
+  ChecksumSink split(in.size());
+  auto r =
+      transport_->Submit({{Op::kRead, 5, 8192, out.data(), cut, nullptr, {}, &split, 0},
+                          {Op::kRead, 5, 8192 + cut, out.data() + cut, in.size() - cut, nullptr, {}, &split, cut}});
+  ASSERT_TRUE(r[0].ok() && r[1].ok());
+  EXPECT_FALSE(split.complete());
+  EXPECT_EQ(split.Finish(whole_out), want);
 }
 
 // Each slice is one request on the wire: slices longer than the server's bound are refused, and
@@ -290,7 +318,7 @@ TEST_F(TcpTransportTest, MalformedRequestClosesOnlyItsConnection) {
   asio::io_context io;
   asio::ip::tcp::socket sock(io);
   sock.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
-  std::string junk(64, 'j');
+  std::string junk(kRequestSize, 'j');  // a whole header, with a bad magic
   asio::write(sock, asio::buffer(junk));
   char c;
   asio::error_code ec;
