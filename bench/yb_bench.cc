@@ -206,7 +206,7 @@ json MetadataBench(const std::string& master, double seconds, const std::regex& 
   std::vector<std::unique_ptr<yb::rpc::MasterClient>> conns;
   for (int i = 0; i < 64; ++i) conns.push_back(std::make_unique<yb::rpc::MasterClient>(hp.first, hp.second, timeout));
   yb::CallContext ctx{yb::ClientId::Random(), 0};
-  ctx.tenant = conns[0]->RegisterClient({ctx.client, "yb-bench", "default"}).value();
+  ctx = conns[0]->RegisterClient({ctx.client, "yb-bench", "default"}).value();
   std::vector<std::string> keys;
   for (int i = 0; i < kKeys; ++i) keys.push_back("bench/meta/" + std::to_string(i));
   for (int i = 0; i < kKeys; i += kBatch) {

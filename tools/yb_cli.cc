@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
   c.global_segment_size = 0;
   c.local_buffer_size = 0;
   if (segs->parsed() || drain->parsed()) {
-    // Only the master's segment list: no client registration, so a script polling this does not
-    // add a client to the master's live ones for every call.
+    // The master's segment list needs no client registration, so a script polling it does not add
+    // a client to the master's live ones for every call.
     const auto timeout = std::chrono::milliseconds(c.rpc_timeout_ms);
     std::unique_ptr<yb::MasterApi> m;
     if (yb::LeaderFollower::IsEtcdAddress(master)) {
@@ -118,13 +118,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "no segment is named %s\n", node.c_str());
         return 2;
       }
+      // A drain is a call of a registered client (the master checks who calls); it leaves after.
+      auto ctx = m->RegisterClient({yb::ClientId::Random(), c.local_hostname, c.tenant});
+      if (!ctx.ok()) return Fail(ctx.status());
       uint64_t round = 0;
-      yb::Status st = yb::DrainSegments(*m, {}, ids, std::chrono::seconds(drain_timeout), [&](uint64_t remaining) {
+      yb::Status st = yb::DrainSegments(*m, *ctx, ids, std::chrono::seconds(drain_timeout), [&](uint64_t remaining) {
         if (remaining > 0 && round++ % 5 == 0) {
           std::fprintf(stderr, "%s: %llu objects still to be copied elsewhere\n", node.c_str(),
                        static_cast<unsigned long long>(remaining));
         }
       });
+      (void)m->UnregisterClient(*ctx);
       if (!st.ok()) return Fail(st);
       std::printf("%s drained (%zu segments): stopping it loses nothing\n", node.c_str(), ids.size());
       return 0;

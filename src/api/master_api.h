@@ -15,6 +15,7 @@
 // All methods are thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,17 +28,31 @@ namespace yb {
 
 using TenantIndex = uint16_t;
 
-// Who is calling: sent with every request.
+// What proves a caller's id and tenant: a keyed hash the master made of them (RegisterClient).
+using CallerToken = std::array<uint8_t, 16>;
+
+// Who is calling: what RegisterClient answered, sent with every request. The master checks the
+// token over RPC (VerifyCaller): a caller cannot make up an id, borrow another's, or change tenant.
 struct CallContext {
   ClientId client;
   TenantIndex tenant = 0;  // from RegisterClient
+  CallerToken token{};     // from RegisterClient; all zeros: none
+  bool has_token() const {
+    for (uint8_t b : token) {
+      if (b) return true;
+    }
+    return false;
+  }
 };
 
 struct ClientRegistration {
-  ClientId id;
+  ClientId id;  // asked for: a new random one, or the one this client had
   std::string hostname;
   std::string tenant = "default";
   bool ssd_tier = false;  // the client has an SSD tier: the master may queue offloads to it
+  // The client's token when it registers again (the master restarted, or forgot it): an id the
+  // master knows is given only to the client that proves it had it.
+  CallerToken token{};
 };
 
 // An object the master asks a client to copy from its own segment to its SSD tier. The bytes are
@@ -125,7 +140,18 @@ class MasterApi {
   virtual ~MasterApi() = default;
 
   // ---- clients and segments
-  virtual Result<TenantIndex> RegisterClient(const ClientRegistration& reg) = 0;
+  // Registers a client and binds it to its tenant; the answer is the context of its later calls.
+  // ILLEGAL_CLIENT for an id the master knows (live, or owning segments) asked for without that
+  // id's token.
+  virtual Result<CallContext> RegisterClient(const ClientRegistration& reg) = 0;
+  // Whether `ctx` is what RegisterClient answered (its token matches its id and tenant): the RPC
+  // server asks before every other call. ILLEGAL_CLIENT without a token; CLIENT_NOT_FOUND for a
+  // token this master did not sign (the caller registers again). In-process masters trust their
+  // callers: the default says OK.
+  virtual Status VerifyCaller(const CallContext& ctx) {
+    (void)ctx;
+    return Status::OK();
+  }
   // The heartbeat. While the master lists fewer segments for the client than it states (the master
   // restarted, declared the client dead, or a mount's answer was lost), every answer says
   // need_remount, so the two converge whatever messages are lost. A read pin of the client that two

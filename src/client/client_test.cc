@@ -473,7 +473,7 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
   ManualClock clock;
   ManualScheduler scheduler(clock);
   int pings = 0, pings_while_mounting = 0;
-  ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
+  ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(CallContext{}));
   ON_CALL(*master, Ping(::testing::_, ::testing::_))
       .WillByDefault([&](const CallContext&, const PingState&) -> Result<PingResponse> {
         ++pings;
@@ -505,7 +505,7 @@ TEST(ClientHeartbeatTest, AFailedRemountIsTriedAgainUntilTheMasterServesTheSegme
   ManualScheduler scheduler(clock);
   uint32_t served = 0;
   int mounts = 0;
-  ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(TenantIndex{0}));
+  ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(CallContext{}));
   ON_CALL(*master, Ping(::testing::_, ::testing::_))
       .WillByDefault([&](const CallContext&, const PingState& state) -> Result<PingResponse> {
         return PingResponse{state.mounted_segments > served};

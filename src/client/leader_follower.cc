@@ -103,8 +103,8 @@ R LeaderFollower::WithLeader(Call&& call, size_t n, bool* retried) {
 
 // ---- the calls
 
-Result<TenantIndex> LeaderFollower::RegisterClient(const ClientRegistration& reg) {
-  return WithLeader<Result<TenantIndex>>([&](MasterApi& m) { return m.RegisterClient(reg); });
+Result<CallContext> LeaderFollower::RegisterClient(const ClientRegistration& reg) {
+  return WithLeader<Result<CallContext>>([&](MasterApi& m) { return m.RegisterClient(reg); });
 }
 
 Result<PingResponse> LeaderFollower::Ping(const CallContext& ctx, const PingState& state) {

@@ -39,7 +39,7 @@ class LeaderFollower final : public MasterApi {
   uint64_t failovers() const { return failovers_.load(); }
 
   using MasterApi::BatchPutStart;
-  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
   using MasterApi::Ping;
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;

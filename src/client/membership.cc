@@ -36,18 +36,21 @@ Membership::Membership(const ClientConfig& config, std::shared_ptr<MasterApi> ma
       local_(std::move(local)),
       served_(std::move(served)),
       endpoint_(std::move(endpoint)),
-      id_(ClientId::Random()) {}
+      id_(ClientId::Random()) {
+  ctx_.client = id_;
+}
 
 Membership::~Membership() { StopHeartbeat(); }
 
 ClientRegistration Membership::Registration() const {
-  return {id_, config_.local_hostname, config_.tenant, config_.enable_offload};
+  return {id_, config_.local_hostname, config_.tenant, config_.enable_offload, ctx().token};
 }
 
 Status Membership::Register() {
-  auto tenant = master_->RegisterClient(Registration());
-  if (!tenant.ok()) return tenant.status();
-  tenant_ = *tenant;
+  auto ctx = master_->RegisterClient(Registration());
+  if (!ctx.ok()) return ctx.status();
+  std::lock_guard lock(ctx_mu_);
+  ctx_ = *ctx;
   return Status::OK();
 }
 
@@ -150,6 +153,13 @@ Status Membership::Beat() {
   state.mounted_segments = static_cast<uint32_t>(mounted().size());
   pins_.State(state);
   auto pong = master_->Ping(ctx(), state);
+  if (pong.code() == Code::kClientNotFound) {
+    // A master that does not know our token (it restarted without its metadata log): register
+    // again, then re-mount as for any master that lost us.
+    YB_LOG_WARN("client {}: the master does not know this client ({}): registering again", id_.ToString(),
+                pong.status().message());
+    pong = PingResponse{true, 0};
+  }
   Note(pong.status());
   if (!pong.ok()) return pong.status();
   // Each answer weighs what we hold against what the master serves from: a re-mount that failed,

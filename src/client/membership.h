@@ -42,7 +42,8 @@ class Membership {
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
 
-  // Registers with the master (a fresh random id). The first step of a client's life.
+  // Registers with the master: the first step of a client's life (a fresh random id), and again
+  // when the master forgot the client (its id kept, proven with the token it was given).
   Status Register();
   // Beats every second on `scheduler` until StopHeartbeat() (or destruction).
   void StartHeartbeat(Scheduler& scheduler);
@@ -59,8 +60,11 @@ class Membership {
   // returns OK. Set once the SSD tier runs.
   void SetRemountHook(std::function<Status(SegmentId first)> hook);
 
-  // Who is calling, for the master. Safe from any thread.
-  CallContext ctx() const { return {id_, tenant_.load(std::memory_order_relaxed)}; }
+  // Who is calling, for the master: what it answered at registration. Safe from any thread.
+  CallContext ctx() const {
+    std::lock_guard lock(ctx_mu_);
+    return ctx_;
+  }
   ClientId id() const { return id_; }
   MasterApi& master() const { return *master_; }
   const std::shared_ptr<MasterApi>& master_ptr() const { return master_; }
@@ -93,7 +97,8 @@ class Membership {
   const std::shared_ptr<LocalSegmentRegistry> served_;
   const std::string endpoint_;
   ClientId id_;
-  std::atomic<TenantIndex> tenant_{0};  // changes when the client registers again
+  mutable std::mutex ctx_mu_;           // a leaf
+  CallContext ctx_;                     // under ctx_mu_; changes when the client registers again
   std::shared_ptr<MappedRegion> pool_;  // the memory behind the segments
   std::unique_ptr<Scheduler::Job> heartbeat_;
   mutable std::mutex mu_;

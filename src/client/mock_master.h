@@ -15,7 +15,7 @@ namespace yb::testing {
 class MockMaster : public MasterApi {
  public:
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
-  MOCK_METHOD(Result<TenantIndex>, RegisterClient, (const ClientRegistration&), (override));
+  MOCK_METHOD(Result<CallContext>, RegisterClient, (const ClientRegistration&), (override));
   using MasterApi::Ping;
   MOCK_METHOD(Result<PingResponse>, Ping, (const CallContext&, const PingState&), (override));
   MOCK_METHOD(Status, UnregisterClient, (const CallContext&), (override));

@@ -35,7 +35,8 @@ class Mac {
     size_t written = 0;
     return EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(), params) == 1 &&
            EVP_MAC_update(ctx_, head, head_len) == 1 &&
-           (tail.empty() || EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(tail.data()), tail.size()) == 1) &&
+           (tail.empty() ||
+            EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(tail.data()), tail.size()) == 1) &&
            EVP_MAC_final(ctx_, out.data(), &written, out.size()) == 1 && written == out.size();
   }
 
@@ -57,21 +58,30 @@ bool ComputeMac(std::string_view key, SegmentId segment, const Grant& g, std::st
   std::memcpy(p, &g.length, 8);
   p += 8;
   std::memcpy(p, &g.expires_ms, 8);
-  thread_local Mac mac;
-  return mac.Compute(key, head, sizeof(head), object, out);
+  return KeyedMac(key, head, sizeof(head), object, out);
 }
 
 std::string_view AccessName(GrantAccess a) {
   switch (a) {
-    case GrantAccess::kRead: return "read";
-    case GrantAccess::kWrite: return "write";
-    case GrantAccess::kReadObject: return "object read";
-    case GrantAccess::kNone: break;
+    case GrantAccess::kRead:
+      return "read";
+    case GrantAccess::kWrite:
+      return "write";
+    case GrantAccess::kReadObject:
+      return "object read";
+    case GrantAccess::kNone:
+      break;
   }
   return "none";
 }
 
 }  // namespace
+
+bool KeyedMac(std::string_view key, const uint8_t* head, size_t head_len, std::string_view tail,
+              std::array<uint8_t, 16>& out) {
+  thread_local Mac mac;
+  return mac.Compute(key, head, head_len, tail, out);
+}
 
 std::string NewGrantKey() {
   std::string key(kGrantKeySize, '\0');

@@ -5,6 +5,7 @@
 // know that key, so no one else can make or widen a grant.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,6 +34,12 @@ Grant MintGrant(std::string_view key, SegmentId segment, GrantAccess access, uin
 // length), and has not expired at `now_ms`; ILLEGAL_CLIENT saying why otherwise.
 Status CheckGrant(std::string_view key, SegmentId segment, const Grant& grant, GrantAccess access, uint64_t offset,
                   uint64_t length, int64_t now_ms, std::string_view object = {});
+
+// SipHash-2-4 (128-bit) of `head` then `tail` under a kGrantKeySize-byte key: what grants and the
+// master's caller tokens are. False for a key of the wrong size. Each use puts its own 4-byte
+// domain first in `head`, so that no two uses of one key collide.
+bool KeyedMac(std::string_view key, const uint8_t* head, size_t head_len, std::string_view tail,
+              std::array<uint8_t, 16>& out);
 
 // Fixed-size little-endian form, for the RPC messages and the transfer wire:
 //   u8 access | 7 pad | u64 offset | u64 length | i64 expires_ms | 16 mac

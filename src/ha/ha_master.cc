@@ -487,9 +487,10 @@ void HaMaster::SnapshotIfDue() {
   if (!m.ok()) return fallback;     \
   return (*m)->call
 
-Result<TenantIndex> HaMaster::RegisterClient(const ClientRegistration& reg) {
+Result<CallContext> HaMaster::RegisterClient(const ClientRegistration& reg) {
   YB_SERVE_OR(m.status(), RegisterClient(reg));
 }
+Status HaMaster::VerifyCaller(const CallContext& ctx) { YB_SERVE_OR(m.status(), VerifyCaller(ctx)); }
 Result<PingResponse> HaMaster::Ping(const CallContext& ctx, const PingState& state) {
   YB_SERVE_OR(m.status(), Ping(ctx, state));
 }

@@ -91,7 +91,8 @@ class HaMaster final : public MasterApi {
 
   // MasterApi.
   using MasterApi::BatchPutStart;
-  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
+  Status VerifyCaller(const CallContext& ctx) override;
   using MasterApi::Ping;
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;

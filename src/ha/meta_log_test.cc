@@ -120,9 +120,20 @@ class MetaLogTest : public ::testing::Test {
     return out;
   }
 
+  // Registers owner_ with `m`; again after a restart, with the token the first master gave (the
+  // restarted master signs with the key its log kept).
+  CallContext Join(MasterService& m, const std::string& tenant = "default") {
+    auto ctx = m.RegisterClient({owner_, "h", tenant, false, token_});
+    EXPECT_TRUE(ctx.ok()) << ctx.status().ToString();
+    if (!ctx.ok()) return CallContext{owner_};
+    token_ = ctx->token;
+    return *ctx;
+  }
+
   TempDir dir_{"yb-metalog"};
   ManualClock clock_;
   const ClientId owner_{5, 5};
+  CallerToken token_{};
 };
 
 TEST_F(MetaLogTest, ARestartedMasterHasEveryObjectAndServesItOnceItsSegmentIsBack) {
@@ -130,7 +141,7 @@ TEST_F(MetaLogTest, ARestartedMasterHasEveryObjectAndServesItOnceItsSegmentIsBac
   std::vector<ReplicaDesc> where;
   {
     LoggedMaster a(dir_.path(), clock_);
-    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+    CallContext ctx = Join(*a.master);
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20), Seg(2, 1 << 20)}).ok());
     ReplicateConfig two;
     two.replica_num = 2;
@@ -149,7 +160,7 @@ TEST_F(MetaLogTest, ARestartedMasterHasEveryObjectAndServesItOnceItsSegmentIsBac
   LoggedMaster b(dir_.path(), clock_);
   EXPECT_EQ(Fingerprint(*b.master), before);
   EXPECT_EQ(b.master->Stats().keys, 19u);
-  CallContext ctx{owner_, b.master->RegisterClient({owner_, "h", "default"}).value()};
+  CallContext ctx = Join(*b.master);
   // Known, but not read until its segments' owner is back with its memory.
   EXPECT_TRUE(*b.master->ExistKey(ctx, "k7"));
   EXPECT_FALSE(*b.master->ExistKey(ctx, "k3"));
@@ -189,8 +200,8 @@ TEST_F(MetaLogTest, ARestartedMasterHasEveryObjectAndServesItOnceItsSegmentIsBac
 TEST_F(MetaLogTest, AClientBackWithFreshMemoryOrNotBackLosesItsObjects) {
   {
     LoggedMaster a(dir_.path(), clock_);
-    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
-    CallContext other{ClientId{6, 6}, a.master->RegisterClient({ClientId{6, 6}, "h2", "default"}).value()};
+    CallContext ctx = Join(*a.master);
+    CallContext other = a.master->RegisterClient({ClientId{6, 6}, "h2", "default"}).value();
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
     ASSERT_TRUE(a.master->MountSegments(other, {Seg(2, 1 << 20)}).ok());
     ReplicateConfig on1, on2;
@@ -201,7 +212,7 @@ TEST_F(MetaLogTest, AClientBackWithFreshMemoryOrNotBackLosesItsObjects) {
     a.Settle();
   }
   LoggedMaster b(dir_.path(), clock_);
-  CallContext ctx{owner_, b.master->RegisterClient({owner_, "h", "default"}).value()};
+  CallContext ctx = Join(*b.master);
   SegmentDesc fresh = Seg(1, 1 << 20);
   fresh.incarnation = 999;  // same segment id, other memory behind it
   ASSERT_TRUE(b.master->MountSegments(ctx, {fresh}).ok());
@@ -216,7 +227,7 @@ TEST_F(MetaLogTest, AClientBackWithFreshMemoryOrNotBackLosesItsObjects) {
 TEST_F(MetaLogTest, ATornTailIsCutAndTheLogGoesOn) {
   {
     LoggedMaster a(dir_.path(), clock_);
-    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+    CallContext ctx = Join(*a.master);
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
     for (int i = 0; i < 10; ++i) {
       ASSERT_TRUE(a.master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
@@ -231,7 +242,7 @@ TEST_F(MetaLogTest, ATornTailIsCutAndTheLogGoesOn) {
   {
     LoggedMaster b(dir_.path(), clock_);
     EXPECT_GT(b.log->stats().cut_bytes, 0u);
-    CallContext ctx{owner_, b.master->RegisterClient({owner_, "h", "default"}).value()};
+    CallContext ctx = Join(*b.master);
     EXPECT_TRUE(*b.master->ExistKey(ctx, "k8"));
     EXPECT_FALSE(*b.master->ExistKey(ctx, "k9"));
     ASSERT_TRUE(b.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
@@ -239,7 +250,7 @@ TEST_F(MetaLogTest, ATornTailIsCutAndTheLogGoesOn) {
     b.Settle();
   }
   LoggedMaster c(dir_.path(), clock_);
-  CallContext ctx{owner_, c.master->RegisterClient({owner_, "h", "default"}).value()};
+  CallContext ctx = Join(*c.master);
   EXPECT_TRUE(*c.master->ExistKey(ctx, "k9"));
   EXPECT_EQ(c.master->Stats().keys, 10u);
 }
@@ -249,7 +260,7 @@ TEST_F(MetaLogTest, ACorruptRecordEndsReplayThereAndLaterFilesGo) {
   small.file_bytes = 600;  // a new file every few records
   {
     LoggedMaster a(dir_.path(), clock_, small);
-    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+    CallContext ctx = Join(*a.master);
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
     for (int i = 0; i < 30; ++i) {
       ASSERT_TRUE(a.master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
@@ -275,7 +286,7 @@ TEST_F(MetaLogTest, SnapshotsBoundReplayAndDeleteTheLogBeforeThem) {
   std::multiset<std::string> before;
   {
     LoggedMaster a(dir_.path(), clock_);
-    CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "tenant-x"}).value()};
+    CallContext ctx = Join(*a.master, "tenant-x");
     ASSERT_TRUE(a.master->SetTenantQuota("tenant-x", 1 << 19).ok());
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
     for (int i = 0; i < 50; ++i) {
@@ -301,9 +312,8 @@ TEST_F(MetaLogTest, SnapshotsBoundReplayAndDeleteTheLogBeforeThem) {
   LoggedMaster b(dir_.path(), clock_);
   EXPECT_EQ(b.log->stats().recovered_records, 1u);  // only what followed the last snapshot
   EXPECT_EQ(Fingerprint(*b.master), before);
-  auto t = b.master->RegisterClient({owner_, "h", "tenant-x"});
-  ASSERT_TRUE(t.ok());
-  EXPECT_EQ(b.master->TenantUsed(*t), 58u * 100);  // usage rebuilt, under the restored quota
+  EXPECT_EQ(b.master->TenantUsed(Join(*b.master, "tenant-x").tenant),
+            58u * 100);  // usage rebuilt, under the restored quota
 }
 
 // Replay equivalence: random operations against a logged master, with snapshots taken while
@@ -318,7 +328,7 @@ TEST_F(MetaLogTest, AMasterRebuiltFromSnapshotAndLogEqualsTheOriginal) {
       ClientId id{c, c};
       auto t = m.RegisterClient({id, "h" + std::to_string(c), c == 3 ? "other" : "default", true});
       ASSERT_TRUE(t.ok());
-      clients.push_back({id, *t});
+      clients.push_back(*t);
       ASSERT_TRUE(m.MountSegments(clients.back(), {Seg(c, 256 << 10)}).ok());
     }
     std::atomic<bool> done{false};
@@ -449,7 +459,7 @@ namespace {
 TEST_F(MetaLogTest, AStandbyFedTheSnapshotAndTheTailHasTheLeadersState) {
   TempDir standby_dir{"yb-standby"};
   LoggedMaster a(dir_.path(), clock_);
-  CallContext ctx{owner_, a.master->RegisterClient({owner_, "h", "default"}).value()};
+  CallContext ctx = Join(*a.master);
   ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
   for (int i = 0; i < 40; ++i) {
     ASSERT_TRUE(a.master->PutStart(ctx, "a" + std::to_string(i), 100 + i, {}).ok());

@@ -72,7 +72,7 @@ TEST(LogShipperTest, AStandbyIsListedOnlyOnceItHasEveryChangeAnsweredWithoutIt) 
   auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
   master->SetSink(log.get());
   const ClientId owner{5, 5};
-  CallContext ctx{owner, master->RegisterClient({owner, "h", "default"}).value()};
+  CallContext ctx = master->RegisterClient({owner, "h", "default"}).value();
   ASSERT_TRUE(master->MountSegments(ctx, {SegmentDesc{1, "node-1", 0, 1 << 20, "e", 7}}).ok());
   auto put = [&](const std::string& key) {
     ASSERT_TRUE(master->PutStart(ctx, key, 100, {}).ok());

@@ -40,6 +40,9 @@ void MasterImage::Apply(const pb::LogRecord& r) {
     case pb::LogRecord::kTenant:
       tenants[r.tenant().index()] = r.tenant();
       break;
+    case pb::LogRecord::kIdentityKey:
+      identity_key = r.identity_key();
+      break;
     case pb::LogRecord::CHANGE_NOT_SET:
       break;
   }
@@ -47,6 +50,10 @@ void MasterImage::Apply(const pb::LogRecord& r) {
 
 void MasterImage::Emit(const std::function<void(const pb::LogRecord&)>& emit) const {
   pb::LogRecord rec;
+  if (!identity_key.empty()) {
+    rec.set_identity_key(identity_key);
+    emit(rec);
+  }
   for (const auto& [index, t] : tenants) {
     *rec.mutable_tenant() = t;
     emit(rec);

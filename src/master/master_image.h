@@ -25,6 +25,7 @@ struct MasterImage {
   std::unordered_map<std::string, pb::LogPending> pending;
   std::unordered_map<std::string, pb::LogAway> away;
   uint64_t next_object_id = 1;  // above every object id seen
+  std::string identity_key;     // what callers' tokens are signed with ("" before the first)
 
   void Apply(const pb::LogRecord& r);
   // Calls `emit` with records that rebuild this image when applied to an empty one (a snapshot's

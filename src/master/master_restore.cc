@@ -2,6 +2,7 @@
 // a snapshot, and dropping restored segments whose owners did not come back.
 #include <map>
 
+#include "common/grant.h"
 #include "common/log.h"
 #include "master/master_service.h"
 
@@ -22,6 +23,7 @@ ClientId Owner(const pb::LogSegment& s) { return ClientId{s.owner_hi(), s.owner_
 
 Status MasterService::Load(const MasterImage& image) {
   const TimeMs now = clock_.NowMs();
+  if (image.identity_key.size() == kGrantKeySize) identity_key_ = image.identity_key;
   for (const auto& [index, t] : image.tenants) {
     YB_RETURN_IF_ERROR(tenants_.Restore(static_cast<TenantIndex>(index), t.name(),
                                         t.has_quota() ? t.quota() : TenantRegistry::kNoQuota));
@@ -133,6 +135,11 @@ Status MasterService::Load(const MasterImage& image) {
 }
 
 void MasterService::SetSink(MetaSink* sink) {
+  if (sink) {  // the key callers' tokens are signed with: a restarted master accepts them
+    pb::LogRecord rec;
+    rec.set_identity_key(identity_key_);
+    sink->Append(rec);
+  }
   tenants_.SetSink(sink);
   segments_.SetSink(sink);
   table_.SetSink(sink);
@@ -140,6 +147,8 @@ void MasterService::SetSink(MetaSink* sink) {
 
 void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& emit) {
   pb::LogRecord rec;
+  rec.set_identity_key(identity_key_);
+  emit(rec);
   for (size_t t = 0; t < tenants_.count(); ++t) {
     pb::LogTenant* lt = rec.mutable_tenant();
     lt->set_index(static_cast<uint32_t>(t));

@@ -2,9 +2,13 @@
 // Object operations are in master_objects.cc, batch forms in master_batch.cc.
 #include "master/master_service.h"
 
+#include <openssl/crypto.h>
+
+#include <cstring>
 #include <random>
 #include <unordered_set>
 
+#include "common/grant.h"
 #include "common/log.h"
 
 namespace yb {
@@ -44,6 +48,7 @@ Result<std::unique_ptr<MasterService>> MasterService::Create(const MasterConfig&
 MasterService::MasterService(const MasterConfig& config, const Clock& clock,
                              std::unique_ptr<AllocationStrategy> strategy)
     : config_(config),
+      identity_key_(NewGrantKey()),
       clock_(clock),
       segments_(std::move(strategy), config.allocation_alignment),
       table_(segments_, tenants_, config.object_shards, config.disk_away_copies_limit),
@@ -51,15 +56,46 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
       evictor_(table_, segments_, offload_, clock_, config_),
       clients_(clock_, config.client_ttl_sec * 1000) {}
 
-Result<TenantIndex> MasterService::RegisterClient(const ClientRegistration& reg) {
+CallerToken MasterService::TokenFor(const ClientId& client, TenantIndex tenant) const {
+  uint8_t head[4 + 8 + 8 + 2] = {'Y', 'B', 'I', 'D'};
+  std::memcpy(head + 4, &client.hi, 8);
+  std::memcpy(head + 12, &client.lo, 8);
+  std::memcpy(head + 20, &tenant, 2);
+  CallerToken t{};
+  (void)KeyedMac(identity_key_, head, sizeof(head), {}, t);
+  return t;
+}
+
+Status MasterService::VerifyCaller(const CallContext& ctx) {
+  if (!ctx.has_token()) {
+    return Status(Code::kIllegalClient, "the call carries no client token: register first (RegisterClient)");
+  }
+  const CallerToken want = TokenFor(ctx.client, ctx.tenant);
+  if (CRYPTO_memcmp(want.data(), ctx.token.data(), want.size()) != 0) {
+    return Status(Code::kClientNotFound, "client " + ctx.client.ToString() +
+                                             " is not registered with this master under that tenant: register again");
+  }
+  return Status::OK();
+}
+
+Result<CallContext> MasterService::RegisterClient(const ClientRegistration& reg) {
   if (reg.id.empty()) return Status(Code::kInvalidParams, "client id is empty");
   auto t = tenants_.Register(reg.tenant);
-  if (!t.ok()) return t;
+  if (!t.ok()) return t.status();
+  CallContext ctx{reg.id, *t, TokenFor(reg.id, *t)};
+  // An id the master knows goes only to the client that had it: one that proves it with the token
+  // it was given (registering again after a restart, or after being declared dead).
+  const bool proven = CRYPTO_memcmp(ctx.token.data(), reg.token.data(), ctx.token.size()) == 0;
+  if (!proven && (clients_.Known(reg.id) || !segments_.SegmentsOf(reg.id).empty())) {
+    YB_LOG_WARN("refused to register client {} (host '{}'): the id is in use and the caller did not prove it",
+                reg.id.ToString(), reg.hostname);
+    return Status(Code::kIllegalClient, "client id " + reg.id.ToString() + " is in use by another client");
+  }
   clients_.Register(reg.id);
   if (reg.ssd_tier) offload_.AddClient(reg.id);
   YB_LOG_INFO("client {} registered (host '{}', tenant '{}'{})", reg.id.ToString(), reg.hostname, reg.tenant,
               reg.ssd_tier ? ", with an SSD tier" : "");
-  return t;
+  return ctx;
 }
 
 Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState& state) {

@@ -7,6 +7,10 @@
 //
 // Keys live in a tenant namespace: the table key is a 2-byte tenant index followed by the key.
 //
+// Identity: RegisterClient answers a context with a token, a keyed hash of the client's id and
+// tenant that only the master can make; VerifyCaller checks it (the RPC server, before every other
+// call), so a network caller cannot use an id it was not given nor change its tenant per call.
+//
 // Durability: with a MetaSink (SetSink), every change to what readers see or to where bytes
 // live is appended as a record (master/meta_sink.h says where). A master that restarted is built
 // from the image those records make (Load) before it serves; its segments come back restored,
@@ -87,7 +91,8 @@ class MasterService final : public MasterApi {
 
   // MasterApi.
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
-  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
+  Status VerifyCaller(const CallContext& ctx) override;
   using MasterApi::Ping;  // and its form without a segment count
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;
@@ -235,7 +240,13 @@ class MasterService final : public MasterApi {
     bool handed_out = false;
   };
 
+  // The token that proves a caller's id and tenant (SipHash under identity_key_).
+  CallerToken TokenFor(const ClientId& client, TenantIndex tenant) const;
+
   MasterConfig config_;
+  // Signs callers' tokens: drawn at the first start, kept in the metadata log (so a restarted or
+  // promoted master accepts the tokens it gave). Set before serving (Create, Load), then read-only.
+  std::string identity_key_;
   const bool local_first_ = config_.allocation_strategy == "local_first";
   const Clock& clock_;
   SegmentManager segments_;

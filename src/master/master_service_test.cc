@@ -291,7 +291,7 @@ TEST_F(MasterServiceTest, AClientDeclaredDeadBetweenTwoMountsIsToldToRemount) {
   auto pong = master_->Ping(late);
   ASSERT_TRUE(pong.ok());
   EXPECT_TRUE(pong->need_remount);
-  ASSERT_TRUE(master_->RegisterClient({late.client, "host", "default"}).ok());
+  ASSERT_TRUE(master_->RegisterClient({late.client, "host", "default", false, late.token}).ok());
   ASSERT_TRUE(master_->MountSegments(late, {first, second}).ok());  // the second again: a no-op
   EXPECT_EQ(master_->Stats().segments, 2u);
   EXPECT_FALSE(master_->Ping(late)->need_remount);
@@ -330,7 +330,7 @@ TEST_F(MasterServiceTest, ARemountRequestIsRepeatedUntilTheSegmentsAreBack) {
   EXPECT_TRUE(master_->Ping(c, 2)->need_remount);   // this answer is lost
   EXPECT_TRUE(master_->Ping(c, 2)->need_remount);   // asked again
   EXPECT_FALSE(master_->Ping(c, 0)->need_remount);  // a caller that states nothing is not
-  ASSERT_TRUE(master_->RegisterClient({c.client, "host", "default"}).ok());
+  ASSERT_TRUE(master_->RegisterClient({c.client, "host", "default", false, c.token}).ok());
   ASSERT_TRUE(master_->MountSegments(c, {s1}).ok());  // half of it
   EXPECT_TRUE(master_->Ping(c, 2)->need_remount);
   ASSERT_TRUE(master_->MountSegments(c, {s1, s2}).ok());

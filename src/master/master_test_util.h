@@ -27,8 +27,8 @@ class MasterFixture : public ::testing::Test {
 
   CallContext Register(ClientId id, const std::string& tenant = "default") {
     auto t = master_->RegisterClient({id, "host", tenant});
-    EXPECT_TRUE(t.ok());
-    return CallContext{id, t.ok() ? *t : TenantIndex{0}};
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? *t : CallContext{id};
   }
 
   // Mounts a segment named `name` of `size` bytes owned by `owner`.

@@ -37,10 +37,9 @@ class OffloadTest : public MasterFixture {
   }
   // ssd_ registers (with an SSD tier) as `id` and mounts segment "a" of `objects` objects.
   void JoinSsdClient(ClientId id, int objects) {
-    ssd_ = CallContext{id, 0};
-    auto t = master_->RegisterClient({ssd_.client, "ssd-host", "default", true});
+    auto t = master_->RegisterClient({id, "ssd-host", "default", true});
     ASSERT_TRUE(t.ok());
-    ssd_.tenant = *t;
+    ssd_ = *t;
     seg_ = Mount("a", kObj * objects, ssd_);
   }
   // ssd_ falls silent past client_ttl while ctx_ keeps pinging: the master declares it dead.

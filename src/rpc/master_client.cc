@@ -1,6 +1,8 @@
 // The client half of the master's RPC: each MasterApi call as a request of its method.
 #include "rpc/master_client.h"
 
+#include <cstring>
+
 #include "rpc/master_convert.h"
 
 namespace yb::rpc {
@@ -97,15 +99,18 @@ Result<std::unique_ptr<MasterClient>> MasterClient::Connect(const std::string& a
   return std::make_unique<MasterClient>(hp->first, hp->second, timeout);
 }
 
-Result<TenantIndex> MasterClient::RegisterClient(const ClientRegistration& reg) {
+Result<CallContext> MasterClient::RegisterClient(const ClientRegistration& reg) {
   pb::RegisterClientRequest q;
-  SetContext(CallContext{reg.id, 0}, q);
+  SetContext(CallContext{reg.id, 0, reg.token}, q);
   q.set_hostname(reg.hostname);
   q.set_tenant(reg.tenant);
   q.set_ssd_tier(reg.ssd_tier);
   auto r = Call<M::kRegisterClient>(q);
   if (!r.ok()) return r.status();
-  return static_cast<TenantIndex>(r->tenant_index());
+  CallContext ctx{reg.id, static_cast<TenantIndex>(r->tenant_index())};
+  if (r->token().size() != ctx.token.size()) return Status(Code::kRpcFail, "the master answered no client token");
+  std::memcpy(ctx.token.data(), r->token().data(), ctx.token.size());
+  return ctx;
 }
 
 Result<PingResponse> MasterClient::Ping(const CallContext& ctx, const PingState& state) {

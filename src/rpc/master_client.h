@@ -26,7 +26,7 @@ class MasterClient final : public MasterApi {
   // "host:port".
   static Result<std::unique_ptr<MasterClient>> Connect(const std::string& address, std::chrono::milliseconds timeout);
 
-  Result<TenantIndex> RegisterClient(const ClientRegistration& reg) override;
+  Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   using MasterApi::Ping;
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;

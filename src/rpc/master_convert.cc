@@ -1,18 +1,27 @@
 #include "rpc/master_convert.h"
 
+#include <cstring>
+
 #include "common/grant.h"
 #include "common/status_wire.h"
 
 namespace yb::rpc {
 
 CallContext FromPb(const pb::Context& c) {
-  return CallContext{ClientId{c.client_hi(), c.client_lo()}, static_cast<TenantIndex>(c.tenant())};
+  CallContext out{ClientId{c.client_hi(), c.client_lo()}, static_cast<TenantIndex>(c.tenant())};
+  if (c.token().size() == out.token.size()) std::memcpy(out.token.data(), c.token().data(), out.token.size());
+  return out;
 }
 
 void ToPb(const CallContext& c, pb::Context* out) {
   out->set_client_hi(c.client.hi);
   out->set_client_lo(c.client.lo);
   out->set_tenant(c.tenant);
+  if (c.has_token()) {
+    out->set_token(reinterpret_cast<const char*>(c.token.data()), c.token.size());
+  } else {
+    out->clear_token();
+  }
 }
 
 ReplicateConfig FromPb(const pb::ReplicateConfig& c) {

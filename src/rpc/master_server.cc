@@ -42,11 +42,17 @@ void Serve(MasterApi& api, const Req<m>& q, Resp<m>& r) = delete;
 
 template <>
 void Serve<M::kRegisterClient>(MasterApi& api, const pb::RegisterClientRequest& q, pb::RegisterClientResponse& r) {
-  auto t = api.RegisterClient(
-      {FromPb(q.ctx()).client, q.hostname(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier()});
-  ToPb(t.status(), r.mutable_status());
-  if (t.ok()) r.set_tenant_index(*t);
+  const CallContext asked = FromPb(q.ctx());
+  auto ctx = api.RegisterClient(
+      {asked.client, q.hostname(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier(), asked.token});
+  ToPb(ctx.status(), r.mutable_status());
+  if (!ctx.ok()) return;
+  r.set_tenant_index(ctx->tenant);
+  r.set_token(reinterpret_cast<const char*>(ctx->token.data()), ctx->token.size());
 }
+
+// Whether a method's caller must prove its context (every one but registration and the segment list).
+constexpr bool Verified(M m) { return m != M::kRegisterClient && m != M::kListSegments; }
 
 template <>
 void Serve<M::kPing>(MasterApi& api, const pb::PingRequest& q, pb::PingResponse& r) {
@@ -203,6 +209,12 @@ void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics, const std::func
       return Status(Code::kInvalidParams, "request does not parse");
     }
     resp.Clear();
+    if constexpr (Verified(m)) {
+      if (Status who = api.VerifyCaller(FromPb(req.ctx())); !who.ok()) {
+        if (metrics) metrics->Record(id, true);
+        return who;
+      }
+    }
     Serve<m>(api, req, resp);
     if (epoch) resp.set_epoch(epoch());
     if (metrics) metrics->Record(id, Failed(resp));

@@ -555,9 +555,9 @@ TEST_F(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
   Serve();
   MasterClient mc("127.0.0.1", server_.port(), 2s);
   ClientId id{7, 7};
-  auto tenant = mc.RegisterClient({id, "h", "default"});
-  ASSERT_TRUE(tenant.ok()) << tenant.status().ToString();
-  CallContext ctx{id, *tenant};
+  auto registered = mc.RegisterClient({id, "h", "default"});
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  CallContext ctx = *registered;
   ASSERT_TRUE(mc.MountSegment(ctx, {42, "h", 0, 1 << 20, "127.0.0.1:1"}).ok());
   ReplicateConfig avoid_42;
   avoid_42.avoid_segments = {42};  // the only segment: nowhere to go
@@ -601,14 +601,57 @@ TEST_F(MasterRpcTest, EveryMethodOfTheTableIsServedAndCounted) {
     // An empty body is a valid (empty) request of every method: each is registered and answers.
     if (row.method == MasterMethod::kReadEnd) continue;  // one-way from MasterClient, but answered too
     auto reply = ch.Call(id, "", 2s);
-    EXPECT_TRUE(reply.ok()) << row.name << ": " << reply.status().ToString();
+    const bool anyone = row.method == MasterMethod::kRegisterClient || row.method == MasterMethod::kListSegments;
+    if (anyone) {
+      EXPECT_TRUE(reply.ok()) << row.name << ": " << reply.status().ToString();
+    } else {  // no client token in an empty request: refused before the method runs
+      EXPECT_EQ(reply.code(), Code::kIllegalClient) << row.name << ": " << reply.status().ToString();
+    }
     EXPECT_EQ(metrics.calls(id), 1u) << row.name;
   }
   // A body that is not the method's message is refused, and counted as a failure.
   const auto put_start = static_cast<uint16_t>(MasterMethod::kPutStart);
+  const uint64_t failed_before = metrics.failures(put_start);  // the refused empty request
   EXPECT_EQ(ch.Call(put_start, "\xff\xff\xff", 2s).code(), Code::kInvalidParams);
-  EXPECT_EQ(metrics.failures(put_start), 1u);
+  EXPECT_EQ(metrics.failures(put_start), failed_before + 1);
   EXPECT_EQ(ch.Call(kMethodIdLimit, "", 2s).code(), Code::kNotSupported);
+}
+
+// Identity over RPC: a caller's id and tenant are what RegisterClient answered, proven by its token.
+// (Tried before tokens: an anonymous frame with the owner ids /segments publishes unmounted every
+// daemon's segments, and another ran RemoveAll with force over every tenant.)
+TEST_F(MasterRpcTest, ACallerCannotMakeUpBorrowOrChangeItsIdentity) {
+  Serve();
+  MasterClient mc("127.0.0.1", server_.port(), 2s);
+  CallContext a = mc.RegisterClient({ClientId{1, 2}, "a", "tenant-a"}).value();
+  CallContext b = mc.RegisterClient({ClientId{3, 4}, "b", "tenant-b"}).value();
+  ASSERT_TRUE(mc.MountSegment(a, {5, "a", 0, 1 << 20, "e:5"}).ok());
+  ASSERT_TRUE(mc.PutStart(a, "secret", 100, {}).ok() && mc.PutEnd(a, "secret", std::nullopt).ok());
+  // The owner's id without its token: refused before anything runs.
+  const CallContext anonymous{a.client, a.tenant};
+  EXPECT_EQ(mc.UnmountSegment(anonymous, 5).code(), Code::kIllegalClient);
+  EXPECT_EQ(mc.RemoveAll(anonymous, true).code(), Code::kIllegalClient);
+  // A made-up token, and a's token with another tenant.
+  CallContext forged = a;
+  forged.token[0] ^= 1;
+  EXPECT_EQ(mc.RemoveAll(forged, true).code(), Code::kClientNotFound);
+  CallContext switched = a;
+  switched.tenant = b.tenant;
+  EXPECT_EQ(mc.GetReplicaList(switched, "secret", false).code(), Code::kClientNotFound);
+  // a's id is a's: refused without its token (also for another tenant), given back with it.
+  EXPECT_EQ(mc.RegisterClient({a.client, "thief", "tenant-b"}).code(), Code::kIllegalClient);
+  EXPECT_EQ(mc.RegisterClient({a.client, "thief", "tenant-b", false, a.token}).code(), Code::kIllegalClient);
+  EXPECT_TRUE(mc.RegisterClient({a.client, "a", "tenant-a", false, a.token}).ok());
+  // b, in its own tenant, reaches nothing of a's.
+  EXPECT_EQ(mc.GetReplicaList(b, "secret", false).code(), Code::kObjectNotFound);
+  EXPECT_EQ(mc.Remove(b, "secret", true).code(), Code::kObjectNotFound);
+  EXPECT_EQ(*mc.RemoveAll(b, true), 0u);
+  EXPECT_EQ(*mc.RemoveByRegex(b, ".*", true), 0u);
+  EXPECT_EQ(mc.UnmountSegment(b, 5).code(), Code::kIllegalClient);
+  EXPECT_EQ(mc.PutStart(b, "secret", 100, {}).ok(), true);  // its own key of that name
+  EXPECT_TRUE(mc.GetReplicaList(a, "secret", false).ok());
+  EXPECT_EQ(mc.GetReplicaList(a, "secret", false)->size, 100u);
+  EXPECT_EQ(master_->Stats().segments, 1u);
 }
 
 // The calls that share one method with a mode (Upsert, RemoveAll) keep their meaning over RPC.
@@ -616,7 +659,7 @@ TEST_F(MasterRpcTest, UpsertMountsAndRemoveWhereOverRpc) {
   Serve();
   MasterClient mc("127.0.0.1", server_.port(), 2s);
   ClientId id{9, 9};
-  CallContext ctx{id, mc.RegisterClient({id, "h", "default"}).value()};
+  CallContext ctx = mc.RegisterClient({id, "h", "default"}).value();
   ASSERT_TRUE(mc.MountSegments(ctx, {{1, "h", 0, 1 << 20, "e:1"}, {2, "h", 0, 1 << 20, "e:2"}}).ok());
   EXPECT_EQ(master_->Stats().segments, 2u);
   for (const char* k : {"a1", "a2", "b1"}) {
