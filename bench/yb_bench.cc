@@ -482,7 +482,7 @@ class NoopRpcServer {
       o.pin_to_cpus = pinned;
       yb::rpc::RpcServer server(o);
       server.Register(static_cast<uint16_t>(yb::rpc::MasterMethod::kExistKey),
-                      [](std::string_view, std::string&) { return yb::Status::OK(); });
+                      [](const yb::net::Peer&, std::string_view, std::string&) { return yb::Status::OK(); });
       uint16_t port = server.Start().ok() ? server.port() : 0;
       if (write(up[1], &port, sizeof(port)) != sizeof(port)) _exit(1);
       char c;

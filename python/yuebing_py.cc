@@ -96,6 +96,7 @@ class Store {
       return Error(yb::Status(yb::Code::kNotSupported, "setup: a shared transfer engine object is not supported"));
     }
     yb::ClientConfig c;
+    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // as Mooncake's users set it
     c.enable_offload = enable_ssd_offload;
     c.ssd.path = ssd_offload_path;
     c.local_hostname = local_hostname;
@@ -105,10 +106,14 @@ class Store {
     c.protocol = protocol;
     c.device_name = rdma_devices;
     c.master_server_addr = master_server_addr;
-    c.tenant = tenant_id;
-    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // as Mooncake's users set it
+    if (tenant_id != "default") c.tenant = tenant_id;  // else YB_TENANT's, if set
+    // What setup(dict) gave beyond the positional arguments: used once.
     if (!zone_.empty()) c.zone = zone_;
     if (enable_checksum_) c.enable_checksum = *enable_checksum_;
+    for (const auto& [field, value] : security_) *field(c) = value;
+    zone_.clear();
+    enable_checksum_.reset();
+    security_.clear();
     yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;
@@ -138,6 +143,11 @@ class Store {
     std::string master = str("master_server_address", str("master_server_addr", kPyMasterServerAddr));
     zone_ = str("zone", "");
     if (d.contains("enable_checksum")) enable_checksum_ = py::bool_(d["enable_checksum"]).cast<bool>();
+    // Security (docs/security.md): as yb-client's flags, over YB_AUTH_SECRET_FILE and YB_TLS_*.
+    security_.clear();
+    for (const auto& [key, field] : kSecurityKeys) {
+      if (d.contains(key)) security_.emplace_back(field, py::str(d[key]).cast<std::string>());
+    }
     return Setup(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
                  str("protocol", "tcp"), str("device_name", str("rdma_devices", "")), master, py::none(),
                  d.contains("enable_ssd_offload") && py::bool_(d["enable_ssd_offload"]).cast<bool>(),
@@ -455,8 +465,18 @@ class Store {
   }
 
   std::unique_ptr<yb::Client> client_;
-  std::string zone_;                     // setup(dict)'s "zone" (else YB_ZONE)
-  std::optional<bool> enable_checksum_;  // setup(dict)'s "enable_checksum" (else YB_ENABLE_CHECKSUM, else on)
+  std::string zone_;  // setup(dict)'s "zone" (else YB_ZONE)
+  std::optional<bool> enable_checksum_;
+  // setup(dict)'s security keys, set over what the environment gave.
+  using Field = std::string* (*)(yb::ClientConfig&);
+  static constexpr std::pair<const char*, Field> kSecurityKeys[] = {
+      {"auth_secret_file", [](yb::ClientConfig& c) { return &c.auth_secret_file; }},
+      {"tls_cert", [](yb::ClientConfig& c) { return &c.tls_cert; }},
+      {"tls_key", [](yb::ClientConfig& c) { return &c.tls_key; }},
+      {"tls_ca", [](yb::ClientConfig& c) { return &c.tls_ca; }},
+  };
+  std::vector<std::pair<Field, std::string>>
+      security_;  // setup(dict)'s "enable_checksum" (else YB_ENABLE_CHECKSUM, else on)
 };
 
 }  // namespace

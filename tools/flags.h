@@ -24,4 +24,18 @@ inline CLI::Option* AddSizeOption(CLI::App& app, const std::string& name, uint64
       ->default_str(FormatBytes(target));
 }
 
+// The security flags every daemon and the CLI share (docs/security.md), bound to the fields they set.
+inline void AddSecurityFlags(CLI::App& app, std::string& auth_secret_file, std::string& tls_cert, std::string& tls_key,
+                             std::string& tls_ca) {
+  app.add_option("--auth_secret_file", auth_secret_file,
+                 "file holding the cluster's secret (the same on every node; a tenant's, for a client of one): every "
+                 "connection then proves it (YB_AUTH_SECRET_FILE)");
+  app.add_option("--tls_cert", tls_cert,
+                 "PEM certificate: servers speak TLS with it, clients present it (YB_TLS_CERT)");
+  app.add_option("--tls_key", tls_key, "PEM private key of --tls_cert (YB_TLS_KEY)");
+  app.add_option("--tls_ca", tls_ca,
+                 "PEM CA: clients check servers against it (TLS on); servers then ask clients for a certificate it "
+                 "signed, mutual TLS (YB_TLS_CA)");
+}
+
 }  // namespace yb::tools

@@ -18,10 +18,13 @@
 #include <iterator>
 
 #include "api/master_api.h"
+#include "client/client_internal.h"
 #include "client/leader_follower.h"
 #include "client/membership.h"
 #include "common/segment_name.h"
 #include "common/units.h"
+#include "flags.h"
+#include "net/auth.h"
 #include "rpc/master_client.h"
 #include "yuebing/client.h"
 
@@ -74,6 +77,9 @@ int main(int argc, char** argv) {
   exist->add_option("key", key)->required();
   auto* segs = app.add_subcommand("segments", "list segments and usage");
   auto* reps = app.add_subcommand("replicas", "list a key's replicas: where each is, and its state");
+  auto* token = app.add_subcommand(
+      "admin-token",
+      "print the bearer token of the master's HTTP endpoints that change state (from --auth_secret_file)");
   auto* drain = app.add_subcommand(
       "drain", "copy every object a storage node holds to other nodes, so that stopping it loses nothing");
   std::string node;
@@ -84,11 +90,23 @@ int main(int argc, char** argv) {
   app.add_option("--enable_checksum", c.enable_checksum,
                  "record a checksum with a put and check it on a get (YB_ENABLE_CHECKSUM)")
       ->capture_default_str();
+  yb::tools::AddSecurityFlags(app, c.auth_secret_file, c.tls_cert, c.tls_key, c.tls_ca);
+  app.add_option("--tenant", c.tenant, "the tenant whose keys the commands name (YB_TENANT)")->capture_default_str();
   yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // flags given win
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
   spdlog::set_level(spdlog::level::warn);
 
+  if (token->parsed()) {
+    if (c.auth_secret_file.empty()) {
+      std::fprintf(stderr, "admin-token needs --auth_secret_file (or YB_AUTH_SECRET_FILE)\n");
+      return 2;
+    }
+    auto secret = yb::net::ReadSecretFile(c.auth_secret_file);
+    if (!secret.ok()) return Fail(secret.status());
+    std::printf("%s\n", yb::net::AdminToken(*secret).c_str());
+    return 0;
+  }
   c.local_hostname = "yb-cli";
   c.master_server_addr = master;
   c.global_segment_size = 0;
@@ -97,13 +115,16 @@ int main(int argc, char** argv) {
     // The master's segment list needs no client registration, so a script polling it does not add
     // a client to the master's live ones for every call.
     const auto timeout = std::chrono::milliseconds(c.rpc_timeout_ms);
+    auto security = yb::ClientSecurity(c);
+    if (!security.ok()) return Fail(security.status());
+    const auto channel = yb::MasterChannel(c, *security);
     std::unique_ptr<yb::MasterApi> m;
     if (yb::LeaderFollower::IsEtcdAddress(master)) {
-      auto f = yb::LeaderFollower::Create(master, c.cluster_id, timeout);
+      auto f = yb::LeaderFollower::Create(master, c.cluster_id, timeout, channel);
       if (!f.ok()) return Fail(f.status());
       m = std::move(f).value();
     } else {
-      auto mc = yb::rpc::MasterClient::Connect(master, timeout);
+      auto mc = yb::rpc::MasterClient::Connect(master, timeout, channel);
       if (!mc.ok()) return Fail(mc.status());
       m = std::move(mc).value();
     }

@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   app.add_option("--enable_checksum", c.enable_checksum,
                  "record a checksum with this node's writes and check it on reads (YB_ENABLE_CHECKSUM)")
       ->capture_default_str();
+  yb::tools::AddSecurityFlags(app, c.auth_secret_file, c.tls_cert, c.tls_key, c.tls_ca);
   yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // flags given win
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));

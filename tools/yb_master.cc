@@ -14,12 +14,13 @@
 #include "common/clock.h"
 #include "common/open_files.h"
 #include "common/scheduler.h"
-#include "common/segment_name.h"
 #include "flags.h"
 #include "ha/ha_master.h"
 #include "ha/log_gate.h"
 #include "ha/meta_log.h"
 #include "master/master_service.h"
+#include "master_http.h"
+#include "net/security.h"
 #include "rpc/master_client.h"
 #include "rpc/master_server.h"
 #include "stop_signals.h"
@@ -50,7 +51,41 @@ struct DaemonFlags {
   bool metadata_sync = true;
   uint64_t metadata_snapshot_bytes = yb::ha::MetaLog::Options{}.snapshot_log_bytes;
   uint64_t metadata_file_bytes = yb::ha::MetaLog::Options{}.file_bytes;
+  // Security (docs/security.md).
+  std::string auth_secret_file;
+  std::string tenant_secrets_file;
+  std::string tls_cert, tls_key, tls_ca;
+  std::string tenant_quotas;  // "team-a=10GB,team-b=1TB"
 };
+
+// --tenant_quotas: "NAME=SIZE" separated by commas ("none" for no quota).
+bool ParseTenantQuotas(const std::string& spec, std::map<std::string, uint64_t>* out) {
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      spdlog::error("--tenant_quotas: '{}' is not NAME=SIZE", item);
+      return false;
+    }
+    const std::string value = item.substr(eq + 1);
+    if (value == "none") {
+      (*out)[item.substr(0, eq)] = yb::TenantRegistry::kNoQuota;
+      continue;
+    }
+    auto size = yb::ParseSize(value);
+    if (!size.ok()) {
+      spdlog::error("--tenant_quotas: '{}': {}", item, size.status().message());
+      return false;
+    }
+    (*out)[item.substr(0, eq)] = *size;
+  }
+  return true;
+}
 
 // Applies a YAML/JSON config file: every key names a flag; flags given on the command line win.
 bool ApplyConfigFile(CLI::App& app, const std::string& path) {
@@ -85,133 +120,6 @@ bool ApplyConfigFile(CLI::App& app, const std::string& path) {
     }
   }
   return true;
-}
-
-std::string Metrics(const yb::MasterService* master, const yb::rpc::RpcMetrics& rpc, const yb::rpc::RpcServer& server,
-                    const yb::ha::MetaLog* log, const yb::ha::HaMaster* ha) {
-  yb::tools::PrometheusText p;
-  if (ha) {
-    p.Gauge("yb_master_ha_leader", "1 while this master leads (HA).", ha->role() == yb::ha::HaMaster::Role::kLeader);
-    p.Gauge("yb_master_ha_epoch", "Epoch of the leader this master knows of.", ha->epoch());
-    p.Counter("yb_master_ha_elections_won_total", "Elections this master won (failovers to it).", ha->elections_won());
-    uint64_t counted = 0, lag = 0;
-    const uint64_t last = log ? log->stats().last_seq : 0;
-    for (const auto& s : ha->standbys()) {
-      counted += s.in_sync;
-      lag = std::max(lag, last > s.acked ? last - s.acked : 0);
-    }
-    p.Gauge("yb_master_ha_standbys", "Standbys this leader ships its log to.", ha->standbys().size());
-    p.Gauge("yb_master_ha_standbys_in_sync", "Standbys counted: a change waits for each of them.", counted);
-    p.Gauge("yb_master_ha_standby_lag_records", "Records the furthest standby is behind the leader's log.", lag);
-  }
-  if (log) {
-    auto s = log->stats();
-    p.Counter("yb_master_log_records_total", "Metadata log records appended.", s.records);
-    p.Counter("yb_master_log_bytes_total", "Metadata log bytes written.", s.bytes);
-    p.Counter("yb_master_log_writes_total", "Metadata log writes (each of what was appended since the last).",
-              s.rounds);
-    p.Counter("yb_master_log_syncs_total", "Metadata log syncs (each covers every record written before it).", s.syncs);
-    p.Counter("yb_master_log_sync_microseconds_total", "Time spent in those syncs.", s.sync_us);
-    p.Gauge("yb_master_log_last_seq", "Sequence number of the last record appended.", s.last_seq);
-    p.Gauge("yb_master_log_synced_seq", "Every record up to this one is synced.", s.synced_seq);
-    p.Counter("yb_master_log_snapshots_total", "Snapshots written since start.", s.snapshots);
-    p.Gauge("yb_master_log_snapshot_milliseconds", "Duration of the last snapshot.", s.last_snapshot_ms);
-    p.Gauge("yb_master_log_bytes_since_snapshot", "Log bytes written since the last snapshot.",
-            s.log_bytes_since_snapshot);
-    p.Gauge("yb_master_log_recovered_records", "Log records replayed at start.", s.recovered_records);
-    p.Gauge("yb_master_log_cut_bytes", "Bytes of a torn or corrupt log tail cut at start.", s.cut_bytes);
-    p.Gauge("yb_master_rpc_held_replies", "Replies waiting for their change to be durable.", server.held_replies());
-  }
-  auto per_method = [&](const char* name, const char* help, auto value) {
-    p.Family("counter", name, help);
-    for (const auto& row : yb::rpc::kMasterMethods) {
-      p.Sample(name, fmt::format("op=\"{}\"", row.name), value(static_cast<uint16_t>(row.method)));
-    }
-  };
-  per_method("yb_master_requests_total", "RPC calls per operation.", [&](uint16_t m) { return rpc.calls(m); });
-  per_method("yb_master_failures_total", "Failed RPC calls per operation (a batch fails when a key fails).",
-             [&](uint16_t m) { return rpc.failures(m); });
-  p.Gauge("yb_master_rpc_connections", "Open RPC connections.", server.open_connections());
-  p.Counter("yb_master_rpc_malformed_frames_total", "RPC frames refused as malformed (each closed its connection).",
-            server.malformed_frames());
-  p.Counter("yb_master_rpc_reads_paused_total", "Times a connection stopped being read: its peer did not read replies.",
-            server.reads_paused());
-  p.Counter("yb_master_rpc_stalled_closed_total",
-            "Connections closed after moving no byte for --rpc_stall_timeout_sec halfway through a request or "
-            "with replies unread.",
-            server.stalled_closed());
-  p.Counter("yb_master_rpc_refused_connections_total",
-            "Connections closed at once because --rpc_max_connections were open.", server.refused_connections());
-  p.Counter("yb_master_rpc_accept_failures_total",
-            "Failed accepts (e.g. out of file descriptors), each followed by a pause.", server.accept_failures());
-  if (!master) return p.text();  // a standby: no index to report on
-  auto st = master->Stats();
-  p.Gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
-  p.Gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
-  p.Gauge("yb_master_keys", "Published objects.", st.keys);
-  p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
-  p.Gauge("yb_master_segments", "Mounted segments.", st.segments);
-  p.Gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
-  p.Gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
-  p.Counter("yb_master_under_replicated_puts_total",
-            "Puts given fewer memory replicas than their replica_num (too few segments with room).",
-            st.under_replicated_puts);
-  p.Counter("yb_master_missing_replicas_total", "Replicas those Puts went without.", st.missing_replicas);
-  p.Counter("yb_master_stale_read_pins_released_total",
-            "Read pins ended because their live reader stopped naming them in its heartbeat (a lost ReadEnd).",
-            st.stale_pins_released);
-  p.Gauge("yb_master_objects_at_risk",
-          "Objects with fewer memory replicas than they were written with, waiting for or being copied.",
-          st.repair_at_risk);
-  p.Gauge("yb_master_repairs_in_flight", "Re-replication copies handed to clients and not reported yet.",
-          st.repairs_in_flight);
-  p.Counter("yb_master_repaired_total", "Replicas restored by re-replication.", st.repaired);
-  p.Counter("yb_master_repair_bytes_total", "Bytes copied by re-replication.", st.repair_bytes);
-  p.Counter("yb_master_objects_lost_total", "Objects removed because their last replica went.", st.objects_lost);
-  p.Counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
-  p.Counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
-  p.Counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);
-  p.Counter("yb_master_offload_failures_total", "Offloads a client reported failed (the DRAM copy stayed).",
-            st.offload_failed);
-  p.Counter("yb_master_offloaded_on_evict_total", "Objects eviction sent to an SSD tier instead of dropping.",
-            st.offloaded_on_evict);
-  p.Counter("yb_master_offload_queue_full_total", "Objects not queued for offload: the client's queue was full.",
-            st.offload_refused);
-  p.Counter("yb_master_offload_kept_in_dram_total",
-            "Evictions that kept an object in DRAM: its offload queue was full.", st.kept_queue_full);
-  p.Counter("yb_master_disk_replicas_registered_total", "LOCAL_DISK replicas registered by clients (restarts).",
-            st.disk_registered);
-  p.Counter("yb_master_disk_replicas_dropped_total", "LOCAL_DISK replicas dropped by SSD-tier bucket eviction.",
-            st.disk_dropped);
-  p.Counter("yb_master_disk_drops_refused_total",
-            "Disk copies of removed or replaced keys not sent to their owner for deletion: its queue was full.",
-            st.disk_drops_refused);
-  p.Gauge("yb_master_disk_away_copies",
-          "Disk copies remembered while their owner is away, so that stale ones are refused when it returns.",
-          st.disk_away_copies);
-  p.Counter("yb_master_disk_away_untracked_total",
-            "Disk copies of absent owners not remembered: --disk_away_copies_limit was reached.",
-            st.disk_away_untracked);
-  return p.text();
-}
-
-nlohmann::json SegmentsJson(yb::MasterService* master) {
-  nlohmann::json arr = nlohmann::json::array();
-  if (!master) return arr;
-  auto segments = master->ListSegments().value();
-  for (const auto& u : segments) {
-    arr.push_back({{"id", std::to_string(u.desc.id)},
-                   {"name", u.desc.name},
-                   {"endpoint", u.desc.endpoint},
-                   {"zone", u.desc.zone},
-                   {"owner", u.owner.ToString()},
-                   {"capacity", u.capacity},
-                   {"allocated", u.allocated},
-                   {"allocations", u.allocations},
-                   {"fragmentation", u.fragmentation},
-                   {"draining", u.draining}});
-  }
-  return arr;
 }
 
 }  // namespace
@@ -306,11 +214,51 @@ int main(int argc, char** argv) {
   yb::tools::AddSizeOption(app, "--metadata_snapshot_bytes", f.metadata_snapshot_bytes,
                            "log written since the last snapshot that calls for a new one");
   yb::tools::AddSizeOption(app, "--metadata_file_bytes", f.metadata_file_bytes, "size of one log file");
+  yb::tools::AddSecurityFlags(app, f.auth_secret_file, f.tls_cert, f.tls_key, f.tls_ca);
+  app.add_option("--tenant_secrets_file", f.tenant_secrets_file,
+                 "YAML file of `tenant: secret` lines: a client proving one may register as that tenant only");
+  app.add_option("--tenant_quotas", f.tenant_quotas,
+                 "byte quotas of tenants, NAME=SIZE separated by commas (\"team-a=10GB,team-b=none\"); also POST "
+                 "/tenants/quota");
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
   if (!f.config_path.empty() && !ApplyConfigFile(app, f.config_path)) return 2;
   spdlog::set_level(spdlog::level::from_str(f.log_level));
+  if (!ParseTenantQuotas(f.tenant_quotas, &mc.tenant_quotas)) return 2;
+  yb::net::SecurityOptions so;
+  so.tls = {f.tls_cert, f.tls_key, f.tls_ca};
+  if (!f.auth_secret_file.empty()) {
+    auto secret = yb::net::ReadSecretFile(f.auth_secret_file);
+    if (!secret.ok()) {
+      spdlog::error("--auth_secret_file: {}", secret.status().message());
+      return 2;
+    }
+    so.secret = std::move(secret).value();
+  }
+  if (!f.tenant_secrets_file.empty()) {
+    auto tenants = yb::net::ReadTenantSecrets(f.tenant_secrets_file);
+    if (!tenants.ok()) {
+      spdlog::error("--tenant_secrets_file: {}", tenants.status().message());
+      return 2;
+    }
+    so.tenant_secrets = std::move(tenants).value();
+  }
+  if (so.tls.enabled() && (f.tls_cert.empty() || f.tls_key.empty())) {
+    spdlog::error("TLS: the master serves it, so it needs --tls_cert and --tls_key");
+    return 2;
+  }
+  auto made = yb::net::Security::Create(std::move(so));
+  if (!made.ok()) {
+    spdlog::error("{}", made.status().message());
+    return 2;
+  }
+  const std::shared_ptr<yb::net::Security> security = std::move(made).value();
+  if (!security->auth()) {
+    spdlog::warn(
+        "no --auth_secret_file: any process that reaches this master may call it (tenants are named, not proven); "
+        "see docs/security.md");
+  }
   yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
   yb::ha::MetaLog::Options lo;
   lo.dir = f.metadata_dir;
@@ -351,6 +299,7 @@ int main(int argc, char** argv) {
     ho.lease_ttl = std::chrono::milliseconds(f.ha_lease_ttl_ms);
     ho.master = mc;
     ho.log = lo;
+    ho.security = security;
     if (auto st = yb::MasterService::Create(mc, scheduler.clock()); !st.ok()) {
       spdlog::error("bad configuration: {}", st.status().ToString());
       return 2;
@@ -386,6 +335,12 @@ int main(int argc, char** argv) {
       spdlog::warn("--metadata_dir is empty: the index lives in memory only, and a restart empties the cache");
     }
   }
+  if (lone) {
+    if (auto st = lone->ApplyConfiguredQuotas(); !st.ok()) {
+      spdlog::error("--tenant_quotas: {}", st.ToString());
+      return 2;
+    }
+  }
   yb::MasterApi& api = ha ? static_cast<yb::MasterApi&>(*ha) : *lone;
   yb::ha::MetaLog* log = ha ? &ha->log() : lone_log.get();
   // The master serving now: the lone one, or the leader's (none while a standby).
@@ -409,10 +364,11 @@ int main(int argc, char** argv) {
                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   ro.pin_to_cpus = f.rpc_pin_threads;
   ro.gate = ha ? &ha->gate() : lone_gate.get();  // a change is answered once its record is durable
+  ro.security = security;
   yb::rpc::RpcServer server(ro);
   std::function<uint64_t()> epoch;
   if (ha) epoch = [h = ha.get()] { return h->epoch(); };
-  yb::rpc::RegisterMasterService(server, api, &rpc_metrics, epoch);
+  yb::rpc::RegisterMasterService(server, api, &rpc_metrics, epoch, security->cluster_data_key());
   if (ha) ha->RegisterReplication(server);
   if (auto st = server.Start(); !st.ok()) {
     spdlog::error("{}", st.ToString());
@@ -420,80 +376,15 @@ int main(int argc, char** argv) {
   }
 
   yb::tools::AdminHttp http;
+  yb::tools::MasterHttpContext http_context{current,
+                                            rpc_metrics,
+                                            server,
+                                            log,
+                                            ha.get(),
+                                            f.cluster_id,
+                                            security->auth() ? yb::net::AdminToken(security->options().secret) : ""};
   if (f.metrics_port > 0) {
-    httplib::Server& h = http.server();
-    h.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      auto m = current();
-      res.set_content(Metrics(m.get(), rpc_metrics, server, log, ha.get()), yb::tools::PrometheusText::kContentType);
-    });
-    // Plain "OK" for scripts that wait for the master; JSON (?format=json, or asking for JSON) with
-    // its role and log position.
-    h.Get("/health", [&](const httplib::Request& req, httplib::Response& res) {
-      const bool json = req.get_param_value("format") == "json" ||
-                        req.get_header_value("Accept").find("application/json") != std::string::npos;
-      if (!json) {
-        res.set_content("OK\n", "text/plain");
-        return;
-      }
-      nlohmann::json h = {{"status", "ok"}, {"role", "leader"}, {"epoch", 0}};
-      if (ha) {
-        h["role"] = ha->role() == yb::ha::HaMaster::Role::kLeader ? "leader" : "standby";
-        h["epoch"] = ha->epoch();
-        h["leader"] = ha->leader();
-        h["cluster_id"] = f.cluster_id;
-        nlohmann::json standbys = nlohmann::json::array();
-        const uint64_t last = log->stats().last_seq;
-        for (const auto& s : ha->standbys()) {
-          standbys.push_back({{"address", s.address},
-                              {"in_sync", s.in_sync},
-                              {"acked_seq", s.acked},
-                              {"lag_records", last > s.acked ? last - s.acked : 0}});
-        }
-        h["standbys"] = standbys;
-      }
-      if (log) {
-        auto s = log->stats();
-        h["log"] = {{"dir", log->dir()},
-                    {"last_seq", s.last_seq},
-                    {"synced_seq", s.synced_seq},
-                    {"snapshot_seq", s.snapshot_seq}};
-      }
-      res.set_content(h.dump(2), "application/json");
-    });
-    h.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(SegmentsJson(current().get()).dump(2), "application/json");
-    });
-    // Drains a storage node (every segment named NAME, or on host NAME): POST /drain?segment=NAME
-    // marks them and answers how many objects still need a copy elsewhere; poll until 0.
-    h.Post("/drain", [&](const httplib::Request& req, httplib::Response& res) {
-      auto m = current();
-      if (!m) {
-        res.status = 503;
-        res.set_content("{\"error\": \"not the leader\"}", "application/json");
-        return;
-      }
-      const std::string name = req.get_param_value("segment");
-      uint64_t remaining = 0, segments = 0;
-      for (const auto& u : m->ListSegments().value()) {
-        if (name.empty() || !yb::SegmentNameMatches(u.desc.name, name)) continue;
-        auto left = m->DrainSegment({}, u.desc.id);
-        if (!left.ok()) continue;  // unmounted meanwhile
-        ++segments;
-        remaining += *left;
-      }
-      if (segments == 0) {
-        res.status = 404;
-        res.set_content(nlohmann::json{{"error", "no segment named '" + name + "'"}}.dump(), "application/json");
-        return;
-      }
-      res.set_content(nlohmann::json{{"segment", name}, {"segments", segments}, {"remaining", remaining}}.dump(),
-                      "application/json");
-    });
-    h.Get("/get_all_segments", [&](const httplib::Request&, httplib::Response& res) {
-      std::string names;
-      for (const auto& s : SegmentsJson(current().get())) names += s["name"].get<std::string>() + "\n";
-      res.set_content(names, "text/plain");
-    });
+    yb::tools::AddMasterRoutes(http.server(), http_context);
     if (!http.Start("yb-master", f.metrics_address, f.metrics_port)) return 1;
   }
 

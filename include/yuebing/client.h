@@ -50,6 +50,15 @@ struct ClientConfig {
   // it on every tier. Off: faster puts, and a damaged replica is served as it is.
   bool enable_checksum = true;
   bool verify_checksum = true;  // check it on Get when the writer recorded one
+  // Security (docs/security.md), with a networked master. auth_secret_file: a file holding the
+  // cluster's secret, or this client's tenant's where the master keeps per-tenant secrets; every
+  // connection (to the master, to transfer servers, of others to ours) then proves it. The TLS
+  // files: a CA to check servers against (and a certificate and key, which servers that ask get, and
+  // which our transfer server serves with) turn TLS on for every connection. Empty: off.
+  std::string auth_secret_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
   // With a networked master: the address this client's transfer server listens on. The host of
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;
@@ -81,7 +90,8 @@ struct ClientConfig {
 // Fills what the environment sets, for the entry points that have no flags of their own (the C
 // API's setup, Python's setup; the tools read the same names where a flag is not given): `lookup`
 // is std::getenv, or a test's. MC_SLICE_SIZE (Mooncake's), YB_ZONE, YB_ENABLE_CHECKSUM (0 or
-// false turns checksums off). A value that does not parse is logged and left as it was.
+// false turns checksums off), YB_AUTH_SECRET_FILE, YB_TLS_CERT, YB_TLS_KEY, YB_TLS_CA, YB_TENANT.
+// A value that does not parse is logged and left as it was.
 void ApplyEnvironment(ClientConfig& config, const std::function<const char*(const char*)>& lookup);
 
 // Checks a configuration as Connect() does: INVALID_PARAMS naming the setting, or NOT_SUPPORTED

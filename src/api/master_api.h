@@ -37,6 +37,10 @@ struct CallContext {
   ClientId client;
   TenantIndex tenant = 0;  // from RegisterClient
   CallerToken token{};     // from RegisterClient; all zeros: none
+  // May do what only nodes and operators may (drain any segment): true in the master's own
+  // process; over RPC, the RPC server sets it from what the connection proved (never from the
+  // wire): the cluster secret, or a master that asks for no proof.
+  bool privileged = true;
   bool has_token() const {
     for (uint8_t b : token) {
       if (b) return true;

@@ -7,6 +7,7 @@
 #include "client/client_internal.h"
 #include "common/listener.h"
 #include "common/log.h"
+#include "net/security.h"
 #include "yuebing/client.h"
 
 namespace yb {
@@ -48,6 +49,11 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
   };
   if (auto v = get("MC_SLICE_SIZE")) c.mc_slice_size = *v;  // as Mooncake's users set it
   if (auto v = get("YB_ZONE")) c.zone = *v;
+  if (auto v = get("YB_AUTH_SECRET_FILE")) c.auth_secret_file = *v;
+  if (auto v = get("YB_TLS_CERT")) c.tls_cert = *v;
+  if (auto v = get("YB_TLS_KEY")) c.tls_key = *v;
+  if (auto v = get("YB_TLS_CA")) c.tls_ca = *v;
+  if (auto v = get("YB_TENANT"); v && !v->empty()) c.tenant = *v;
   if (auto v = get("YB_ENABLE_CHECKSUM")) {
     if (auto b = ParseBool(*v)) {
       c.enable_checksum = *b;
@@ -78,8 +84,32 @@ Status ValidateClientConfig(const ClientConfig& c) {
       std::any_of(c.zone.begin(), c.zone.end(), [](char ch) { return ch <= ' ' || ch > '~'; })) {
     return Bad("zone '" + c.zone + "' must be at most 64 printable characters without spaces");
   }
+  if (c.tls_cert.empty() != c.tls_key.empty()) return Bad("tls_cert and tls_key go together");
+  if ((!c.tls_ca.empty() || !c.tls_cert.empty()) && c.global_segment_size > 0 && c.tls_cert.empty() &&
+      !EmbeddedClusterName(c.master_server_addr)) {
+    return Bad("a client that contributes memory serves transfers: with TLS on it needs tls_cert and tls_key");
+  }
   if (c.enable_offload) YB_RETURN_IF_ERROR(ValidateSsdTier(c));
   return Status::OK();
+}
+
+Result<std::shared_ptr<net::Security>> ClientSecurity(const ClientConfig& c) {
+  net::SecurityOptions o;
+  if (!c.auth_secret_file.empty()) {
+    auto secret = net::ReadSecretFile(c.auth_secret_file);
+    if (!secret.ok()) return secret.status();
+    o.secret = std::move(secret).value();
+  }
+  o.tls = {c.tls_cert, c.tls_key, c.tls_ca};
+  if (o.secret.empty() && !o.tls.enabled()) return net::Security::None();
+  return net::Security::Create(std::move(o));
+}
+
+rpc::RpcChannel::Options MasterChannel(const ClientConfig& c, std::shared_ptr<const net::Security> security) {
+  rpc::RpcChannel::Options o;
+  o.security = std::move(security);
+  o.tenant = c.tenant;
+  return o;
 }
 
 }  // namespace yb

@@ -11,6 +11,8 @@
 #include "api/master_api.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
+#include "net/security.h"
+#include "rpc/channel.h"
 #include "transfer/local_segments.h"
 #include "transfer/transfer_engine.h"
 #include "yuebing/client.h"
@@ -63,6 +65,12 @@ class ClientInternal {
 // A client of a yb-master over the network ("host:port"), with a TCP transfer server for the
 // segments it mounts (client_remote.cc).
 Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config);
+
+// The security a client's connections use: its secret file read, its TLS files loaded
+// (INVALID_PARAMS naming what does not load); net::Security::None() without either.
+Result<std::shared_ptr<net::Security>> ClientSecurity(const ClientConfig& config);
+// How its connections to a master are set up: that security, proving the client's tenant.
+rpc::RpcChannel::Options MasterChannel(const ClientConfig& config, std::shared_ptr<const net::Security> security);
 
 // "embedded" / "embedded:NAME" names a master in this process; nullopt for any other address.
 std::optional<std::string> EmbeddedClusterName(const std::string& master_server_addr);

@@ -41,9 +41,12 @@ Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
 
 Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   const auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
+  auto security = ClientSecurity(config);
+  if (!security.ok()) return security.status();
+  const auto channel = MasterChannel(config, *security);
   std::shared_ptr<MasterApi> master;
   if (LeaderFollower::IsEtcdAddress(config.master_server_addr)) {
-    auto f = LeaderFollower::Create(config.master_server_addr, config.cluster_id, timeout);
+    auto f = LeaderFollower::Create(config.master_server_addr, config.cluster_id, timeout, channel);
     if (!f.ok()) return f.status();
     master = std::move(f).value();
   } else {
@@ -52,10 +55,11 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
       return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
                                               "' is neither host:port, etcd://host:port nor \"embedded[:NAME]\"");
     }
-    master = std::make_shared<rpc::MasterClient>(hp->first, hp->second, timeout);
+    master = std::make_shared<rpc::MasterClient>(hp->first, hp->second, timeout, nullptr, channel);
   }
   auto transport_options = tcp::TcpTransport::Options::WithSliceSize(config.transfer_slice_size, config.mc_slice_size);
   if (!transport_options.ok()) return transport_options.status();
+  transport_options->security = *security;
   auto plumbing = std::make_shared<RemotePlumbing>();
   plumbing->master = std::move(master);
   plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master, plumbing->clock);
@@ -77,6 +81,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     so.max_connections = config.transfer_max_connections;
     so.keepalive = Keepalive::After(std::chrono::seconds(config.transfer_keepalive_sec));
     so.stall_timeout_ms = static_cast<int>(std::min<uint32_t>(config.transfer_stall_timeout_sec, 86400) * 1000);
+    so.security = *security;
     plumbing->server = std::make_unique<tcp::TransferServer>(served, so);
     YB_RETURN_IF_ERROR(plumbing->server->Start());
     // Others reach us at the bind address, or at local_hostname's host when bound to any address.
@@ -103,8 +108,8 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   parts.keepalive = plumbing;
   auto client = ClientInternal::Create(effective, std::move(parts));
   if (!client.ok()) return client;
-  YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", effective.local_hostname, config.master_server_addr,
-              endpoint);
+  YB_LOG_INFO("client '{}' connected to master {}; transfers at {}", effective.local_hostname,
+              config.master_server_addr, endpoint);
   return client;
 }
 

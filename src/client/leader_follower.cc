@@ -42,18 +42,23 @@ R Failure(const Status& st, size_t n) {
 }  // namespace
 
 Result<std::unique_ptr<LeaderFollower>> LeaderFollower::Create(const std::string& spec, const std::string& cluster_id,
-                                                               std::chrono::milliseconds timeout) {
+                                                               std::chrono::milliseconds timeout,
+                                                               rpc::RpcChannel::Options channel) {
   auto endpoints = ha::EtcdClient::ParseEndpoints(spec);
   if (!endpoints.ok()) return endpoints.status();
   if (cluster_id.empty()) return Status(Code::kInvalidParams, "cluster_id is empty");
   ha::EtcdClient::Options o;
   o.endpoints = std::move(*endpoints);
   o.timeout = std::min(timeout, std::chrono::milliseconds(1000));
-  return std::unique_ptr<LeaderFollower>(new LeaderFollower(std::move(o), cluster_id, timeout));
+  return std::unique_ptr<LeaderFollower>(new LeaderFollower(std::move(o), cluster_id, timeout, std::move(channel)));
 }
 
-LeaderFollower::LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout)
-    : etcd_(std::move(etcd)), key_("mooncake-store/" + cluster_id + "/master_view"), timeout_(timeout) {}
+LeaderFollower::LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
+                               rpc::RpcChannel::Options channel)
+    : etcd_(std::move(etcd)),
+      key_("mooncake-store/" + cluster_id + "/master_view"),
+      timeout_(timeout),
+      channel_(std::move(channel)) {}
 
 std::string LeaderFollower::leader() const {
   std::lock_guard lock(mu_);
@@ -79,7 +84,7 @@ Result<std::shared_ptr<rpc::MasterClient>> LeaderFollower::Leader(const rpc::Mas
     YB_LOG_INFO("the leader of {} is now {} (was {})", key_, addr, leader_);
   }
   leader_ = addr;
-  client_ = std::make_shared<rpc::MasterClient>(hp->first, hp->second, timeout_, epoch_seen_);
+  client_ = std::make_shared<rpc::MasterClient>(hp->first, hp->second, timeout_, epoch_seen_, channel_);
   return client_;
 }
 

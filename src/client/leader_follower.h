@@ -27,8 +27,10 @@ namespace yb {
 class LeaderFollower final : public MasterApi {
  public:
   // `spec` is "etcd://host:port[;host:port...]".
+  // `channel`: how each connection to a master is set up (its security).
   static Result<std::unique_ptr<LeaderFollower>> Create(const std::string& spec, const std::string& cluster_id,
-                                                        std::chrono::milliseconds timeout);
+                                                        std::chrono::milliseconds timeout,
+                                                        rpc::RpcChannel::Options channel = {});
   static bool IsEtcdAddress(const std::string& master_server_addr) {
     return master_server_addr.rfind("etcd://", 0) == 0;
   }
@@ -68,7 +70,8 @@ class LeaderFollower final : public MasterApi {
   std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
 
  private:
-  LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout);
+  LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
+                 rpc::RpcChannel::Options channel);
   // The client of the leader, looking it up when none is known or `stale` is the one that failed.
   Result<std::shared_ptr<rpc::MasterClient>> Leader(const rpc::MasterClient* stale);
   // Makes `call` on the leader, again on the new leader while it fails as a leader change does,
@@ -80,6 +83,7 @@ class LeaderFollower final : public MasterApi {
   ha::EtcdClient etcd_;
   const std::string key_;
   const std::chrono::milliseconds timeout_;
+  const rpc::RpcChannel::Options channel_;
   const std::shared_ptr<std::atomic<uint64_t>> epoch_seen_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<uint64_t> failovers_{0};
   mutable std::mutex mu_;

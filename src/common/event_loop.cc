@@ -107,7 +107,7 @@ void EventLoop::Wake() {
 void EventLoop::Run() {
   std::vector<epoll_event> evs(256);
   for (;;) {
-    int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), SweepPeriod());
+    int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), buffered_.empty() ? SweepPeriod() : 0);
     if (k < 0) {
       if (errno == EINTR) continue;
       YB_LOG_ERROR("event loop: epoll_wait: {}: this serving thread stops", strerror(errno));
@@ -125,10 +125,26 @@ void EventLoop::Run() {
       e->last_event_ms = now_ms_;
       Settle(*e, before, e->session->OnEvents(evs[i].events));
     }
+    OfferBuffered();
     // After the batch: a task may close a session whose readiness is further down the batch.
     if (woken && !TakeQueued()) return;
     if (after_batch_) after_batch_();
     if (stall_ms_ > 0) Sweep();
+  }
+}
+
+void EventLoop::OfferBuffered() {
+  if (buffered_.empty()) return;
+  std::vector<uint64_t> ids;
+  ids.swap(buffered_);
+  for (uint64_t id : ids) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || !it->second.session->Buffered()) continue;
+    Entry& e = it->second;
+    const uint32_t before = e.session->Interest();
+    if (!(before & EPOLLIN)) continue;  // it reads no more for now: its next run lists it again
+    e.last_event_ms = now_ms_;
+    Settle(e, before, e.session->OnEvents(EPOLLIN));
   }
 }
 
@@ -193,6 +209,7 @@ bool EventLoop::TakeQueued() {
 
 void EventLoop::Settle(Entry& e, uint32_t before, bool ok) {
   if (!ok) return Close(e);
+  if (e.session->Buffered()) buffered_.push_back(e.session->loop_id());
   if (uint32_t now = e.session->Interest(); now != before && !Watch(EPOLL_CTL_MOD, e.fd, now, &e)) Close(e);
 }
 

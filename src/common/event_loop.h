@@ -13,9 +13,8 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
-
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,8 +48,18 @@ class LoopSession {
   // with no event for that long is told (OnStalled) and closed. An idle session never is.
   virtual bool WaitsOnPeer() const { return false; }
   virtual void OnStalled(int64_t idle_ms) { (void)idle_ms; }
+  // Input the session's stream holds that the socket's readiness does not show (TLS records
+  // decrypted ahead): the loop offers the session EPOLLIN again at once while it says so.
+  virtual bool Buffered() const { return false; }
+  // The session that serves the connection: this one, or the one a wrapper (a handshake,
+  // net/security.h) handed the connection to, or null while the wrapper has not yet.
+  virtual LoopSession* Inner() { return this; }
   // The loop's name for the session (RunOn), set when it is adopted.
   uint64_t loop_id() const { return loop_id_; }
+
+ protected:
+  // A wrapper gives the session it made its own name in the loop.
+  void ShareLoopId(LoopSession& inner) const { inner.loop_id_ = loop_id_; }
 
  private:
   friend class EventLoop;
@@ -123,6 +132,8 @@ class EventLoop {
   int64_t last_sweep_ms_ = 0;  // the loop thread's alone
   int SweepPeriod() const { return stall_ms_ <= 0 ? -1 : std::min(1000, std::max(10, stall_ms_ / 4)); }
   void Sweep();
+  void OfferBuffered();
+  std::vector<uint64_t> buffered_;  // sessions whose streams hold input (Buffered); the loop thread's
   int ep_ = -1;
   int wake_ = -1;
   std::thread thread_;

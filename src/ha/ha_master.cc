@@ -25,8 +25,10 @@ std::vector<T> ForEveryKey(size_t n, const Status& st) {
   return std::vector<T>(n, T(st));
 }
 
-rpc::RpcChannel::Options FollowChannel() {
+rpc::RpcChannel::Options FollowChannel(std::shared_ptr<const net::Security> sec) {
   rpc::RpcChannel::Options o;
+  o.security = std::move(sec);
+  o.tenant.clear();  // masters prove the cluster secret, for no tenant
   o.connect_timeout = std::chrono::milliseconds(500);
   o.backoff_min = std::chrono::milliseconds(50);
   o.backoff_max = std::chrono::milliseconds(500);
@@ -217,6 +219,7 @@ void HaMaster::Lead(int64_t lease, int64_t epoch) {
     if (Status st = m->Load(image_); !st.ok()) StepDown("the replicated state does not load: " + st.ToString());
     image_ = MasterImage{};  // the master holds it now
     m->SetSink(log_.get());
+    if (Status st = m->ApplyConfiguredQuotas(); !st.ok()) YB_LOG_WARN("HA: --tenant_quotas: {}", st.ToString());
   }
   log_->SetReplicated(UINT64_MAX);  // no standby counted yet
   {
@@ -276,7 +279,7 @@ void HaMaster::FollowLeader(const std::string& leader) {
     if (!to_leader_ || to_leader_address_ != leader) {
       auto hp = rpc::ParseHostPort(leader);
       if (!hp.ok()) return;
-      to_leader_ = std::make_unique<rpc::RpcChannel>(hp->first, hp->second, FollowChannel());
+      to_leader_ = std::make_unique<rpc::RpcChannel>(hp->first, hp->second, FollowChannel(options_.security));
       to_leader_address_ = leader;
     }
     ch = to_leader_.get();
@@ -383,14 +386,23 @@ bool HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
 // ---- replication handlers
 
 void HaMaster::RegisterReplication(rpc::RpcServer& server) {
-  server.Register(static_cast<uint16_t>(HaMethod::kFollow), [this](std::string_view body, std::string& reply) {
-    reply += HandleFollow(body);
-    return Status::OK();
-  });
-  server.Register(static_cast<uint16_t>(HaMethod::kApplyLog), [this](std::string_view body, std::string& reply) {
-    reply += HandleApplyLog(body);
-    return Status::OK();
-  });
+  // Only masters ship and follow the log: a connection that proved a tenant's secret may not.
+  auto masters_only = [](const net::Peer& peer) {
+    return peer.privileged() ? Status::OK()
+                             : Status(Code::kIllegalClient, "log replication is for masters (the cluster secret)");
+  };
+  server.Register(static_cast<uint16_t>(HaMethod::kFollow),
+                  [this, masters_only](const net::Peer& peer, std::string_view body, std::string& reply) {
+                    YB_RETURN_IF_ERROR(masters_only(peer));
+                    reply += HandleFollow(body);
+                    return Status::OK();
+                  });
+  server.Register(static_cast<uint16_t>(HaMethod::kApplyLog),
+                  [this, masters_only](const net::Peer& peer, std::string_view body, std::string& reply) {
+                    YB_RETURN_IF_ERROR(masters_only(peer));
+                    reply += HandleApplyLog(body);
+                    return Status::OK();
+                  });
 }
 
 std::string HaMaster::HandleFollow(std::string_view body) {
@@ -409,6 +421,7 @@ std::string HaMaster::HandleFollow(std::string_view body) {
       o.standby = q.standby();
       o.epoch = epoch_.load();
       o.leader = options_.address;
+      o.security = options_.security;
       LogShipper::Hooks hooks;
       hooks.acked = [this](const std::string& standby, uint64_t seq) { OnAcked(standby, seq); };
       hooks.caught_up = [this](const std::string& standby) { return OnCaughtUp(standby); };

@@ -56,6 +56,8 @@ class HaMaster final : public MasterApi {
     std::chrono::milliseconds lease_ttl{2000};
     MasterConfig master;
     MetaLog::Options log;
+    // TLS and the cluster secret on the connections between masters (null: neither).
+    std::shared_ptr<net::Security> security;
   };
   enum class Role { kStandby, kLeader };
 

@@ -30,9 +30,11 @@ std::vector<uint64_t> LogFiles(const std::string& dir) {
   return out;
 }
 
-rpc::RpcChannel::Options ChannelOptions(std::chrono::milliseconds timeout) {
+rpc::RpcChannel::Options ChannelOptions(std::chrono::milliseconds timeout, std::shared_ptr<const net::Security> sec) {
   rpc::RpcChannel::Options o;
   o.connect_timeout = timeout;
+  o.security = std::move(sec);
+  o.tenant.clear();  // masters prove the cluster secret, for no tenant
   o.backoff_min = std::chrono::milliseconds(50);
   o.backoff_max = std::chrono::milliseconds(500);
   return o;
@@ -110,7 +112,7 @@ LogShipper::LogShipper(Options options, MetaLog& log, Hooks hooks)
       log_(log),
       hooks_(std::move(hooks)),
       channel_(HostPort(options_.standby).first, HostPort(options_.standby).second,
-               ChannelOptions(options_.call_timeout)),
+               ChannelOptions(options_.call_timeout, options_.security)),
       tail_(log.dir()),
       last_follow_(std::chrono::steady_clock::now()) {}
 

@@ -58,6 +58,7 @@ class LogShipper {
     std::chrono::milliseconds call_timeout{1000};
     std::chrono::milliseconds heartbeat{200};  // an empty ApplyLog when there is nothing to ship
     size_t max_batch_bytes = 4u << 20;
+    std::shared_ptr<const net::Security> security;  // of the connection to the standby (null: none)
   };
   // What the shipper tells its owner (HaMaster), on the shipper's thread:
   struct Hooks {

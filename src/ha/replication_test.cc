@@ -26,20 +26,21 @@ class Standby {
     rpc::RpcServer::Options so;
     so.address = "127.0.0.1";
     server_ = std::make_unique<rpc::RpcServer>(so);
-    server_->Register(static_cast<uint16_t>(HaMethod::kApplyLog), [this](std::string_view body, std::string& reply) {
-      pb::ApplyLogRequest q;
-      pb::ApplyLogResponse r;
-      if (!q.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-        return Status(Code::kInvalidParams, "ApplyLog does not parse");
-      }
-      std::lock_guard lock(mu_);
-      auto last =
-          applier_->Apply(q.snapshot_begin(), q.snapshot_seq(), q.snapshot_frames(), q.snapshot_done(), q.frames());
-      rpc::ToPb(last.ok() ? Status::OK() : last.status(), r.mutable_status());
-      if (last.ok()) r.set_last_seq(*last);
-      reply += r.SerializeAsString();
-      return Status::OK();
-    });
+    server_->Register(static_cast<uint16_t>(HaMethod::kApplyLog),
+                      [this](const net::Peer&, std::string_view body, std::string& reply) {
+                        pb::ApplyLogRequest q;
+                        pb::ApplyLogResponse r;
+                        if (!q.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+                          return Status(Code::kInvalidParams, "ApplyLog does not parse");
+                        }
+                        std::lock_guard lock(mu_);
+                        auto last = applier_->Apply(q.snapshot_begin(), q.snapshot_seq(), q.snapshot_frames(),
+                                                    q.snapshot_done(), q.frames());
+                        rpc::ToPb(last.ok() ? Status::OK() : last.status(), r.mutable_status());
+                        if (last.ok()) r.set_last_seq(*last);
+                        reply += r.SerializeAsString();
+                        return Status::OK();
+                      });
     EXPECT_TRUE(server_->Start().ok());
   }
   ~Standby() { server_->Stop(); }

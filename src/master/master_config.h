@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace yb {
@@ -36,6 +37,9 @@ struct MasterConfig {
   // Lifetime of the grants (capabilities, docs/security.md) handed out with replicas: a read's, and a
   // write's (at most put_start_discard_timeout_sec, so that a writer taken over cannot write after).
   int64_t grant_ttl_sec = 60;
+  // Byte quotas of tenants, as the operator configures them (--tenant_quotas); set at start, over
+  // what the metadata log kept.
+  std::map<std::string, uint64_t> tenant_quotas;
 };
 
 }  // namespace yb

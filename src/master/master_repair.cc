@@ -181,7 +181,13 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
 }
 
 Result<uint64_t> MasterService::DrainSegment(const CallContext& ctx, SegmentId id) {
-  (void)ctx;  // issue 22 binds who may drain to an authenticated identity
+  if (!ctx.privileged) {  // its owner, or a node or operator that proved the cluster secret
+    const auto owned = segments_.SegmentsOf(ctx.client);
+    if (std::find(owned.begin(), owned.end(), id) == owned.end()) {
+      return Status(Code::kIllegalClient,
+                    "segment " + std::to_string(id) + " may be drained by its owner or with the cluster secret only");
+    }
+  }
   YB_RETURN_IF_ERROR(segments_.SetDraining(id));
   uint64_t remaining = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {

@@ -66,6 +66,20 @@ CallerToken MasterService::TokenFor(const ClientId& client, TenantIndex tenant) 
   return t;
 }
 
+Status MasterService::ApplyConfiguredQuotas() {
+  for (const auto& [tenant, bytes] : config_.tenant_quotas) YB_RETURN_IF_ERROR(tenants_.SetQuota(tenant, bytes));
+  return Status::OK();
+}
+
+std::vector<MasterService::TenantUsage> MasterService::Tenants() const {
+  std::vector<TenantUsage> out;
+  for (size_t t = 0; t < tenants_.count(); ++t) {
+    const auto i = static_cast<TenantIndex>(t);
+    out.push_back({tenants_.name(i), tenants_.quota(i), tenants_.used(i)});
+  }
+  return out;
+}
+
 Status MasterService::VerifyCaller(const CallContext& ctx) {
   if (!ctx.has_token()) {
     return Status(Code::kIllegalClient, "the call carries no client token: register first (RegisterClient)");

@@ -145,6 +145,15 @@ class MasterService final : public MasterApi {
 
   // Administration.
   Status SetTenantQuota(const std::string& tenant, uint64_t bytes) { return tenants_.SetQuota(tenant, bytes); }
+  // The quotas of MasterConfig::tenant_quotas (a restarted or promoted master sets them again over
+  // what its log kept: the operator's configuration wins).
+  Status ApplyConfiguredQuotas();
+  struct TenantUsage {
+    std::string name;
+    uint64_t quota = TenantRegistry::kNoQuota;
+    uint64_t used = 0;
+  };
+  std::vector<TenantUsage> Tenants() const;
   uint64_t TenantUsed(TenantIndex t) const { return tenants_.used(t); }
 
   // Background steps.

@@ -29,8 +29,9 @@ struct Waiter {
 struct RpcChannel::Connection {
   asio::io_context io;
   asio::ip::tcp::socket socket{io};
-  DeadlineMutex write_mu;  // one frame is written at a time
-  std::mutex mu;           // guards the fields below
+  std::unique_ptr<net::Stream> stream;  // over the socket, once connected (TLS, authenticated)
+  DeadlineMutex write_mu;               // one frame is written at a time
+  std::mutex mu;                        // guards the fields below
   std::condition_variable cv;
   std::unordered_map<uint32_t, Waiter*> pending;
   bool reading = false;  // a caller is reading the socket
@@ -62,7 +63,8 @@ struct RpcChannel::Connection {
     size_t off = 0;
     *error = 0;
     while (off < frame.size()) {
-      ssize_t n = ::send(fd, frame.data() + off, frame.size() - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+      // The socket's SO_SNDTIMEO (a slice) bounds each send: the deadline is checked between them.
+      ssize_t n = stream->Send(frame.data() + off, frame.size() - off);
       if (n > 0) {
         off += static_cast<size_t>(n);
         continue;
@@ -106,7 +108,7 @@ struct RpcChannel::Connection {
     if (in.size() - in_len < 4096) in.resize(in.size() * 2);
     // A blocking read that gives up every kReadSlice (SO_RCVTIMEO, set at connect): one system
     // call per reply, and the deadline is checked between slices.
-    ssize_t n = ::recv(socket.native_handle(), in.data() + in_len, in.size() - in_len, 0);
+    ssize_t n = stream->Recv(in.data() + in_len, in.size() - in_len);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       return std::chrono::steady_clock::now() >= until ? Status(Code::kRpcTimeout, "") : Status::OK();
     }
@@ -119,6 +121,11 @@ struct RpcChannel::Connection {
     size_t pos = 0;
     while (in_len - pos >= kHeaderSize) {
       auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in.data() + pos), max_body);
+      if (!h && std::string_view(in.data() + pos, 4) == "YBAU") {  // a server's hello (net/auth.h)
+        return Status(Code::kIllegalClient, target +
+                                                " asks for authentication: give this client the cluster's "
+                                                "secret (auth_secret_file, YB_AUTH_SECRET_FILE)");
+      }
       if (!h || h->kind != FrameKind::kResponse) {
         YB_LOG_WARN("rpc: malformed reply from {}: closing the connection", target);
         return Status(Code::kRpcFail, "malformed reply from " + target);
@@ -212,10 +219,18 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   const int fd = c->socket.native_handle();
   timeval slice{0, kReadSliceUs};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, sizeof(slice));
   const unsigned user_timeout = static_cast<unsigned>(options_.unacked_timeout.count());
   if (user_timeout > 0 && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)) != 0) {
     YB_LOG_WARN("rpc: cannot set TCP_USER_TIMEOUT on the connection to {}: {}", target_, strerror(errno));
   }
+  const auto& security = options_.security ? options_.security : net::Security::None();
+  auto stream = security->Connect(net::Plane::kControl, fd, target_, options_.tenant, connect_until);
+  if (!stream.ok()) {
+    // A refused proof is a configuration to fix, not a server to retry at once.
+    return fail(stream.status().code(), stream.status().message());
+  }
+  c->stream = std::move(stream).value();
   backoff_.Reset();
   next_attempt_ = {};
   conn_ = c;

@@ -22,6 +22,7 @@
 #include "common/backoff.h"
 #include "common/deadline_mutex.h"
 #include "common/resolve.h"
+#include "net/security.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
 
@@ -41,6 +42,10 @@ class RpcChannel {
     double backoff_jitter = 0.2;
     uint32_t max_body = kDefaultMaxBody;
     NameResolver::Lookup lookup = NameResolver::SystemLookup;  // how host names are looked up
+    // TLS and the proof of our secret at each connection (null: neither); `tenant` is the name the
+    // proof gives (the tenant whose secret it may be).
+    std::shared_ptr<const net::Security> security;
+    std::string tenant = "default";
   };
 
   RpcChannel(std::string host, uint16_t port, Options options);

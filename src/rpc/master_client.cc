@@ -87,16 +87,18 @@ Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& addres
 }
 
 MasterClient::MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
-                           std::shared_ptr<std::atomic<uint64_t>> epoch_seen)
-    : channel_(host, port),
+                           std::shared_ptr<std::atomic<uint64_t>> epoch_seen, RpcChannel::Options channel)
+    : security_(channel.security),
+      channel_(host, port, std::move(channel)),
       timeout_(timeout),
       epoch_seen_(epoch_seen ? std::move(epoch_seen) : std::make_shared<std::atomic<uint64_t>>(0)) {}
 
 Result<std::unique_ptr<MasterClient>> MasterClient::Connect(const std::string& address,
-                                                            std::chrono::milliseconds timeout) {
+                                                            std::chrono::milliseconds timeout,
+                                                            RpcChannel::Options channel) {
   auto hp = ParseHostPort(address);
   if (!hp.ok()) return hp.status();
-  return std::make_unique<MasterClient>(hp->first, hp->second, timeout);
+  return std::make_unique<MasterClient>(hp->first, hp->second, timeout, nullptr, std::move(channel));
 }
 
 Result<CallContext> MasterClient::RegisterClient(const ClientRegistration& reg) {
@@ -110,6 +112,7 @@ Result<CallContext> MasterClient::RegisterClient(const ClientRegistration& reg) 
   CallContext ctx{reg.id, static_cast<TenantIndex>(r->tenant_index())};
   if (r->token().size() != ctx.token.size()) return Status(Code::kRpcFail, "the master answered no client token");
   std::memcpy(ctx.token.data(), r->token().data(), ctx.token.size());
+  if (!r->data_key().empty() && security_) security_->SetDataKey(r->data_key());
   return ctx;
 }
 

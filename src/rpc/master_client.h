@@ -21,10 +21,13 @@ class MasterClient final : public MasterApi {
  public:
   // `epoch_seen`, when given, is shared with other clients (of the other masters of a cluster):
   // an answer whose epoch is older than the newest seen is refused (RPC_FAIL: a stale leader).
+  // `channel` sets the connection up (its security: TLS, the secret it proves, the tenant named);
+  // the data-plane key a registration's answer carries goes to that security (SetDataKey).
   MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
-               std::shared_ptr<std::atomic<uint64_t>> epoch_seen = nullptr);
+               std::shared_ptr<std::atomic<uint64_t>> epoch_seen = nullptr, RpcChannel::Options channel = {});
   // "host:port".
-  static Result<std::unique_ptr<MasterClient>> Connect(const std::string& address, std::chrono::milliseconds timeout);
+  static Result<std::unique_ptr<MasterClient>> Connect(const std::string& address, std::chrono::milliseconds timeout,
+                                                       RpcChannel::Options channel = {});
 
   Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
@@ -62,6 +65,7 @@ class MasterClient final : public MasterApi {
   template <MasterMethod m>
   Result<typename MethodTraits<m>::Response> Call(const typename MethodTraits<m>::Request& q);
 
+  const std::shared_ptr<const net::Security> security_;
   RpcChannel channel_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<std::atomic<uint64_t>> epoch_seen_;

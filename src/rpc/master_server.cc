@@ -38,28 +38,44 @@ bool Failed(const R& r) {
 
 // One specialization per method; a row of the table without one does not compile.
 template <M m>
-void Serve(MasterApi& api, const Req<m>& q, Resp<m>& r) = delete;
+void Serve(MasterApi& api, const CallContext& ctx, const Req<m>& q, Resp<m>& r) = delete;
 
 template <>
-void Serve<M::kRegisterClient>(MasterApi& api, const pb::RegisterClientRequest& q, pb::RegisterClientResponse& r) {
-  const CallContext asked = FromPb(q.ctx());
-  auto ctx = api.RegisterClient(
-      {asked.client, q.hostname(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier(), asked.token});
-  ToPb(ctx.status(), r.mutable_status());
-  if (!ctx.ok()) return;
-  r.set_tenant_index(ctx->tenant);
-  r.set_token(reinterpret_cast<const char*>(ctx->token.data()), ctx->token.size());
+void Serve<M::kRegisterClient>(MasterApi& api, const CallContext& ctx, const pb::RegisterClientRequest& q,
+                               pb::RegisterClientResponse& r) {
+  auto registered = api.RegisterClient(
+      {ctx.client, q.hostname(), q.tenant().empty() ? "default" : q.tenant(), q.ssd_tier(), ctx.token});
+  ToPb(registered.status(), r.mutable_status());
+  if (!registered.ok()) return;
+  r.set_tenant_index(registered->tenant);
+  r.set_token(reinterpret_cast<const char*>(registered->token.data()), registered->token.size());
 }
 
-// Whether a method's caller must prove its context (every one but registration and the segment list).
-constexpr bool Verified(M m) { return m != M::kRegisterClient && m != M::kListSegments; }
+// Whether a caller may make this call: one that proved only a tenant's secret registers as that
+// tenant; every call but registration and the segment list carries the context its client was
+// registered with.
+template <M m>
+Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, const Req<m>& q) {
+  if constexpr (m == M::kRegisterClient) {
+    const std::string& tenant = q.tenant().empty() ? std::string("default") : q.tenant();
+    if (!peer.MayActFor(tenant)) {
+      return Status(Code::kIllegalClient,
+                    "this connection proved tenant '" + peer.tenant + "''s secret, not tenant '" + tenant + "''s");
+    }
+    return Status::OK();
+  } else if constexpr (m == M::kListSegments) {
+    return Status::OK();
+  } else {
+    return api.VerifyCaller(ctx);
+  }
+}
 
 template <>
-void Serve<M::kPing>(MasterApi& api, const pb::PingRequest& q, pb::PingResponse& r) {
+void Serve<M::kPing>(MasterApi& api, const CallContext& ctx, const pb::PingRequest& q, pb::PingResponse& r) {
   PingState state{q.mounted_segments(), q.pins_stated(), {}};
   state.pins.reserve(static_cast<size_t>(q.pins_size()));
   for (const auto& h : q.pins()) state.pins.push_back(HeldPin{h.key(), h.read_pin()});
-  auto p = api.Ping(FromPb(q.ctx()), state);
+  auto p = api.Ping(ctx, state);
   ToPb(p.status(), r.mutable_status());
   if (p.ok()) {
     r.set_need_remount(p->need_remount);
@@ -68,22 +84,26 @@ void Serve<M::kPing>(MasterApi& api, const pb::PingRequest& q, pb::PingResponse&
 }
 
 template <>
-void Serve<M::kUnregisterClient>(MasterApi& api, const pb::UnregisterClientRequest& q, pb::StatusResponse& r) {
-  ToPb(api.UnregisterClient(FromPb(q.ctx())), r.mutable_status());
+void Serve<M::kUnregisterClient>(MasterApi& api, const CallContext& ctx, const pb::UnregisterClientRequest& q,
+                                 pb::StatusResponse& r) {
+  ToPb(api.UnregisterClient(ctx), r.mutable_status());
 }
 
 template <>
-void Serve<M::kMountSegments>(MasterApi& api, const pb::MountSegmentsRequest& q, pb::StatusResponse& r) {
-  ToPb(api.MountSegments(FromPb(q.ctx()), FromPbList(q.segments())), r.mutable_status());
+void Serve<M::kMountSegments>(MasterApi& api, const CallContext& ctx, const pb::MountSegmentsRequest& q,
+                              pb::StatusResponse& r) {
+  ToPb(api.MountSegments(ctx, FromPbList(q.segments())), r.mutable_status());
 }
 
 template <>
-void Serve<M::kUnmountSegment>(MasterApi& api, const pb::UnmountSegmentRequest& q, pb::StatusResponse& r) {
-  ToPb(api.UnmountSegment(FromPb(q.ctx()), q.segment_id()), r.mutable_status());
+void Serve<M::kUnmountSegment>(MasterApi& api, const CallContext& ctx, const pb::UnmountSegmentRequest& q,
+                               pb::StatusResponse& r) {
+  ToPb(api.UnmountSegment(ctx, q.segment_id()), r.mutable_status());
 }
 
 template <>
-void Serve<M::kListSegments>(MasterApi& api, const pb::ListSegmentsRequest&, pb::ListSegmentsResponse& r) {
+void Serve<M::kListSegments>(MasterApi& api, const CallContext&, const pb::ListSegmentsRequest&,
+                             pb::ListSegmentsResponse& r) {
   auto list = api.ListSegments();
   ToPb(list.status(), r.mutable_status());
   if (!list.ok()) return;
@@ -91,9 +111,10 @@ void Serve<M::kListSegments>(MasterApi& api, const pb::ListSegmentsRequest&, pb:
 }
 
 template <>
-void Serve<M::kPutStart>(MasterApi& api, const pb::PutStartRequest& q, pb::PutStartResponse& r) {
-  auto starts = api.BatchPutStart(FromPb(q.ctx()), KeysOf(q.keys()), {q.sizes().begin(), q.sizes().end()},
-                                  FromPb(q.config()), q.upsert() ? WriteMode::kUpsert : WriteMode::kPut);
+void Serve<M::kPutStart>(MasterApi& api, const CallContext& ctx, const pb::PutStartRequest& q,
+                         pb::PutStartResponse& r) {
+  auto starts = api.BatchPutStart(ctx, KeysOf(q.keys()), {q.sizes().begin(), q.sizes().end()}, FromPb(q.config()),
+                                  q.upsert() ? WriteMode::kUpsert : WriteMode::kPut);
   for (const auto& s : starts) {
     auto* k = r.add_results();
     ToPb(s.status(), k->mutable_status());
@@ -103,134 +124,150 @@ void Serve<M::kPutStart>(MasterApi& api, const pb::PutStartRequest& q, pb::PutSt
 }
 
 template <>
-void Serve<M::kPutEnd>(MasterApi& api, const pb::PutEndRequest& q, pb::StatusesResponse& r) {
+void Serve<M::kPutEnd>(MasterApi& api, const CallContext& ctx, const pb::PutEndRequest& q, pb::StatusesResponse& r) {
   std::vector<std::optional<uint64_t>> sums;
   sums.reserve(q.checksums_size());
   for (int i = 0; i < q.checksums_size(); ++i) {
     sums.push_back(i < q.has_checksum_size() && q.has_checksum(i) ? std::optional(q.checksums(i)) : std::nullopt);
   }
-  PutStatuses(api.BatchPutEnd(FromPb(q.ctx()), KeysOf(q.keys()), sums), r);
+  PutStatuses(api.BatchPutEnd(ctx, KeysOf(q.keys()), sums), r);
 }
 
 template <>
-void Serve<M::kPutRevoke>(MasterApi& api, const pb::KeysRequest& q, pb::StatusesResponse& r) {
-  PutStatuses(api.BatchPutRevoke(FromPb(q.ctx()), KeysOf(q.keys())), r);
+void Serve<M::kPutRevoke>(MasterApi& api, const CallContext& ctx, const pb::KeysRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.BatchPutRevoke(ctx, KeysOf(q.keys())), r);
 }
 
 template <>
-void Serve<M::kGetReplicaList>(MasterApi& api, const pb::GetReplicaListRequest& q, pb::GetReplicaListResponse& r) {
-  for (const auto& info : api.BatchGetReplicaList(FromPb(q.ctx()), KeysOf(q.keys()), q.pin())) {
+void Serve<M::kGetReplicaList>(MasterApi& api, const CallContext& ctx, const pb::GetReplicaListRequest& q,
+                               pb::GetReplicaListResponse& r) {
+  for (const auto& info : api.BatchGetReplicaList(ctx, KeysOf(q.keys()), q.pin())) {
     ToPb(info, r.add_results());
   }
 }
 
 template <>
-void Serve<M::kReadEnd>(MasterApi& api, const pb::ReadEndRequest& q, pb::StatusesResponse& r) {
-  PutStatuses(api.BatchReadEnd(FromPb(q.ctx()), KeysOf(q.keys()), {q.read_pins().begin(), q.read_pins().end()}), r);
+void Serve<M::kReadEnd>(MasterApi& api, const CallContext& ctx, const pb::ReadEndRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.BatchReadEnd(ctx, KeysOf(q.keys()), {q.read_pins().begin(), q.read_pins().end()}), r);
 }
 
 template <>
-void Serve<M::kExistKey>(MasterApi& api, const pb::KeysRequest& q, pb::ExistKeyResponse& r) {
-  for (const auto& e : api.BatchExistKey(FromPb(q.ctx()), KeysOf(q.keys()))) {
+void Serve<M::kExistKey>(MasterApi& api, const CallContext& ctx, const pb::KeysRequest& q, pb::ExistKeyResponse& r) {
+  for (const auto& e : api.BatchExistKey(ctx, KeysOf(q.keys()))) {
     ToPb(e.status(), r.add_results());
     r.add_exists(e.ok() && *e);
   }
 }
 
 template <>
-void Serve<M::kRemove>(MasterApi& api, const pb::RemoveRequest& q, pb::StatusesResponse& r) {
-  PutStatuses(api.BatchRemove(FromPb(q.ctx()), KeysOf(q.keys()), q.force()), r);
+void Serve<M::kRemove>(MasterApi& api, const CallContext& ctx, const pb::RemoveRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.BatchRemove(ctx, KeysOf(q.keys()), q.force()), r);
 }
 
 template <>
-void Serve<M::kRemoveWhere>(MasterApi& api, const pb::RemoveWhereRequest& q, pb::RemoveWhereResponse& r) {
-  auto n = api.RemoveWhere(FromPb(q.ctx()), q.has_pattern() ? std::optional(q.pattern()) : std::nullopt, q.force());
+void Serve<M::kRemoveWhere>(MasterApi& api, const CallContext& ctx, const pb::RemoveWhereRequest& q,
+                            pb::RemoveWhereResponse& r) {
+  auto n = api.RemoveWhere(ctx, q.has_pattern() ? std::optional(q.pattern()) : std::nullopt, q.force());
   ToPb(n.status(), r.mutable_status());
   if (n.ok()) r.set_removed(*n);
 }
 
 template <>
-void Serve<M::kOffloadFetch>(MasterApi& api, const pb::OffloadFetchRequest& q, pb::OffloadFetchResponse& r) {
-  auto tasks = api.OffloadFetch(FromPb(q.ctx()), q.max());
+void Serve<M::kOffloadFetch>(MasterApi& api, const CallContext& ctx, const pb::OffloadFetchRequest& q,
+                             pb::OffloadFetchResponse& r) {
+  auto tasks = api.OffloadFetch(ctx, q.max());
   ToPb(tasks.status(), r.mutable_status());
   if (!tasks.ok()) return;
   for (const auto& t : *tasks) ToPb(t, r.add_tasks());
 }
 
 template <>
-void Serve<M::kOffloadDone>(MasterApi& api, const pb::OffloadDoneRequest& q, pb::StatusesResponse& r) {
-  PutStatuses(api.OffloadDone(FromPb(q.ctx()), FromPbList(q.results())), r);
+void Serve<M::kOffloadDone>(MasterApi& api, const CallContext& ctx, const pb::OffloadDoneRequest& q,
+                            pb::StatusesResponse& r) {
+  PutStatuses(api.OffloadDone(ctx, FromPbList(q.results())), r);
 }
 
 template <>
-void Serve<M::kDrainSegment>(MasterApi& api, const pb::DrainSegmentRequest& q, pb::DrainSegmentResponse& r) {
-  auto n = api.DrainSegment(FromPb(q.ctx()), q.segment_id());
+void Serve<M::kDrainSegment>(MasterApi& api, const CallContext& ctx, const pb::DrainSegmentRequest& q,
+                             pb::DrainSegmentResponse& r) {
+  auto n = api.DrainSegment(ctx, q.segment_id());
   ToPb(n.status(), r.mutable_status());
   if (n.ok()) r.set_remaining(*n);
 }
 
 template <>
-void Serve<M::kRepairFetch>(MasterApi& api, const pb::RepairFetchRequest& q, pb::RepairFetchResponse& r) {
-  auto tasks = api.RepairFetch(FromPb(q.ctx()), q.max());
+void Serve<M::kRepairFetch>(MasterApi& api, const CallContext& ctx, const pb::RepairFetchRequest& q,
+                            pb::RepairFetchResponse& r) {
+  auto tasks = api.RepairFetch(ctx, q.max());
   ToPb(tasks.status(), r.mutable_status());
   if (!tasks.ok()) return;
   for (const auto& t : *tasks) ToPb(t, r.add_tasks());
 }
 
 template <>
-void Serve<M::kRepairDone>(MasterApi& api, const pb::RepairDoneRequest& q, pb::StatusesResponse& r) {
-  PutStatuses(api.RepairDone(FromPb(q.ctx()), FromPbList(q.results())), r);
+void Serve<M::kRepairDone>(MasterApi& api, const CallContext& ctx, const pb::RepairDoneRequest& q,
+                           pb::StatusesResponse& r) {
+  PutStatuses(api.RepairDone(ctx, FromPbList(q.results())), r);
 }
 
 template <>
-void Serve<M::kAddDiskReplicas>(MasterApi& api, const pb::AddDiskReplicasRequest& q, pb::StatusesResponse& r) {
+void Serve<M::kAddDiskReplicas>(MasterApi& api, const CallContext& ctx, const pb::AddDiskReplicasRequest& q,
+                                pb::StatusesResponse& r) {
   std::vector<DiskObject> objects;
   objects.reserve(q.objects_size());
   for (const auto& o : q.objects()) objects.push_back({o.disk_key(), o.size(), o.checksum()});
-  PutStatuses(api.AddDiskReplicas(FromPb(q.ctx()), q.segment_id(), objects), r);
+  PutStatuses(api.AddDiskReplicas(ctx, q.segment_id(), objects), r);
 }
 
 template <>
-void Serve<M::kDropDiskReplicas>(MasterApi& api, const pb::DropDiskReplicasRequest& q, pb::StatusesResponse& r) {
-  PutStatuses(api.DropDiskReplicas(FromPb(q.ctx()), KeysOf(q.disk_keys())), r);
+void Serve<M::kDropDiskReplicas>(MasterApi& api, const CallContext& ctx, const pb::DropDiskReplicasRequest& q,
+                                 pb::StatusesResponse& r) {
+  PutStatuses(api.DropDiskReplicas(ctx, KeysOf(q.disk_keys())), r);
 }
 
-// Registers method `m`: parse, Serve<m>, count, serialize.
+// Registers method `m`: parse, check the caller, Serve<m>, count, serialize.
 template <M m>
-void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics, const std::function<uint64_t()>& epoch) {
+void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics, const std::function<uint64_t()>& epoch,
+         const std::string& data_key) {
   constexpr auto id = static_cast<uint16_t>(m);
-  server.Register(id, [&api, metrics, epoch](std::string_view body, std::string& reply) -> Status {
-    // One request and one response message per method and server thread, cleared and refilled on
-    // each call: their strings and repeated fields keep their memory, so a call allocates little.
-    thread_local Req<m> req;
-    thread_local Resp<m> resp;
-    if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-      if (metrics) metrics->Record(id, true);
-      return Status(Code::kInvalidParams, "request does not parse");
-    }
-    resp.Clear();
-    if constexpr (Verified(m)) {
-      if (Status who = api.VerifyCaller(FromPb(req.ctx())); !who.ok()) {
-        if (metrics) metrics->Record(id, true);
-        return who;
-      }
-    }
-    Serve<m>(api, req, resp);
-    if (epoch) resp.set_epoch(epoch());
-    if (metrics) metrics->Record(id, Failed(resp));
-    resp.AppendToString(&reply);
-    if (body.size() + static_cast<size_t>(resp.GetCachedSize()) > (256u << 10)) {  // a big batch: drop its memory
-      Req<m>().Swap(&req);
-      Resp<m>().Swap(&resp);
-    }
-    return Status::OK();
-  });
+  server.Register(
+      id, [&api, metrics, epoch, data_key](const net::Peer& peer, std::string_view body, std::string& reply) -> Status {
+        // One request and one response message per method and server thread, cleared and refilled on
+        // each call: their strings and repeated fields keep their memory, so a call allocates little.
+        thread_local Req<m> req;
+        thread_local Resp<m> resp;
+        if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+          if (metrics) metrics->Record(id, true);
+          return Status(Code::kInvalidParams, "request does not parse");
+        }
+        resp.Clear();
+        CallContext ctx;
+        if constexpr (requires { req.ctx(); }) ctx = FromPb(req.ctx());
+        ctx.privileged = peer.privileged();
+        if (Status who = Admit<m>(api, peer, ctx, req); !who.ok()) {
+          if (metrics) metrics->Record(id, true);
+          return who;
+        }
+        Serve<m>(api, ctx, req, resp);
+        if constexpr (m == M::kRegisterClient) {
+          if (peer.authenticated && resp.status().code() == 0) resp.set_data_key(data_key);
+        }
+        if (epoch) resp.set_epoch(epoch());
+        if (metrics) metrics->Record(id, Failed(resp));
+        resp.AppendToString(&reply);
+        if (body.size() + static_cast<size_t>(resp.GetCachedSize()) > (256u << 10)) {  // a big batch: drop its memory
+          Req<m>().Swap(&req);
+          Resp<m>().Swap(&resp);
+        }
+        return Status::OK();
+      });
 }
 
 }  // namespace
 
-void RegisterMasterService(RpcServer& server, MasterApi& api, RpcMetrics* metrics, std::function<uint64_t()> epoch) {
-#define YB_REGISTER(id, name, req, resp) Add<M::k##name>(server, api, metrics, epoch);
+void RegisterMasterService(RpcServer& server, MasterApi& api, RpcMetrics* metrics, std::function<uint64_t()> epoch,
+                           std::string data_key) {
+#define YB_REGISTER(id, name, req, resp) Add<M::k##name>(server, api, metrics, epoch, data_key);
   YB_MASTER_METHODS(YB_REGISTER)
 #undef YB_REGISTER
 }

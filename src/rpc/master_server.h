@@ -32,8 +32,13 @@ class RpcMetrics {
 
 // Registers every method of the table on `server`, answered by `master` (which must outlive the
 // server). Counts calls in `metrics` when given; every answer carries `epoch()` when given (HA:
-// the leader's epoch). Before server.Start().
+// the leader's epoch). `data_key` (net::Security::cluster_data_key) is given to every client that
+// registers over an authenticated connection. Before server.Start().
+//
+// Who may call what: every call but RegisterClient and ListSegments must carry the context its
+// client was registered with (MasterApi::VerifyCaller); a connection that proved a tenant's secret
+// only registers as that tenant, and is not privileged (CallContext::privileged).
 void RegisterMasterService(RpcServer& server, MasterApi& master, RpcMetrics* metrics = nullptr,
-                           std::function<uint64_t()> epoch = {});
+                           std::function<uint64_t()> epoch = {}, std::string data_key = {});
 
 }  // namespace yb::rpc

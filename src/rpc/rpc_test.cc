@@ -27,12 +27,12 @@ std::unique_ptr<RpcServer> EchoServer(uint32_t max_body = kDefaultMaxBody) {
   o.address = "127.0.0.1";
   o.max_body = max_body;
   auto s = std::make_unique<RpcServer>(o);
-  s->Register(1, [](std::string_view b, std::string& reply) {
+  s->Register(1, [](const net::Peer&, std::string_view b, std::string& reply) {
     reply += "echo:";
     reply += b;
     return Status::OK();
   });
-  s->Register(2, [](std::string_view, std::string& reply) {
+  s->Register(2, [](const net::Peer&, std::string_view, std::string& reply) {
     reply += "partial";  // dropped: an error reply carries only the status
     return Status(Code::kObjectNotFound, "nope");
   });
@@ -42,7 +42,7 @@ std::unique_ptr<RpcServer> EchoServer(uint32_t max_body = kDefaultMaxBody) {
 
 // Method 1 answers with the request body.
 void RegisterPlainEcho(RpcServer& server) {
-  server.Register(1, [](std::string_view b, std::string& reply) {
+  server.Register(1, [](const net::Peer&, std::string_view b, std::string& reply) {
     reply += b;
     return Status::OK();
   });
@@ -120,7 +120,7 @@ TEST(RpcTest, ConnectionsAreSpreadOverTheServerThreads) {
   std::condition_variable cv;
   bool entered = false, release = false;
   RegisterPlainEcho(server);
-  server.Register(3, [&](std::string_view, std::string&) {
+  server.Register(3, [&](const net::Peer&, std::string_view, std::string&) {
     std::unique_lock lock(mu);
     entered = true;
     cv.notify_all();
@@ -447,7 +447,7 @@ TEST(RpcTest, AConnectionStalledHalfwayThroughARequestIsClosed) {
   o.threads = 1;
   o.half_sent_timeout_ms = 100;
   RpcServer server(o);
-  server.Register(1, [](std::string_view body, std::string& out) {
+  server.Register(1, [](const net::Peer&, std::string_view body, std::string& out) {
     out.append(body);
     return Status::OK();
   });
@@ -512,7 +512,7 @@ TEST(RpcTest, ReconnectsAfterTheServerComesBack) {
   o.address = "127.0.0.1";
   o.port = port;
   RpcServer again(o);
-  again.Register(1, [](std::string_view b, std::string& reply) {
+  again.Register(1, [](const net::Peer&, std::string_view b, std::string& reply) {
     reply += "again:";
     reply += b;
     return Status::OK();
@@ -680,6 +680,97 @@ TEST_F(MasterRpcTest, UpsertMountsAndRemoveWhereOverRpc) {
   auto puts = mc.BatchPutStart(ctx, {"x", "y"}, {10}, {});
   ASSERT_EQ(puts.size(), 2u);
   EXPECT_EQ(puts[0].code(), Code::kInvalidParams);  // sizes and keys differ in length
+}
+
+}  // namespace
+}  // namespace yb::rpc
+
+namespace yb::rpc {
+namespace {
+
+const std::string kClusterSecret = "the-cluster-secret-0123456789";
+const std::string kTeamA = "team-a-secret-0123456789";
+
+std::shared_ptr<net::Security> SecurityWith(const std::string& secret,
+                                            std::map<std::string, std::string> tenants = {}) {
+  net::SecurityOptions o;
+  o.secret = secret;
+  o.tenant_secrets = std::move(tenants);
+  return net::Security::Create(std::move(o)).value();
+}
+
+// A master whose RPC server asks every connection for a proof: the cluster secret, or team-a's.
+class MasterAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    master_ = std::move(MasterService::Create(MasterConfig{}, clock_).value());
+    RpcServer::Options o;
+    o.address = "127.0.0.1";
+    o.security = security_;
+    server_ = std::make_unique<RpcServer>(o);
+    RegisterMasterService(*server_, *master_, nullptr, {}, security_->cluster_data_key());
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  void TearDown() override { server_->Stop(); }
+  // A client of the master proving `secret` (none: "") for `tenant`.
+  std::unique_ptr<MasterClient> Client(const std::string& secret, const std::string& tenant,
+                                       std::shared_ptr<net::Security>* sec_out = nullptr) {
+    RpcChannel::Options ch;
+    auto sec = secret.empty() ? net::Security::None() : SecurityWith(secret);
+    if (sec_out) *sec_out = sec;
+    ch.security = sec;
+    ch.tenant = tenant;
+    return std::make_unique<MasterClient>("127.0.0.1", server_->port(), 2s, nullptr, ch);
+  }
+
+  ManualClock clock_;
+  std::unique_ptr<MasterService> master_;
+  std::shared_ptr<net::Security> security_ = SecurityWith(kClusterSecret, {{"team-a", kTeamA}});
+  std::unique_ptr<RpcServer> server_;
+};
+
+TEST_F(MasterAuthTest, AConnectionWithoutTheSecretIsRefusedBeforeAnyCall) {
+  auto none = Client("", "default")->RegisterClient({ClientId{1, 1}, "h", "default"});
+  EXPECT_EQ(none.code(), Code::kIllegalClient);
+  EXPECT_NE(none.status().message().find("asks for authentication"), std::string::npos) << none.status().ToString();
+  auto wrong = Client("not-the-secret-0123456789", "default")->RegisterClient({ClientId{1, 1}, "h", "default"});
+  EXPECT_EQ(wrong.code(), Code::kIllegalClient);
+  EXPECT_NE(wrong.status().message().find("refused our proof"), std::string::npos) << wrong.status().ToString();
+  EXPECT_FALSE(Client("", "default")->ListSegments().ok());
+  EXPECT_EQ(master_->Stats().live_clients, 0u);
+}
+
+// The cluster secret registers any tenant; a client gets the data-plane key with its registration.
+TEST_F(MasterAuthTest, TheClusterSecretMayActForAnyTenantAndClientsGetTheDataKey) {
+  std::shared_ptr<net::Security> sec;
+  auto node = Client(kClusterSecret, "default", &sec);
+  auto ctx = node->RegisterClient({ClientId{1, 1}, "h", "team-b"});
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_EQ(sec->data_key(), security_->cluster_data_key());
+  ASSERT_TRUE(node->MountSegment(*ctx, {7, "n", 0, 1 << 20, "e:7"}).ok());
+  EXPECT_TRUE(node->DrainSegment(*ctx, 7).ok());
+}
+
+// A connection that proved team-a's secret registers as team-a only, and is no operator: it may
+// drain its own segment, not another's.
+TEST_F(MasterAuthTest, ATenantSecretBindsItsTenant) {
+  auto node = Client(kClusterSecret, "default");
+  CallContext storage = node->RegisterClient({ClientId{1, 1}, "storage", "default"}).value();
+  ASSERT_TRUE(node->MountSegment(storage, {7, "storage", 0, 1 << 20, "e:7"}).ok());
+
+  std::shared_ptr<net::Security> sec;
+  auto team = Client(kTeamA, "team-a", &sec);
+  auto mine = team->RegisterClient({ClientId{2, 2}, "app", "team-a"});
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  EXPECT_EQ(sec->data_key(), security_->cluster_data_key());  // so that it reaches transfer servers
+  auto other = team->RegisterClient({ClientId{3, 3}, "app", "team-b"});
+  EXPECT_EQ(other.code(), Code::kIllegalClient);
+  EXPECT_EQ(team->DrainSegment(*mine, 7).code(), Code::kIllegalClient);
+  ASSERT_TRUE(team->MountSegment(*mine, {8, "app", 0, 1 << 20, "e:8"}).ok());
+  EXPECT_TRUE(team->DrainSegment(*mine, 8).ok());
+  // Its secret is no cluster secret for another tenant's name either.
+  EXPECT_EQ(Client(kTeamA, "team-b")->RegisterClient({ClientId{4, 4}, "x", "team-b"}).code(), Code::kIllegalClient);
+  EXPECT_TRUE(node->PutStart(storage, "k", 100, {}).ok());
 }
 
 }  // namespace

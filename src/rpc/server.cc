@@ -32,8 +32,8 @@ constexpr size_t kMaxIdleInput = 256 << 10;  // a larger one goes back to kInput
 // concurrently, and its replies go out in order.
 class RpcServer::Session final : public LoopSession {
  public:
-  Session(RpcServer& server, EventLoop& loop, int fd, std::string peer)
-      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
+  Session(RpcServer& server, EventLoop& loop, std::unique_ptr<net::Stream> stream, net::Peer peer)
+      : server_(server), loop_(loop), stream_(std::move(stream)), peer_(std::move(peer)) {}
   ~Session() override { server_.held_.fetch_sub(held_.size(), std::memory_order_relaxed); }
   bool holding() const { return !held_.empty(); }
 
@@ -64,9 +64,10 @@ class RpcServer::Session final : public LoopSession {
   }
 
   bool WaitsOnPeer() const override { return in_len_ > 0 || Unsent() > 0; }
+  bool Buffered() const override { return !paused_ && stream_->Buffered(); }
   void OnStalled(int64_t idle_ms) override {
     if (uint64_t n = ++server_.stalled_; LogOccurrence(n)) {
-      YB_LOG_WARN("rpc: {} moved no byte for {} ms with {} ({} so far)", peer_, idle_ms,
+      YB_LOG_WARN("rpc: {} moved no byte for {} ms with {} ({} so far)", peer_.address, idle_ms,
                   in_len_ > 0 ? "part of a request sent" : "replies it does not read", n);
     }
   }
@@ -95,7 +96,7 @@ class RpcServer::Session final : public LoopSession {
   // pipelined requests cost one read and one write per batch, not per request.
   bool Read() {
     if (in_.size() - in_len_ < 4096) in_.resize(std::max<size_t>(in_.size() * 2, in_len_ + kInputBuffer));
-    ssize_t n = ::recv(fd_, in_.data() + in_len_, in_.size() - in_len_, 0);
+    ssize_t n = stream_->Recv(in_.data() + in_len_, in_.size() - in_len_);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     if (n == 0) return false;  // the peer closed
     in_len_ += static_cast<size_t>(n);
@@ -109,7 +110,7 @@ class RpcServer::Session final : public LoopSession {
       auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in_.data() + pos), server_.options_.max_body);
       if (!h || h->kind != FrameKind::kRequest) {
         if (uint64_t n = ++server_.malformed_; LogOccurrence(n)) {  // a peer in a loop does not flood the log
-          YB_LOG_WARN("rpc: malformed frame from {}: closing the connection ({} so far)", peer_, n);
+          YB_LOG_WARN("rpc: malformed frame from {}: closing the connection ({} so far)", peer_.address, n);
         }
         return false;
       }
@@ -138,7 +139,7 @@ class RpcServer::Session final : public LoopSession {
     auto it = server_.handlers_.find(req.method);
     Status st = it == server_.handlers_.end()
                     ? Status(Code::kNotSupported, "unknown method " + std::to_string(req.method))
-                    : it->second(body, out_);
+                    : it->second(peer_, body, out_);
     if (!st.ok()) {
       out_.resize(start + kHeaderSize);
       reply.flags = kFlagError;
@@ -169,7 +170,7 @@ class RpcServer::Session final : public LoopSession {
   // Sends what the socket takes of the unsent replies; false on a broken connection.
   bool Flush() {
     while (Unsent() > 0) {
-      ssize_t n = ::send(fd_, out_.data() + out_off_, Unsent(), MSG_NOSIGNAL);
+      ssize_t n = stream_->Send(out_.data() + out_off_, Unsent());
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;  // the rest waits for EPOLLOUT
@@ -194,8 +195,8 @@ class RpcServer::Session final : public LoopSession {
 
   RpcServer& server_;
   EventLoop& loop_;
-  const int fd_;
-  const std::string peer_;
+  const std::unique_ptr<net::Stream> stream_;
+  const net::Peer peer_;
   std::vector<char> in_;
   size_t in_len_ = 0;
   std::string out_;  // replies; the bytes before out_off_ have been sent
@@ -230,8 +231,12 @@ Status RpcServer::Start() {
       ReleasePass(loop);
     };
   }
+  if (!options_.security) options_.security = net::Security::None();
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
-    return std::make_unique<Session>(*this, loop, fd, std::move(peer));
+    return options_.security->Accept(net::Plane::kControl, fd, std::move(peer),
+                                     [this, &loop](std::unique_ptr<net::Stream> stream, net::Peer p) {
+                                       return std::make_unique<Session>(*this, loop, std::move(stream), std::move(p));
+                                     });
   });
   if (Status st = group->Start(); !st.ok()) return st;
   group_ = std::move(group);
@@ -269,7 +274,7 @@ void RpcServer::ReleasePass(EventLoop& loop) {
   std::erase_if(h.sessions, [&](uint64_t id) {
     bool holding = false;
     const bool open = loop.Visit(id, [&](LoopSession& s) {
-      auto& session = static_cast<Session&>(s);
+      auto& session = static_cast<Session&>(*s.Inner());  // listed only once it holds replies
       const bool ok = session.Release(&still);
       holding = session.holding();
       return ok;

@@ -7,6 +7,8 @@
 // thread. A malformed or oversized frame closes that connection (and is logged); other
 // connections are unaffected. Past max_connections a new connection is closed at once.
 // Handlers run on the server's threads and must be thread-safe. Start/Stop from one thread.
+// With Options::security, a connection runs TLS and proves the cluster's (or a tenant's) secret
+// before its first request; each handler is told what its caller proved.
 //
 // With a ReplyGate (the master's metadata log), the reply to a call whose handler made a change
 // is held until the gate releases the change (it is durable), while the connection and the others
@@ -23,6 +25,7 @@
 #include <unordered_map>
 
 #include "common/loop_group.h"
+#include "net/security.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
 
@@ -48,8 +51,9 @@ class RpcServer {
  public:
   // Answers a request: appends the reply body to `reply` and returns OK, or returns an error Status,
   // sent back as such (whatever it appended is dropped). `body` is valid only during the call.
-  // `reply` is the connection's output buffer: append to it, never read or shrink it.
-  using Handler = std::function<Status(std::string_view body, std::string& reply)>;
+  // `reply` is the connection's output buffer: append to it, never read or shrink it. `peer` is
+  // what the connection's handshake proved (net/security.h).
+  using Handler = std::function<Status(const net::Peer& peer, std::string_view body, std::string& reply)>;
 
   struct Options {
     std::string address = "0.0.0.0";
@@ -78,6 +82,8 @@ class RpcServer {
     std::function<void()> on_accept_failed;
     // Holds replies until what their calls changed is durable; must outlive the server.
     ReplyGate* gate = nullptr;
+    // TLS and authentication of each connection before its first request (null: neither).
+    std::shared_ptr<net::Security> security;
   };
 
   explicit RpcServer(Options options);

@@ -81,8 +81,13 @@ class Proxy:
 
 
 class HaCluster:
-    def __init__(self, tmp, masters=3):
+    def __init__(self, tmp, masters=3, secret=None):
         self.tmp = tmp
+        self.auth = []  # with a secret: every master, daemon and caller proves it
+        if secret:
+            (tmp / "secret").write_text(secret + "\n")
+            os.chmod(tmp / "secret", 0o600)
+            self.auth = ["--auth_secret_file", str(tmp / "secret")]
         self.etcd_port, self.etcd_peer = free_port(), free_port()
         self.etcd = None
         self.start_etcd()
@@ -119,7 +124,7 @@ class HaCluster:
         self.masters[i] = subprocess.Popen(
             [f"{BIN}/yb-master", "--enable_ha", "true", "--etcd_endpoints", f"127.0.0.1:{self.proxies[i].port}",
              "--rpc_address", "127.0.0.1", "--rpc_port", str(rpc), "--metrics_address", "127.0.0.1",
-             "--metrics_port", str(http), "--client_ttl", "4"],
+             "--metrics_port", str(http), "--client_ttl", "4"] + self.auth,
             stdout=open(self.tmp / f"m{i}" / "master.log", "ab"), stderr=subprocess.STDOUT, cwd=self.tmp / f"m{i}")
         wait_until(lambda: self.health(i) is not None, 10, f"master {i} to serve")
 
@@ -150,7 +155,8 @@ class HaCluster:
     def start_client(self, name):
         self.clients[name] = subprocess.Popen(
             [f"{BIN}/yb-client", "--host", "127.0.0.1", "--port", "0", "--local_hostname", name,
-             "--master_server_address", self.address, "--global_segment_size", "64MB", "--prefault", "false"],
+             "--master_server_address", self.address, "--global_segment_size", "64MB", "--prefault", "false"]
+            + self.auth,
             stdout=open(self.tmp / f"{name}.log", "ab"), stderr=subprocess.STDOUT, cwd=self.tmp)
 
     def segment_names(self):
@@ -180,7 +186,11 @@ def ha(tmp_path):
 def store(c):
     from yuebing import MooncakeDistributedStore
     s = MooncakeDistributedStore()
-    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", c.address) == 0
+    if c.auth:
+        assert s.setup({"local_hostname": "127.0.0.1", "global_segment_size": 0, "local_buffer_size": 16 << 20,
+                        "master_server_address": c.address, "auth_secret_file": c.auth[1]}) == 0
+    else:
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", c.address) == 0
     return s
 
 
@@ -292,7 +302,16 @@ def test_all_masters_killed_then_started_again_keep_the_index(ha):
     s.close()
 
 
-def test_a_killed_standby_rejoins_and_catches_up(ha):
+@pytest.fixture
+def ha_secure(tmp_path):
+    """The same with a cluster secret: masters prove it to each other (the log's shipping, Follow)."""
+    c = HaCluster(tmp_path, secret="ha-cluster-secret-0123456789")
+    yield c
+    c.stop()
+
+
+def test_a_killed_standby_rejoins_and_catches_up(ha_secure):
+    ha = ha_secure
     bring_up(ha)
     s = store(ha)
     lead = ha.leader()

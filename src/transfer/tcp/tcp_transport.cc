@@ -25,12 +25,14 @@ namespace yb::tcp {
 // A connected, blocking socket whose reads and writes are bounded by SO_RCVTIMEO / SO_SNDTIMEO.
 struct TcpTransport::Conn {
   int fd = -1;
+  std::unique_ptr<net::Stream> stream;   // over fd: TLS and the data-plane key's proof when on
   TimeMs idle_since = 0;                 // when it went back to the pool
   std::chrono::milliseconds io_wait{0};  // the socket's send and receive timeouts now
   Conn() = default;
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
   ~Conn() {
+    stream.reset();  // before its socket
     if (fd >= 0) ::close(fd);
   }
 };
@@ -122,9 +124,9 @@ asio::error_code LastError() {
   return asio::error_code(errno, asio::system_category());
 }
 
-size_t RecvSome(int fd, uint8_t* into, size_t n, asio::error_code& ec) {
+size_t RecvSome(net::Stream& s, uint8_t* into, size_t n, asio::error_code& ec) {
   for (;;) {
-    ssize_t r = ::recv(fd, into, n, 0);
+    ssize_t r = s.Recv(into, n);
     if (r > 0) return static_cast<size_t>(r);
     if (r == 0) {
       ec = asio::error::eof;
@@ -136,9 +138,9 @@ size_t RecvSome(int fd, uint8_t* into, size_t n, asio::error_code& ec) {
   }
 }
 
-void RecvAll(int fd, uint8_t* into, size_t n, asio::error_code& ec) {
+void RecvAll(net::Stream& s, uint8_t* into, size_t n, asio::error_code& ec) {
   while (n > 0) {
-    size_t got = RecvSome(fd, into, n, ec);
+    size_t got = RecvSome(s, into, n, ec);
     if (ec) return;
     into += got;
     n -= got;
@@ -146,13 +148,10 @@ void RecvAll(int fd, uint8_t* into, size_t n, asio::error_code& ec) {
 }
 
 // Sends every byte of `iov` (which it consumes).
-void SendAll(int fd, std::vector<iovec>& iov, asio::error_code& ec) {
+void SendAll(net::Stream& s, std::vector<iovec>& iov, asio::error_code& ec) {
   size_t first = 0;
   while (first < iov.size()) {
-    msghdr msg{};
-    msg.msg_iov = iov.data() + first;
-    msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
-    ssize_t r = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    ssize_t r = s.Send(iov.data() + first, std::min<size_t>(iov.size() - first, IOV_MAX));
     if (r < 0) {
       if (errno == EINTR) continue;
       ec = LastError();
@@ -214,7 +213,18 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
     if (!MayConnectLocked(endpoint, Now(), error)) return nullptr;
   }
   auto c = std::make_unique<Conn>();
+  const auto until = std::chrono::steady_clock::now() + options_.connect_timeout;
   *error = ConnectTo(names_, endpoint, options_.connect_timeout, options_.io_timeout, options_.unacked_timeout, &c->fd);
+  if (error->ok()) {
+    const auto& security = options_.security ? options_.security : net::Security::None();
+    auto stream = security->Connect(net::Plane::kData, c->fd, "transfer server " + endpoint, "", until);
+    if (stream.ok()) {
+      c->stream = std::move(stream).value();
+    } else {
+      *error = Status(stream.code() == Code::kIllegalClient ? Code::kIllegalClient : Code::kTransferFail,
+                      stream.status().message());
+    }
+  }
   {
     std::lock_guard lock(mu_);
     NoteConnectLocked(endpoint, Now(), *error);
@@ -367,7 +377,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
       }
     }
     if (out.size() >= 64 || queued >= kMaxQueuedHashed || k + 1 == slices.size()) {
-      SendAll(fd, out, ec);
+      SendAll(*conn.stream, out, ec);
       out.clear();
       queued = 0;
       if (ec) return failed("sending to " + endpoint + ": " + ec.message());
@@ -383,7 +393,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
         len -= pos;
         pos = 0;
       }
-      size_t n = RecvSome(fd, in.data() + len, in.size() - len, ec);
+      size_t n = RecvSome(*conn.stream, in.data() + len, in.size() - len, ec);
       if (ec) return false;
       len += n;
     }
@@ -392,6 +402,11 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
   for (const auto& s : slices) {
     WireResponse resp;
     if (!fill(kResponseSize) || !resp.Decode(in.data() + pos)) {
+      if (!ec && std::memcmp(in.data() + pos, "YBAU", 4) == 0) {  // a server's hello (net/auth.h)
+        return Status(Code::kIllegalClient, "transfer server " + endpoint +
+                                                " asks for authentication: give this client the cluster's secret "
+                                                "(auth_secret_file, YB_AUTH_SECRET_FILE)");
+      }
       return failed("reading from " + endpoint + ": " + (ec ? ec.message() : "bad reply"));
     }
     pos += kResponseSize;
@@ -419,7 +434,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
         const uint64_t have = std::min<uint64_t>(len - pos, step);
         std::memcpy(dst + got, in.data() + pos, have);
         pos += have;
-        if (have < step) RecvAll(fd, dst + got + have, step - have, ec);
+        if (have < step) RecvAll(*conn.stream, dst + got + have, step - have, ec);
         if (ec) return failed("reading from " + endpoint + ": " + ec.message());
         if (sink) sink->Moved(at, dst + got, step);
         got += step;

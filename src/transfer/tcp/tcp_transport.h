@@ -34,6 +34,7 @@
 #include "common/clock.h"
 #include "common/resolve.h"
 #include "common/thread_pool.h"
+#include "net/security.h"
 #include "transfer/tcp/wire.h"
 #include "transfer/transport.h"
 
@@ -69,6 +70,8 @@ class TcpTransport final : public Transport {
     // host died or was cut off, and nothing else would tell before io_timeout. A live host
     // acknowledges within milliseconds even when its server is busy.
     std::chrono::milliseconds unacked_timeout{5000};
+    // TLS and the data-plane key's proof at each new connection (null: neither).
+    std::shared_ptr<const net::Security> security;
 
     static constexpr uint64_t kMinSlice = 4ULL << 10;
     static constexpr uint64_t kMaxSlice = kDefaultMaxRequest;  // what a transfer server accepts

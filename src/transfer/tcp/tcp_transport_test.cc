@@ -766,3 +766,41 @@ TEST_F(TcpTransportTest, ASlowSsdReadHoldsUpOnlyItsOwnConnection) {
 
 }  // namespace
 }  // namespace yb::tcp
+
+namespace yb::tcp {
+namespace {
+
+// With a secret, a transfer server serves only connections that prove the data-plane key derived
+// from it: nothing moves for anyone else, whatever grants it holds.
+TEST_F(TcpTransportTest, ATransferServerWithASecretServesOnlyPeersThatProveIt) {
+  auto with = [](const std::string& secret) {
+    net::SecurityOptions o;
+    o.secret = secret;
+    return net::Security::Create(std::move(o)).value();
+  };
+  const std::string secret = "the-cluster-secret-0123456789";
+  auto server = StartServer([&](TransferServer::Options& o) { o.security = with(secret); });
+  const std::string ep = "127.0.0.1:" + std::to_string(server->port());
+  auto resolve = [ep](SegmentId) -> std::optional<std::string> { return ep; };
+  auto transport = [&](std::shared_ptr<const net::Security> sec) {
+    TcpTransport::Options o;
+    o.security = std::move(sec);
+    o.connect_timeout = std::chrono::milliseconds(500);
+    return std::make_unique<Granting>(std::make_unique<TcpTransport>(resolve, o));
+  };
+  std::vector<uint8_t> in(100000, 0x42), out(in.size());
+  auto good = transport(with(secret));
+  ASSERT_TRUE(good->Submit({{Op::kWrite, 5, 0, in.data(), in.size()}})[0].ok());
+  ASSERT_TRUE(good->Submit({{Op::kRead, 5, 0, out.data(), out.size()}})[0].ok());
+  EXPECT_EQ(in, out);
+  std::vector<uint8_t> evil(in.size(), 0x66);
+  auto wrong = transport(with("another-secret-0123456789"));
+  auto refused = wrong->Submit({{Op::kWrite, 5, 0, evil.data(), evil.size()}});
+  EXPECT_EQ(refused[0].code(), Code::kIllegalClient) << refused[0].ToString();
+  EXPECT_FALSE(transport(net::Security::None())->Submit({{Op::kWrite, 5, 0, evil.data(), evil.size()}})[0].ok());
+  EXPECT_EQ(std::memcmp(region_->data() + kGuard, in.data(), in.size()), 0);  // untouched
+  EXPECT_TRUE(GuardsIntact());
+}
+
+}  // namespace
+}  // namespace yb::tcp

@@ -35,8 +35,8 @@ constexpr int kMaxIov = 128;
 // per sendmsg.
 class TransferServer::Session final : public LoopSession {
  public:
-  Session(TransferServer& server, EventLoop& loop, int fd, std::string peer)
-      : server_(server), loop_(loop), fd_(fd), peer_(std::move(peer)) {}
+  Session(TransferServer& server, EventLoop& loop, std::unique_ptr<net::Stream> stream, std::string peer)
+      : server_(server), loop_(loop), stream_(std::move(stream)), peer_(std::move(peer)) {}
 
   // Waiting on the peer: halfway through a request, or answers it does not read (an SSD read in
   // flight is our wait, not the peer's).
@@ -49,6 +49,8 @@ class TransferServer::Session final : public LoopSession {
   }
 
   bool Halfway() const { return phase_ == Phase::kPayload || phase_ == Phase::kObjectKey || in_len_ > in_pos_; }
+
+  bool Buffered() const override { return Reading() && stream_->Buffered(); }
 
   uint32_t Interest() const override {
     return (Reading() ? uint32_t{EPOLLIN} : 0u) | (out_.empty() ? 0u : uint32_t{EPOLLOUT});
@@ -134,7 +136,7 @@ class TransferServer::Session final : public LoopSession {
         room = kInputBuffer - in_len_;
         if (room == 0) break;  // nothing can be taken from it until answers drain
       }
-      ssize_t n = ::recv(fd_, into, room, 0);
+      ssize_t n = stream_->Recv(into, room);
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
       if (n == 0) return false;  // the peer closed
       if (phase_ == Phase::kPayload) {
@@ -293,7 +295,7 @@ class TransferServer::Session final : public LoopSession {
             st = Status(Code::kInvalidRead, "object size differs");
           }
           loop->RunOn(id, [st, data = std::move(data), length](LoopSession& s) mutable {
-            return static_cast<Session&>(s).OnObjectRead(st, std::move(data), length);
+            return static_cast<Session&>(*s.Inner()).OnObjectRead(st, std::move(data), length);
           });
         });
     key_.clear();
@@ -311,10 +313,7 @@ class TransferServer::Session final : public LoopSession {
         if (it->length > data_skip) iov[k++] = {const_cast<uint8_t*>(it->data) + data_skip, it->length - data_skip};
         skip = 0;
       }
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = static_cast<size_t>(k);
-      ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      ssize_t n = stream_->Send(iov, static_cast<size_t>(k));
       if (n < 0) {
         if (errno == EINTR) continue;
         return errno == EAGAIN || errno == EWOULDBLOCK;  // the rest waits for EPOLLOUT
@@ -337,7 +336,7 @@ class TransferServer::Session final : public LoopSession {
 
   TransferServer& server_;
   EventLoop& loop_;
-  const int fd_;
+  const std::unique_ptr<net::Stream> stream_;
   const std::string peer_;
   Phase phase_ = Phase::kRequest;
   bool closing_ = false;  // refused: send what is answered, then close
@@ -373,8 +372,12 @@ Status TransferServer::Start() {
   go.max_connections = options_.max_connections;
   go.stall_timeout_ms = options_.stall_timeout_ms;
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
+  if (!options_.security) options_.security = net::Security::None();
   auto group = std::make_unique<LoopGroup>(std::move(go), [this](EventLoop& loop, int fd, std::string peer) {
-    return std::make_unique<Session>(*this, loop, fd, std::move(peer));
+    return options_.security->Accept(net::Plane::kData, fd, peer,
+                                     [this, &loop, peer](std::unique_ptr<net::Stream> stream, net::Peer) {
+                                       return std::make_unique<Session>(*this, loop, std::move(stream), peer);
+                                     });
   });
   if (Status st = group->Start(); !st.ok()) {
     disk_pool_.reset();

@@ -22,6 +22,7 @@
 
 #include "common/loop_group.h"
 #include "common/thread_pool.h"
+#include "net/security.h"
 #include "transfer/local_segments.h"
 #include "transfer/tcp/wire.h"
 #include "yuebing/status.h"
@@ -50,6 +51,8 @@ class TransferServer {
     // Called (on the accepting thread) after each failed accept, before the pause that follows it
     // (10 ms, doubling up to 1 s while accepts keep failing, e.g. out of file descriptors).
     std::function<void()> on_accept_failed;
+    // TLS and the data-plane key's proof at each connection (null: neither).
+    std::shared_ptr<net::Security> security;
   };
 
   TransferServer(std::shared_ptr<LocalSegmentRegistry> served, Options options);

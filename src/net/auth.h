@@ -1,0 +1,91 @@
+// Authentication of a connection by challenge and response over a shared secret
+// (docs/security.md): the secret itself never crosses the network.
+//
+// The exchange, after TLS when TLS is on, before anything else on the connection:
+//
+//   server -> client  hello   "YBAU" | u8 version (1) | u8 flags (1: a proof is wanted) | 2 pad
+//                             | server nonce (16)
+//   client -> server  proof   "YBAP" | u8 version | u8 pad | u16 name length | client nonce (16)
+//                             | HMAC-SHA256(key, "yb-auth-client" 0 | server nonce | client nonce | name)
+//                             | name
+//   server -> client  answer  "YBAA" | u8 result (0 accepted, 1 refused) | u8 role | 2 pad
+//                             | HMAC-SHA256(key, "yb-auth-server" 0 | server nonce | client nonce | name)
+//
+// Fresh nonces on both sides make each proof good for one connection only; the answer's MAC
+// proves the server knows the key too (a client never talks to an impostor that merely accepts).
+// With TLS and no secret the server still says hello (asking for no proof): the client learns at
+// connect that the server took its certificate (TLS 1.3 tells a client that only when it reads).
+// The name is the tenant a client speaks for; the key is the cluster secret or, with per-tenant
+// secrets, that tenant's. Transfer servers check the data-plane key (DataPlaneKey).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "yuebing/status.h"
+
+namespace yb::net {
+
+inline constexpr size_t kNonceSize = 16;
+inline constexpr size_t kMacSize = 32;
+inline constexpr size_t kHelloSize = 24;
+inline constexpr size_t kProofBase = 4 + 1 + 1 + 2 + kNonceSize + kMacSize;
+inline constexpr size_t kAnswerSize = 8 + kMacSize;
+inline constexpr size_t kMaxName = 256;
+inline constexpr size_t kMinSecret = 16;
+
+using Nonce = std::array<uint8_t, kNonceSize>;
+using Mac = std::array<uint8_t, kMacSize>;
+
+// What a connection proved.
+enum class Role : uint8_t {
+  kCluster = 0,  // the cluster secret (a node, an operator), or the data-plane key
+  kTenant = 1,   // one tenant's secret: may act for that tenant only
+};
+
+// A secret file's bytes, less trailing newlines and spaces. INVALID_PARAMS for a file that cannot
+// be read or holds fewer than kMinSecret bytes. A file others may read is logged as a warning.
+Result<std::string> ReadSecretFile(const std::string& path);
+// A tenant secrets file: YAML, one `tenant: secret` per line. INVALID_PARAMS naming the line.
+Result<std::map<std::string, std::string>> ReadTenantSecrets(const std::string& path);
+
+// HMAC-SHA256 of `label`, a zero byte, then `parts`, under `key`.
+Mac Hmac(std::string_view key, std::string_view label, std::initializer_list<std::string_view> parts);
+// The key the data plane (transfer servers) checks: derived from the cluster secret, so every node
+// has it, and given at registration to a client that proved a tenant's secret only.
+std::string DataPlaneKey(std::string_view cluster_secret);
+// The bearer token of the admin HTTP endpoints that change state (derived, like the data key).
+std::string AdminToken(std::string_view cluster_secret);
+Nonce NewNonce();
+
+// ---- the messages
+struct Hello {
+  Nonce nonce{};
+  bool proof_wanted = false;
+};
+std::string EncodeHello(const Hello& hello);
+std::optional<Hello> DecodeHello(std::string_view in);  // exactly kHelloSize bytes
+std::string EncodeProof(std::string_view key, const Nonce& server, const Nonce& client, std::string_view name);
+// A proof's parts; `size` is its whole length once its header is in (nullopt: not a proof).
+struct Proof {
+  Nonce client{};
+  Mac mac{};
+  std::string name;
+};
+std::optional<size_t> ProofSize(std::string_view header);  // at least 8 bytes
+std::optional<Proof> DecodeProof(std::string_view in);     // exactly ProofSize bytes
+bool ProofValid(std::string_view key, const Nonce& server, const Proof& proof);
+std::string EncodeAnswer(bool accepted, Role role, std::string_view key, const Nonce& server, const Proof& proof);
+struct Answer {
+  bool accepted = false;
+  Role role = Role::kCluster;
+  Mac mac{};
+};
+std::optional<Answer> DecodeAnswer(std::string_view in);  // exactly kAnswerSize bytes
+bool AnswerValid(std::string_view key, const Nonce& server, const Nonce& client, std::string_view name, const Answer& a);
+
+}  // namespace yb::net

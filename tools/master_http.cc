@@ -1,0 +1,267 @@
+#include "master_http.h"
+
+#include <nlohmann/json.hpp>
+
+#include "admin_http.h"
+#include "common/segment_name.h"
+#include "common/units.h"
+
+namespace yb::tools {
+namespace {
+
+std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, const rpc::RpcServer& server,
+                    const ha::MetaLog* log, const ha::HaMaster* ha) {
+  PrometheusText p;
+  if (ha) {
+    p.Gauge("yb_master_ha_leader", "1 while this master leads (HA).", ha->role() == ha::HaMaster::Role::kLeader);
+    p.Gauge("yb_master_ha_epoch", "Epoch of the leader this master knows of.", ha->epoch());
+    p.Counter("yb_master_ha_elections_won_total", "Elections this master won (failovers to it).", ha->elections_won());
+    uint64_t counted = 0, lag = 0;
+    const uint64_t last = log ? log->stats().last_seq : 0;
+    for (const auto& s : ha->standbys()) {
+      counted += s.in_sync;
+      lag = std::max(lag, last > s.acked ? last - s.acked : 0);
+    }
+    p.Gauge("yb_master_ha_standbys", "Standbys this leader ships its log to.", ha->standbys().size());
+    p.Gauge("yb_master_ha_standbys_in_sync", "Standbys counted: a change waits for each of them.", counted);
+    p.Gauge("yb_master_ha_standby_lag_records", "Records the furthest standby is behind the leader's log.", lag);
+  }
+  if (log) {
+    auto s = log->stats();
+    p.Counter("yb_master_log_records_total", "Metadata log records appended.", s.records);
+    p.Counter("yb_master_log_bytes_total", "Metadata log bytes written.", s.bytes);
+    p.Counter("yb_master_log_writes_total", "Metadata log writes (each of what was appended since the last).",
+              s.rounds);
+    p.Counter("yb_master_log_syncs_total", "Metadata log syncs (each covers every record written before it).", s.syncs);
+    p.Counter("yb_master_log_sync_microseconds_total", "Time spent in those syncs.", s.sync_us);
+    p.Gauge("yb_master_log_last_seq", "Sequence number of the last record appended.", s.last_seq);
+    p.Gauge("yb_master_log_synced_seq", "Every record up to this one is synced.", s.synced_seq);
+    p.Counter("yb_master_log_snapshots_total", "Snapshots written since start.", s.snapshots);
+    p.Gauge("yb_master_log_snapshot_milliseconds", "Duration of the last snapshot.", s.last_snapshot_ms);
+    p.Gauge("yb_master_log_bytes_since_snapshot", "Log bytes written since the last snapshot.",
+            s.log_bytes_since_snapshot);
+    p.Gauge("yb_master_log_recovered_records", "Log records replayed at start.", s.recovered_records);
+    p.Gauge("yb_master_log_cut_bytes", "Bytes of a torn or corrupt log tail cut at start.", s.cut_bytes);
+    p.Gauge("yb_master_rpc_held_replies", "Replies waiting for their change to be durable.", server.held_replies());
+  }
+  auto per_method = [&](const char* name, const char* help, auto value) {
+    p.Family("counter", name, help);
+    for (const auto& row : rpc::kMasterMethods) {
+      p.Sample(name, fmt::format("op=\"{}\"", row.name), value(static_cast<uint16_t>(row.method)));
+    }
+  };
+  per_method("yb_master_requests_total", "RPC calls per operation.", [&](uint16_t m) { return rpc.calls(m); });
+  per_method("yb_master_failures_total", "Failed RPC calls per operation (a batch fails when a key fails).",
+             [&](uint16_t m) { return rpc.failures(m); });
+  p.Gauge("yb_master_rpc_connections", "Open RPC connections.", server.open_connections());
+  p.Counter("yb_master_rpc_malformed_frames_total", "RPC frames refused as malformed (each closed its connection).",
+            server.malformed_frames());
+  p.Counter("yb_master_rpc_reads_paused_total", "Times a connection stopped being read: its peer did not read replies.",
+            server.reads_paused());
+  p.Counter("yb_master_rpc_stalled_closed_total",
+            "Connections closed after moving no byte for --rpc_stall_timeout_sec halfway through a request or "
+            "with replies unread.",
+            server.stalled_closed());
+  p.Counter("yb_master_rpc_refused_connections_total",
+            "Connections closed at once because --rpc_max_connections were open.", server.refused_connections());
+  p.Counter("yb_master_rpc_accept_failures_total",
+            "Failed accepts (e.g. out of file descriptors), each followed by a pause.", server.accept_failures());
+  if (!master) return p.text();  // a standby: no index to report on
+  auto st = master->Stats();
+  p.Gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
+  p.Gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
+  p.Gauge("yb_master_keys", "Published objects.", st.keys);
+  p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
+  p.Gauge("yb_master_segments", "Mounted segments.", st.segments);
+  p.Gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
+  p.Gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
+  p.Counter("yb_master_under_replicated_puts_total",
+            "Puts given fewer memory replicas than their replica_num (too few segments with room).",
+            st.under_replicated_puts);
+  p.Counter("yb_master_missing_replicas_total", "Replicas those Puts went without.", st.missing_replicas);
+  p.Counter("yb_master_stale_read_pins_released_total",
+            "Read pins ended because their live reader stopped naming them in its heartbeat (a lost ReadEnd).",
+            st.stale_pins_released);
+  p.Gauge("yb_master_objects_at_risk",
+          "Objects with fewer memory replicas than they were written with, waiting for or being copied.",
+          st.repair_at_risk);
+  p.Gauge("yb_master_repairs_in_flight", "Re-replication copies handed to clients and not reported yet.",
+          st.repairs_in_flight);
+  p.Counter("yb_master_repaired_total", "Replicas restored by re-replication.", st.repaired);
+  p.Counter("yb_master_repair_bytes_total", "Bytes copied by re-replication.", st.repair_bytes);
+  p.Counter("yb_master_objects_lost_total", "Objects removed because their last replica went.", st.objects_lost);
+  p.Counter("yb_master_evicted_objects_total", "Objects evicted from memory.", st.evicted_objects);
+  p.Counter("yb_master_evicted_bytes_total", "Bytes evicted from memory.", st.evicted_bytes);
+  p.Counter("yb_master_offloaded_total", "LOCAL_DISK replicas added by offloads.", st.offloaded);
+  p.Counter("yb_master_offload_failures_total", "Offloads a client reported failed (the DRAM copy stayed).",
+            st.offload_failed);
+  p.Counter("yb_master_offloaded_on_evict_total", "Objects eviction sent to an SSD tier instead of dropping.",
+            st.offloaded_on_evict);
+  p.Counter("yb_master_offload_queue_full_total", "Objects not queued for offload: the client's queue was full.",
+            st.offload_refused);
+  p.Counter("yb_master_offload_kept_in_dram_total",
+            "Evictions that kept an object in DRAM: its offload queue was full.", st.kept_queue_full);
+  p.Counter("yb_master_disk_replicas_registered_total", "LOCAL_DISK replicas registered by clients (restarts).",
+            st.disk_registered);
+  p.Counter("yb_master_disk_replicas_dropped_total", "LOCAL_DISK replicas dropped by SSD-tier bucket eviction.",
+            st.disk_dropped);
+  p.Counter("yb_master_disk_drops_refused_total",
+            "Disk copies of removed or replaced keys not sent to their owner for deletion: its queue was full.",
+            st.disk_drops_refused);
+  p.Gauge("yb_master_disk_away_copies",
+          "Disk copies remembered while their owner is away, so that stale ones are refused when it returns.",
+          st.disk_away_copies);
+  p.Counter("yb_master_disk_away_untracked_total",
+            "Disk copies of absent owners not remembered: --disk_away_copies_limit was reached.",
+            st.disk_away_untracked);
+  return p.text();
+}
+
+nlohmann::json SegmentsJson(MasterService* master) {
+  nlohmann::json arr = nlohmann::json::array();
+  if (!master) return arr;
+  auto segments = master->ListSegments().value();
+  for (const auto& u : segments) {
+    arr.push_back({{"id", std::to_string(u.desc.id)},
+                   {"name", u.desc.name},
+                   {"endpoint", u.desc.endpoint},
+                   {"zone", u.desc.zone},
+                   {"owner", u.owner.ToString()},
+                   {"capacity", u.capacity},
+                   {"allocated", u.allocated},
+                   {"allocations", u.allocations},
+                   {"fragmentation", u.fragmentation},
+                   {"draining", u.draining}});
+  }
+  return arr;
+}
+
+// Whether a request that changes state may: it carries the admin token when one is asked for.
+bool Authorized(const MasterHttpContext& c, const httplib::Request& req, httplib::Response& res) {
+  if (c.admin_token.empty() || req.get_header_value("Authorization") == "Bearer " + c.admin_token) return true;
+  res.status = 401;
+  res.set_header("WWW-Authenticate", "Bearer");
+  res.set_content("{\"error\": \"needs Authorization: Bearer <the token yb admin-token prints>\"}", "application/json");
+  return false;
+}
+
+}  // namespace
+
+void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
+  server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    auto m = c.current();
+    res.set_content(Metrics(m.get(), c.rpc, c.server, c.log, c.ha), yb::tools::PrometheusText::kContentType);
+  });
+  // Plain "OK" for scripts that wait for the master; JSON (?format=json, or asking for JSON) with
+  // its role and log position.
+  server.Get("/health", [&](const httplib::Request& req, httplib::Response& res) {
+    const bool json = req.get_param_value("format") == "json" ||
+                      req.get_header_value("Accept").find("application/json") != std::string::npos;
+    if (!json) {
+      res.set_content("OK\n", "text/plain");
+      return;
+    }
+    nlohmann::json h = {{"status", "ok"}, {"role", "leader"}, {"epoch", 0}};
+    if (c.ha) {
+      h["role"] = c.ha->role() == yb::ha::HaMaster::Role::kLeader ? "leader" : "standby";
+      h["epoch"] = c.ha->epoch();
+      h["leader"] = c.ha->leader();
+      h["cluster_id"] = c.cluster_id;
+      nlohmann::json standbys = nlohmann::json::array();
+      const uint64_t last = c.log->stats().last_seq;
+      for (const auto& s : c.ha->standbys()) {
+        standbys.push_back({{"address", s.address},
+                            {"in_sync", s.in_sync},
+                            {"acked_seq", s.acked},
+                            {"lag_records", last > s.acked ? last - s.acked : 0}});
+      }
+      h["standbys"] = standbys;
+    }
+    if (c.log) {
+      auto s = c.log->stats();
+      h["log"] = {{"dir", c.log->dir()},
+                  {"last_seq", s.last_seq},
+                  {"synced_seq", s.synced_seq},
+                  {"snapshot_seq", s.snapshot_seq}};
+    }
+    res.set_content(h.dump(2), "application/json");
+  });
+  server.Get("/segments", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(SegmentsJson(c.current().get()).dump(2), "application/json");
+  });
+  // Drains a storage node (every segment named NAME, or on host NAME): POST /drain?segment=NAME
+  // marks them and answers how many objects still need a copy elsewhere; poll until 0.
+  server.Post("/drain", [&](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(c, req, res)) return;
+    auto m = c.current();
+    if (!m) {
+      res.status = 503;
+      res.set_content("{\"error\": \"not the leader\"}", "application/json");
+      return;
+    }
+    const std::string name = req.get_param_value("segment");
+    uint64_t remaining = 0, segments = 0;
+    for (const auto& u : m->ListSegments().value()) {
+      if (name.empty() || !yb::SegmentNameMatches(u.desc.name, name)) continue;
+      auto left = m->DrainSegment({}, u.desc.id);
+      if (!left.ok()) continue;  // unmounted meanwhile
+      ++segments;
+      remaining += *left;
+    }
+    if (segments == 0) {
+      res.status = 404;
+      res.set_content(nlohmann::json{{"error", "no segment named '" + name + "'"}}.dump(), "application/json");
+      return;
+    }
+    res.set_content(nlohmann::json{{"segment", name}, {"segments", segments}, {"remaining", remaining}}.dump(),
+                    "application/json");
+  });
+  // Tenants: each one's quota (null: none) and the bytes its objects hold.
+  server.Get("/tenants", [&](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json arr = nlohmann::json::array();
+    if (auto m = c.current()) {
+      for (const auto& t : m->Tenants()) {
+        arr.push_back({{"tenant", t.name},
+                       {"quota", t.quota == TenantRegistry::kNoQuota ? nlohmann::json() : nlohmann::json(t.quota)},
+                       {"used", t.used}});
+      }
+    }
+    res.set_content(arr.dump(2), "application/json");
+  });
+  // Sets a tenant's byte quota: POST /tenants/quota?tenant=NAME&bytes=SIZE ("10 GB", bytes, or
+  // "none"). Kept in the metadata log; a Put past it is refused (TENANT_QUOTA_EXCEEDED).
+  server.Post("/tenants/quota", [&](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(c, req, res)) return;
+    auto m = c.current();
+    if (!m) {
+      res.status = 503;
+      res.set_content("{\"error\": \"not the leader\"}", "application/json");
+      return;
+    }
+    const std::string tenant = req.get_param_value("tenant"), bytes = req.get_param_value("bytes");
+    uint64_t quota = TenantRegistry::kNoQuota;
+    if (bytes != "none") {
+      auto size = ParseSize(bytes);
+      if (tenant.empty() || !size.ok()) {
+        res.status = 400;
+        res.set_content(nlohmann::json{{"error", "needs ?tenant=NAME&bytes=SIZE (e.g. 10GB, or none)"}}.dump(),
+                        "application/json");
+        return;
+      }
+      quota = *size;
+    }
+    if (Status st = m->SetTenantQuota(tenant, quota); !st.ok()) {
+      res.status = 400;
+      res.set_content(nlohmann::json{{"error", st.ToString()}}.dump(), "application/json");
+      return;
+    }
+    res.set_content(nlohmann::json{{"tenant", tenant}, {"quota", bytes}}.dump(), "application/json");
+  });
+  server.Get("/get_all_segments", [&](const httplib::Request&, httplib::Response& res) {
+    std::string names;
+    for (const auto& s : SegmentsJson(c.current().get())) names += s["name"].get<std::string>() + "\n";
+    res.set_content(names, "text/plain");
+  });
+}
+
+}  // namespace yb::tools
