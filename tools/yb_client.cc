@@ -114,6 +114,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("--metrics_address", metrics_address, "address to serve HTTP on")->capture_default_str();
+  app.add_option("--transfer_max_connections_per_peer", c.transfer_max_connections_per_peer,
+                 "open transfer connections from one peer address at most (0: no bound)")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
   app.add_option("--transfer_max_connections", c.transfer_max_connections,
                  "open transfer connections at most; one more is closed at once and counted")
       ->check(CLI::Range(1, 1 << 24))

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "admin_http.h"
+#include "config_file.h"
 #include "common/clock.h"
 #include "common/open_files.h"
 #include "common/scheduler.h"
@@ -34,6 +35,9 @@ struct DaemonFlags {
   int rpc_thread_num = 0;
   bool rpc_pin_threads = yb::rpc::RpcServer::Options{}.pin_to_cpus;
   int rpc_max_connections = yb::rpc::RpcServer::Options{}.max_connections;
+  int rpc_max_connections_per_peer = yb::rpc::RpcServer::Options{}.max_connections_per_peer;
+  uint64_t rpc_max_message_bytes = yb::rpc::RpcServer::Options{}.max_body;
+  uint32_t max_batch_keys = yb::rpc::MasterServiceOptions{}.max_batch;
   int rpc_stall_timeout_sec = yb::rpc::RpcServer::Options{}.half_sent_timeout_ms / 1000;
   int64_t rpc_keepalive_sec = yb::Keepalive{}.total().count();
   int metrics_port = 9003;
@@ -58,69 +62,6 @@ struct DaemonFlags {
   std::string tenant_quotas;  // "team-a=10GB,team-b=1TB"
 };
 
-// --tenant_quotas: "NAME=SIZE" separated by commas ("none" for no quota).
-bool ParseTenantQuotas(const std::string& spec, std::map<std::string, uint64_t>* out) {
-  size_t pos = 0;
-  while (pos < spec.size()) {
-    size_t end = spec.find(',', pos);
-    if (end == std::string::npos) end = spec.size();
-    const std::string item = spec.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      spdlog::error("--tenant_quotas: '{}' is not NAME=SIZE", item);
-      return false;
-    }
-    const std::string value = item.substr(eq + 1);
-    if (value == "none") {
-      (*out)[item.substr(0, eq)] = yb::TenantRegistry::kNoQuota;
-      continue;
-    }
-    auto size = yb::ParseSize(value);
-    if (!size.ok()) {
-      spdlog::error("--tenant_quotas: '{}': {}", item, size.status().message());
-      return false;
-    }
-    (*out)[item.substr(0, eq)] = *size;
-  }
-  return true;
-}
-
-// Applies a YAML/JSON config file: every key names a flag; flags given on the command line win.
-bool ApplyConfigFile(CLI::App& app, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const std::exception& e) {
-    spdlog::error("cannot read config file {}: {}", path, e.what());
-    return false;
-  }
-  if (!root.IsMap()) {
-    spdlog::error("config file {} must be a map of flag names to values", path);
-    return false;
-  }
-  for (const auto& kv : root) {
-    std::string key = kv.first.as<std::string>();
-    CLI::Option* opt = nullptr;
-    try {
-      opt = app.get_option("--" + key);
-    } catch (const CLI::OptionNotFound&) {
-      spdlog::error("config file {}: unknown key '{}'", path, key);
-      return false;
-    }
-    if (opt->count() > 0) continue;  // set on the command line
-    try {
-      opt->clear();
-      opt->add_result(kv.second.as<std::string>());
-      opt->run_callback();
-    } catch (const std::exception& e) {
-      spdlog::error("config file {}: bad value for '{}': {}", path, key, e.what());
-      return false;
-    }
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -135,6 +76,16 @@ int main(int argc, char** argv) {
   app.add_flag("--rpc_pin_threads", f.rpc_pin_threads,
                "pin RPC thread i to the i-th CPU and serve each connection on the CPU that receives its packets: "
                "fewer cross-CPU wake-ups, for a host that runs little besides the master");
+  app.add_option("--rpc_max_connections_per_peer", f.rpc_max_connections_per_peer,
+                 "open RPC connections from one peer address at most (0: no bound)")
+      ->check(CLI::Range(0, 1 << 24));
+  yb::tools::AddSizeOption(app, "--rpc_max_message_bytes", f.rpc_max_message_bytes,
+                           "largest RPC request (a frame's body); a larger one closes its connection");
+  app.add_option("--max_batch_keys", f.max_batch_keys,
+                 "keys (or items) one batch call may carry at most; a larger batch is refused whole")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24));
+  app.add_option("--max_key_length", mc.max_key_length, "bytes of a key at most")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 16));
   app.add_option("--rpc_max_connections", f.rpc_max_connections,
                  "open RPC connections at most; one more is closed at once and logged")
       ->check(CLI::Range(1, 1 << 24));
@@ -223,9 +174,17 @@ int main(int argc, char** argv) {
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
-  if (!f.config_path.empty() && !ApplyConfigFile(app, f.config_path)) return 2;
+  if (!f.config_path.empty()) {
+    if (auto st = yb::tools::ApplyConfigFile(app, f.config_path); !st.ok()) {
+      spdlog::error("{}", st.message());
+      return 2;
+    }
+  }
   spdlog::set_level(spdlog::level::from_str(f.log_level));
-  if (!ParseTenantQuotas(f.tenant_quotas, &mc.tenant_quotas)) return 2;
+  if (auto st = yb::tools::ParseTenantQuotas(f.tenant_quotas, &mc.tenant_quotas); !st.ok()) {
+    spdlog::error("--tenant_quotas: {}", st.message());
+    return 2;
+  }
   yb::net::SecurityOptions so;
   so.tls = {f.tls_cert, f.tls_key, f.tls_ca};
   if (!f.auth_secret_file.empty()) {
@@ -357,6 +316,8 @@ int main(int argc, char** argv) {
   ro.address = f.rpc_address;
   ro.port = static_cast<uint16_t>(f.rpc_port);
   ro.max_connections = f.rpc_max_connections;
+  ro.max_connections_per_peer = f.rpc_max_connections_per_peer;
+  ro.max_body = static_cast<uint32_t>(std::min<uint64_t>(f.rpc_max_message_bytes, UINT32_MAX));
   ro.half_sent_timeout_ms = f.rpc_stall_timeout_sec * 1000;
   ro.keepalive = yb::Keepalive::After(std::chrono::seconds(f.rpc_keepalive_sec));
   ro.threads = f.rpc_thread_num > 0
@@ -368,7 +329,12 @@ int main(int argc, char** argv) {
   yb::rpc::RpcServer server(ro);
   std::function<uint64_t()> epoch;
   if (ha) epoch = [h = ha.get()] { return h->epoch(); };
-  yb::rpc::RegisterMasterService(server, api, &rpc_metrics, epoch, security->cluster_data_key());
+  yb::rpc::MasterServiceOptions mso;
+  mso.metrics = &rpc_metrics;
+  mso.epoch = epoch;
+  mso.data_key = security->cluster_data_key();
+  mso.max_batch = f.max_batch_keys;
+  yb::rpc::RegisterMasterService(server, api, mso);
   if (ha) ha->RegisterReplication(server);
   if (auto st = server.Start(); !st.ok()) {
     spdlog::error("{}", st.ToString());

@@ -65,6 +65,8 @@ struct ClientConfig {
   // Open connections its transfer server takes at most (each costs a descriptor); one more is
   // closed at once and counted.
   int transfer_max_connections = 4096;
+  // ... and from one peer address at most (0: no bound), so that one host cannot take every slot.
+  int transfer_max_connections_per_peer = 1024;
   // A peer whose host died or was cut off is disconnected from the transfer server after about
   // this long with no answer to TCP keepalive probes; 0 turns keepalive off.
   uint32_t transfer_keepalive_sec = 120;

@@ -79,6 +79,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     so.address = bind->first;
     so.port = bind->second;
     so.max_connections = config.transfer_max_connections;
+    so.max_connections_per_peer = config.transfer_max_connections_per_peer;
     so.keepalive = Keepalive::After(std::chrono::seconds(config.transfer_keepalive_sec));
     so.stall_timeout_ms = static_cast<int>(std::min<uint32_t>(config.transfer_stall_timeout_sec, 86400) * 1000);
     so.security = *security;

@@ -16,7 +16,7 @@ EventLoop::EventLoop(Factory factory) : factory_(std::move(factory)) {}
 
 EventLoop::~EventLoop() {
   Stop();  // closes the sessions (only a started loop has any)
-  for (auto& [fd, peer] : incoming_) CloseFd(fd);
+  for (auto& [fd, peer] : incoming_) CloseFd(fd, peer);
   if (wake_ >= 0) ::close(wake_);
   if (ep_ >= 0) ::close(ep_);
 }
@@ -52,6 +52,7 @@ void EventLoop::Stop() {
     --open_;
     e.session.reset();
     ::close(e.fd);
+    if (on_close_) on_close_(e.peer);
   }
   sessions_.clear();
 }
@@ -175,21 +176,19 @@ bool EventLoop::TakeQueued() {
     tasks.swap(tasks_);
   }
   for (auto& [fd, peer] : in) {
-    std::unique_ptr<LoopSession> s = factory_(fd, std::move(peer));
+    std::unique_ptr<LoopSession> s = factory_(fd, peer);
     if (!s) {
-      CloseFd(fd);
+      CloseFd(fd, peer);
       continue;
     }
     const uint64_t id = next_id_++;
     s->loop_id_ = id;
     const uint32_t interest = s->Interest();
-    Entry& e = sessions_.emplace(id, Entry{std::move(s), fd, stall_ms_ > 0 ? SteadyNowMs() : 0}).first->second;
+    Entry& e =
+        sessions_.emplace(id, Entry{std::move(s), fd, stall_ms_ > 0 ? SteadyNowMs() : 0, std::move(peer)}).first->second;
     if (!Watch(EPOLL_CTL_ADD, fd, interest, &e)) {
       YB_LOG_WARN("event loop: cannot watch a new connection: {}", strerror(errno));
-      --open_;
-      e.session.reset();
-      ::close(fd);
-      sessions_.erase(id);
+      Close(e);
     }
   }
   for (auto& t : tasks) {
@@ -217,16 +216,19 @@ void EventLoop::Close(Entry& e) {
   epoll_ctl(ep_, EPOLL_CTL_DEL, e.fd, nullptr);
   const uint64_t id = e.session->loop_id();
   const int fd = e.fd;
+  const std::string peer = std::move(e.peer);
   --open_;  // first: whoever the session's destructor tells finds the count down already
   e.session.reset();
   ::close(fd);
   sessions_.erase(id);
+  if (on_close_) on_close_(peer);
 }
 
 // A descriptor no session was made for.
-void EventLoop::CloseFd(int fd) {
+void EventLoop::CloseFd(int fd, const std::string& peer) {
   ::close(fd);
   --open_;
+  if (on_close_) on_close_(peer);
 }
 
 }  // namespace yb

@@ -101,6 +101,9 @@ class EventLoop {
   // Before Start: closes a WaitsOnPeer() session that had no event for `timeout_ms` (0: never),
   // checked every quarter of it (10 ms - 1 s).
   void SetStallTimeout(int timeout_ms) { stall_ms_ = timeout_ms; }
+  // Before Start: called on the loop's thread with the peer of each connection it closes (or drops
+  // unadopted), once per Adopt.
+  void SetOnClose(std::function<void(const std::string& peer)> fn) { on_close_ = std::move(fn); }
   // Connections handed over (Adopt) and not yet closed, from any thread.
   int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
@@ -114,11 +117,12 @@ class EventLoop {
     std::unique_ptr<LoopSession> session;
     int fd;
     int64_t last_event_ms = 0;  // while a stall timeout is set
+    std::string peer;
   };
   // After a session ran: closes it (`ok` false) or updates what it waits for.
   void Settle(Entry& e, uint32_t before, bool ok);
   void Close(Entry& e);
-  void CloseFd(int fd);
+  void CloseFd(int fd, const std::string& peer);
   struct Task {
     uint64_t id;  // 0: the loop's own task (Post), in loop_fn
     std::function<bool(LoopSession&)> fn;
@@ -127,6 +131,7 @@ class EventLoop {
 
   Factory factory_;
   std::function<void()> after_batch_;
+  std::function<void(const std::string&)> on_close_;
   int stall_ms_ = 0;
   int64_t now_ms_ = 0;         // the current batch's time, while stall_ms_ > 0; the loop thread's alone
   int64_t last_sweep_ms_ = 0;  // the loop thread's alone

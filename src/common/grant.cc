@@ -119,7 +119,9 @@ Status CheckGrant(std::string_view key, SegmentId segment, const Grant& grant, G
                   ")");
   }
   if (now_ms > grant.expires_ms) {
-    return refuse("the grant expired " + std::to_string(now_ms - grant.expires_ms) + " ms ago");
+    // In unsigned arithmetic: a forged expiry far in the past must not overflow the subtraction.
+    const uint64_t ago = static_cast<uint64_t>(now_ms) - static_cast<uint64_t>(grant.expires_ms);
+    return refuse("the grant expired " + std::to_string(ago) + " ms ago");
   }
   std::array<uint8_t, 16> want{};
   if (!ComputeMac(key, segment, grant, object, want)) return refuse("the segment has no grant key");

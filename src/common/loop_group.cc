@@ -26,6 +26,12 @@ Status LoopGroup::Start() {
   for (int i = 0; i < n; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(
         [this, i](int fd, std::string peer) { return factory_(*loops_[i], fd, std::move(peer)); }));
+    if (options_.max_connections_per_peer > 0) {
+      loops_.back()->SetOnClose([this](const std::string& peer) {
+        std::lock_guard lock(peers_mu_);
+        if (auto it = per_peer_.find(peer); it != per_peer_.end() && --it->second <= 0) per_peer_.erase(it);
+      });
+    }
     if (options_.after_batch) {
       EventLoop* loop = loops_.back().get();
       loops_.back()->SetAfterBatch([this, loop] { options_.after_batch(*loop); });
@@ -58,14 +64,23 @@ int LoopGroup::open_connections() const {
 }
 
 void LoopGroup::Deal(int fd, std::string peer) {
-  if (open_connections() >= options_.max_connections) {
+  auto refuse = [&](const std::string& why) {
     const uint64_t n = ++refused_;
     if (LogOccurrence(n)) {  // a flood of connections does not flood the log
-      YB_LOG_WARN("{}: {} connections open, the most allowed: closing a new one from {} ({} closed so far)",
-                  options_.name, options_.max_connections, peer, n);
+      YB_LOG_WARN("{}: {}: closing a new connection from {} ({} closed so far)", options_.name, why, peer, n);
     }
     ::close(fd);
-    return;
+  };
+  if (open_connections() >= options_.max_connections) {
+    return refuse(std::to_string(options_.max_connections) + " connections open, the most allowed");
+  }
+  if (options_.max_connections_per_peer > 0) {
+    std::lock_guard lock(peers_mu_);
+    int& open = per_peer_[peer];
+    if (open >= options_.max_connections_per_peer) {
+      return refuse(std::to_string(open) + " connections open from that address, the most allowed");
+    }
+    ++open;
   }
   loops_[Choose(fd)]->Adopt(fd, std::move(peer));
 }

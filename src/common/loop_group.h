@@ -1,7 +1,7 @@
 // LoopGroup: a listening socket and the event loops that serve its connections. Both of our TCP
 // servers are one (the master's RPC server and a client's transfer server); what they share is
 // here: accepting (Listener, with keepalive), dealing each connection to the loop serving the
-// fewest, and a bound on open connections.
+// fewest, and bounds on open connections (in all, and from one peer address).
 //
 // The bound: with `max_connections` open, a new connection is closed at once, counted and logged
 // (the 1st, 2nd, 4th, 8th, ... time), so a flood of connections costs the server neither memory,
@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,9 @@ class LoopGroup {
     Listener::Options listen;  // address, port, keepalive, on_accept_failed
     int threads = 1;           // event loops (at least 1)
     int max_connections = 4096;
+    // Open connections from one peer address at most (0: no bound); one more is closed at once,
+    // counted and logged, so that one host cannot take every slot.
+    int max_connections_per_peer = 0;
     // Pins loop i to the i-th CPU this process may run on (wrapping around), and gives a new
     // connection to a loop on the CPU that processes its incoming packets (SO_INCOMING_CPU) unless
     // that loop serves clearly more connections than the least busy one. A connection's packets are
@@ -60,7 +65,8 @@ class LoopGroup {
   // Loops whose thread is pinned to a CPU (pin_to_cpus; a thread that could not be pinned is not).
   int pinned_threads() const;
   int open_connections() const;
-  // Connections closed at once because max_connections were open.
+  // Connections closed at once because max_connections (or max_connections_per_peer from their
+  // peer) were open.
   uint64_t refused_connections() const { return refused_.load(); }
   // Accepts that failed (e.g. out of descriptors); each is followed by a pause (listener.h).
   uint64_t accept_failures() const { return listener_ ? listener_->accept_failures() : 0; }
@@ -74,6 +80,8 @@ class LoopGroup {
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::unique_ptr<Listener> listener_;
   std::atomic<uint64_t> refused_{0};
+  std::mutex peers_mu_;
+  std::unordered_map<std::string, int> per_peer_;  // open connections by peer address; under peers_mu_
   bool started_ = false;
 };
 

@@ -5,6 +5,7 @@
 
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "common/temp_dir.h"
 #include "ha.pb.h"
@@ -118,6 +119,9 @@ TEST(LogShipperTest, AStandbyIsListedOnlyOnceItHasEveryChangeAnsweredWithoutIt) 
     EXPECT_GE(at_listing, join_seq);
     EXPECT_GT(join_seq, 0u);
   }
+  // The shipper marks itself in sync once the hook that listed it has returned.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!shipper.in_sync() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   EXPECT_TRUE(shipper.in_sync());
 }
 

@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "yuebing/types.h"
+
 namespace yb {
 
 struct MasterConfig {
@@ -40,6 +42,8 @@ struct MasterConfig {
   // Byte quotas of tenants, as the operator configures them (--tenant_quotas); set at start, over
   // what the metadata log kept.
   std::map<std::string, uint64_t> tenant_quotas;
+  // Bytes of a key at most (the RPC server bounds batches: rpc/master_server.h).
+  uint32_t max_key_length = kMaxKeyLength;
 };
 
 }  // namespace yb

@@ -48,9 +48,9 @@ static Status CheckWriter(ObjectTable::Locked& s, const HashedKey& hk, const Cal
 
 Status MasterService::CheckKey(const CallContext& ctx, const std::string& key) const {
   if (key.empty()) return Status(Code::kInvalidKey, "key is empty");
-  if (key.size() > kMaxKeyLength) {
+  if (key.size() > config_.max_key_length) {
     return Status(Code::kInvalidKey,
-                  "key of " + std::to_string(key.size()) + " bytes exceeds " + std::to_string(kMaxKeyLength));
+                  "key of " + std::to_string(key.size()) + " bytes exceeds " + std::to_string(config_.max_key_length));
   }
   if (!tenants_.Valid(ctx.tenant)) return Status(Code::kTenantNotRegistered, "unknown tenant index");
   return Status::OK();

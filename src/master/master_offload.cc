@@ -167,7 +167,7 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
 
 Result<MasterService::DiskTableKey> MasterService::TableKeyOfDiskKey(const std::string& disk_key) {
   auto parts = SplitDiskKey(disk_key);
-  if (!parts || parts->second.size() > kMaxKeyLength) return Status(Code::kInvalidKey, "malformed disk key");
+  if (!parts || parts->second.size() > config_.max_key_length) return Status(Code::kInvalidKey, "malformed disk key");
   auto tenant = tenants_.Register(std::string(parts->first));
   if (!tenant.ok()) return tenant.status();
   return DiskTableKey{*tenant, InternalKey(*tenant, parts->second)};

@@ -263,7 +263,7 @@ void MasterService::RenewPins(const CallContext& ctx, const std::vector<HeldPin>
   auto round = clients_.PinRound(ctx.client);
   if (!round) return;
   for (const HeldPin& p : pins) {
-    if (p.key.empty() || p.key.size() > kMaxKeyLength) continue;
+    if (p.key.empty() || p.key.size() > config_.max_key_length) continue;
     const TableKey tk(ctx.tenant, p.key);
     (void)table_.Lock(tk.hashed).RenewReadPins(ctx.client, p.read_pin, *round + 1);
   }

@@ -118,23 +118,19 @@ struct RpcChannel::Connection {
     }
     in_len += n;
     std::vector<std::pair<FrameHeader, std::string>> replies;
-    size_t pos = 0;
-    while (in_len - pos >= kHeaderSize) {
-      auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in.data() + pos), max_body);
-      if (!h && std::string_view(in.data() + pos, 4) == "YBAU") {  // a server's hello (net/auth.h)
+    // The buffer grows as the bytes arrive, not to the length a header declares.
+    auto taken = ScanFrames(std::string_view(in.data(), in_len), max_body, FrameKind::kResponse,
+                            [&](const FrameHeader& h, std::string_view body) { replies.emplace_back(h, body); });
+    if (!taken) {
+      if (in_len >= 4 && std::string_view(in.data(), 4) == "YBAU") {  // a server's hello (net/auth.h)
         return Status(Code::kIllegalClient, target +
                                                 " asks for authentication: give this client the cluster's "
                                                 "secret (auth_secret_file, YB_AUTH_SECRET_FILE)");
       }
-      if (!h || h->kind != FrameKind::kResponse) {
-        YB_LOG_WARN("rpc: malformed reply from {}: closing the connection", target);
-        return Status(Code::kRpcFail, "malformed reply from " + target);
-      }
-      // Incomplete: the buffer grows as the bytes arrive, not to the length the header declares.
-      if (in_len - pos < kHeaderSize + h->body_len) break;
-      replies.emplace_back(*h, std::string(in.data() + pos + kHeaderSize, h->body_len));
-      pos += kHeaderSize + h->body_len;
+      YB_LOG_WARN("rpc: malformed reply from {}: closing the connection", target);
+      return Status(Code::kRpcFail, "malformed reply from " + target);
     }
+    const size_t pos = *taken;
     if (pos > 0) {
       std::memmove(in.data(), in.data() + pos, in_len - pos);
       in_len -= pos;

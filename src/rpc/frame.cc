@@ -1,5 +1,7 @@
 #include "rpc/frame.h"
 
+#include <cstring>
+
 namespace yb::rpc {
 namespace {
 void Put32(uint8_t* p, uint32_t v) {
@@ -43,6 +45,19 @@ std::string EncodeFrame(const FrameHeader& h, const std::string& body) {
   EncodeHeader(hh, reinterpret_cast<uint8_t*>(out.data()));
   std::memcpy(out.data() + kHeaderSize, body.data(), body.size());
   return out;
+}
+
+std::optional<size_t> ScanFrames(std::string_view in, uint32_t max_body, FrameKind kind,
+                                 const std::function<void(const FrameHeader&, std::string_view body)>& on_frame) {
+  size_t pos = 0;
+  while (in.size() - pos >= kHeaderSize) {
+    auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in.data() + pos), max_body);
+    if (!h || h->kind != kind) return std::nullopt;
+    if (in.size() - pos - kHeaderSize < h->body_len) break;  // incomplete: wait for the rest
+    on_frame(*h, in.substr(pos + kHeaderSize, h->body_len));
+    pos += kHeaderSize + h->body_len;
+  }
+  return pos;
 }
 
 }  // namespace yb::rpc

@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace yb::rpc {
 
@@ -37,5 +39,12 @@ void EncodeHeader(const FrameHeader& h, uint8_t out[kHeaderSize]);
 std::optional<FrameHeader> DecodeHeader(const uint8_t in[kHeaderSize], uint32_t max_body);
 // A whole frame as bytes.
 std::string EncodeFrame(const FrameHeader& h, const std::string& body);
+
+// The complete frames of `kind` at the start of `in`, each handed to `on_frame` with its body, in
+// order. Returns the bytes they took (what follows is an incomplete frame: wait for more), or
+// nullopt at a malformed frame (a bad magic or kind, a body over `max_body`): close the connection.
+// Memory follows the bytes that arrive: an incomplete frame's declared length reserves nothing.
+std::optional<size_t> ScanFrames(std::string_view in, uint32_t max_body, FrameKind kind,
+                                 const std::function<void(const FrameHeader&, std::string_view body)>& on_frame);
 
 }  // namespace yb::rpc

@@ -54,8 +54,25 @@ void Serve<M::kRegisterClient>(MasterApi& api, const CallContext& ctx, const pb:
 // Whether a caller may make this call: one that proved only a tenant's secret registers as that
 // tenant; every call but registration and the segment list carries the context its client was
 // registered with.
+// The largest repeated field of a request: what a batch bound applies to.
+template <typename Q>
+size_t BatchSize(const Q& q) {
+  size_t n = 0;
+  if constexpr (requires { q.keys_size(); }) n = std::max(n, static_cast<size_t>(q.keys_size()));
+  if constexpr (requires { q.segments_size(); }) n = std::max(n, static_cast<size_t>(q.segments_size()));
+  if constexpr (requires { q.results_size(); }) n = std::max(n, static_cast<size_t>(q.results_size()));
+  if constexpr (requires { q.objects_size(); }) n = std::max(n, static_cast<size_t>(q.objects_size()));
+  if constexpr (requires { q.disk_keys_size(); }) n = std::max(n, static_cast<size_t>(q.disk_keys_size()));
+  if constexpr (requires { q.pins_size(); }) n = std::max(n, static_cast<size_t>(q.pins_size()));
+  return n;
+}
+
 template <M m>
-Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, const Req<m>& q) {
+Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, const Req<m>& q, uint32_t max_batch) {
+  if (const size_t n = BatchSize(q); n > max_batch) {
+    return Status(Code::kInvalidParams, "a batch of " + std::to_string(n) + " exceeds the master's bound of " +
+                                            std::to_string(max_batch) + " (--max_batch_keys)");
+  }
   if constexpr (m == M::kRegisterClient) {
     const std::string& tenant = q.tenant().empty() ? std::string("default") : q.tenant();
     if (!peer.MayActFor(tenant)) {
@@ -227,11 +244,11 @@ void Serve<M::kDropDiskReplicas>(MasterApi& api, const CallContext& ctx, const p
 
 // Registers method `m`: parse, check the caller, Serve<m>, count, serialize.
 template <M m>
-void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics, const std::function<uint64_t()>& epoch,
-         const std::string& data_key) {
+void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
   constexpr auto id = static_cast<uint16_t>(m);
   server.Register(
-      id, [&api, metrics, epoch, data_key](const net::Peer& peer, std::string_view body, std::string& reply) -> Status {
+      id, [&api, metrics = o.metrics, epoch = o.epoch, data_key = o.data_key, max_batch = o.max_batch](
+              const net::Peer& peer, std::string_view body, std::string& reply) -> Status {
         // One request and one response message per method and server thread, cleared and refilled on
         // each call: their strings and repeated fields keep their memory, so a call allocates little.
         thread_local Req<m> req;
@@ -244,7 +261,7 @@ void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics, const std::func
         CallContext ctx;
         if constexpr (requires { req.ctx(); }) ctx = FromPb(req.ctx());
         ctx.privileged = peer.privileged();
-        if (Status who = Admit<m>(api, peer, ctx, req); !who.ok()) {
+        if (Status who = Admit<m>(api, peer, ctx, req, max_batch); !who.ok()) {
           if (metrics) metrics->Record(id, true);
           return who;
         }
@@ -265,9 +282,8 @@ void Add(RpcServer& server, MasterApi& api, RpcMetrics* metrics, const std::func
 
 }  // namespace
 
-void RegisterMasterService(RpcServer& server, MasterApi& api, RpcMetrics* metrics, std::function<uint64_t()> epoch,
-                           std::string data_key) {
-#define YB_REGISTER(id, name, req, resp) Add<M::k##name>(server, api, metrics, epoch, data_key);
+void RegisterMasterService(RpcServer& server, MasterApi& api, MasterServiceOptions options) {
+#define YB_REGISTER(id, name, req, resp) Add<M::k##name>(server, api, options);
   YB_MASTER_METHODS(YB_REGISTER)
 #undef YB_REGISTER
 }

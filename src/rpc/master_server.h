@@ -30,15 +30,21 @@ class RpcMetrics {
   std::array<std::atomic<uint64_t>, kMethods> failures_{};
 };
 
+struct MasterServiceOptions {
+  RpcMetrics* metrics = nullptr;      // counts calls, when given
+  std::function<uint64_t()> epoch;    // every answer carries it, when given (HA: the leader's epoch)
+  std::string data_key;               // net::Security::cluster_data_key: given to authenticated clients at registration
+  // Keys (or segments, results, objects, pins) one call may carry at most: a larger batch is
+  // refused whole (INVALID_PARAMS) before the method runs.
+  uint32_t max_batch = 65536;
+};
+
 // Registers every method of the table on `server`, answered by `master` (which must outlive the
-// server). Counts calls in `metrics` when given; every answer carries `epoch()` when given (HA:
-// the leader's epoch). `data_key` (net::Security::cluster_data_key) is given to every client that
-// registers over an authenticated connection. Before server.Start().
+// server). Before server.Start().
 //
 // Who may call what: every call but RegisterClient and ListSegments must carry the context its
 // client was registered with (MasterApi::VerifyCaller); a connection that proved a tenant's secret
 // only registers as that tenant, and is not privileged (CallContext::privileged).
-void RegisterMasterService(RpcServer& server, MasterApi& master, RpcMetrics* metrics = nullptr,
-                           std::function<uint64_t()> epoch = {}, std::string data_key = {});
+void RegisterMasterService(RpcServer& server, MasterApi& master, MasterServiceOptions options = {});
 
 }  // namespace yb::rpc

@@ -537,7 +537,9 @@ TEST(RpcTest, ParseHostPort) {
 class MasterRpcTest : public ::testing::Test {
  protected:
   void Serve(RpcMetrics* metrics = nullptr) {
-    RegisterMasterService(server_, *master_, metrics);
+    MasterServiceOptions o;
+    o.metrics = metrics;
+    RegisterMasterService(server_, *master_, o);
     ASSERT_TRUE(server_.Start().ok());
   }
   static RpcServer::Options Loopback() {
@@ -708,7 +710,9 @@ class MasterAuthTest : public ::testing::Test {
     o.address = "127.0.0.1";
     o.security = security_;
     server_ = std::make_unique<RpcServer>(o);
-    RegisterMasterService(*server_, *master_, nullptr, {}, security_->cluster_data_key());
+    MasterServiceOptions mo;
+    mo.data_key = security_->cluster_data_key();
+    RegisterMasterService(*server_, *master_, mo);
     ASSERT_TRUE(server_->Start().ok());
   }
   void TearDown() override { server_->Stop(); }

@@ -105,22 +105,18 @@ class RpcServer::Session final : public LoopSession {
 
   // Handles the complete frames in the input buffer; false on a malformed frame.
   bool Consume() {
-    size_t pos = 0;
-    while (in_len_ - pos >= kHeaderSize) {
-      auto h = DecodeHeader(reinterpret_cast<const uint8_t*>(in_.data() + pos), server_.options_.max_body);
-      if (!h || h->kind != FrameKind::kRequest) {
-        if (uint64_t n = ++server_.malformed_; LogOccurrence(n)) {  // a peer in a loop does not flood the log
-          YB_LOG_WARN("rpc: malformed frame from {}: closing the connection ({} so far)", peer_.address, n);
-        }
-        return false;
+    // The buffer grows with the bytes that arrive (Read doubles it), never to the length a header
+    // declares: a peer that announces 64 MiB and sends 16 bytes costs 16 bytes, not 64 MiB (100
+    // such connections grew the master's RSS to 4.8 GB).
+    auto taken = ScanFrames(std::string_view(in_.data(), in_len_), server_.options_.max_body, FrameKind::kRequest,
+                            [this](const FrameHeader& h, std::string_view body) { Dispatch(h, body); });
+    if (!taken) {
+      if (uint64_t n = ++server_.malformed_; LogOccurrence(n)) {  // a peer in a loop does not flood the log
+        YB_LOG_WARN("rpc: malformed frame from {}: closing the connection ({} so far)", peer_.address, n);
       }
-      // Incomplete: wait for more. The buffer grows with the bytes that arrive (Read doubles it),
-      // never to the length the header declares: a peer that announces 64 MiB and sends 16 bytes
-      // costs 16 bytes, not 64 MiB (100 such connections grew the master's RSS to 4.8 GB).
-      if (in_len_ - pos < kHeaderSize + h->body_len) break;
-      Dispatch(*h, std::string_view(in_.data() + pos + kHeaderSize, h->body_len));
-      pos += kHeaderSize + h->body_len;
+      return false;
     }
+    const size_t pos = *taken;
     if (pos > 0) {
       std::memmove(in_.data(), in_.data() + pos, in_len_ - pos);
       in_len_ -= pos;
@@ -213,6 +209,15 @@ RpcServer::~RpcServer() { Stop(); }
 
 void RpcServer::Register(uint16_t method, Handler handler) { handlers_[method] = std::move(handler); }
 
+Result<std::string> RpcServer::Call(uint16_t method, const net::Peer& peer, std::string_view body) const {
+  auto it = handlers_.find(method);
+  if (it == handlers_.end()) return Status(Code::kNotSupported, "unknown method " + std::to_string(method));
+  std::string reply;
+  Status st = it->second(peer, body, reply);
+  if (!st.ok()) return st;
+  return reply;
+}
+
 Status RpcServer::Start() {
   // A connection stays on one serving thread, and a ready socket is served by the thread that
   // waited on it, with no hand-off between threads. Accepting has a thread of its own, so a long
@@ -223,6 +228,7 @@ Status RpcServer::Start() {
   go.threads = options_.threads;
   go.pin_to_cpus = options_.pin_to_cpus;
   go.max_connections = options_.max_connections;
+  go.max_connections_per_peer = options_.max_connections_per_peer;
   go.stall_timeout_ms = options_.half_sent_timeout_ms;
   holds_.clear();
   if (options_.gate) {

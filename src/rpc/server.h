@@ -66,6 +66,8 @@ class RpcServer {
     // Open connections at most; one more is closed at once (and logged). Each costs a descriptor
     // and its buffers.
     int max_connections = 16384;
+    // Open connections from one peer address at most (0: no bound); one more is closed at once.
+    int max_connections_per_peer = 4096;
     // Closes the connection of a peer whose host died or was cut off (it never sends a FIN).
     Keepalive keepalive;
     // A connection whose unsent replies reach this many bytes (its peer sends but does not read)
@@ -93,6 +95,9 @@ class RpcServer {
 
   // Before Start().
   void Register(uint16_t method, Handler handler);
+  // Runs the handler of `method` on `body` as a connection of `peer` would, without a connection
+  // (tests, fuzzers): the reply's body, or the error the handler answered.
+  Result<std::string> Call(uint16_t method, const net::Peer& peer, std::string_view body) const;
   Status Start();
   void Stop();
   uint16_t port() const { return group_ ? group_->port() : 0; }

@@ -41,8 +41,8 @@ void Append(std::string& out, T v) {
 }
 
 template <typename T>
-bool Take(const std::string& in, size_t& pos, T* v) {
-  if (in.size() - pos < sizeof(T)) return false;
+bool Take(std::string_view in, size_t& pos, T* v) {
+  if (pos > in.size() || in.size() - pos < sizeof(T)) return false;
   std::memcpy(v, in.data() + pos, sizeof(T));
   pos += sizeof(T);
   return true;
@@ -127,9 +127,12 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
   uint64_t trailer;
   std::memcpy(&trailer, m.data() + m.size() - 8, 8);
   if (XXH3_64bits(m.data(), m.size() - 8) != trailer) return corrupt("checksum does not match");
+  // Every field is read from the body, never from the trailer after it (a file whose checksum
+  // matches is still what someone wrote: a damaged or crafted one must not be read past its end).
+  const std::string_view body(m.data(), m.size() - 8);
   size_t pos = 0;
   uint32_t magic, version, count;
-  if (!Take(m, pos, &magic) || !Take(m, pos, &version) || !Take(m, pos, &count) || magic != kMetaMagic ||
+  if (!Take(body, pos, &magic) || !Take(body, pos, &version) || !Take(body, pos, &count) || magic != kMetaMagic ||
       (version != kMetaVersion && version != kMetaVersionWholeXxh3)) {
     return corrupt("bad header");
   }
@@ -139,12 +142,13 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t klen;
     Entry e{id, 0, 0, 0, version == kMetaVersionWholeXxh3};
-    if (!Take(m, pos, &klen) || m.size() - 8 - pos < klen) return corrupt("truncated entry");
-    std::string key = m.substr(pos, klen);
+    if (!Take(body, pos, &klen) || body.size() - pos < klen) return corrupt("truncated entry");
+    std::string key(body.substr(pos, klen));
     pos += klen;
-    if (!Take(m, pos, &e.offset) || !Take(m, pos, &e.size) || !Take(m, pos, &e.checksum))
+    if (!Take(body, pos, &e.offset) || !Take(body, pos, &e.size) || !Take(body, pos, &e.checksum))
       return corrupt("truncated entry");
-    if (e.offset + e.size > static_cast<uint64_t>(st.st_size)) return corrupt("entry beyond the data file");
+    const auto file_size = static_cast<uint64_t>(st.st_size);
+    if (e.size > file_size || e.offset > file_size - e.size) return corrupt("entry beyond the data file");
     out.emplace_back(std::move(key), e);
   }
   return out;

@@ -370,6 +370,7 @@ Status TransferServer::Start() {
   go.threads =
       options_.threads > 0 ? options_.threads : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
   go.max_connections = options_.max_connections;
+  go.max_connections_per_peer = options_.max_connections_per_peer;
   go.stall_timeout_ms = options_.stall_timeout_ms;
   disk_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.disk_threads));
   if (!options_.security) options_.security = net::Security::None();

@@ -39,6 +39,7 @@ class TransferServer {
     uint64_t max_object_read = 1ULL << 30;      // largest object read from the SSD tier at once
     // Open connections at most; one more is closed at once (and logged). Each costs a descriptor.
     int max_connections = 4096;
+    int max_connections_per_peer = 1024;  // from one peer address (0: no bound)
     // TCP keepalive on accepted connections: a peer whose host died or was cut off sends no FIN, and
     // its connection is closed after this instead of holding a descriptor for ever.
     Keepalive keepalive;
