@@ -25,9 +25,27 @@ Listener::Listener(Options options, OnAccept on_accept)
 
 Listener::~Listener() { Stop(); }
 
+namespace {
+
+// An address, or a host name ("localhost", this machine's name) resolved once, IPv4 first.
+asio::ip::tcp::endpoint Endpoint(asio::io_context& io, const std::string& address, uint16_t port) {
+  asio::error_code ec;
+  asio::ip::address a = asio::ip::make_address(address, ec);
+  if (!ec) return {a, port};
+  asio::ip::tcp::resolver resolver(io);
+  auto found = resolver.resolve(address, std::to_string(port), asio::ip::resolver_base::passive);
+  for (const auto& e : found) {
+    if (e.endpoint().address().is_v4()) return e.endpoint();
+  }
+  if (found.empty()) throw std::runtime_error("no address for this name");
+  return found.begin()->endpoint();
+}
+
+}  // namespace
+
 Status Listener::Start() {
   try {
-    asio::ip::tcp::endpoint ep(asio::ip::make_address(options_.address), options_.port);
+    asio::ip::tcp::endpoint ep = Endpoint(impl_->io, options_.address, options_.port);
     impl_->acceptor.open(ep.protocol());
     impl_->acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
     impl_->acceptor.bind(ep);

@@ -47,8 +47,8 @@ class Listener {
  public:
   using OnAccept = std::function<void(int fd, std::string peer)>;  // the callback owns fd
   struct Options {
-    std::string address = "0.0.0.0";
-    uint16_t port = 0;  // 0: any free port (see port())
+    std::string address = "0.0.0.0";  // an address, or a host name resolved at Start (IPv4 first)
+    uint16_t port = 0;                // 0: any free port (see port())
     // Called (on the accepting thread) after each failed accept, before the pause that follows it.
     std::function<void()> on_accept_failed;
     Keepalive keepalive;
