@@ -145,6 +145,8 @@ class Client {
   Status Upsert(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config = {});
   std::vector<Status> BatchPut(const std::vector<std::string>& keys, const std::vector<std::vector<Slice>>& values,
                                const ReplicateConfig& config = {});
+  std::vector<Status> BatchUpsert(const std::vector<std::string>& keys, const std::vector<std::vector<Slice>>& values,
+                                  const ReplicateConfig& config = {});
 
   // Reads into caller memory; returns the object's size. A buffer smaller than the object gives
   // BUFFER_OVERFLOW and writes nothing.

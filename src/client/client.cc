@@ -176,6 +176,11 @@ std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
   return impl_->data.Write(keys, values, config, WriteMode::kPut);
 }
 
+std::vector<Status> Client::BatchUpsert(const std::vector<std::string>& keys,
+                                        const std::vector<std::vector<Slice>>& values, const ReplicateConfig& config) {
+  return impl_->data.Write(keys, values, config, WriteMode::kUpsert);
+}
+
 Result<uint64_t> Client::Get(const std::string& key, void* buffer, uint64_t size) {
   if (!buffer && size > 0) return Status(Code::kInvalidParams, "null buffer");
   return impl_->data.Read(key, {{buffer, size}});

@@ -1,5 +1,10 @@
 // ConnectRemote: a client of a yb-master over the network, with a TCP transfer server for
 // the segments it mounts, and memcpy for segments mapped in this process.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "client/client_internal.h"
 #include "client/leader_follower.h"
 #include "client/segment_directory.h"
@@ -22,13 +27,34 @@ std::shared_ptr<LocalSegmentRegistry> ProcessSegments() {
 // What a remote client keeps alive besides itself.
 struct RemotePlumbing {
   RealClock clock;
+  int reserved_port_fd = -1;  // a caller without a transfer server: the port in its name
   std::shared_ptr<MasterApi> master;
   std::shared_ptr<SegmentDirectory> directory;
   std::unique_ptr<tcp::TransferServer> server;
   ~RemotePlumbing() {
     if (server) server->Stop();
+    if (reserved_port_fd >= 0) ::close(reserved_port_fd);
   }
 };
+
+// A TCP port of this host held (bound, never listening) for the life of a client that serves no
+// transfers, so that its name "host:port" is unique among the processes of the host, as Mooncake's
+// clients reserve one: callers use it as their identity (get_hostname). 0 when none is free.
+uint16_t ReservePort(int& fd) {
+  fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    fd = -1;
+    return 0;
+  }
+  return ntohs(a.sin_port);
+}
 
 // Host and port to listen on for transfers: from transfer_bind_address, else local_hostname.
 Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
@@ -96,8 +122,9 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   // carries no port gets the transfer server's, so that two daemons on one host (both named after
   // it) are two fault domains to the master, and not one that it silently merges.
   ClientConfig effective = config;
-  if (plumbing->server && !HasPort(config.local_hostname)) {
-    effective.local_hostname = config.local_hostname + ":" + std::to_string(plumbing->server->port());
+  if (!HasPort(config.local_hostname)) {
+    uint16_t port = plumbing->server ? plumbing->server->port() : ReservePort(plumbing->reserved_port_fd);
+    if (port != 0) effective.local_hostname = config.local_hostname + ":" + std::to_string(port);
   }
   ClientParts parts;
   parts.master = plumbing->master;
