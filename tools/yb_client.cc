@@ -2,7 +2,7 @@
 // application running. It mounts --global_segment_size, serves transfers of it on --host:--port,
 // pings the master every second (re-mounting when the master asks) and stops on SIGTERM. With
 // --enable_offload it also runs the node's SSD tier under --storage_root_dir (docs/ssd-tier.md).
-// With --metrics_port it serves /metrics (Prometheus text) and /health over HTTP.
+// With --metrics_port it serves /metrics (Prometheus text), /metrics/summary and /health over HTTP.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <atomic>
 
 #include "admin_http.h"
+#include "client_http.h"
 #include "common/listener.h"
 #include "common/log.h"
 #include "common/open_files.h"
@@ -18,61 +19,6 @@
 #include "flags.h"
 #include "stop_signals.h"
 #include "yuebing/client.h"
-
-namespace {
-
-std::string Metrics(const yb::ClientStats& s) {
-  yb::tools::PrometheusText p;
-  const yb::TransferServerStats& t = s.transfer;
-  p.Gauge("yb_client_master_reachable", "1 while the master answers this client's heartbeats.", s.master_reachable);
-  p.Counter("yb_client_heartbeat_failures_total", "Heartbeats that did not reach the master.", s.heartbeat_failures);
-  p.Counter("yb_client_remounts_total",
-            "Times the master asked for this client's segments again (its restart, or "
-            "this client declared dead) and got them.",
-            s.remounts);
-  p.Gauge("yb_client_segments_mounted_on_master",
-          "1 while the master serves from every segment this client holds (0 while a re-mount is owed).",
-          s.segments_mounted);
-  p.Gauge("yb_client_segments", "Segments mounted.", s.segments);
-  p.Counter("yb_client_repairs_total", "Re-replication copies made into this node's memory.", s.repairs);
-  p.Counter("yb_client_repair_failures_total", "Re-replication copies that failed (the master redoes them).",
-            s.repair_failures);
-  p.Counter("yb_client_repair_bytes_total", "Bytes copied by re-replication.", s.repair_bytes);
-  p.Gauge("yb_client_segment_bytes", "Bytes of the mounted segments.", s.segment_bytes);
-  p.Gauge("yb_client_transfer_connections", "Open connections to the transfer server.", t.open_connections);
-  p.Counter("yb_client_transfer_refused_connections_total",
-            "Connections closed at once because --transfer_max_connections were open.", t.refused_connections);
-  p.Counter("yb_client_transfer_stalled_connections_total",
-            "Connections closed after moving no byte for --transfer_stall_timeout_sec halfway through a request.",
-            t.stalled_connections);
-  p.Counter("yb_client_transfer_accept_failures_total",
-            "Failed accepts (e.g. out of file descriptors), each followed by a pause.", t.accept_failures);
-  p.Counter("yb_client_transfer_refused_requests_total",
-            "Transfer requests refused: out of a segment's bounds, a segment not served here, malformed, or "
-            "without a valid grant.",
-            t.refused_requests);
-  p.Counter("yb_client_transfer_refused_grants_total",
-            "Transfer requests refused for want of a grant the master minted for that range and access, unexpired.",
-            t.refused_grants);
-  p.Counter("yb_client_served_reads_total", "Segment reads served to other clients.", t.reads);
-  p.Counter("yb_client_served_read_bytes_total", "Bytes of the segment reads served.", t.read_bytes);
-  p.Counter("yb_client_served_writes_total", "Segment writes received whole from other clients.", t.writes);
-  p.Counter("yb_client_served_written_bytes_total", "Bytes of the segment writes received.", t.written_bytes);
-  p.Counter("yb_client_served_disk_reads_total", "Objects read from the SSD tier for other clients.", t.disk_reads);
-  p.Counter("yb_client_served_disk_read_bytes_total", "Bytes of the SSD tier reads served.", t.disk_read_bytes);
-  p.Gauge("yb_client_disk_objects", "Objects in the SSD tier.", s.disk_objects);
-  p.Gauge("yb_client_disk_bytes", "Bytes the SSD tier uses.", s.disk_bytes);
-  p.Gauge("yb_client_disk_limit_bytes", "Bytes the SSD tier may use (--storage_size_limit).", s.disk_limit_bytes);
-  p.Gauge("yb_client_disk_buckets", "Bucket files in the SSD tier.", s.disk_buckets);
-  p.Counter("yb_client_offloaded_total", "Objects copied down to the SSD tier at the master's request.", s.offloaded);
-  p.Counter("yb_client_offload_failures_total", "Copies to the SSD tier that failed (the DRAM copy stayed).",
-            s.offload_failures);
-  p.Counter("yb_client_disk_evicted_buckets_total", "SSD tier buckets evicted above the high watermark.",
-            s.disk_evicted_buckets);
-  return p.text();
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-client: contributes a node's memory to a Yuebing pool"};
@@ -110,7 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("--zone", c.zone,
                  "this node's failure domain (a rack, a power feed): replicas go to distinct zones first, then "
                  "distinct hosts (default: YB_ZONE, else none)");
-  app.add_option("--metrics_port", metrics_port, "HTTP port for /metrics and /health (0: off)")
+  app.add_option("--metrics_port", metrics_port, "HTTP port for /metrics, /metrics/summary and /health (0: off)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("--metrics_address", metrics_address, "address to serve HTTP on")->capture_default_str();
@@ -191,26 +137,10 @@ int main(int argc, char** argv) {
   std::atomic<const yb::Client*> daemon{nullptr};
   yb::tools::AdminHttp http;
   if (metrics_port > 0) {
-    auto stats = [&daemon] {
+    yb::tools::AddClientRoutes(http.server(), [&daemon]() -> std::optional<yb::ClientStats> {
       const yb::Client* d = daemon.load();
-      return d ? d->Stats() : yb::ClientStats{};
-    };
-    httplib::Server& h = http.server();
-    h.Get("/metrics", [stats](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Metrics(stats()), yb::tools::PrometheusText::kContentType);
-    });
-    // Ready while the master answers this client's heartbeats and serves from its memory.
-    h.Get("/health", [stats, &daemon](const httplib::Request&, httplib::Response& res) {
-      const yb::ClientStats s = stats();
-      if (s.master_reachable && s.segments_mounted) {
-        res.set_content("OK\n", "text/plain");
-      } else if (s.master_reachable) {
-        res.status = 503;
-        res.set_content("segments not mounted on the master (re-mounting)\n", "text/plain");
-      } else {
-        res.status = 503;
-        res.set_content(daemon.load() ? "master unreachable\n" : "waiting for the master\n", "text/plain");
-      }
+      if (!d) return std::nullopt;
+      return d->Stats();
     });
     if (!http.Start("yb-client", metrics_address, metrics_port)) return 1;
     spdlog::info("yb-client: HTTP on {}:{}", metrics_address, metrics_port);
