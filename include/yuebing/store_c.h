@@ -3,12 +3,13 @@
  * that programs written for Mooncake link and run unchanged.
  *
  * Returns: 0 or a positive value on success, a negative Mooncake error code on failure
- * (INVALID_PARAMS -600 for bad arguments, OBJECT_NOT_FOUND -704, ...). Strings passed in are not
- * kept after a call returns. A handle may be used from several threads at once.
+ * (INVALID_PARAMS -600 for bad arguments and for a store not set up, OBJECT_NOT_FOUND -704, ...);
+ * -1 for a NULL store or key (or key array), as Mooncake's. Strings passed in are not kept after a
+ * call returns. A handle may be used from several threads at once.
  *
- * master_server_addr: "host:port" of a yb-master (protocol "tcp"); or "embedded" (also when NULL)
- * / "embedded:NAME", which runs the master inside the calling process, shared by every store of the
- * process that names the same cluster.
+ * master_server_addr: "host:port" of a yb-master (protocol "tcp"; NULL: "127.0.0.1:50051", as
+ * Mooncake's); or "embedded" / "embedded:NAME", which runs the master inside the calling process,
+ * shared by every store of the process that names the same cluster.
  * local_hostname: names this store's segments (what preferred_segments refers to) and, with a
  * networked master, the host (and port, if given) its transfer server listens on. A name without a
  * port gets the transfer server's ("host:port", unique in the cluster, as Mooncake's P2PHANDSHAKE
@@ -47,9 +48,11 @@ void mooncake_store_set_etcd_tls_config(mooncake_store_t store, const char* ca_f
 int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, const char* metadata_server,
                          uint64_t global_segment_size, uint64_t local_buffer_size, const char* protocol,
                          const char* device_name, const char* master_server_addr);
-/* setup("localhost", "P2PHANDSHAKE", mount_segment_size, 16 MiB, protocol, device_name, "embedded"). */
+/* setup("localhost", "P2PHANDSHAKE", mount_segment_size, 1 GiB, protocol, device_name, "127.0.0.1:50051"),
+ * as Mooncake's (whose fixed "localhost:12345" name would clash between processes: ours gets a free port). */
 int mooncake_store_init_all(mooncake_store_t store, const char* protocol, const char* device_name,
                             uint64_t mount_segment_size);
+/* 0 healthy, 1 not set up, 2 the master does not answer (-1: a NULL store), as Mooncake's. */
 int mooncake_store_health_check(mooncake_store_t store);
 
 /* Puts. config may be NULL (one replica, no pins). Putting an existing key again with the same

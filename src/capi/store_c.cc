@@ -26,7 +26,14 @@ struct StoreHandle {
   std::string etcd_ca, etcd_cert, etcd_key;
 };
 
-constexpr int kInvalid = -600;  // INVALID_PARAMS
+constexpr int kInvalid = -600;  // INVALID_PARAMS: a bad argument
+constexpr int kNull = -1;       // a NULL store or key, as Mooncake answers it
+// Where a NULL master_server_addr, and init_all, look for the master: Mooncake's default.
+constexpr const char* kDefaultMaster = "127.0.0.1:50051";
+// health_check's answers, as Mooncake's.
+constexpr int kHealthy = 0;
+constexpr int kNotInitialized = 1;
+constexpr int kMasterUnreachable = 2;
 
 int Code(const Status& s) { return s.mooncake_code(); }
 
@@ -83,7 +90,7 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
                          uint64_t global_segment_size, uint64_t local_buffer_size, const char* protocol,
                          const char* device_name, const char* master_server_addr) {
   return Guard([&]() -> int {
-    if (!store) return kInvalid;
+    if (!store) return kNull;
     auto* h = static_cast<StoreHandle*>(store);
     yb::ClientConfig c;
     c.local_hostname = Or(local_hostname, "localhost");
@@ -92,7 +99,7 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
     c.local_buffer_size = local_buffer_size;
     c.protocol = Or(protocol, "tcp");
     c.device_name = Or(device_name, "");
-    c.master_server_addr = Or(master_server_addr, "embedded");
+    c.master_server_addr = Or(master_server_addr, kDefaultMaster);
     // A C program has no main() of ours: this setup is its entry point, and Mooncake's users tune
     // the transport through the environment. The library under it reads none.
     yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
@@ -113,26 +120,28 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
   });
 }
 
+// Mooncake's: the master on this host, a 1 GiB staging buffer.
 int mooncake_store_init_all(mooncake_store_t store, const char* protocol, const char* device_name,
                             uint64_t mount_segment_size) {
-  const yb::ClientConfig defaults;
-  return mooncake_store_setup(store, defaults.local_hostname.c_str(), defaults.metadata_server.c_str(),
-                              mount_segment_size, defaults.local_buffer_size, protocol, device_name,
-                              defaults.master_server_addr.c_str());
+  return mooncake_store_setup(store, "localhost", "P2PHANDSHAKE", mount_segment_size, 1ULL << 30, protocol, device_name,
+                              kDefaultMaster);
 }
 
 int mooncake_store_health_check(mooncake_store_t store) {
   return Guard([&]() -> int {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
-    return c ? Code(c->HealthCheck()) : kInvalid;
+    if (!c) return kNotInitialized;
+    return c->HealthCheck().ok() ? kHealthy : kMasterUnreachable;
   });
 }
 
 int mooncake_store_put(mooncake_store_t store, const char* key, const void* value, size_t size,
                        const mooncake_replicate_config_t* config) {
   return Guard([&]() -> int {
+    if (!store || !key) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || !key || (!value && size > 0)) return kInvalid;
+    if (!c || (!value && size > 0)) return kInvalid;
     return Code(c->Put(key, value, size, ToConfig(config)));
   });
 }
@@ -145,12 +154,15 @@ int mooncake_store_put_from(mooncake_store_t store, const char* key, void* buffe
 int mooncake_store_batch_put_from(mooncake_store_t store, const char** keys, void** buffers, const size_t* sizes,
                                   size_t count, const mooncake_replicate_config_t* config, int* results_out) {
   return Guard([&]() -> int {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || (count > 0 && (!keys || !buffers || !sizes || !results_out))) return kInvalid;
+    if (count > 0 && !keys) return kNull;
+    if (!c || (count > 0 && (!buffers || !sizes || !results_out))) return kInvalid;
     std::vector<std::string> k;
     std::vector<std::vector<yb::Slice>> v;
     for (size_t i = 0; i < count; ++i) {
-      if (!keys[i] || (!buffers[i] && sizes[i] > 0)) return kInvalid;
+      if (!keys[i]) return kNull;
+      if (!buffers[i] && sizes[i] > 0) return kInvalid;
       k.emplace_back(keys[i]);
       v.push_back({{buffers[i], sizes[i]}});
     }
@@ -162,8 +174,9 @@ int mooncake_store_batch_put_from(mooncake_store_t store, const char** keys, voi
 
 int64_t mooncake_store_get_into(mooncake_store_t store, const char* key, void* buffer, size_t size) {
   return Guard([&]() -> int64_t {
+    if (!store || !key) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || !key || (!buffer && size > 0)) return kInvalid;
+    if (!c || (!buffer && size > 0)) return kInvalid;
     auto r = c->Get(key, buffer, size);
     return r.ok() ? static_cast<int64_t>(*r) : Code(r.status());
   });
@@ -172,12 +185,15 @@ int64_t mooncake_store_get_into(mooncake_store_t store, const char* key, void* b
 int mooncake_store_batch_get_into(mooncake_store_t store, const char** keys, void** buffers, const size_t* sizes,
                                   size_t count, int64_t* results_out) {
   return Guard([&]() -> int {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || (count > 0 && (!keys || !buffers || !sizes || !results_out))) return kInvalid;
+    if (count > 0 && !keys) return kNull;
+    if (!c || (count > 0 && (!buffers || !sizes || !results_out))) return kInvalid;
     std::vector<std::string> k;
     std::vector<std::vector<yb::Slice>> b;
     for (size_t i = 0; i < count; ++i) {
-      if (!keys[i] || (!buffers[i] && sizes[i] > 0)) return kInvalid;
+      if (!keys[i]) return kNull;
+      if (!buffers[i] && sizes[i] > 0) return kInvalid;
       k.emplace_back(keys[i]);
       b.push_back({{buffers[i], sizes[i]}});
     }
@@ -191,8 +207,9 @@ int mooncake_store_batch_get_into(mooncake_store_t store, const char** keys, voi
 
 int mooncake_store_is_exist(mooncake_store_t store, const char* key) {
   return Guard([&]() -> int {
+    if (!store || !key) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || !key) return kInvalid;
+    if (!c) return kInvalid;
     auto r = c->IsExist(key);
     return r.ok() ? (*r ? 1 : 0) : Code(r.status());
   });
@@ -200,11 +217,13 @@ int mooncake_store_is_exist(mooncake_store_t store, const char* key) {
 
 int mooncake_store_batch_is_exist(mooncake_store_t store, const char** keys, size_t count, int* results_out) {
   return Guard([&]() -> int {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || (count > 0 && (!keys || !results_out))) return kInvalid;
+    if (count > 0 && !keys) return kNull;
+    if (!c || (count > 0 && !results_out)) return kInvalid;
     std::vector<std::string> k;
     for (size_t i = 0; i < count; ++i) {
-      if (!keys[i]) return kInvalid;
+      if (!keys[i]) return kNull;
       k.emplace_back(keys[i]);
     }
     auto res = c->BatchIsExist(k);
@@ -215,8 +234,9 @@ int mooncake_store_batch_is_exist(mooncake_store_t store, const char** keys, siz
 
 int64_t mooncake_store_get_size(mooncake_store_t store, const char* key) {
   return Guard([&]() -> int64_t {
+    if (!store || !key) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || !key) return kInvalid;
+    if (!c) return kInvalid;
     auto r = c->GetSize(key);
     return r.ok() ? static_cast<int64_t>(*r) : Code(r.status());
   });
@@ -224,6 +244,7 @@ int64_t mooncake_store_get_size(mooncake_store_t store, const char* key) {
 
 int mooncake_store_get_hostname(mooncake_store_t store, char* buf_out, size_t buf_len) {
   return Guard([&]() -> int {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
     if (!c || !buf_out || buf_len == 0) return kInvalid;
     const std::string& h = c->hostname();
@@ -235,16 +256,18 @@ int mooncake_store_get_hostname(mooncake_store_t store, char* buf_out, size_t bu
 
 int mooncake_store_remove(mooncake_store_t store, const char* key, int force) {
   return Guard([&]() -> int {
+    if (!store || !key) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || !key) return kInvalid;
+    if (!c) return kInvalid;
     return Code(c->Remove(key, force != 0));
   });
 }
 
 int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char* pattern, int force) {
   return Guard([&]() -> int64_t {
+    if (!store || !pattern) return kNull;
     yb::Client* c = ClientOf(store);
-    if (!c || !pattern) return kInvalid;
+    if (!c) return kInvalid;
     auto r = c->RemoveByRegex(pattern, force != 0);
     return r.ok() ? static_cast<int64_t>(*r) : Code(r.status());
   });
@@ -252,6 +275,7 @@ int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char* patte
 
 int64_t mooncake_store_remove_all(mooncake_store_t store, int force) {
   return Guard([&]() -> int64_t {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
     if (!c) return kInvalid;
     auto r = c->RemoveAll(force != 0);
@@ -261,6 +285,7 @@ int64_t mooncake_store_remove_all(mooncake_store_t store, int force) {
 
 int mooncake_store_register_buffer(mooncake_store_t store, void* buffer, size_t size) {
   return Guard([&]() -> int {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
     return c ? Code(c->RegisterBuffer(buffer, size)) : kInvalid;
   });
@@ -268,6 +293,7 @@ int mooncake_store_register_buffer(mooncake_store_t store, void* buffer, size_t 
 
 int mooncake_store_unregister_buffer(mooncake_store_t store, void* buffer) {
   return Guard([&]() -> int {
+    if (!store) return kNull;
     yb::Client* c = ClientOf(store);
     return c ? Code(c->UnregisterBuffer(buffer)) : kInvalid;
   });
