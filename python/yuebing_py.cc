@@ -1,21 +1,29 @@
 // The Python binding: yuebing.MooncakeDistributedStore with the method names, arguments, defaults
-// and return conventions of Mooncake's class (int statuses: 0 or a negative Mooncake code; bytes
-// for get, empty on a miss). It converts arguments and calls yb::Client; the GIL is released while
-// bytes move. Buffers are integer addresses (which must lie in a registered buffer) or
-// buffer-protocol objects (numpy arrays, bytearray, memoryview).
+// and return conventions of Mooncake's class (docs/compat.md): int statuses (0 or a negative
+// Mooncake code), per-key codes in batch results, bytes for get (empty on a miss), None for a
+// buffer that is not there. Exceptions only where Mooncake raises them: an argument of the wrong
+// Python type. It converts arguments and calls yb::Client; the GIL is released while bytes move.
+//
+// Caller memory is an integer address (used as it is, as Mooncake does over TCP: registered
+// buffers are the zero-copy path, other memory is staged) or a buffer-protocol object (numpy
+// arrays, bytearray, memoryview, torch tensors through .numpy()), which must be C-contiguous.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "admin_http.h"
+#include "client_http.h"
 #include "common/units.h"
 #include "yuebing/client.h"
 #include "yuebing/embedded.h"
@@ -24,7 +32,14 @@ namespace py = pybind11;
 
 namespace {
 
-constexpr int kInvalidParams = -600;
+constexpr int kInvalidParams = -600;  // INVALID_PARAMS
+// health_check's answers, as Mooncake's.
+constexpr int kHealthy = 0;
+constexpr int kNotInitialized = 1;
+constexpr int kMasterUnreachable = 2;
+
+// Mooncake's SoftPinAction: what a write does to the object's soft pin.
+enum class SoftPinAction : uint8_t { kPreserve = 0, kEnable = 1, kDisable = 2 };
 
 struct PyReplicateConfig {
   size_t replica_num = 1;
@@ -33,11 +48,15 @@ struct PyReplicateConfig {
   std::vector<std::string> preferred_segments;
   std::string preferred_segment;  // deprecated single form
   bool prefer_alloc_in_same_node = false;
+  SoftPinAction soft_pin_action = SoftPinAction::kPreserve;
+  // Accepted for compatibility: a soft pin lasts the master's --default_kv_soft_pin_ttl.
+  std::optional<uint64_t> soft_pin_ttl_ms;
 
   yb::ReplicateConfig ToCpp() const {
     yb::ReplicateConfig c;
-    c.replica_num = replica_num == 0 ? 1 : replica_num;
-    c.with_soft_pin = with_soft_pin;
+    c.replica_num = replica_num == 0 ? 1 : replica_num;  // a zeroed config means the default, as NULL does
+    c.with_soft_pin =
+        soft_pin_action == SoftPinAction::kEnable || (soft_pin_action == SoftPinAction::kPreserve && with_soft_pin);
     c.with_hard_pin = with_hard_pin;
     c.preferred_segments = preferred_segments;
     if (!preferred_segment.empty()) c.preferred_segments.insert(c.preferred_segments.begin(), preferred_segment);
@@ -46,11 +65,51 @@ struct PyReplicateConfig {
   }
 };
 
-// A caller's memory: an integer address (must be registered) or a buffer-protocol object.
+// The bytes of a buffer-protocol object, held for as long as this lives (release with the GIL).
+class ByteView {
+ public:
+  ByteView(const py::handle& obj, bool writable, const char* what) {
+    if (PyObject_GetBuffer(obj.ptr(), &view_, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) != 0) {
+      PyErr_Clear();
+      throw py::type_error(std::string(what) + ": expected an int address or a C-contiguous" +
+                           (writable ? " writable" : "") + " bytes-like object, got " +
+                           std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
+    }
+    held_ = true;
+  }
+  ByteView(ByteView&& o) noexcept : view_(o.view_), held_(o.held_) { o.held_ = false; }
+  ByteView(const ByteView&) = delete;
+  ByteView& operator=(const ByteView&) = delete;
+  ByteView& operator=(ByteView&&) = delete;
+  ~ByteView() {
+    if (held_) PyBuffer_Release(&view_);
+  }
+  void* data() const { return view_.buf; }
+  uint64_t size() const { return static_cast<uint64_t>(view_.len); }
+
+ private:
+  Py_buffer view_{};
+  bool held_ = false;
+};
+
+// A caller's memory: an integer address, or a buffer-protocol object. `code` is not 0 when it
+// cannot be used (logged): the call (or that key of a batch) answers it.
 struct Memory {
   void* ptr = nullptr;
   uint64_t size = 0;
-  std::optional<py::buffer_info> info;  // keeps the object's buffer exported
+  std::optional<ByteView> view;
+  int code = 0;
+};
+
+// Bytes that get_buffer returned: owned here, exported through the buffer protocol.
+class BufferHandle {
+ public:
+  explicit BufferHandle(std::string bytes) : bytes_(std::move(bytes)) {}
+  char* ptr() { return bytes_.data(); }
+  uint64_t size() const { return bytes_.size(); }
+
+ private:
+  std::string bytes_;
 };
 
 // One replica as get_replica_desc reports it.
@@ -84,14 +143,50 @@ struct PyReplicaDescriptor {
 // client's defaults (ClientConfig): it contributes 16 MiB, and looks for a master on this host.
 constexpr uint64_t kPyGlobalSegmentSize = 16ULL << 20;
 constexpr const char* kPyMasterServerAddr = "127.0.0.1:50051";
+constexpr int kPyClientHttpPort = 9300;
+// init_all's: Mooncake's (a 1 GiB staging buffer, the master on this host).
+constexpr uint64_t kInitAllLocalBufferSize = 1ULL << 30;
+
+void LogError(const std::string& message) {
+  py::module_::import("logging").attr("getLogger")("yuebing").attr("error")(message);
+}
+
+int Error(const yb::Status& st) {
+  LogError(st.ToString());
+  return st.mooncake_code();
+}
+
+std::vector<int> Codes(const std::vector<yb::Status>& res) {
+  std::vector<int> out;
+  out.reserve(res.size());
+  for (const auto& s : res) out.push_back(s.mooncake_code());
+  return out;
+}
+
+int64_t SizeOrCode(const yb::Result<uint64_t>& r) {
+  return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
+}
+
+// setup()'s arguments beyond the client's configuration.
+struct SetupExtras {
+  bool enable_client_http_server = false;
+  int client_http_port = kPyClientHttpPort;
+  std::string client_http_host = "0.0.0.0";
+};
 
 class Store {
  public:
+  ~Store() {
+    py::gil_scoped_release unlocked;
+    http_.reset();
+    client_.reset();
+  }
+
   int Setup(const std::string& local_hostname, const std::string& metadata_server, uint64_t global_segment_size,
             uint64_t local_buffer_size, const std::string& protocol, const std::string& rdma_devices,
             const std::string& master_server_addr, const py::object& engine, bool enable_ssd_offload,
-            const std::string& ssd_offload_path, const std::string& tenant_id) {
-    if (client_) return Error(yb::Status(yb::Code::kInvalidParams, "setup: this store is already set up"));
+            const std::string& ssd_offload_path, const std::string& tenant_id, bool enable_client_http_server,
+            int client_http_port) {
     if (!engine.is_none()) {
       return Error(yb::Status(yb::Code::kNotSupported, "setup: a shared transfer engine object is not supported"));
     }
@@ -107,27 +202,24 @@ class Store {
     c.device_name = rdma_devices;
     c.master_server_addr = master_server_addr;
     if (tenant_id != "default") c.tenant = tenant_id;  // else YB_TENANT's, if set
-    // What setup(dict) gave beyond the positional arguments: used once.
-    if (!zone_.empty()) c.zone = zone_;
-    if (enable_checksum_) c.enable_checksum = *enable_checksum_;
-    for (const auto& [field, value] : security_) *field(c) = value;
-    zone_.clear();
-    enable_checksum_.reset();
-    security_.clear();
-    yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
-    {
-      py::gil_scoped_release unlocked;
-      yb::EnableEmbeddedMaster();
-      r = yb::Client::Connect(c);
-    }
-    if (!r.ok()) return Error(r.status());
-    client_ = std::move(r).value();
-    return 0;
+    SetupExtras extras;
+    extras.enable_client_http_server = enable_client_http_server;
+    extras.client_http_port = client_http_port;
+    return Connect(c, extras);
   }
 
   int SetupFromDict(const py::dict& d) {
     auto str = [&](const char* k, const std::string& def) {
       return d.contains(k) ? py::str(d[k]).cast<std::string>() : def;
+    };
+    auto flag = [&](const char* k, bool def) {
+      if (!d.contains(k)) return def;
+      py::object v = d[k];
+      if (py::isinstance<py::str>(v)) {
+        std::string s = v.cast<std::string>();
+        return s == "1" || s == "true" || s == "True" || s == "yes";
+      }
+      return py::bool_(v).cast<bool>();
     };
     auto size = [&](const char* k, uint64_t def) -> std::optional<uint64_t> {
       if (!d.contains(k)) return def;
@@ -139,66 +231,111 @@ class Store {
     };
     auto gss = size("global_segment_size", kPyGlobalSegmentSize);
     auto lbs = size("local_buffer_size", yb::ClientConfig{}.local_buffer_size);
-    if (!gss || !lbs) throw py::value_error("setup: global_segment_size / local_buffer_size must be bytes or \"4 GB\"");
-    std::string master = str("master_server_address", str("master_server_addr", kPyMasterServerAddr));
-    zone_ = str("zone", "");
-    if (d.contains("enable_checksum")) enable_checksum_ = py::bool_(d["enable_checksum"]).cast<bool>();
-    // Security (docs/security.md): as yb-client's flags, over YB_AUTH_SECRET_FILE and YB_TLS_*.
-    security_.clear();
-    for (const auto& [key, field] : kSecurityKeys) {
-      if (d.contains(key)) security_.emplace_back(field, py::str(d[key]).cast<std::string>());
+    auto port = size("client_http_port", kPyClientHttpPort);
+    if (!gss || !lbs) {
+      return Error(yb::Status(yb::Code::kInvalidParams,
+                              "setup: global_segment_size / local_buffer_size must be bytes or a size like \"4 GB\""));
     }
-    return Setup(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
-                 str("protocol", "tcp"), str("device_name", str("rdma_devices", "")), master, py::none(),
-                 d.contains("enable_ssd_offload") && py::bool_(d["enable_ssd_offload"]).cast<bool>(),
-                 str("ssd_offload_path", ""), str("tenant_id", "default"));
+    if (!port || *port > 65535) return Error(yb::Status(yb::Code::kInvalidParams, "setup: client_http_port"));
+    yb::ClientConfig c;
+    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
+    c.local_hostname = str("local_hostname", "localhost");
+    c.metadata_server = str("metadata_server", "P2PHANDSHAKE");
+    c.global_segment_size = *gss;
+    c.local_buffer_size = *lbs;
+    c.protocol = str("protocol", "tcp");
+    c.device_name = str("device_name", str("rdma_devices", ""));
+    c.master_server_addr = str("master_server_address", str("master_server_addr", kPyMasterServerAddr));
+    c.enable_offload = flag("enable_ssd_offload", false);
+    c.ssd.path = str("ssd_offload_path", "");
+    if (d.contains("tenant_id") && str("tenant_id", "default") != "default") c.tenant = str("tenant_id", "");
+    if (d.contains("zone")) c.zone = str("zone", "");
+    if (d.contains("enable_checksum")) c.enable_checksum = flag("enable_checksum", true);
+    // Security (docs/security.md): as yb-client's flags, over YB_AUTH_SECRET_FILE and YB_TLS_*.
+    if (d.contains("auth_secret_file")) c.auth_secret_file = str("auth_secret_file", "");
+    if (d.contains("tls_cert")) c.tls_cert = str("tls_cert", "");
+    if (d.contains("tls_key")) c.tls_key = str("tls_key", "");
+    if (d.contains("tls_ca")) c.tls_ca = str("tls_ca", "");
+    SetupExtras extras;
+    extras.enable_client_http_server = flag("enable_client_http_server", false);
+    extras.client_http_port = static_cast<int>(*port);
+    extras.client_http_host = str("client_http_host", extras.client_http_host);
+    return Connect(c, extras);
+  }
+
+  int InitAll(const std::string& protocol, const std::string& device_name, uint64_t mount_segment_size) {
+    return Setup("localhost", "P2PHANDSHAKE", mount_segment_size, kInitAllLocalBufferSize, protocol, device_name,
+                 kPyMasterServerAddr, py::none(), false, "", "default", false, kPyClientHttpPort);
   }
 
   int Close() {
-    if (!client_) return 0;
+    std::shared_ptr<yb::Client> old = std::move(client_);
+    std::unique_ptr<yb::tools::AdminHttp> http = std::move(http_);
     py::gil_scoped_release unlocked;
-    client_.reset();
+    http.reset();
+    old.reset();  // the client leaves once calls still running on other threads are done
     return 0;
   }
 
   int HealthCheck() {
-    if (!client_) return kInvalidParams;
+    auto c = client_;
+    if (!c) return kNotInitialized;
     py::gil_scoped_release unlocked;
-    return client_->HealthCheck().mooncake_code();
+    return c->HealthCheck().ok() ? kHealthy : kMasterUnreachable;
   }
 
-  int Put(const std::string& key, const py::buffer& value, const PyReplicateConfig& cfg) {
-    yb::Client& c = Ready();
-    py::buffer_info info = value.request();
-    uint64_t n = static_cast<uint64_t>(info.size * info.itemsize);
+  // ---- writes
+
+  int Put(const std::string& key, const py::object& value, const PyReplicateConfig& cfg) {
+    auto c = Ready("put");
+    if (!c) return kInvalidParams;
+    ByteView v(value, false, "put");
     py::gil_scoped_release unlocked;
-    return c.Put(key, info.ptr, n, cfg.ToCpp()).mooncake_code();
+    return c->Put(key, v.data(), v.size(), cfg.ToCpp()).mooncake_code();
   }
 
-  py::bytes Get(const std::string& key) {
-    yb::Client& c = Ready();
-    yb::Result<std::string> r(yb::Status(yb::Code::kInternal, ""));
-    {
-      py::gil_scoped_release unlocked;
-      r = c.Get(key);
+  int Upsert(const std::string& key, const py::object& value, const PyReplicateConfig& cfg) {
+    auto c = Ready("upsert");
+    if (!c) return kInvalidParams;
+    ByteView v(value, false, "upsert");
+    py::gil_scoped_release unlocked;
+    return c->Upsert(key, {{v.data(), v.size()}}, cfg.ToCpp()).mooncake_code();
+  }
+
+  // put_parts / upsert_parts: the parts, in order, as one object.
+  int PutParts(const std::string& key, const py::args& parts, const PyReplicateConfig& cfg, bool upsert) {
+    const char* what = upsert ? "upsert_parts" : "put_parts";
+    auto c = Ready(what);
+    if (!c) return kInvalidParams;
+    std::vector<ByteView> views;
+    std::vector<yb::Slice> slices;
+    views.reserve(parts.size());
+    for (const auto& p : parts) {
+      views.emplace_back(p, false, what);
+      if (views.back().size() > 0) slices.push_back({views.back().data(), views.back().size()});
     }
-    return r.ok() ? py::bytes(*r) : py::bytes();
+    py::gil_scoped_release unlocked;
+    return (upsert ? c->Upsert(key, slices, cfg.ToCpp()) : c->Put(key, slices, cfg.ToCpp())).mooncake_code();
   }
 
-  int PutBatch(const std::vector<std::string>& keys, const std::vector<py::buffer>& values,
-               const PyReplicateConfig& cfg) {
-    yb::Client& c = Ready();
-    if (keys.size() != values.size()) throw py::value_error("put_batch: keys and values differ in length");
-    std::vector<py::buffer_info> infos;
+  // put_batch / upsert_batch: one status for the batch (the first key's failure), as Mooncake's.
+  int PutBatch(const std::vector<std::string>& keys, const std::vector<py::object>& values,
+               const PyReplicateConfig& cfg, bool upsert) {
+    const char* what = upsert ? "upsert_batch" : "put_batch";
+    auto c = Ready(what);
+    if (!c) return kInvalidParams;
+    if (keys.size() != values.size()) return Invalid(std::string(what) + ": keys and values differ in length");
+    std::vector<ByteView> views;
     std::vector<std::vector<yb::Slice>> slices;
+    views.reserve(values.size());
     for (const auto& v : values) {
-      infos.push_back(v.request());
-      slices.push_back({{infos.back().ptr, static_cast<uint64_t>(infos.back().size * infos.back().itemsize)}});
+      views.emplace_back(v, false, what);
+      slices.push_back({{views.back().data(), views.back().size()}});
     }
     std::vector<yb::Status> res;
     {
       py::gil_scoped_release unlocked;
-      res = c.BatchPut(keys, slices, cfg.ToCpp());
+      res = Write(*c, keys, slices, cfg, upsert);
     }
     for (const auto& s : res) {
       if (!s.ok()) return s.mooncake_code();
@@ -206,105 +343,240 @@ class Store {
     return 0;
   }
 
-  std::vector<py::bytes> GetBatch(const std::vector<std::string>& keys) {
-    yb::Client& c = Ready();
-    std::vector<yb::Result<std::string>> res;
-    {
-      py::gil_scoped_release unlocked;
-      res = c.BatchGet(keys);
-    }
-    std::vector<py::bytes> out;
-    for (const auto& r : res) out.push_back(r.ok() ? py::bytes(*r) : py::bytes());
-    return out;
+  int PutFrom(const std::string& key, const py::object& buffer, uint64_t size, const PyReplicateConfig& cfg,
+              bool upsert) {
+    const char* what = upsert ? "upsert_from" : "put_from";
+    auto c = Ready(what);
+    if (!c) return kInvalidParams;
+    Memory m = ToMemory(buffer, size, false, what);
+    if (m.code != 0) return m.code;
+    py::gil_scoped_release unlocked;
+    std::vector<yb::Slice> s{{m.ptr, size}};
+    return (upsert ? c->Upsert(key, s, cfg.ToCpp()) : c->Put(key, s, cfg.ToCpp())).mooncake_code();
   }
 
-  int PutFrom(const std::string& key, const py::object& buffer, uint64_t size, const PyReplicateConfig& cfg) {
-    yb::Client& c = Ready();
-    Memory m = ToMemory(buffer, size, false, "put_from");
+  // The object is the metadata followed by the data, as Mooncake's put_from_with_metadata.
+  int PutFromWithMetadata(const std::string& key, const py::object& buffer, const py::object& metadata, uint64_t size,
+                          uint64_t metadata_size, const PyReplicateConfig& cfg) {
+    auto c = Ready("put_from_with_metadata");
+    if (!c) return kInvalidParams;
+    Memory data = ToMemory(buffer, size, false, "put_from_with_metadata");
+    Memory meta = ToMemory(metadata, metadata_size, false, "put_from_with_metadata");
+    if (data.code != 0) return data.code;
+    if (meta.code != 0) return meta.code;
+    std::vector<yb::Slice> slices;
+    if (metadata_size > 0) slices.push_back({meta.ptr, metadata_size});
+    if (size > 0) slices.push_back({data.ptr, size});
     py::gil_scoped_release unlocked;
-    return c.Put(key, m.ptr, size, cfg.ToCpp()).mooncake_code();
-  }
-
-  int64_t GetInto(const std::string& key, const py::object& buffer, uint64_t size) {
-    yb::Client& c = Ready();
-    Memory m = ToMemory(buffer, size, true, "get_into");
-    py::gil_scoped_release unlocked;
-    auto r = c.Get(key, m.ptr, size);
-    return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
+    return c->Put(key, slices, cfg.ToCpp()).mooncake_code();
   }
 
   std::vector<int> BatchPutFrom(const std::vector<std::string>& keys, const std::vector<py::object>& buffers,
-                                const std::vector<uint64_t>& sizes, const PyReplicateConfig& cfg) {
+                                const std::vector<uint64_t>& sizes, const PyReplicateConfig& cfg, bool upsert) {
+    const char* what = upsert ? "batch_upsert_from" : "batch_put_from";
+    if (!SameLength(keys.size(), buffers.size(), sizes.size(), what)) return Fill(keys.size());
     std::vector<std::vector<py::object>> multi;
     std::vector<std::vector<uint64_t>> multi_sizes;
-    Lengths(keys.size(), buffers.size(), sizes.size(), "batch_put_from");
     for (size_t i = 0; i < keys.size(); ++i) {
       multi.push_back({buffers[i]});
       multi_sizes.push_back({sizes[i]});
     }
-    return BatchPutFromMulti(keys, multi, multi_sizes, cfg);
-  }
-
-  std::vector<int64_t> BatchGetInto(const std::vector<std::string>& keys, const std::vector<py::object>& buffers,
-                                    const std::vector<uint64_t>& sizes) {
-    std::vector<std::vector<py::object>> multi;
-    std::vector<std::vector<uint64_t>> multi_sizes;
-    Lengths(keys.size(), buffers.size(), sizes.size(), "batch_get_into");
-    for (size_t i = 0; i < keys.size(); ++i) {
-      multi.push_back({buffers[i]});
-      multi_sizes.push_back({sizes[i]});
-    }
-    return BatchGetIntoMulti(keys, multi, multi_sizes, false);
+    return WriteMulti(keys, multi, multi_sizes, cfg, upsert, what);
   }
 
   std::vector<int> BatchPutFromMulti(const std::vector<std::string>& keys,
                                      const std::vector<std::vector<py::object>>& all_buffers,
                                      const std::vector<std::vector<uint64_t>>& all_sizes,
                                      const PyReplicateConfig& cfg) {
-    yb::Client& c = Ready();
-    Lengths(keys.size(), all_buffers.size(), all_sizes.size(), "batch_put_from_multi_buffers");
-    std::vector<Memory> keep;
-    auto slices = ToSlices(all_buffers, all_sizes, false, "batch_put_from_multi_buffers", keep);
-    std::vector<yb::Status> res;
+    return WriteMulti(keys, all_buffers, all_sizes, cfg, false, "batch_put_from_multi_buffers");
+  }
+
+  // ---- reads
+
+  py::bytes Get(const std::string& key) {
+    auto c = Ready("get");
+    if (!c) return py::bytes();
+    yb::Result<std::string> r(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;
-      res = c.BatchPut(keys, slices, cfg.ToCpp());
+      r = c->Get(key);
     }
-    std::vector<int> out;
-    for (const auto& s : res) out.push_back(s.mooncake_code());
+    return r.ok() ? py::bytes(*r) : py::bytes();
+  }
+
+  std::vector<py::bytes> GetBatch(const std::vector<std::string>& keys) {
+    auto c = Ready("get_batch");
+    if (!c) return std::vector<py::bytes>(keys.size(), py::bytes());
+    std::vector<yb::Result<std::string>> res;
+    {
+      py::gil_scoped_release unlocked;
+      res = c->BatchGet(keys);
+    }
+    std::vector<py::bytes> out;
+    for (const auto& r : res) out.push_back(r.ok() ? py::bytes(*r) : py::bytes());
     return out;
+  }
+
+  // The object's bytes in memory the returned handle owns; None on a miss.
+  py::object GetBuffer(const std::string& key) {
+    auto c = Ready("get_buffer");
+    if (!c) return py::none();
+    yb::Result<std::string> r(yb::Status(yb::Code::kInternal, ""));
+    {
+      py::gil_scoped_release unlocked;
+      r = c->Get(key);
+    }
+    if (!r.ok()) return py::none();
+    return py::cast(std::make_shared<BufferHandle>(std::move(r).value()));
+  }
+
+  py::list BatchGetBuffer(const std::vector<std::string>& keys) {
+    py::list out;
+    auto c = Ready("batch_get_buffer");
+    std::vector<yb::Result<std::string>> res;
+    if (c) {
+      py::gil_scoped_release unlocked;
+      res = c->BatchGet(keys);
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (i < res.size() && res[i].ok()) {
+        out.append(py::cast(std::make_shared<BufferHandle>(std::move(res[i]).value())));
+      } else {
+        out.append(py::none());
+      }
+    }
+    return out;
+  }
+
+  int64_t GetInto(const std::string& key, const py::object& buffer, uint64_t size) {
+    auto c = Ready("get_into");
+    if (!c) return kInvalidParams;
+    Memory m = ToMemory(buffer, size, true, "get_into");
+    if (m.code != 0) return m.code;
+    py::gil_scoped_release unlocked;
+    return SizeOrCode(c->Get(key, m.ptr, size));
+  }
+
+  std::vector<int64_t> BatchGetInto(const std::vector<std::string>& keys, const std::vector<py::object>& buffers,
+                                    const std::vector<uint64_t>& sizes) {
+    if (!SameLength(keys.size(), buffers.size(), sizes.size(), "batch_get_into")) return Fill64(keys.size());
+    std::vector<std::vector<py::object>> multi;
+    std::vector<std::vector<uint64_t>> multi_sizes;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      multi.push_back({buffers[i]});
+      multi_sizes.push_back({sizes[i]});
+    }
+    return ReadMulti(keys, multi, multi_sizes, "batch_get_into");
   }
 
   std::vector<int64_t> BatchGetIntoMulti(const std::vector<std::string>& keys,
                                          const std::vector<std::vector<py::object>>& all_buffers,
                                          const std::vector<std::vector<uint64_t>>& all_sizes, bool) {
-    yb::Client& c = Ready();
-    Lengths(keys.size(), all_buffers.size(), all_sizes.size(), "batch_get_into_multi_buffers");
-    std::vector<Memory> keep;
-    auto slices = ToSlices(all_buffers, all_sizes, true, "batch_get_into_multi_buffers", keep);
-    std::vector<yb::Result<uint64_t>> res;
+    return ReadMulti(keys, all_buffers, all_sizes, "batch_get_into_multi_buffers");
+  }
+
+  // Byte ranges of objects into caller buffers: for buffer i, key j of all_keys[i], fragment k
+  // copies all_sizes[i][j][k] bytes from offset all_src_offsets[i][j][k] of the object to offset
+  // all_dst_offsets[i][j][k] of buffer i. Each fragment answers its size or a negative code.
+  // Every object is read once whole (staged), however many fragments name it.
+  std::vector<std::vector<std::vector<int64_t>>> GetIntoRanges(
+      const std::vector<py::object>& buffers, const std::vector<std::vector<std::string>>& all_keys,
+      const std::vector<std::vector<std::vector<uint64_t>>>& all_dst_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& all_src_offsets,
+      const std::vector<std::vector<std::vector<uint64_t>>>& all_sizes) {
+    const char* what = "get_into_ranges";
+    std::vector<std::vector<std::vector<int64_t>>> out(buffers.size());
+    // The shape is checked first: each fragment gets a code, even when nothing can be read.
+    bool shaped = all_keys.size() == buffers.size() && all_dst_offsets.size() == buffers.size() &&
+                  all_src_offsets.size() == buffers.size() && all_sizes.size() == buffers.size();
+    for (size_t i = 0; shaped && i < buffers.size(); ++i) {
+      const size_t nk = all_keys[i].size();
+      shaped = all_dst_offsets[i].size() == nk && all_src_offsets[i].size() == nk && all_sizes[i].size() == nk;
+      for (size_t j = 0; shaped && j < nk; ++j) {
+        shaped = all_dst_offsets[i][j].size() == all_sizes[i][j].size() &&
+                 all_src_offsets[i][j].size() == all_sizes[i][j].size();
+      }
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const size_t nk = i < all_keys.size() ? all_keys[i].size() : 0;
+      out[i].resize(nk);
+      for (size_t j = 0; j < nk; ++j) {
+        const size_t nf = i < all_sizes.size() && j < all_sizes[i].size() ? all_sizes[i][j].size() : 1;
+        out[i][j].assign(nf, kInvalidParams);
+      }
+    }
+    if (!shaped) {
+      LogError(std::string(what) + ": buffers, keys, offsets and sizes differ in shape");
+      return out;
+    }
+    auto c = Ready(what);
+    if (!c) return out;
+    // The memory each buffer must span: its furthest fragment end.
+    std::vector<Memory> mem;
+    mem.reserve(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      uint64_t end = 0;
+      for (size_t j = 0; j < all_keys[i].size(); ++j) {
+        for (size_t k = 0; k < all_sizes[i][j].size(); ++k) {
+          end = std::max(end, all_dst_offsets[i][j][k] + all_sizes[i][j][k]);
+        }
+      }
+      mem.push_back(ToMemory(buffers[i], end, true, what));
+    }
+    std::vector<std::string> distinct;
+    {
+      std::set<std::string> seen;
+      for (const auto& ks : all_keys) {
+        for (const auto& k : ks) {
+          if (seen.insert(k).second) distinct.push_back(k);
+        }
+      }
+    }
+    std::vector<yb::Result<std::string>> objects;
     {
       py::gil_scoped_release unlocked;
-      res = c.BatchGet(keys, slices);
+      objects = c->BatchGet(distinct);
+      std::map<std::string, const yb::Result<std::string>*> by_key;
+      for (size_t d = 0; d < distinct.size(); ++d) by_key[distinct[d]] = &objects[d];
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        for (size_t j = 0; j < all_keys[i].size(); ++j) {
+          const yb::Result<std::string>& obj = *by_key[all_keys[i][j]];
+          for (size_t k = 0; k < all_sizes[i][j].size(); ++k) {
+            const uint64_t src = all_src_offsets[i][j][k], dst = all_dst_offsets[i][j][k], n = all_sizes[i][j][k];
+            if (mem[i].code != 0) {
+              out[i][j][k] = mem[i].code;
+            } else if (!obj.ok()) {
+              out[i][j][k] = obj.status().mooncake_code();
+            } else if (src > obj->size() || n > obj->size() - src) {
+              out[i][j][k] = kInvalidParams;  // past the object's end
+            } else {
+              if (n > 0) std::memcpy(static_cast<char*>(mem[i].ptr) + dst, obj->data() + src, n);
+              out[i][j][k] = static_cast<int64_t>(n);
+            }
+          }
+        }
+      }
     }
-    std::vector<int64_t> out;
-    for (const auto& r : res) out.push_back(r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code());
     return out;
   }
 
+  // ---- metadata and removal
+
   int IsExist(const std::string& key) {
-    yb::Client& c = Ready();
+    auto c = Ready("is_exist");
+    if (!c) return kInvalidParams;
     py::gil_scoped_release unlocked;
-    auto r = c.IsExist(key);
+    auto r = c->IsExist(key);
     return r.ok() ? (*r ? 1 : 0) : r.status().mooncake_code();
   }
 
   std::vector<int> BatchIsExist(const std::vector<std::string>& keys) {
-    yb::Client& c = Ready();
+    auto c = Ready("batch_is_exist");
+    if (!c) return Fill(keys.size());
     std::vector<yb::Result<bool>> res;
     {
       py::gil_scoped_release unlocked;
-      res = c.BatchIsExist(keys);
+      res = c->BatchIsExist(keys);
     }
     std::vector<int> out;
     for (const auto& r : res) out.push_back(r.ok() ? (*r ? 1 : 0) : r.status().mooncake_code());
@@ -313,13 +585,14 @@ class Store {
 
   // Where a key's replicas are, memory or disk; empty on a miss.
   std::vector<PyReplicaDescriptor> GetReplicaDesc(const std::string& key) {
-    yb::Client& c = Ready();
+    std::vector<PyReplicaDescriptor> out;
+    auto c = Ready("get_replica_desc");
+    if (!c) return out;
     yb::Result<yb::Client::QueryResult> q(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;
-      q = c.Query(key);
+      q = c->Query(key);
     }
-    std::vector<PyReplicaDescriptor> out;
     if (q.ok()) {
       for (const auto& r : q->replicas) out.push_back(PyReplicaDescriptor{r});
     }
@@ -333,150 +606,230 @@ class Store {
   }
 
   int64_t GetSize(const std::string& key) {
-    yb::Client& c = Ready();
+    auto c = Ready("get_size");
+    if (!c) return kInvalidParams;
     py::gil_scoped_release unlocked;
-    auto r = c.GetSize(key);
-    return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
+    return SizeOrCode(c->GetSize(key));
   }
 
   int Remove(const std::string& key, bool force) {
-    yb::Client& c = Ready();
+    auto c = Ready("remove");
+    if (!c) return kInvalidParams;
     py::gil_scoped_release unlocked;
-    return c.Remove(key, force).mooncake_code();
+    return c->Remove(key, force).mooncake_code();
   }
 
   int64_t RemoveByRegex(const std::string& pattern, bool force) {
-    yb::Client& c = Ready();
+    auto c = Ready("remove_by_regex");
+    if (!c) return kInvalidParams;
     py::gil_scoped_release unlocked;
-    auto r = c.RemoveByRegex(pattern, force);
-    return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
+    return SizeOrCode(c->RemoveByRegex(pattern, force));
   }
 
   int64_t RemoveAll(bool force) {
-    yb::Client& c = Ready();
+    auto c = Ready("remove_all");
+    if (!c) return kInvalidParams;
     py::gil_scoped_release unlocked;
-    auto r = c.RemoveAll(force);
-    return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
+    return SizeOrCode(c->RemoveAll(force));
   }
 
   std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force) {
-    yb::Client& c = Ready();
+    auto c = Ready("batch_remove");
+    if (!c) return Fill(keys.size());
     std::vector<yb::Status> res;
     {
       py::gil_scoped_release unlocked;
-      res = c.BatchRemove(keys, force);
+      res = c->BatchRemove(keys, force);
     }
-    std::vector<int> out;
-    for (const auto& s : res) out.push_back(s.mooncake_code());
-    return out;
+    return Codes(res);
   }
 
+  // ---- registered memory
+
   int RegisterBuffer(const py::object& buffer, uint64_t size) {
-    yb::Client& c = Ready();
-    void* p = nullptr;
-    if (py::isinstance<py::int_>(buffer)) {
-      p = reinterpret_cast<void*>(buffer.cast<uintptr_t>());
-    } else if (py::isinstance<py::buffer>(buffer)) {
-      py::buffer_info info = buffer.cast<py::buffer>().request();
-      if (static_cast<uint64_t>(info.size * info.itemsize) < size) {
-        throw py::value_error("register_buffer: size exceeds the buffer");
-      }
-      p = info.ptr;
-    } else {
-      throw py::type_error("register_buffer: buffer_ptr must be an int address or a buffer object");
-    }
-    return c.RegisterBuffer(p, size).mooncake_code();
+    auto c = Ready("register_buffer");
+    if (!c) return kInvalidParams;
+    Memory m = ToMemory(buffer, size, false, "register_buffer");
+    if (m.code != 0) return m.code;
+    return c->RegisterBuffer(m.ptr, size).mooncake_code();
   }
 
   int UnregisterBuffer(const py::object& buffer) {
-    yb::Client& c = Ready();
-    void* p = nullptr;
-    if (py::isinstance<py::int_>(buffer)) {
-      p = reinterpret_cast<void*>(buffer.cast<uintptr_t>());
-    } else if (py::isinstance<py::buffer>(buffer)) {
-      p = buffer.cast<py::buffer>().request().ptr;
-    } else {
-      throw py::type_error("unregister_buffer: buffer_ptr must be an int address or a buffer object");
-    }
-    return c.UnregisterBuffer(p).mooncake_code();
+    auto c = Ready("unregister_buffer");
+    if (!c) return kInvalidParams;
+    Memory m = ToMemory(buffer, 0, false, "unregister_buffer");
+    if (m.code != 0) return m.code;
+    return c->UnregisterBuffer(m.ptr).mooncake_code();
   }
 
-  std::string GetHostname() { return Ready().hostname(); }
+  std::string GetHostname() {
+    auto c = Ready("get_hostname");
+    return c ? c->hostname() : std::string();
+  }
 
  private:
-  static int Error(const yb::Status& st) {
-    py::module_::import("logging").attr("getLogger")("yuebing").attr("error")(st.ToString());
-    return st.mooncake_code();
-  }
-
-  yb::Client& Ready() {
-    if (!client_) throw std::runtime_error("MooncakeDistributedStore is not set up: call setup() first");
-    return *client_;
-  }
-
-  static void Lengths(size_t keys, size_t buffers, size_t sizes, const char* what) {
-    if (keys != buffers || keys != sizes) {
-      throw py::value_error(std::string(what) + ": keys, buffers and sizes differ in length");
+  int Connect(const yb::ClientConfig& c, const SetupExtras& extras) {
+    if (client_) return Error(yb::Status(yb::Code::kInvalidParams, "setup: this store is already set up"));
+    yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
+    {
+      py::gil_scoped_release unlocked;
+      yb::EnableEmbeddedMaster();
+      r = yb::Client::Connect(c);
     }
+    if (!r.ok()) return Error(r.status());
+    std::shared_ptr<yb::Client> client = std::move(r).value();
+    if (extras.enable_client_http_server) {
+      auto http = std::make_unique<yb::tools::AdminHttp>();
+      std::weak_ptr<yb::Client> weak = client;
+      yb::tools::AddClientRoutes(http->server(), [weak]() -> std::optional<yb::ClientStats> {
+        auto c = weak.lock();
+        if (!c) return std::nullopt;
+        return c->Stats();
+      });
+      bool started = false;
+      {
+        py::gil_scoped_release unlocked;
+        started = http->Start("MooncakeDistributedStore", extras.client_http_host, extras.client_http_port);
+      }
+      if (!started) {
+        {
+          py::gil_scoped_release unlocked;
+          client.reset();
+        }
+        return Error(yb::Status(yb::Code::kInvalidParams, "setup: cannot serve the client HTTP server on " +
+                                                              extras.client_http_host + ":" +
+                                                              std::to_string(extras.client_http_port)));
+      }
+      http_ = std::move(http);
+    }
+    client_ = std::move(client);
+    return 0;
   }
 
-  Memory ToMemory(const py::object& buffer, uint64_t size, bool writable, const char* what) {
+  // The client, or null (logged) when setup() has not succeeded or close() ran.
+  std::shared_ptr<yb::Client> Ready(const char* what) {
+    if (!client_) LogError(std::string(what) + ": the store is not set up (call setup() first)");
+    return client_;
+  }
+
+  static int Invalid(const std::string& message) {
+    LogError(message);
+    return kInvalidParams;
+  }
+  static std::vector<int> Fill(size_t n) { return std::vector<int>(n, kInvalidParams); }
+  static std::vector<int64_t> Fill64(size_t n) { return std::vector<int64_t>(n, kInvalidParams); }
+
+  static bool SameLength(size_t keys, size_t buffers, size_t sizes, const char* what) {
+    if (keys == buffers && keys == sizes) return true;
+    LogError(std::string(what) + ": keys, buffers and sizes differ in length");
+    return false;
+  }
+
+  static std::vector<yb::Status> Write(yb::Client& c, const std::vector<std::string>& keys,
+                                       const std::vector<std::vector<yb::Slice>>& slices, const PyReplicateConfig& cfg,
+                                       bool upsert) {
+    return upsert ? c.BatchUpsert(keys, slices, cfg.ToCpp()) : c.BatchPut(keys, slices, cfg.ToCpp());
+  }
+
+  // An int address is used as it is (0 with a size is refused); a buffer object must hold `size`
+  // bytes. A wrong type raises TypeError.
+  static Memory ToMemory(const py::object& buffer, uint64_t size, bool writable, const char* what) {
     Memory m;
     m.size = size;
     if (py::isinstance<py::int_>(buffer)) {
       m.ptr = reinterpret_cast<void*>(buffer.cast<uintptr_t>());
-      if (!client_->IsRegistered(m.ptr, size)) {
-        throw py::value_error(std::string(what) + ": address " + std::to_string(buffer.cast<uintptr_t>()) +
-                              " with size " + std::to_string(size) +
-                              " is not inside a registered buffer (call register_buffer first)");
-      }
+      if (!m.ptr && size > 0) m.code = Invalid(std::string(what) + ": null address");
       return m;
     }
-    if (!py::isinstance<py::buffer>(buffer)) {
-      throw py::type_error(std::string(what) + ": buffer must be an int address or a buffer object");
+    m.view.emplace(buffer, writable, what);
+    if (size > m.view->size()) {
+      m.code = Invalid(std::string(what) + ": size " + std::to_string(size) + " exceeds the buffer's " +
+                       std::to_string(m.view->size()) + " bytes");
     }
-    m.info = buffer.cast<py::buffer>().request(writable);
-    uint64_t have = static_cast<uint64_t>(m.info->size * m.info->itemsize);
-    if (size > have) {
-      throw py::value_error(std::string(what) + ": size " + std::to_string(size) + " exceeds the buffer's " +
-                            std::to_string(have) + " bytes");
-    }
-    m.ptr = m.info->ptr;
+    m.ptr = m.view->data();
     return m;
   }
 
-  std::vector<std::vector<yb::Slice>> ToSlices(const std::vector<std::vector<py::object>>& all_buffers,
-                                               const std::vector<std::vector<uint64_t>>& all_sizes, bool writable,
-                                               const char* what, std::vector<Memory>& keep) {
-    std::vector<std::vector<yb::Slice>> out;
+  // Each key's memory as slices; a key whose memory cannot be used gets its code in `codes`.
+  static std::vector<std::vector<yb::Slice>> ToSlices(const std::vector<std::vector<py::object>>& all_buffers,
+                                                      const std::vector<std::vector<uint64_t>>& all_sizes,
+                                                      bool writable, const char* what, std::vector<Memory>& keep,
+                                                      std::vector<int>& codes) {
+    std::vector<std::vector<yb::Slice>> out(all_buffers.size());
+    codes.assign(all_buffers.size(), 0);
+    size_t total = 0;
+    for (const auto& b : all_buffers) total += b.size();
+    keep.reserve(total);
     for (size_t i = 0; i < all_buffers.size(); ++i) {
       if (all_buffers[i].size() != all_sizes[i].size()) {
-        throw py::value_error(std::string(what) + ": buffers and sizes of key " + std::to_string(i) +
-                              " differ in length");
+        codes[i] = Invalid(std::string(what) + ": buffers and sizes of key " + std::to_string(i) + " differ in length");
+        continue;
       }
-      std::vector<yb::Slice> slices;
       for (size_t j = 0; j < all_buffers[i].size(); ++j) {
         keep.push_back(ToMemory(all_buffers[i][j], all_sizes[i][j], writable, what));
-        slices.push_back({keep.back().ptr, all_sizes[i][j]});
+        if (keep.back().code != 0) codes[i] = keep.back().code;
+        out[i].push_back({keep.back().ptr, all_sizes[i][j]});
       }
-      out.push_back(std::move(slices));
     }
     return out;
   }
 
-  std::unique_ptr<yb::Client> client_;
-  std::string zone_;  // setup(dict)'s "zone" (else YB_ZONE)
-  std::optional<bool> enable_checksum_;
-  // setup(dict)'s security keys, set over what the environment gave.
-  using Field = std::string* (*)(yb::ClientConfig&);
-  static constexpr std::pair<const char*, Field> kSecurityKeys[] = {
-      {"auth_secret_file", [](yb::ClientConfig& c) { return &c.auth_secret_file; }},
-      {"tls_cert", [](yb::ClientConfig& c) { return &c.tls_cert; }},
-      {"tls_key", [](yb::ClientConfig& c) { return &c.tls_key; }},
-      {"tls_ca", [](yb::ClientConfig& c) { return &c.tls_ca; }},
-  };
-  std::vector<std::pair<Field, std::string>>
-      security_;  // setup(dict)'s "enable_checksum" (else YB_ENABLE_CHECKSUM, else on)
+  // The keys whose memory is usable go to the store together; the others answer their codes.
+  template <typename Out, typename Call>
+  std::vector<Out> Batched(const std::vector<std::string>& keys, const std::vector<std::vector<yb::Slice>>& slices,
+                           const std::vector<int>& codes, Call call) {
+    std::vector<Out> out(keys.size());
+    std::vector<size_t> go;
+    std::vector<std::string> go_keys;
+    std::vector<std::vector<yb::Slice>> go_slices;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (codes[i] != 0) {
+        out[i] = codes[i];
+      } else {
+        go.push_back(i);
+        go_keys.push_back(keys[i]);
+        go_slices.push_back(slices[i]);
+      }
+    }
+    if (go.empty()) return out;
+    py::gil_scoped_release unlocked;
+    std::vector<Out> res = call(go_keys, go_slices);
+    for (size_t k = 0; k < go.size(); ++k) out[go[k]] = res[k];
+    return out;
+  }
+
+  std::vector<int> WriteMulti(const std::vector<std::string>& keys,
+                              const std::vector<std::vector<py::object>>& all_buffers,
+                              const std::vector<std::vector<uint64_t>>& all_sizes, const PyReplicateConfig& cfg,
+                              bool upsert, const char* what) {
+    auto c = Ready(what);
+    if (!c) return Fill(keys.size());
+    if (!SameLength(keys.size(), all_buffers.size(), all_sizes.size(), what)) return Fill(keys.size());
+    std::vector<Memory> keep;
+    std::vector<int> codes;
+    auto slices = ToSlices(all_buffers, all_sizes, false, what, keep, codes);
+    return Batched<int>(keys, slices, codes,
+                        [&](const auto& k, const auto& s) { return Codes(Write(*c, k, s, cfg, upsert)); });
+  }
+
+  std::vector<int64_t> ReadMulti(const std::vector<std::string>& keys,
+                                 const std::vector<std::vector<py::object>>& all_buffers,
+                                 const std::vector<std::vector<uint64_t>>& all_sizes, const char* what) {
+    auto c = Ready(what);
+    if (!c) return Fill64(keys.size());
+    if (!SameLength(keys.size(), all_buffers.size(), all_sizes.size(), what)) return Fill64(keys.size());
+    std::vector<Memory> keep;
+    std::vector<int> codes;
+    auto slices = ToSlices(all_buffers, all_sizes, true, what, keep, codes);
+    return Batched<int64_t>(keys, slices, codes, [&](const auto& k, const auto& s) {
+      std::vector<int64_t> out;
+      for (const auto& r : c->BatchGet(k, s)) out.push_back(SizeOrCode(r));
+      return out;
+    });
+  }
+
+  std::shared_ptr<yb::Client> client_;
+  std::unique_ptr<yb::tools::AdminHttp> http_;  // setup's enable_client_http_server
 };
 
 }  // namespace
@@ -506,6 +859,11 @@ PYBIND11_MODULE(_yuebing, m) {
                PyReplicaDescriptor::StatusName(r.d.status) + ", segment=" + std::to_string(r.d.segment) +
                ", size=" + std::to_string(r.d.size) + ")";
       });
+  py::enum_<SoftPinAction>(m, "SoftPinAction")
+      .value("PRESERVE", SoftPinAction::kPreserve)
+      .value("ENABLE", SoftPinAction::kEnable)
+      .value("DISABLE", SoftPinAction::kDisable)
+      .export_values();
   py::class_<PyReplicateConfig>(m, "ReplicateConfig")
       .def(py::init<>())
       .def_readwrite("replica_num", &PyReplicateConfig::replica_num)
@@ -514,47 +872,111 @@ PYBIND11_MODULE(_yuebing, m) {
       .def_readwrite("preferred_segments", &PyReplicateConfig::preferred_segments)
       .def_readwrite("preferred_segment", &PyReplicateConfig::preferred_segment)
       .def_readwrite("prefer_alloc_in_same_node", &PyReplicateConfig::prefer_alloc_in_same_node)
+      .def_readwrite("soft_pin_action", &PyReplicateConfig::soft_pin_action)
+      .def_readwrite("soft_pin_ttl_ms", &PyReplicateConfig::soft_pin_ttl_ms)
       .def("__repr__", [](const PyReplicateConfig& c) {
         return "ReplicateConfig(replica_num=" + std::to_string(c.replica_num) +
                ", with_soft_pin=" + (c.with_soft_pin ? "True" : "False") +
-               ", with_hard_pin=" + (c.with_hard_pin ? "True" : "False") + ")";
+               ", with_hard_pin=" + (c.with_hard_pin ? "True" : "False") + ", preferred_segment='" +
+               c.preferred_segment +
+               "', prefer_alloc_in_same_node=" + (c.prefer_alloc_in_same_node ? "True" : "False") + ")";
+      });
+  py::class_<BufferHandle, std::shared_ptr<BufferHandle>>(m, "BufferHandle", py::buffer_protocol())
+      .def("ptr", [](BufferHandle& b) { return reinterpret_cast<uintptr_t>(b.ptr()); })
+      .def("size", &BufferHandle::size)
+      .def("__len__", &BufferHandle::size)
+      .def_buffer([](BufferHandle& b) {
+        return py::buffer_info(b.ptr(), 1, py::format_descriptor<char>::format(), 1,
+                               {static_cast<py::ssize_t>(b.size())}, {py::ssize_t{1}});
       });
   using PR = PyReplicateConfig;
+  using S = Store;
   py::class_<Store>(m, "MooncakeDistributedStore")
       .def(py::init<>())
-      .def("setup", &Store::Setup, py::arg("local_hostname"), py::arg("metadata_server"),
+      .def("setup", &S::Setup, py::arg("local_hostname"), py::arg("metadata_server"),
            py::arg("global_segment_size") = kPyGlobalSegmentSize,
            py::arg("local_buffer_size") = yb::ClientConfig{}.local_buffer_size, py::arg("protocol") = "tcp",
            py::arg("rdma_devices") = "", py::arg("master_server_addr") = kPyMasterServerAddr,
            py::arg("engine") = py::none(), py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
-           py::arg("tenant_id") = "default")
-      .def("setup", &Store::SetupFromDict, py::arg("config"))
-      .def("close", &Store::Close)
-      .def("health_check", &Store::HealthCheck)
-      .def("put", &Store::Put, py::arg("key"), py::arg("value"), py::arg("config") = PR())
-      .def("get", &Store::Get, py::arg("key"))
-      .def("put_batch", &Store::PutBatch, py::arg("keys"), py::arg("values"), py::arg("config") = PR())
-      .def("get_batch", &Store::GetBatch, py::arg("keys"))
-      .def("put_from", &Store::PutFrom, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"),
-           py::arg("config") = PR())
-      .def("get_into", &Store::GetInto, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"))
-      .def("batch_put_from", &Store::BatchPutFrom, py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"),
-           py::arg("config") = PR())
-      .def("batch_get_into", &Store::BatchGetInto, py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"))
-      .def("batch_put_from_multi_buffers", &Store::BatchPutFromMulti, py::arg("keys"), py::arg("all_buffer_ptrs"),
+           py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
+           py::arg("client_http_port") = kPyClientHttpPort)
+      .def("setup", &S::SetupFromDict, py::arg("config"))
+      .def("init_all", &S::InitAll, py::arg("protocol"), py::arg("device_name"),
+           py::arg("mount_segment_size") = 16ULL << 20)
+      .def("close", &S::Close)
+      .def("health_check", &S::HealthCheck, "0 healthy, 1 not set up (or closed), 2 the master does not answer")
+      .def(
+          "put", [](S& s, const std::string& k, const py::object& v, const PR& c) { return s.Put(k, v, c); },
+          py::arg("key"), py::arg("value"), py::arg("config") = PR())
+      .def(
+          "upsert", [](S& s, const std::string& k, const py::object& v, const PR& c) { return s.Upsert(k, v, c); },
+          py::arg("key"), py::arg("value"), py::arg("config") = PR())
+      .def(
+          "put_parts",
+          [](S& s, const std::string& k, const py::args& parts, const PR& c) { return s.PutParts(k, parts, c, false); },
+          py::arg("key"), py::arg("config") = PR())
+      .def(
+          "upsert_parts",
+          [](S& s, const std::string& k, const py::args& parts, const PR& c) { return s.PutParts(k, parts, c, true); },
+          py::arg("key"), py::arg("config") = PR())
+      .def(
+          "put_batch",
+          [](S& s, const std::vector<std::string>& k, const std::vector<py::object>& v, const PR& c) {
+            return s.PutBatch(k, v, c, false);
+          },
+          py::arg("keys"), py::arg("values"), py::arg("config") = PR())
+      .def(
+          "upsert_batch",
+          [](S& s, const std::vector<std::string>& k, const std::vector<py::object>& v, const PR& c) {
+            return s.PutBatch(k, v, c, true);
+          },
+          py::arg("keys"), py::arg("values"), py::arg("config") = PR())
+      .def("get", &S::Get, py::arg("key"))
+      .def("get_batch", &S::GetBatch, py::arg("keys"))
+      .def("get_buffer", &S::GetBuffer, py::arg("key"))
+      .def("batch_get_buffer", &S::BatchGetBuffer, py::arg("keys"))
+      .def(
+          "put_from",
+          [](S& s, const std::string& k, const py::object& b, uint64_t n, const PR& c) {
+            return s.PutFrom(k, b, n, c, false);
+          },
+          py::arg("key"), py::arg("buffer_ptr"), py::arg("size"), py::arg("config") = PR())
+      .def(
+          "upsert_from",
+          [](S& s, const std::string& k, const py::object& b, uint64_t n, const PR& c) {
+            return s.PutFrom(k, b, n, c, true);
+          },
+          py::arg("key"), py::arg("buffer_ptr"), py::arg("size"), py::arg("config") = PR())
+      .def("put_from_with_metadata", &S::PutFromWithMetadata, py::arg("key"), py::arg("buffer_ptr"),
+           py::arg("metadata_buffer_ptr"), py::arg("size"), py::arg("metadata_size"), py::arg("config") = PR())
+      .def("get_into", &S::GetInto, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"))
+      .def(
+          "batch_put_from",
+          [](S& s, const std::vector<std::string>& k, const std::vector<py::object>& b, const std::vector<uint64_t>& n,
+             const PR& c) { return s.BatchPutFrom(k, b, n, c, false); },
+          py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"), py::arg("config") = PR())
+      .def(
+          "batch_upsert_from",
+          [](S& s, const std::vector<std::string>& k, const std::vector<py::object>& b, const std::vector<uint64_t>& n,
+             const PR& c) { return s.BatchPutFrom(k, b, n, c, true); },
+          py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"), py::arg("config") = PR())
+      .def("batch_get_into", &S::BatchGetInto, py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"))
+      .def("batch_put_from_multi_buffers", &S::BatchPutFromMulti, py::arg("keys"), py::arg("all_buffer_ptrs"),
            py::arg("all_sizes"), py::arg("config") = PR())
-      .def("batch_get_into_multi_buffers", &Store::BatchGetIntoMulti, py::arg("keys"), py::arg("all_buffer_ptrs"),
+      .def("batch_get_into_multi_buffers", &S::BatchGetIntoMulti, py::arg("keys"), py::arg("all_buffer_ptrs"),
            py::arg("all_sizes"), py::arg("prefer_alloc_in_same_node") = false)
-      .def("is_exist", &Store::IsExist, py::arg("key"))
-      .def("batch_is_exist", &Store::BatchIsExist, py::arg("keys"))
-      .def("get_size", &Store::GetSize, py::arg("key"))
-      .def("get_replica_desc", &Store::GetReplicaDesc, py::arg("key"))
-      .def("batch_get_replica_desc", &Store::BatchGetReplicaDesc, py::arg("keys"))
-      .def("remove", &Store::Remove, py::arg("key"), py::arg("force") = false)
-      .def("remove_by_regex", &Store::RemoveByRegex, py::arg("regex_pattern"), py::arg("force") = false)
-      .def("remove_all", &Store::RemoveAll, py::arg("force") = false)
-      .def("batch_remove", &Store::BatchRemove, py::arg("keys"), py::arg("force") = false)
-      .def("register_buffer", &Store::RegisterBuffer, py::arg("buffer_ptr"), py::arg("size"))
-      .def("unregister_buffer", &Store::UnregisterBuffer, py::arg("buffer_ptr"))
-      .def("get_hostname", &Store::GetHostname);
+      .def("get_into_ranges", &S::GetIntoRanges, py::arg("buffer_ptrs"), py::arg("all_keys"),
+           py::arg("all_dst_offsets"), py::arg("all_src_offsets"), py::arg("all_sizes"))
+      .def("is_exist", &S::IsExist, py::arg("key"))
+      .def("batch_is_exist", &S::BatchIsExist, py::arg("keys"))
+      .def("get_size", &S::GetSize, py::arg("key"))
+      .def("get_replica_desc", &S::GetReplicaDesc, py::arg("key"))
+      .def("batch_get_replica_desc", &S::BatchGetReplicaDesc, py::arg("keys"))
+      .def("remove", &S::Remove, py::arg("key"), py::arg("force") = false)
+      .def("remove_by_regex", &S::RemoveByRegex, py::arg("regex_pattern"), py::arg("force") = false)
+      .def("remove_all", &S::RemoveAll, py::arg("force") = false)
+      .def("batch_remove", &S::BatchRemove, py::arg("keys"), py::arg("force") = false)
+      .def("register_buffer", &S::RegisterBuffer, py::arg("buffer_ptr"), py::arg("size"))
+      .def("unregister_buffer", &S::UnregisterBuffer, py::arg("buffer_ptr"))
+      .def("get_hostname", &S::GetHostname);
 }

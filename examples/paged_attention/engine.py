@@ -8,6 +8,11 @@ free-block queue and reference counts. The connector saves computed K/V blocks t
 finds the longest stored prefix, allocates fresh blocks, loads them (batch_get_into_multi_buffers),
 writes the new block ids into the block table and computes only the rest.
 
+With --connector lmcache the blocks travel as LMCache's Mooncake connector moves them by default
+(save_chunk_meta on): one object per block holding a 28-byte metadata header and the block's K and
+V bytes, saved with put_parts after an is_exist probe, loaded with batch_get_buffer and copied out
+of the returned buffers, under LMCache-shaped keys ("vllm@model@world_size@worker@hash").
+
 Run as an "instance": python3 engine.py --master HOST:PORT --prompt-seed S --shared-prefix N ...
 It prints one JSON line: hit blocks, prefill times, and whether the output with loaded blocks
 equals a full recompute exactly.
@@ -16,6 +21,7 @@ import argparse
 import collections
 import hashlib
 import json
+import struct
 import time
 
 import numpy as np
@@ -134,6 +140,51 @@ class Connector:
         return loaded
 
 
+class LMCacheConnector:
+    """The same blocks through LMCache's default Mooncake path: put_parts(key, metadata, kv bytes)
+    and batch_get_buffer, a 28-byte header (length, 4 shape dims, dtype, format as int32) first."""
+
+    META = struct.Struct("<7i")  # LMCache's RemoteMetadata is 28 bytes: 7 int32
+    FLOAT64, KV_2LTD = 7, 1     # the dtype and memory-format numbers written in the header
+
+    def __init__(self, store, pool):
+        self.store, self.pool = store, pool
+
+    @staticmethod
+    def key(block_hash):
+        return f"vllm@{MODEL}@1@0@{block_hash}"
+
+    def save(self, hashes, block_table):
+        saved = 0
+        for h, b in zip(hashes, block_table):
+            if self.store.is_exist(self.key(h)) == 1:
+                continue
+            kv = np.stack([self.pool.k[b], self.pool.v[b]])  # the chunk: [K/V, tokens, dim]
+            meta = self.META.pack(kv.nbytes, *kv.shape, 0, self.FLOAT64, self.KV_2LTD)
+            if self.store.put_parts(self.key(h), meta, memoryview(kv).cast("B")) == 0:
+                saved += 1
+        return saved
+
+    def load_prefix(self, hashes, block_table):
+        hits = 0
+        while hits < len(hashes) and self.store.is_exist(self.key(hashes[hits])) == 1:
+            hits += 1
+        if hits == 0:
+            return 0
+        loaded = 0
+        for buf in self.store.batch_get_buffer([self.key(h) for h in hashes[:hits]]):
+            if buf is None:  # lost meanwhile: the prefix ends here
+                break
+            length, d0, d1, d2, _, dtype, fmt = self.META.unpack_from(memoryview(buf), 0)
+            assert (dtype, fmt) == (self.FLOAT64, self.KV_2LTD) and len(buf) == length + self.META.size
+            kv = np.frombuffer(buf, dtype=np.float64, count=length // 8, offset=self.META.size).reshape(d0, d1, d2)
+            b = self.pool.allocate()
+            self.pool.k[b], self.pool.v[b] = kv[0], kv[1]
+            block_table.append(b)
+            loaded += 1
+        return loaded
+
+
 def prefill(layer, pool, tokens, block_table, start_block):
     """Computes K/V for blocks start_block.. into fresh device blocks; returns the last block's output."""
     for i in range(start_block, len(tokens) // BLOCK):
@@ -153,6 +204,9 @@ def main():
     ap.add_argument("--prompt-seed", type=int, default=1, help="seed of this request's own tokens")
     ap.add_argument("--shared-prefix", type=int, default=256, help="tokens shared by every request")
     ap.add_argument("--tokens", type=int, default=512, help="prompt length (a multiple of 16)")
+    ap.add_argument("--connector", choices=["vllm", "lmcache"], default="vllm",
+                    help="move blocks as vLLM's connector (multi-buffer batches) or LMCache's (put_parts + "
+                    "batch_get_buffer)")
     args = ap.parse_args()
     from yuebing import MooncakeDistributedStore
 
@@ -167,7 +221,7 @@ def main():
     hashes = block_hashes(tokens)
 
     pool = BlockPool(num_blocks=4 * len(hashes), dim=layer.dim)
-    conn = Connector(store, pool)
+    conn = (LMCacheConnector if args.connector == "lmcache" else Connector)(store, pool)
     table = []
     t0 = time.perf_counter()
     hits = conn.load_prefix(hashes, table)

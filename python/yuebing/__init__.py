@@ -1,8 +1,17 @@
 """Yuebing: a distributed KV-cache store for LLM inference.
 
 `MooncakeDistributedStore` and `ReplicateConfig` have the method names, arguments, defaults and
-return conventions of Mooncake's classes, so code written for `mooncake.store` runs on Yuebing.
+return conventions of Mooncake's classes, so code written for `mooncake.store` runs on Yuebing
+(docs/compat.md). The tensor calls (put_tensor, get_tensor, ...) need PyTorch, imported on first use.
 """
-from ._yuebing import MooncakeDistributedStore, ReplicateConfig, set_log_level
+from ._yuebing import BufferHandle, ReplicaDescriptor, ReplicateConfig, SoftPinAction, set_log_level
+from ._yuebing import MooncakeDistributedStore as _Store
+from ._tensor import TensorMixin
 
-__all__ = ["MooncakeDistributedStore", "ReplicateConfig", "set_log_level"]
+
+class MooncakeDistributedStore(TensorMixin, _Store):
+    """A client of a Yuebing cluster (or of a master in this process), Mooncake's interface."""
+
+
+__all__ = ["BufferHandle", "MooncakeDistributedStore", "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction",
+           "set_log_level"]

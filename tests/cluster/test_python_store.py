@@ -80,7 +80,7 @@ def test_zero_copy_with_numpy_bytearray_memoryview_and_addresses(store):
     mv = memoryview(bytearray(5000))
     assert store.get_into("np", mv, 5000) == 4096
     assert store.get_into("np", bytearray(10), 10) == -10  # smaller than the object
-    # Integer addresses, as Mooncake's users pass them: inside a registered buffer only.
+    # Integer addresses, as Mooncake's users pass them: registered buffers are the zero-copy path.
     reg = np.zeros(1 << 16, dtype=np.uint8)
     addr = reg.ctypes.data
     assert store.register_buffer(addr, reg.nbytes) == 0
@@ -90,8 +90,8 @@ def test_zero_copy_with_numpy_bytearray_memoryview_and_addresses(store):
     assert (reg[1000:1100] == 7).all()
     assert store.unregister_buffer(addr) == 0
     assert store.unregister_buffer(addr) == -600
-    with pytest.raises(ValueError, match="not inside a registered buffer"):
-        store.get_into("addr", addr, 100)
+    assert store.get_into("addr", addr + 2000, 100) == 100  # no longer registered: staged, as Mooncake over TCP
+    assert (reg[2000:2100] == 7).all()
 
 
 def test_batch_zero_copy_and_multi_buffers(store):
@@ -114,14 +114,11 @@ def test_bad_arguments_give_clear_errors(store):
         store.put(123, b"x")
     with pytest.raises(TypeError):
         store.put("k", "not bytes")
-    with pytest.raises(TypeError, match="int address or a buffer"):
+    with pytest.raises(TypeError, match="int address or a C-contiguous"):
         store.get_into("k", "nope", 10)
-    with pytest.raises(ValueError, match="exceeds the buffer"):
-        store.put_from("k", bytearray(10), 100)
-    with pytest.raises(ValueError, match="differ in length"):
-        store.batch_put_from(["a", "b"], [bytearray(1)], [1])
-    with pytest.raises(ValueError, match="not inside a registered buffer"):
-        store.put_from("k", 12345, 10)
+    # Bad memory and mismatched lists are answered with codes, as Mooncake answers them.
+    assert store.put_from("k", bytearray(10), 100) == -600
+    assert store.batch_put_from(["a", "b"], [bytearray(1)], [1]) == [-600, -600]
     assert store.put("", b"x") == -400
     assert store.put("empty", b"") == -600
     assert store.setup("h", "P2PHANDSHAKE") == -600  # already set up
@@ -131,8 +128,7 @@ def test_setup_from_dict_and_errors(cluster):
     cluster.start_master()
     cluster.start_client("node-a")
     s = MooncakeDistributedStore()
-    with pytest.raises(RuntimeError, match="not set up"):
-        s.get("k")
+    assert s.get("k") == b""  # not set up: logged, and answered as a miss
     assert s.setup({"local_hostname": "127.0.0.1", "metadata_server": "P2PHANDSHAKE",
                     "master_server_address": cluster.address, "global_segment_size": "8MB",
                     "local_buffer_size": "4 MB", "protocol": "tcp", "zone": "rack-7"}) == 0

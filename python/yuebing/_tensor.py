@@ -1,0 +1,287 @@
+"""Tensor calls of MooncakeDistributedStore (put_tensor, get_tensor and their batch, _into, pub,
+upsert and tensor-parallel forms), over PyTorch CPU tensors.
+
+An object holds Mooncake's tensor layout: a 40-byte header, then the tensor's bytes in C order.
+The header is little-endian int32 dtype, int32 ndim, int64 shape[4] (dimensions past ndim are -1),
+so a tensor stored by one process (or by Mooncake's client) reads back with its dtype and shape in
+another. Tensors of more than 4 dimensions are refused, as Mooncake refuses them.
+
+Return conventions are Mooncake's: puts answer 0 or a negative code, gets a tensor or None; a bad
+argument is logged and answered with INVALID_PARAMS (-600), not raised.
+"""
+import ctypes
+import logging
+import struct
+
+HEADER = struct.Struct("<ii4q")
+HEADER_BYTES = HEADER.size  # 40
+MAX_DIMS = 4
+INVALID_PARAMS = -600
+
+_log = logging.getLogger("yuebing")
+
+# Mooncake's TensorDtype numbers, by torch dtype name.
+_DTYPE_NUMBERS = {
+    "float32": 0, "float64": 1, "int8": 2, "uint8": 3, "int16": 4, "uint16": 5, "int32": 6,
+    "uint32": 7, "int64": 8, "uint64": 9, "bool": 10, "float16": 11, "bfloat16": 12,
+    "float8_e4m3fn": 13, "float8_e5m2": 14,
+}
+
+
+def _torch():
+    import torch  # imported on first use: the package itself does not need PyTorch
+    return torch
+
+
+def _dtype_tables():
+    torch = _torch()
+    to_number, to_dtype = {}, {}
+    for name, number in _DTYPE_NUMBERS.items():
+        dtype = getattr(torch, name, None)  # this PyTorch may not have every type (float8, uint16)
+        if dtype is not None:
+            to_number[dtype] = number
+            to_dtype[number] = dtype
+    return to_number, to_dtype
+
+
+def _is_tensor(x):
+    return type(x).__name__.endswith("Tensor") and hasattr(x, "data_ptr") and hasattr(x, "dtype")
+
+
+def encode_header(tensor):
+    """The 40-byte header of `tensor`, or None (logged) for a tensor Mooncake's layout cannot hold."""
+    if not _is_tensor(tensor):
+        _log.error("put_tensor: expected a torch.Tensor, got %s", type(tensor).__name__)
+        return None
+    to_number, _ = _dtype_tables()
+    number = to_number.get(tensor.dtype)
+    if number is None:
+        _log.error("put_tensor: dtype %s has no number in Mooncake's tensor layout", tensor.dtype)
+        return None
+    shape = list(tensor.shape)
+    if len(shape) > MAX_DIMS:
+        _log.error("put_tensor: %d dimensions; Mooncake's tensor layout holds at most %d", len(shape), MAX_DIMS)
+        return None
+    if tensor.device.type != "cpu":
+        _log.error("put_tensor: tensor on %s; only CPU tensors are supported", tensor.device)
+        return None
+    return HEADER.pack(number, len(shape), *(shape + [-1] * (MAX_DIMS - len(shape))))
+
+
+def decode_header(view, what):
+    """(dtype, shape, data bytes) from the start of `view`, or None (logged) when it is no tensor."""
+    if len(view) < HEADER_BYTES:
+        _log.error("%s: object of %d bytes is shorter than a tensor header", what, len(view))
+        return None
+    number, ndim, *dims = HEADER.unpack_from(view, 0)
+    _, to_dtype = _dtype_tables()
+    dtype = to_dtype.get(number)
+    if dtype is None or not 0 <= ndim <= MAX_DIMS or any(d < 0 for d in dims[:ndim]):
+        _log.error("%s: not a tensor object (dtype %d, ndim %d)", what, number, ndim)
+        return None
+    shape = tuple(dims[:ndim])
+    count = 1
+    for d in shape:
+        count *= d
+    nbytes = count * _torch().empty((), dtype=dtype).element_size()
+    if nbytes != len(view) - HEADER_BYTES:
+        _log.error("%s: the header says %d data bytes, the object holds %d", what, nbytes, len(view) - HEADER_BYTES)
+        return None
+    return dtype, shape, nbytes
+
+
+def _view_tensor(buffer, dtype, shape, nbytes):
+    """A tensor over `buffer`'s bytes after the header (sharing them; it keeps `buffer` alive)."""
+    torch = _torch()
+    if nbytes == 0:
+        return torch.empty(shape, dtype=dtype)
+    flat = torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=HEADER_BYTES)
+    return flat.view(dtype).reshape(shape)
+
+
+def shard_range(dim, rank, count):
+    """(start, length) of shard `rank` of `count` along a dimension of size `dim`: the first
+    dim % count shards get one more element."""
+    base, extra = divmod(dim, count)
+    return rank * base + min(rank, extra), base + (1 if rank < extra else 0)
+
+
+def tp_key(key, rank):
+    return f"{key}_tp_{rank}"
+
+
+class TensorMixin:
+    """Tensor methods over the byte calls of MooncakeDistributedStore."""
+
+    # ---- writes
+
+    def _write_tensors(self, keys, tensors, config, upsert, what):
+        if len(keys) != len(tensors):
+            _log.error("%s: keys and tensors differ in length", what)
+            return [INVALID_PARAMS] * len(keys)
+        out = [INVALID_PARAMS] * len(keys)
+        go, bufs, sizes, keep = [], [], [], []
+        for i, tensor in enumerate(tensors):
+            header = encode_header(tensor)
+            if header is None:
+                continue
+            data = tensor.contiguous()
+            keep.append(data)  # alive until the bytes moved
+            nbytes = data.numel() * data.element_size()
+            go.append(i)
+            bufs.append([header, data.data_ptr()] if nbytes else [header])
+            sizes.append([HEADER_BYTES, nbytes] if nbytes else [HEADER_BYTES])
+        if go:
+            names = [keys[i] for i in go]
+            if upsert:
+                res = [self.upsert_parts(k, *[b if isinstance(b, bytes) else _address_view(b, s)
+                                               for b, s in zip(bb, ss)], config=config)
+                       for k, bb, ss in zip(names, bufs, sizes)]
+            else:
+                res = self.batch_put_from_multi_buffers(names, bufs, sizes, config)
+            for i, r in zip(go, res):
+                out[i] = r
+        return out
+
+    def put_tensor(self, key, tensor):
+        return self._write_tensors([key], [tensor], _default_config(), False, "put_tensor")[0]
+
+    def pub_tensor(self, key, tensor, config=None):
+        return self._write_tensors([key], [tensor], config or _default_config(), False, "pub_tensor")[0]
+
+    def upsert_tensor(self, key, tensor):
+        return self._write_tensors([key], [tensor], _default_config(), True, "upsert_tensor")[0]
+
+    def upsert_pub_tensor(self, key, tensor, config=None):
+        return self._write_tensors([key], [tensor], config or _default_config(), True, "upsert_pub_tensor")[0]
+
+    def batch_put_tensor(self, keys, tensors_list):
+        return self._write_tensors(list(keys), list(tensors_list), _default_config(), False, "batch_put_tensor")
+
+    def batch_pub_tensor(self, keys, tensors_list, config=None):
+        return self._write_tensors(list(keys), list(tensors_list), config or _default_config(), False,
+                                   "batch_pub_tensor")
+
+    def batch_upsert_tensor(self, keys, tensors_list):
+        return self._write_tensors(list(keys), list(tensors_list), _default_config(), True, "batch_upsert_tensor")
+
+    def batch_upsert_pub_tensor(self, keys, tensors_list, config=None):
+        return self._write_tensors(list(keys), list(tensors_list), config or _default_config(), True,
+                                   "batch_upsert_pub_tensor")
+
+    # An object already in the layout ([header][data]) in caller memory.
+    def put_tensor_from(self, key, buffer_ptr, size):
+        return self.put_from(key, buffer_ptr, size)
+
+    def batch_put_tensor_from(self, keys, buffer_ptrs, sizes):
+        return self.batch_put_from(keys, buffer_ptrs, sizes)
+
+    def upsert_tensor_from(self, key, buffer_ptr, size):
+        return self.upsert_from(key, buffer_ptr, size)
+
+    def batch_upsert_tensor_from(self, keys, buffer_ptrs, sizes):
+        return self.batch_upsert_from(keys, buffer_ptrs, sizes)
+
+    # ---- reads
+
+    def get_tensor(self, key):
+        return self.batch_get_tensor([key])[0]
+
+    def batch_get_tensor(self, keys):
+        out = []
+        for key, buf in zip(keys, self.batch_get_buffer(list(keys))):
+            if buf is None:
+                out.append(None)
+                continue
+            meta = decode_header(memoryview(buf), "get_tensor")
+            out.append(None if meta is None else _view_tensor(buf, *meta))
+        return out
+
+    def get_tensor_into(self, key, buffer_ptr, size):
+        return self.batch_get_tensor_into([key], [buffer_ptr], [size])[0]
+
+    def batch_get_tensor_into(self, keys, buffer_ptrs, sizes):
+        """Each object lands in its buffer ([header][data]); the tensors returned view the data there."""
+        if not len(keys) == len(buffer_ptrs) == len(sizes):
+            _log.error("batch_get_tensor_into: keys, buffer_ptrs and sizes differ in length")
+            return [None] * len(keys)
+        res = self.batch_get_into(list(keys), list(buffer_ptrs), list(sizes))
+        out = []
+        for ptr, n in zip(buffer_ptrs, res):
+            if n < 0:
+                out.append(None)
+                continue
+            view = _address_view(ptr, n)
+            meta = decode_header(memoryview(view), "get_tensor_into")
+            out.append(None if meta is None else _view_tensor(view, *meta))
+        return out
+
+    # ---- tensor parallelism: a tensor split along split_dim into tp_size shards, KEY_tp_RANK
+
+    def _shards(self, tensor, tp_size, split_dim):
+        if not _is_tensor(tensor) or not 0 <= split_dim < tensor.dim():
+            return None
+        return [tensor.narrow(split_dim, *shard_range(tensor.shape[split_dim], r, tp_size)).contiguous()
+                for r in range(tp_size)]
+
+    def _put_with_tp(self, keys, tensors, config, upsert, tp_size, split_dim, what):
+        if tp_size <= 1:
+            return self._write_tensors(keys, tensors, config, upsert, what)
+        if len(keys) != len(tensors):
+            _log.error("%s: keys and tensors differ in length", what)
+            return [INVALID_PARAMS] * len(keys)
+        out = []
+        for key, tensor in zip(keys, tensors):
+            shards = self._shards(tensor, tp_size, split_dim)
+            if shards is None:
+                _log.error("%s: %s cannot be split along dimension %d", what, key, split_dim)
+                out.append(INVALID_PARAMS)
+                continue
+            res = self._write_tensors([tp_key(key, r) for r in range(tp_size)], shards, config, upsert, what)
+            out.append(next((r for r in res if r != 0), 0))
+        return out
+
+    def put_tensor_with_tp(self, key, tensor, tp_rank=0, tp_size=1, split_dim=0):
+        return self._put_with_tp([key], [tensor], _default_config(), False, tp_size, split_dim,
+                                 "put_tensor_with_tp")[0]
+
+    def pub_tensor_with_tp(self, key, tensor, config=None, tp_rank=0, tp_size=1, split_dim=0):
+        return self._put_with_tp([key], [tensor], config or _default_config(), False, tp_size, split_dim,
+                                 "pub_tensor_with_tp")[0]
+
+    def upsert_tensor_with_tp(self, key, tensor, tp_rank=0, tp_size=1, split_dim=0):
+        return self._put_with_tp([key], [tensor], _default_config(), True, tp_size, split_dim,
+                                 "upsert_tensor_with_tp")[0]
+
+    def batch_put_tensor_with_tp(self, base_keys, tensors_list, tp_rank=0, tp_size=1, split_dim=0):
+        return self._put_with_tp(list(base_keys), list(tensors_list), _default_config(), False, tp_size, split_dim,
+                                 "batch_put_tensor_with_tp")
+
+    def batch_pub_tensor_with_tp(self, base_keys, tensors_list, config=None, tp_rank=0, tp_size=1, split_dim=0):
+        return self._put_with_tp(list(base_keys), list(tensors_list), config or _default_config(), False, tp_size,
+                                 split_dim, "batch_pub_tensor_with_tp")
+
+    def get_tensor_with_tp(self, key, tp_rank=0, tp_size=1, split_dim=0):
+        return self.get_tensor(key if tp_size <= 1 else tp_key(key, tp_rank))
+
+    def batch_get_tensor_with_tp(self, base_keys, tp_rank=0, tp_size=1):
+        return self.batch_get_tensor([k if tp_size <= 1 else tp_key(k, tp_rank) for k in base_keys])
+
+    def get_tensor_with_tp_into(self, key, buffer_ptr, size, tp_rank=0, tp_size=1, split_dim=0):
+        return self.get_tensor_into(key if tp_size <= 1 else tp_key(key, tp_rank), buffer_ptr, size)
+
+    def batch_get_tensor_with_tp_into(self, base_keys, buffer_ptrs, sizes, tp_rank=0, tp_size=1, split_dim=0):
+        return self.batch_get_tensor_into([k if tp_size <= 1 else tp_key(k, tp_rank) for k in base_keys],
+                                          buffer_ptrs, sizes)
+
+
+def _default_config():
+    from ._yuebing import ReplicateConfig
+    return ReplicateConfig()
+
+
+def _address_view(ptr, size):
+    """Writable bytes at an int address (or a buffer object's own bytes)."""
+    if isinstance(ptr, int):
+        return (ctypes.c_uint8 * size).from_address(ptr)
+    return memoryview(ptr).cast("B")[:size]
