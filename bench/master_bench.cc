@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/temp_dir.h"
 #include "ha/meta_log.h"
+#include "common/grant.h"
 #include "master/master_service.h"
 
 namespace yb {
@@ -198,6 +199,22 @@ void BM_BatchPutStartEndLogged(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 BENCHMARK(BM_BatchPutStartEndLogged)->Threads(1)->UseRealTime()->Iterations(2000);
+
+// What a capability costs (docs/security.md): the master mints a grant per replica it hands out,
+// and the owner's transfer server checks one per request.
+void BM_MintGrant(benchmark::State& state) {
+  const std::string key = NewGrantKey();
+  uint64_t off = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(MintGrant(key, 7, GrantAccess::kRead, off += 4096, 65536, WallMs()));
+}
+BENCHMARK(BM_MintGrant);
+
+void BM_CheckGrant(benchmark::State& state) {
+  const std::string key = NewGrantKey();
+  const Grant g = MintGrant(key, 7, GrantAccess::kRead, 0, 1 << 20, WallMs() + 60'000);
+  for (auto _ : state) benchmark::DoNotOptimize(CheckGrant(key, 7, g, GrantAccess::kRead, 4096, 65536, WallMs()));
+}
+BENCHMARK(BM_CheckGrant);
 
 }  // namespace
 }  // namespace yb

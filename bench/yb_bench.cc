@@ -42,6 +42,7 @@
 #include "master.pb.h"
 #include "rpc/master_client.h"
 #include "rpc/master_server.h"
+#include "common/units.h"
 #include "yuebing/client.h"
 
 namespace {
@@ -351,16 +352,24 @@ json Latency(std::vector<double>& us) {
   return {{"p50_us", pct(0.50)}, {"p99_us", pct(0.99)}};
 }
 
-json DataBench(const std::string& master, double seconds, const Iperf3* iperf) {
+json DataBench(const std::string& master, double seconds, const Iperf3* iperf, const std::vector<uint64_t>& sizes,
+               bool checksum) {
   yb::ClientConfig c;
+  // YB_AUTH_SECRET_FILE, YB_TLS_*, MC_SLICE_SIZE: as a caller's process would be set up.
+  yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
+  c.enable_checksum = checksum;
   c.local_hostname = "127.0.0.1";
   c.master_server_addr = master;
   c.global_segment_size = 0;  // a pure caller: every byte crosses TCP to another process
   c.local_buffer_size = 64ULL << 20;
-  if (const char* v = std::getenv("MC_SLICE_SIZE")) c.mc_slice_size = v;  // as Mooncake's users set it
-  auto client = yb::Client::Connect(c).value();
+  auto connected = yb::Client::Connect(c);
+  if (!connected.ok()) {
+    spdlog::error("cannot connect: {}", connected.status().ToString());
+    return json{{"error", connected.status().ToString()}};
+  }
+  auto client = std::move(connected).value();
   json out = json::array();
-  for (uint64_t size : {4096ULL, 65536ULL, 1ULL << 20, 4ULL << 20}) {
+  for (uint64_t size : sizes) {
     uint64_t max_objects = std::max<uint64_t>(16, std::min<uint64_t>(20000, (512ULL << 20) / size));
     std::vector<char> buf(size);
     for (size_t i = 0; i < size; ++i) buf[i] = static_cast<char>(i * 13);
@@ -531,7 +540,11 @@ int main(int argc, char** argv) {
   std::string meta_cases = ".";
   pid_t master_pid = 0;
   bool per_cpu = false;
+  bool checksum = yb::ClientConfig{}.enable_checksum;
+  std::vector<std::string> value_sizes{"4096", "65536", "1MB", "4MB"};
   app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
+  app.add_option("--value_sizes", value_sizes, "put/get value sizes (\"64KB\", bytes)")->delimiter(',');
+  app.add_option("--enable_checksum", checksum, "record and check checksums in the put/get benchmark");
   app.add_option("--seconds", seconds, "duration of each measurement");
   app.add_flag("--skip_iperf", skip_iperf, "do not run iperf3");
   app.add_flag("--skip_meta", skip_meta, "skip the master RPC benchmark");
@@ -586,7 +599,19 @@ int main(int argc, char** argv) {
     }
     out["master_rpc_ops_per_s"] = meta;
   }
-  if (!skip_data) out["put_get_over_tcp"] = DataBench(master, seconds, iperf_error.empty() ? &iperf : nullptr);
+  std::vector<uint64_t> sizes;
+  for (const auto& v : value_sizes) {
+    auto s = yb::ParseSize(v);
+    if (!s.ok() || *s == 0) {
+      std::fprintf(stderr, "--value_sizes: '%s' is not a size\n", v.c_str());
+      return 2;
+    }
+    sizes.push_back(*s);
+  }
+  if (!skip_data) {
+    out["put_get_over_tcp"] = DataBench(master, seconds, iperf_error.empty() ? &iperf : nullptr, sizes, checksum);
+    out["checksums"] = checksum;
+  }
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }
