@@ -17,6 +17,20 @@ def pytest_configure(config):
 BIN = os.environ.get("YB_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
 
 
+def c_api_env(**extra):
+    """The environment of a Python process that loads libyuebing.so through ctypes: without the
+    yuebing package on its path (one process carries one copy of our protobuf descriptors), and in
+    the ASan build with the sanitizer runtimes preloaded (an instrumented library cannot load into
+    an uninstrumented python3 otherwise; Python's own allocations are not leak-checked)."""
+    env = dict(os.environ, **extra)
+    env.pop("PYTHONPATH", None)
+    preload = os.environ.get("YB_C_API_PRELOAD", "")
+    if preload:
+        env["LD_PRELOAD"] = preload
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    return env
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -21,7 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("yuebing")
 from yuebing import MooncakeDistributedStore, ReplicateConfig, SoftPinAction  # noqa: E402
-from conftest import BIN, Cluster, client_http, free_port, wait_until  # noqa: E402
+from conftest import BIN, Cluster, c_api_env, client_http, free_port, wait_until  # noqa: E402
 
 LIB = os.path.join(BIN, "..", "lib", "libyuebing.so")
 
@@ -588,7 +588,8 @@ def test_mooncake_defaults_init_all_and_port_50051(tmp_path):
         s = MooncakeDistributedStore()
         assert s.init_all("tcp", "") == 0
         assert s.put("py-key", b"from py") == 0
-        r = subprocess.run([sys.executable, "-c", C_INIT_ALL, LIB], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, "-c", C_INIT_ALL, LIB], capture_output=True, text=True, timeout=60,
+                           env=c_api_env())
         assert r.returncode == 0, r.stderr
         d = MooncakeDistributedStore()
         assert d.setup({"local_hostname": "127.0.0.1"}) == 0  # setup(dict) without a master: the default too

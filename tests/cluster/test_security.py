@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN, Cluster, wait_until
+from conftest import BIN, Cluster, c_api_env
 
 SECRET = "cluster-secret-for-the-tests-0123456789"
 TEAM_A = "team-a-secret-for-the-tests-01234"
@@ -211,9 +211,8 @@ def test_tls_round_trip_from_c_and_python(tmp_path, monkeypatch):
         assert rc != 0
 
         # The C API, configured by the environment as a C program's users would.
-        env = dict(os.environ, YB_TLS_CERT=tls["tls_cert"], YB_TLS_KEY=tls["tls_key"], YB_TLS_CA=tls["tls_ca"],
-                   YB_AUTH_SECRET_FILE=secret)
-        env.pop("PYTHONPATH", None)
+        env = c_api_env(YB_TLS_CERT=tls["tls_cert"], YB_TLS_KEY=tls["tls_key"], YB_TLS_CA=tls["tls_ca"],
+                        YB_AUTH_SECRET_FILE=secret)
         r = subprocess.run(["/usr/bin/python3", "-c", C_PROGRAM, LIB, c.address], env=env, capture_output=True,
                            timeout=60)
         assert r.returncode == 0 and r.stdout.strip().endswith(b"ok"), r.stderr.decode()[-2000:]
