@@ -392,7 +392,6 @@ def test_reads_move_past_a_host_that_was_cut_off(tmp_path, netns):
     """
     import json
     import subprocess
-    import sys
     c = Cluster(tmp_path, client_ttl=600, master_host=ADDR["ybt-m"])
     reader = None
     try:

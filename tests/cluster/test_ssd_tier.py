@@ -2,7 +2,6 @@
 offloads, and a caller (the Python package, no segment of its own) reading LOCAL_DISK replicas
 through the owner's transfer server."""
 import os
-import signal
 import subprocess
 
 import pytest
