@@ -1,6 +1,7 @@
 """Fixtures that start real yb-master / yb-client processes on 127.0.0.1 and stop them."""
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -31,10 +32,37 @@ def c_api_env(**extra):
     return env
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+_EPHEMERAL = _ephemeral_range()
+_picked = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, below the kernel's ephemeral range: between this pick and the daemon's
+    bind, no outgoing connection (nor a port a client reserves) can be given it, as one could take
+    a port the kernel picked for us. Not one this test run picked before."""
+    lo = 10000
+    hi = _EPHEMERAL[0] - 1 if _EPHEMERAL[0] > lo + 1000 else 30000
+    for _ in range(1000):
+        port = random.randint(lo, hi)
+        if port in _picked or _EPHEMERAL[0] <= port <= _EPHEMERAL[1]:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _picked.add(port)
+        return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def daemon_name(segment_name):
