@@ -190,18 +190,8 @@ class Store {
     if (!engine.is_none()) {
       return Error(yb::Status(yb::Code::kNotSupported, "setup: a shared transfer engine object is not supported"));
     }
-    yb::ClientConfig c;
-    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // as Mooncake's users set it
-    c.enable_offload = enable_ssd_offload;
-    c.ssd.path = ssd_offload_path;
-    c.local_hostname = local_hostname;
-    c.metadata_server = metadata_server;
-    c.global_segment_size = global_segment_size;
-    c.local_buffer_size = local_buffer_size;
-    c.protocol = protocol;
-    c.device_name = rdma_devices;
-    c.master_server_addr = master_server_addr;
-    if (tenant_id != "default") c.tenant = tenant_id;  // else YB_TENANT's, if set
+    yb::ClientConfig c = Config(local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol,
+                                rdma_devices, master_server_addr, enable_ssd_offload, ssd_offload_path, tenant_id);
     SetupExtras extras;
     extras.enable_client_http_server = enable_client_http_server;
     extras.client_http_port = client_http_port;
@@ -237,18 +227,11 @@ class Store {
                               "setup: global_segment_size / local_buffer_size must be bytes or a size like \"4 GB\""));
     }
     if (!port || *port > 65535) return Error(yb::Status(yb::Code::kInvalidParams, "setup: client_http_port"));
-    yb::ClientConfig c;
-    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
-    c.local_hostname = str("local_hostname", "localhost");
-    c.metadata_server = str("metadata_server", "P2PHANDSHAKE");
-    c.global_segment_size = *gss;
-    c.local_buffer_size = *lbs;
-    c.protocol = str("protocol", "tcp");
-    c.device_name = str("device_name", str("rdma_devices", ""));
-    c.master_server_addr = str("master_server_address", str("master_server_addr", kPyMasterServerAddr));
-    c.enable_offload = flag("enable_ssd_offload", false);
-    c.ssd.path = str("ssd_offload_path", "");
-    if (d.contains("tenant_id") && str("tenant_id", "default") != "default") c.tenant = str("tenant_id", "");
+    yb::ClientConfig c =
+        Config(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
+               str("protocol", "tcp"), str("device_name", str("rdma_devices", "")),
+               str("master_server_address", str("master_server_addr", kPyMasterServerAddr)),
+               flag("enable_ssd_offload", false), str("ssd_offload_path", ""), str("tenant_id", "default"));
     if (d.contains("zone")) c.zone = str("zone", "");
     if (d.contains("enable_checksum")) c.enable_checksum = flag("enable_checksum", true);
     // Security (docs/security.md): as yb-client's flags, over YB_AUTH_SECRET_FILE and YB_TLS_*.
@@ -389,6 +372,13 @@ class Store {
                                      const std::vector<std::vector<uint64_t>>& all_sizes,
                                      const PyReplicateConfig& cfg) {
     return WriteMulti(keys, all_buffers, all_sizes, cfg, false, "batch_put_from_multi_buffers");
+  }
+
+  std::vector<int> BatchUpsertFromMulti(const std::vector<std::string>& keys,
+                                        const std::vector<std::vector<py::object>>& all_buffers,
+                                        const std::vector<std::vector<uint64_t>>& all_sizes,
+                                        const PyReplicateConfig& cfg) {
+    return WriteMulti(keys, all_buffers, all_sizes, cfg, true, "batch_upsert_from_multi_buffers");
   }
 
   // ---- reads
@@ -668,6 +658,28 @@ class Store {
   }
 
  private:
+  // What both setups configure: the environment first (as Mooncake's users set it: YB_*, MC_*),
+  // then the arguments. tenant_id "default" leaves YB_TENANT's, if set.
+  static yb::ClientConfig Config(const std::string& local_hostname, const std::string& metadata_server,
+                                 uint64_t global_segment_size, uint64_t local_buffer_size, const std::string& protocol,
+                                 const std::string& devices, const std::string& master_server_addr,
+                                 bool enable_ssd_offload, const std::string& ssd_offload_path,
+                                 const std::string& tenant_id) {
+    yb::ClientConfig c;
+    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
+    c.local_hostname = local_hostname;
+    c.metadata_server = metadata_server;
+    c.global_segment_size = global_segment_size;
+    c.local_buffer_size = local_buffer_size;
+    c.protocol = protocol;
+    c.device_name = devices;
+    c.master_server_addr = master_server_addr;
+    c.enable_offload = enable_ssd_offload;
+    c.ssd.path = ssd_offload_path;
+    if (tenant_id != "default") c.tenant = tenant_id;
+    return c;
+  }
+
   int Connect(const yb::ClientConfig& c, const SetupExtras& extras) {
     if (client_) return Error(yb::Status(yb::Code::kInvalidParams, "setup: this store is already set up"));
     yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
@@ -778,6 +790,10 @@ class Store {
   template <typename Out, typename Call>
   std::vector<Out> Batched(const std::vector<std::string>& keys, const std::vector<std::vector<yb::Slice>>& slices,
                            const std::vector<int>& codes, Call call) {
+    if (std::all_of(codes.begin(), codes.end(), [](int code) { return code == 0; })) {
+      py::gil_scoped_release unlocked;
+      return call(keys, slices);
+    }
     std::vector<Out> out(keys.size());
     std::vector<size_t> go;
     std::vector<std::string> go_keys;
@@ -962,6 +978,9 @@ PYBIND11_MODULE(_yuebing, m) {
           py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"), py::arg("config") = PR())
       .def("batch_get_into", &S::BatchGetInto, py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"))
       .def("batch_put_from_multi_buffers", &S::BatchPutFromMulti, py::arg("keys"), py::arg("all_buffer_ptrs"),
+           py::arg("all_sizes"), py::arg("config") = PR())
+      // Not Mooncake's: the tensor upserts' batched path (yuebing/_tensor.py).
+      .def("_batch_upsert_from_multi_buffers", &S::BatchUpsertFromMulti, py::arg("keys"), py::arg("all_buffer_ptrs"),
            py::arg("all_sizes"), py::arg("config") = PR())
       .def("batch_get_into_multi_buffers", &S::BatchGetIntoMulti, py::arg("keys"), py::arg("all_buffer_ptrs"),
            py::arg("all_sizes"), py::arg("prefer_alloc_in_same_node") = false)

@@ -10,6 +10,7 @@ Return conventions are Mooncake's: puts answer 0 or a negative code, gets a tens
 argument is logged and answered with INVALID_PARAMS (-600), not raised.
 """
 import ctypes
+import functools
 import logging
 import struct
 
@@ -33,6 +34,7 @@ def _torch():
     return torch
 
 
+@functools.lru_cache(maxsize=None)
 def _dtype_tables():
     torch = _torch()
     to_number, to_dtype = {}, {}
@@ -132,14 +134,8 @@ class TensorMixin:
             bufs.append([header, data.data_ptr()] if nbytes else [header])
             sizes.append([HEADER_BYTES, nbytes] if nbytes else [HEADER_BYTES])
         if go:
-            names = [keys[i] for i in go]
-            if upsert:
-                res = [self.upsert_parts(k, *[b if isinstance(b, bytes) else _address_view(b, s)
-                                               for b, s in zip(bb, ss)], config=config)
-                       for k, bb, ss in zip(names, bufs, sizes)]
-            else:
-                res = self.batch_put_from_multi_buffers(names, bufs, sizes, config)
-            for i, r in zip(go, res):
+            write = self._batch_upsert_from_multi_buffers if upsert else self.batch_put_from_multi_buffers
+            for i, r in zip(go, write([keys[i] for i in go], bufs, sizes, config)):
                 out[i] = r
         return out
 

@@ -542,6 +542,9 @@ def test_tensors_written_by_one_process_read_by_another(store, pool):
     assert struct.unpack_from("<ii4q", raw) == (8, 2, 3, 2, -1, -1) and len(raw) == 40 + 48
     assert store.get_tensor("missing") is None
     assert store.put_tensor("not", "a tensor") == -600
+    # Upserts replace a tensor whatever its size.
+    assert store.batch_upsert_tensor(["t/i64", "t/new"], [torch.zeros(2), torch.ones(3, dtype=torch.int8)]) == [0, 0]
+    assert torch.equal(store.get_tensor("t/i64"), torch.zeros(2)) and store.get_tensor("t/new").tolist() == [1, 1, 1]
 
 
 # ---------------------------------------------------------------------------------------------
