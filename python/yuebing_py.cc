@@ -239,6 +239,12 @@ class Store {
     if (d.contains("tls_cert")) c.tls_cert = str("tls_cert", "");
     if (d.contains("tls_key")) c.tls_key = str("tls_key", "");
     if (d.contains("tls_ca")) c.tls_ca = str("tls_ca", "");
+    if (d.contains("protected_mode")) c.protected_mode = d["protected_mode"].cast<bool>();
+    for (auto [key, field] : {std::pair{"etcd_tls_ca", &c.etcd_tls_ca}, std::pair{"etcd_tls_cert", &c.etcd_tls_cert},
+                              std::pair{"etcd_tls_key", &c.etcd_tls_key}, std::pair{"etcd_user", &c.etcd_user},
+                              std::pair{"etcd_password_file", &c.etcd_password_file}}) {
+      if (d.contains(key)) *field = str(key, "");
+    }
     SetupExtras extras;
     extras.enable_client_http_server = flag("enable_client_http_server", false);
     extras.client_http_port = static_cast<int>(*port);
@@ -701,7 +707,8 @@ class Store {
       bool started = false;
       {
         py::gil_scoped_release unlocked;
-        started = http->Start("MooncakeDistributedStore", extras.client_http_host, extras.client_http_port);
+        started = http->Start("MooncakeDistributedStore", extras.client_http_host, extras.client_http_port,
+                              c.loopback_only());
       }
       if (!started) {
         {

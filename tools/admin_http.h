@@ -10,6 +10,8 @@
 #include <string_view>
 #include <thread>
 
+#include "net/security.h"
+
 namespace yb::tools {
 
 class AdminHttp {
@@ -23,7 +25,17 @@ class AdminHttp {
   httplib::Server& server() { return server_; }
 
   // Binds address:port and serves on a thread; false (logged, naming `who`) when it cannot bind.
-  bool Start(std::string_view who, const std::string& address, int port) {
+  // `loopback_only` (protected mode without a secret, net/security.h): a request from another host
+  // is answered 403 with what to do, and nothing else.
+  bool Start(std::string_view who, const std::string& address, int port, bool loopback_only) {
+    if (loopback_only) {
+      server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (net::IsLoopbackAddress(req.remote_addr)) return httplib::Server::HandlerResponse::Unhandled;
+        res.status = 403;
+        res.set_content(net::ProtectedModeRefusal(req.remote_addr) + "\n", "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      });
+    }
     if (!server_.bind_to_port(address, port)) {
       spdlog::error("{}: cannot serve HTTP on {}:{} (in use, or not an address of this host)", who, address, port);
       return false;

@@ -38,4 +38,24 @@ inline void AddSecurityFlags(CLI::App& app, std::string& auth_secret_file, std::
                  "signed, mutual TLS (YB_TLS_CA)");
 }
 
+// How etcd is reached (docs/security.md): TLS and etcd's own user. Every tool that talks to etcd.
+inline void AddEtcdFlags(CLI::App& app, std::string& ca, std::string& cert, std::string& key, std::string& user,
+                         std::string& password_file) {
+  app.add_option("--etcd_tls_ca", ca, "PEM CA that etcd's certificate is checked against: etcd over TLS "
+                                      "(YB_ETCD_TLS_CA)");
+  app.add_option("--etcd_tls_cert", cert, "PEM certificate for etcd's --client-cert-auth (YB_ETCD_TLS_CERT)");
+  app.add_option("--etcd_tls_key", key, "PEM key of --etcd_tls_cert (YB_ETCD_TLS_KEY)");
+  app.add_option("--etcd_user", user, "etcd user, with etcd's authentication enabled (YB_ETCD_USER)");
+  app.add_option("--etcd_password_file", password_file,
+                 "file holding that user's password, mode 0600 (YB_ETCD_PASSWORD_FILE)");
+}
+
+// --protected_mode, of the daemons that serve (docs/security.md).
+inline void AddProtectedModeFlag(CLI::App& app, bool& protected_mode) {
+  app.add_option("--protected_mode", protected_mode,
+                 "without --auth_secret_file (or client certificates), serve only processes on this host and refuse "
+                 "others with a message saying how to proceed; false serves anyone who reaches the ports")
+      ->capture_default_str();
+}
+
 }  // namespace yb::tools

@@ -2,7 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <unistd.h>
+
 #include "admin_http.h"
+#include "common/files.h"
+#include "common/log.h"
 #include "common/segment_name.h"
 #include "common/units.h"
 
@@ -136,13 +142,32 @@ nlohmann::json SegmentsJson(MasterService* master) {
   return arr;
 }
 
-// Whether a request that changes state may: it carries the admin token when one is asked for.
+// Whether a request that changes state may: it carries the admin token (compared in constant time).
 bool Authorized(const MasterHttpContext& c, const httplib::Request& req, httplib::Response& res) {
-  if (c.admin_token.empty() || req.get_header_value("Authorization") == "Bearer " + c.admin_token) return true;
+  const std::string want = "Bearer " + c.admin_token;
+  const std::string got = req.get_header_value("Authorization");
+  if (!c.admin_token.empty() && got.size() == want.size() && CRYPTO_memcmp(got.data(), want.data(), want.size()) == 0) {
+    return true;
+  }
+  YB_LOG_WARN("HTTP {} {} from {} refused: {} admin token", req.method, req.path, req.remote_addr,
+              got.empty() ? "no" : "a wrong");
   res.status = 401;
   res.set_header("WWW-Authenticate", "Bearer");
   res.set_content("{\"error\": \"needs Authorization: Bearer <the token yb admin-token prints>\"}", "application/json");
   return false;
+}
+
+// The master a request that changes state acts on; null, answered, when the request carries no
+// admin token or this master does not lead.
+std::shared_ptr<MasterService> ForChange(const MasterHttpContext& c, const httplib::Request& req,
+                                         httplib::Response& res) {
+  if (!Authorized(c, req, res)) return nullptr;
+  auto m = c.current();
+  if (!m) {
+    res.status = 503;
+    res.set_content("{\"error\": \"not the leader\"}", "application/json");
+  }
+  return m;
 }
 
 }  // namespace
@@ -190,32 +215,37 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
     res.set_content(SegmentsJson(c.current().get()).dump(2), "application/json");
   });
   // Drains a storage node (every segment named NAME, or on host NAME): POST /drain?segment=NAME
-  // marks them and answers how many objects still need a copy elsewhere; poll until 0.
-  server.Post("/drain", [&](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(c, req, res)) return;
-    auto m = c.current();
-    if (!m) {
-      res.status = 503;
-      res.set_content("{\"error\": \"not the leader\"}", "application/json");
-      return;
-    }
-    const std::string name = req.get_param_value("segment");
-    uint64_t remaining = 0, segments = 0;
-    for (const auto& u : m->ListSegments().value()) {
-      if (name.empty() || !yb::SegmentNameMatches(u.desc.name, name)) continue;
-      auto left = m->DrainSegment({}, u.desc.id);
-      if (!left.ok()) continue;  // unmounted meanwhile
-      ++segments;
-      remaining += *left;
-    }
-    if (segments == 0) {
-      res.status = 404;
-      res.set_content(nlohmann::json{{"error", "no segment named '" + name + "'"}}.dump(), "application/json");
-      return;
-    }
-    res.set_content(nlohmann::json{{"segment", name}, {"segments", segments}, {"remaining", remaining}}.dump(),
-                    "application/json");
-  });
+  // marks them and answers how many objects still need a copy elsewhere; poll until 0. POST
+  // /undrain?segment=NAME undoes it: the segments take new replicas again.
+  for (const bool undo : {false, true}) {
+    server.Post(undo ? "/undrain" : "/drain", [&c, undo](const httplib::Request& req, httplib::Response& res) {
+      auto m = ForChange(c, req, res);
+      if (!m) return;
+      const std::string name = req.get_param_value("segment");
+      uint64_t remaining = 0, segments = 0;
+      for (const auto& u : m->ListSegments().value()) {
+        if (name.empty() || !yb::SegmentNameMatches(u.desc.name, name)) continue;
+        if (undo) {
+          if (!m->UndrainSegment({}, u.desc.id).ok()) continue;  // unmounted meanwhile
+        } else {
+          auto left = m->DrainSegment({}, u.desc.id);
+          if (!left.ok()) continue;
+          remaining += *left;
+        }
+        ++segments;
+      }
+      if (segments == 0) {
+        res.status = 404;
+        res.set_content(nlohmann::json{{"error", "no segment named '" + name + "'"}}.dump(), "application/json");
+        return;
+      }
+      YB_LOG_INFO("HTTP {} from {}: {} segments of '{}' {}", req.path, req.remote_addr, segments, name,
+                  undo ? "take new replicas again" : "draining");
+      nlohmann::json out{{"segment", name}, {"segments", segments}};
+      if (!undo) out["remaining"] = remaining;
+      res.set_content(out.dump(), "application/json");
+    });
+  }
   // Tenants: each one's quota (null: none) and the bytes its objects hold.
   server.Get("/tenants", [&](const httplib::Request&, httplib::Response& res) {
     nlohmann::json arr = nlohmann::json::array();
@@ -231,13 +261,8 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
   // Sets a tenant's byte quota: POST /tenants/quota?tenant=NAME&bytes=SIZE ("10 GB", bytes, or
   // "none"). Kept in the metadata log; a Put past it is refused (TENANT_QUOTA_EXCEEDED).
   server.Post("/tenants/quota", [&](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(c, req, res)) return;
-    auto m = c.current();
-    if (!m) {
-      res.status = 503;
-      res.set_content("{\"error\": \"not the leader\"}", "application/json");
-      return;
-    }
+    auto m = ForChange(c, req, res);
+    if (!m) return;
     const std::string tenant = req.get_param_value("tenant"), bytes = req.get_param_value("bytes");
     uint64_t quota = TenantRegistry::kNoQuota;
     if (bytes != "none") {
@@ -262,6 +287,44 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
     for (const auto& s : SegmentsJson(c.current().get())) names += s["name"].get<std::string>() + "\n";
     res.set_content(names, "text/plain");
   });
+}
+
+Result<std::string> MasterAdminToken(const net::Security& security, const std::string& metadata_dir) {
+  if (security.auth()) return security.admin_token();
+  auto fresh = [] {
+    std::string hex;
+    for (int i = 0; i < 2; ++i) {
+      for (uint8_t b : net::NewNonce()) hex += fmt::format("{:02x}", b);
+    }
+    return hex;
+  };
+  if (metadata_dir.empty()) {
+    std::string token = fresh();
+    YB_LOG_WARN("admin token for the HTTP endpoints that change state (no --metadata_dir to keep it in): {}", token);
+    return token;
+  }
+  YB_RETURN_IF_ERROR(MakePrivateDir(metadata_dir));
+  const std::string path = AdminTokenPath(metadata_dir);
+  if (auto kept = ReadWholeFile(path); kept.ok()) {
+    std::string t = std::move(*kept);
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    if (t.size() >= 32) return t;
+  } else if (kept.code() != Code::kFileNotFound) {
+    return kept.status();
+  }
+  std::string token = fresh();
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kPrivateFileMode);
+  if (fd < 0) return Status(Code::kFileOpenFail, "cannot write " + tmp + ": " + std::strerror(errno));
+  Status st = WriteAll(fd, token + "\n", tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = Status(Code::kFileWriteFail, "syncing " + tmp + ": " + std::strerror(errno));
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Status(Code::kFileWriteFail, "cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  YB_RETURN_IF_ERROR(st);
+  YB_LOG_INFO("admin token made and kept in {} (`yb admin-token --metadata_dir {}` prints it)", path, metadata_dir);
+  return token;
 }
 
 }  // namespace yb::tools

@@ -1,8 +1,9 @@
 // The master's HTTP endpoints (on --metrics_port): /metrics (Prometheus text), /health, /segments
 // (JSON usage), /get_all_segments (segment names, as SGLang polls), /tenants (quotas and usage),
-// and the administration that changes state: POST /drain and POST /tenants/quota. With
-// authentication on (--auth_secret_file), those two answer 401 unless the request carries
-// `Authorization: Bearer <token>`, the token `yb admin-token` prints from the cluster's secret.
+// and the administration that changes state: POST /drain, POST /undrain and POST /tenants/quota.
+// Those always answer 401 unless the request carries `Authorization: Bearer <token>` (a header no
+// web page can make a browser send: no CSRF), the token `yb admin-token` prints: derived from the
+// cluster's secret, or, without one, made at start and kept in the metadata directory (AdminToken).
 #pragma once
 
 #include <httplib.h>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "admin_token.h"
 #include "ha/ha_master.h"
 #include "ha/meta_log.h"
 #include "master/master_service.h"
@@ -25,8 +27,13 @@ struct MasterHttpContext {
   ha::MetaLog* log = nullptr;  // the metadata log, when there is one
   ha::HaMaster* ha = nullptr;  // with --enable_ha
   std::string cluster_id;
-  std::string admin_token;  // "": the endpoints that change state ask for none (no authentication)
+  std::string admin_token;  // what the endpoints that change state ask for (never empty)
 };
+
+// The admin token of a master: from its security (the cluster secret), else the one kept in
+// `metadata_dir`/admin-token (made, 0600, on first start), else a new one each start (logged, as
+// there is nowhere to keep it). FILE_* when the file cannot be read or written.
+Result<std::string> MasterAdminToken(const net::Security& security, const std::string& metadata_dir);
 
 // Adds every route to `server`; `c` must outlive it.
 void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c);

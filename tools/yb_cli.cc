@@ -2,6 +2,9 @@
 //   yb --master HOST:PORT put KEY (--file PATH | --value TEXT) [--replicas N]
 //   yb --master HOST:PORT replicas KEY
 //   yb --master HOST:PORT drain NAME [--timeout SEC]       (copies a node's objects elsewhere)
+//   yb --master HOST:PORT undrain NAME                (the node takes new replicas again)
+//   yb admin-token [--auth_secret_file F | --metadata_dir DIR]   (the master's HTTP admin token)
+//   yb role-key --role node|admin --auth_secret_file F          (a role's key, from the cluster secret)
 //   yb --master HOST:PORT get KEY [--out PATH]        (stdout by default)
 //   yb --master HOST:PORT remove KEY [--force]
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
@@ -17,10 +20,12 @@
 #include <iostream>
 #include <iterator>
 
+#include "admin_token.h"
 #include "api/master_api.h"
 #include "client/client_internal.h"
 #include "client/leader_follower.h"
 #include "client/membership.h"
+#include "common/files.h"
 #include "common/segment_name.h"
 #include "common/units.h"
 #include "flags.h"
@@ -53,6 +58,7 @@ const char* StatusName(yb::ReplicaStatus s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"yb: put, get, remove and inspect objects of a Yuebing cluster"};
+  app.fallthrough();  // the global options (--master, --auth_secret_file, ...) may follow the subcommand too
   yb::ClientConfig c;
   std::string master = "127.0.0.1:50051", key, file, value, out;
   int replicas = 1;
@@ -79,39 +85,80 @@ int main(int argc, char** argv) {
   auto* reps = app.add_subcommand("replicas", "list a key's replicas: where each is, and its state");
   auto* token = app.add_subcommand(
       "admin-token",
-      "print the bearer token of the master's HTTP endpoints that change state (from --auth_secret_file)");
+      "print the bearer token of the master's HTTP endpoints that change state: from --auth_secret_file (the "
+      "cluster secret or the admin key), else the one a master without a secret keeps in its --metadata_dir");
+  std::string metadata_dir = "yb-master.data";
+  token->add_option("--metadata_dir", metadata_dir, "the master's metadata directory")->capture_default_str();
+  auto* role_key = app.add_subcommand(
+      "role-key", "print the key of a role, derived from the cluster secret (--auth_secret_file): give it to the "
+                  "processes of that role in their --auth_secret_file (0600), instead of the cluster secret");
+  std::string role = "node";
+  role_key->add_option("--role", role, "node (yb-client daemons, storage) or admin (operators: drain, quotas)")
+      ->check(CLI::IsMember({"node", "admin"}))
+      ->capture_default_str();
+  auto* undrain = app.add_subcommand("undrain", "end a drain: the node's segments take new replicas again");
   auto* drain = app.add_subcommand(
       "drain", "copy every object a storage node holds to other nodes, so that stopping it loses nothing");
   std::string node;
   int drain_timeout = 300;
   drain->add_option("name", node, "the node's segment name (as `segments` lists it), or its host")->required();
   drain->add_option("--timeout", drain_timeout, "seconds to wait at most")->check(CLI::PositiveNumber);
+  undrain->add_option("name", node, "the node's segment name, or its host")->required();
   reps->add_option("key", key)->required();
   app.add_option("--enable_checksum", c.enable_checksum,
                  "record a checksum with a put and check it on a get (YB_ENABLE_CHECKSUM)")
       ->capture_default_str();
   yb::tools::AddSecurityFlags(app, c.auth_secret_file, c.tls_cert, c.tls_key, c.tls_ca);
+  yb::tools::AddEtcdFlags(app, c.etcd_tls_ca, c.etcd_tls_cert, c.etcd_tls_key, c.etcd_user, c.etcd_password_file);
   app.add_option("--tenant", c.tenant, "the tenant whose keys the commands name (YB_TENANT)")->capture_default_str();
   yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // flags given win
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
   spdlog::set_level(spdlog::level::warn);
 
-  if (token->parsed()) {
+  if (token->parsed() || role_key->parsed()) {
     if (c.auth_secret_file.empty()) {
-      std::fprintf(stderr, "admin-token needs --auth_secret_file (or YB_AUTH_SECRET_FILE)\n");
-      return 2;
+      if (role_key->parsed()) {
+        std::fprintf(stderr, "role-key needs the cluster secret: --auth_secret_file (or YB_AUTH_SECRET_FILE)\n");
+        return 2;
+      }
+      auto kept = yb::ReadWholeFile(yb::tools::AdminTokenPath(metadata_dir));
+      if (!kept.ok()) {
+        std::fprintf(stderr,
+                     "no --auth_secret_file, and %s (a master without a secret keeps its token there; "
+                     "--metadata_dir names the master's directory)\n",
+                     kept.status().message().c_str());
+        return 1;
+      }
+      std::printf("%s", kept->c_str());
+      return 0;
     }
     auto secret = yb::net::ReadSecretFile(c.auth_secret_file);
     if (!secret.ok()) return Fail(secret.status());
-    std::printf("%s\n", yb::net::AdminToken(*secret).c_str());
+    const auto claimed = yb::net::RoleOfSecret(*secret);
+    if (role_key->parsed()) {
+      if (claimed) {
+        std::fprintf(stderr, "%s holds a role's key, not the cluster secret\n", c.auth_secret_file.c_str());
+        return 2;
+      }
+      std::printf("%s\n", yb::net::RoleKey(*secret, role == "admin" ? yb::net::Role::kAdmin : yb::net::Role::kNode)
+                               .c_str());
+      return 0;
+    }
+    if (claimed && *claimed != yb::net::Role::kAdmin) {
+      std::fprintf(stderr, "%s holds a node's key: the admin token comes from the cluster secret or the admin key\n",
+                   c.auth_secret_file.c_str());
+      return 2;
+    }
+    std::printf("%s\n", yb::net::AdminToken(claimed ? *secret : yb::net::RoleKey(*secret, yb::net::Role::kAdmin))
+                             .c_str());
     return 0;
   }
   c.local_hostname = "yb-cli";
   c.master_server_addr = master;
   c.global_segment_size = 0;
   c.local_buffer_size = 0;
-  if (segs->parsed() || drain->parsed()) {
+  if (segs->parsed() || drain->parsed() || undrain->parsed()) {
     // The master's segment list needs no client registration, so a script polling it does not add
     // a client to the master's live ones for every call.
     const auto timeout = std::chrono::milliseconds(c.rpc_timeout_ms);
@@ -120,7 +167,9 @@ int main(int argc, char** argv) {
     const auto channel = yb::MasterChannel(c, *security);
     std::unique_ptr<yb::MasterApi> m;
     if (yb::LeaderFollower::IsEtcdAddress(master)) {
-      auto f = yb::LeaderFollower::Create(master, c.cluster_id, timeout, channel);
+      auto etcd = yb::EtcdAccess(c);
+      if (!etcd.ok()) return Fail(etcd.status());
+      auto f = yb::LeaderFollower::Create(master, c.cluster_id, timeout, channel, *etcd);
       if (!f.ok()) return Fail(f.status());
       m = std::move(f).value();
     } else {
@@ -130,7 +179,7 @@ int main(int argc, char** argv) {
     }
     auto list = m->ListSegments();
     if (!list.ok()) return Fail(list.status());
-    if (drain->parsed()) {
+    if (drain->parsed() || undrain->parsed()) {
       std::vector<yb::SegmentId> ids;
       for (const auto& u : *list) {
         if (yb::SegmentNameMatches(u.desc.name, node)) ids.push_back(u.desc.id);
@@ -142,6 +191,16 @@ int main(int argc, char** argv) {
       // A drain is a call of a registered client (the master checks who calls); it leaves after.
       auto ctx = m->RegisterClient({yb::ClientId::Random(), c.local_hostname, c.tenant});
       if (!ctx.ok()) return Fail(ctx.status());
+      if (undrain->parsed()) {
+        yb::Status st;
+        for (yb::SegmentId id : ids) {
+          if (st = m->UndrainSegment(*ctx, id); !st.ok()) break;
+        }
+        (void)m->UnregisterClient(*ctx);
+        if (!st.ok()) return Fail(st);
+        std::printf("%s takes new replicas again (%zu segments)\n", node.c_str(), ids.size());
+        return 0;
+      }
       uint64_t round = 0;
       yb::Status st = yb::DrainSegments(*m, *ctx, ids, std::chrono::seconds(drain_timeout), [&](uint64_t remaining) {
         if (remaining > 0 && round++ % 5 == 0) {

@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
                  "record a checksum with this node's writes and check it on reads (YB_ENABLE_CHECKSUM)")
       ->capture_default_str();
   yb::tools::AddSecurityFlags(app, c.auth_secret_file, c.tls_cert, c.tls_key, c.tls_ca);
+  yb::tools::AddProtectedModeFlag(app, c.protected_mode);
+  yb::tools::AddEtcdFlags(app, c.etcd_tls_ca, c.etcd_tls_cert, c.etcd_tls_key, c.etcd_user, c.etcd_password_file);
   yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // flags given win
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -142,7 +144,7 @@ int main(int argc, char** argv) {
       if (!d) return std::nullopt;
       return d->Stats();
     });
-    if (!http.Start("yb-client", metrics_address, metrics_port)) return 1;
+    if (!http.Start("yb-client", metrics_address, metrics_port, c.loopback_only())) return 1;
     spdlog::info("yb-client: HTTP on {}:{}", metrics_address, metrics_port);
   }
   // A daemon waits for its master: retry every second until connected or told to stop.

@@ -46,6 +46,7 @@ struct DaemonFlags {
   std::string memory_allocator = "offset";
   bool enable_ha = false;
   std::string etcd_endpoints;
+  std::string etcd_tls_ca, etcd_tls_cert, etcd_tls_key, etcd_user, etcd_password_file;
   std::string cluster_id = "mooncake_cluster";
   int64_t ha_lease_ttl_ms = yb::ha::HaMaster::Options{}.lease_ttl.count();
   std::string config_path;
@@ -57,6 +58,7 @@ struct DaemonFlags {
   uint64_t metadata_file_bytes = yb::ha::MetaLog::Options{}.file_bytes;
   // Security (docs/security.md).
   std::string auth_secret_file;
+  bool protected_mode = true;
   std::string tenant_secrets_file;
   std::string tls_cert, tls_key, tls_ca;
   std::string tenant_quotas;  // "team-a=10GB,team-b=1TB"
@@ -151,6 +153,11 @@ int main(int argc, char** argv) {
                  "re-replication: seconds a client has to report a copy before it is given up and made again")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max_segments_per_client", mc.max_segments_per_client,
+                 "segments one client may have mounted at once (a node mounts its memory in segment_chunk_size "
+                 "chunks); one more is refused")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   app.add_option("--grant_ttl_sec", mc.grant_ttl_sec,
                  "lifetime of the grants handed out with replicas, which transfer servers check (a write's is at "
                  "most --put_start_discard_timeout_sec); the nodes' clocks must agree to well within it")
@@ -166,6 +173,8 @@ int main(int argc, char** argv) {
                            "log written since the last snapshot that calls for a new one");
   yb::tools::AddSizeOption(app, "--metadata_file_bytes", f.metadata_file_bytes, "size of one log file");
   yb::tools::AddSecurityFlags(app, f.auth_secret_file, f.tls_cert, f.tls_key, f.tls_ca);
+  yb::tools::AddProtectedModeFlag(app, f.protected_mode);
+  yb::tools::AddEtcdFlags(app, f.etcd_tls_ca, f.etcd_tls_cert, f.etcd_tls_key, f.etcd_user, f.etcd_password_file);
   app.add_option("--tenant_secrets_file", f.tenant_secrets_file,
                  "YAML file of `tenant: secret` lines: a client proving one may register as that tenant only");
   app.add_option("--tenant_quotas", f.tenant_quotas,
@@ -187,6 +196,7 @@ int main(int argc, char** argv) {
   }
   yb::net::SecurityOptions so;
   so.tls = {f.tls_cert, f.tls_key, f.tls_ca};
+  so.protected_mode = f.protected_mode;
   if (!f.auth_secret_file.empty()) {
     auto secret = yb::net::ReadSecretFile(f.auth_secret_file);
     if (!secret.ok()) {
@@ -213,10 +223,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::shared_ptr<yb::net::Security> security = std::move(made).value();
-  if (!security->auth()) {
+  if (security->loopback_only()) {
+    spdlog::info(
+        "protected mode: no --auth_secret_file, so RPC and HTTP serve only processes on this host; give every "
+        "process the cluster's secret to serve others (docs/security.md)");
+  } else if (!security->auth()) {
     spdlog::warn(
-        "no --auth_secret_file: any process that reaches this master may call it (tenants are named, not proven); "
-        "see docs/security.md");
+        "PROTECTED MODE IS OFF and there is no --auth_secret_file: ANY process that reaches this master's ports "
+        "may call it, read every segment's grant key through the HA channel, drain nodes and set quotas "
+        "(tenants are named, not proven); see docs/security.md");
+  }
+  if (f.enable_ha && !security->auth() && !yb::net::IsLoopbackAddress(f.rpc_address)) {
+    spdlog::error(
+        "--enable_ha across hosts (--rpc_address {}) needs --auth_secret_file: the HA channel carries every "
+        "segment's grant key and the key that signs client tokens, so only masters that prove the cluster's "
+        "secret may follow the log",
+        f.rpc_address);
+    return 2;
   }
   yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
   yb::ha::MetaLog::Options lo;
@@ -253,6 +276,22 @@ int main(int argc, char** argv) {
     }
     yb::ha::HaMaster::Options ho;
     ho.etcd.endpoints = std::move(*endpoints);
+    if (f.etcd_tls_cert.empty() != f.etcd_tls_key.empty() || f.etcd_user.empty() != f.etcd_password_file.empty()) {
+      spdlog::error("--etcd_tls_cert goes with --etcd_tls_key, and --etcd_user with --etcd_password_file");
+      return 2;
+    }
+    ho.etcd.tls_ca = f.etcd_tls_ca;
+    ho.etcd.tls_cert = f.etcd_tls_cert;
+    ho.etcd.tls_key = f.etcd_tls_key;
+    ho.etcd.user = f.etcd_user;
+    if (!f.etcd_password_file.empty()) {
+      auto pw = yb::net::ReadSecretFile(f.etcd_password_file, 1);
+      if (!pw.ok()) {
+        spdlog::error("--etcd_password_file: {}", pw.status().message());
+        return 2;
+      }
+      ho.etcd.password = std::move(pw).value();
+    }
     ho.cluster_id = f.cluster_id;
     ho.address = f.rpc_address + ":" + std::to_string(f.rpc_port);
     ho.lease_ttl = std::chrono::milliseconds(f.ha_lease_ttl_ms);
@@ -341,17 +380,16 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  auto admin_token = yb::tools::MasterAdminToken(*security, f.metadata_dir);
+  if (!admin_token.ok()) {
+    spdlog::error("the admin token: {}", admin_token.status().ToString());
+    return 1;
+  }
   yb::tools::AdminHttp http;
-  yb::tools::MasterHttpContext http_context{current,
-                                            rpc_metrics,
-                                            server,
-                                            log,
-                                            ha.get(),
-                                            f.cluster_id,
-                                            security->auth() ? yb::net::AdminToken(security->options().secret) : ""};
+  yb::tools::MasterHttpContext http_context{current, rpc_metrics, server, log, ha.get(), f.cluster_id, *admin_token};
   if (f.metrics_port > 0) {
     yb::tools::AddMasterRoutes(http.server(), http_context);
-    if (!http.Start("yb-master", f.metrics_address, f.metrics_port)) return 1;
+    if (!http.Start("yb-master", f.metrics_address, f.metrics_port, security->loopback_only())) return 1;
   }
 
   std::unique_ptr<yb::Scheduler::Job> background, snapshots, election;

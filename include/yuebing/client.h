@@ -36,6 +36,11 @@ struct ClientConfig {
   // master in this process, shared by its clients that name the same cluster.
   std::string master_server_addr = "embedded";
   std::string cluster_id = "mooncake_cluster";  // with etcd://: the masters' --cluster_id
+  // With etcd://: how etcd is reached (docs/security.md): TLS (a CA to check etcd against, and the
+  // certificate and key etcd's --client-cert-auth asks for), and etcd's own user and a file
+  // holding its password (0600). Empty: plain HTTP, no user.
+  std::string etcd_tls_ca, etcd_tls_cert, etcd_tls_key;
+  std::string etcd_user, etcd_password_file;
   std::string protocol = "tcp";                 // "tcp" (RDMA is not available yet)
   std::string device_name;
   uint64_t global_segment_size = 0;          // contributed to the pool; 0 for a pure caller
@@ -59,6 +64,12 @@ struct ClientConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_ca;
+  // Protected mode: without a secret (or client certificates), this client's transfer server serves
+  // only processes on its own host and refuses others with a message saying how to proceed. False
+  // serves any peer that reaches it (YB_PROTECTED_MODE, setup's "protected_mode").
+  bool protected_mode = true;
+  // Whether its servers (transfers, the HTTP endpoints) then serve only this host.
+  bool loopback_only() const { return protected_mode && auth_secret_file.empty() && (tls_cert.empty() || tls_ca.empty()); }
   // With a networked master: the address this client's transfer server listens on. The host of
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;

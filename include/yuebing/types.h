@@ -24,6 +24,8 @@ struct SsdTierConfig {
 // Keys longer than this are refused with INVALID_KEY.
 inline constexpr size_t kMaxKeyLength = 4096;
 inline constexpr size_t kMaxZoneLength = 64;  // SegmentDesc::zone
+// A host or segment name, and a transfer endpoint ("host:port"), at most.
+inline constexpr size_t kMaxHostNameLength = 256;
 
 using SegmentId = uint64_t;
 

@@ -37,10 +37,15 @@ struct CallContext {
   ClientId client;
   TenantIndex tenant = 0;  // from RegisterClient
   CallerToken token{};     // from RegisterClient; all zeros: none
-  // May do what only nodes and operators may (drain any segment): true in the master's own
+  // May do what only masters and operators may (drain any segment): true in the master's own
   // process; over RPC, the RPC server sets it from what the connection proved (never from the
-  // wire): the cluster secret, or a master that asks for no proof.
+  // wire): the cluster secret or the admin key, or a master that asks for no proof.
   bool privileged = true;
+  // May act on objects of any tenant (a storage node's disk copies of every tenant's objects):
+  // the privileged and the node key (net::Peer::any_tenant); a tenant's client acts in its own.
+  bool any_tenant = true;
+  // The address the call came from over RPC (valid during the call only); empty in process.
+  std::string_view peer_address = {};
   bool has_token() const {
     for (uint8_t b : token) {
       if (b) return true;
@@ -176,6 +181,8 @@ class MasterApi {
   // replica of gets one elsewhere (re-replication). Returns how many objects still need theirs:
   // 0 means unmounting it loses nothing. Call again to follow the progress.
   virtual Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) = 0;
+  // Ends a drain: the segment takes new replicas again. The same callers as DrainSegment.
+  virtual Status UndrainSegment(const CallContext& ctx, SegmentId id) = 0;
   virtual Result<std::vector<SegmentUsage>> ListSegments() = 0;
 
   // ---- objects, one answer per key, in order

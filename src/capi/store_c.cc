@@ -104,6 +104,11 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
     // the transport through the environment. The library under it reads none.
     yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
     std::lock_guard lock(h->setup_mu);
+    if (!h->etcd_ca.empty() || !h->etcd_cert.empty()) {  // mooncake_store_set_etcd_tls_config
+      c.etcd_tls_ca = h->etcd_ca;
+      c.etcd_tls_cert = h->etcd_cert;
+      c.etcd_tls_key = h->etcd_key;
+    }
     if (h->client) {
       YB_LOG_ERROR("setup: this store is already set up");
       return kInvalid;

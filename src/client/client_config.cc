@@ -53,7 +53,20 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
   if (auto v = get("YB_TLS_CERT")) c.tls_cert = *v;
   if (auto v = get("YB_TLS_KEY")) c.tls_key = *v;
   if (auto v = get("YB_TLS_CA")) c.tls_ca = *v;
+  if (auto v = get("YB_ETCD_TLS_CA")) c.etcd_tls_ca = *v;
+  if (auto v = get("YB_ETCD_TLS_CERT")) c.etcd_tls_cert = *v;
+  if (auto v = get("YB_ETCD_TLS_KEY")) c.etcd_tls_key = *v;
+  if (auto v = get("YB_ETCD_USER")) c.etcd_user = *v;
+  if (auto v = get("YB_ETCD_PASSWORD_FILE")) c.etcd_password_file = *v;
   if (auto v = get("YB_TENANT"); v && !v->empty()) c.tenant = *v;
+  if (auto v = get("YB_PROTECTED_MODE")) {
+    if (auto b = ParseBool(*v)) {
+      c.protected_mode = *b;
+    } else {
+      YB_LOG_WARN("YB_PROTECTED_MODE='{}' is not true or false: protected mode stays {}", *v,
+                  c.protected_mode ? "on" : "off");
+    }
+  }
   if (auto v = get("YB_ENABLE_CHECKSUM")) {
     if (auto b = ParseBool(*v)) {
       c.enable_checksum = *b;
@@ -85,6 +98,8 @@ Status ValidateClientConfig(const ClientConfig& c) {
     return Bad("zone '" + c.zone + "' must be at most 64 printable characters without spaces");
   }
   if (c.tls_cert.empty() != c.tls_key.empty()) return Bad("tls_cert and tls_key go together");
+  if (c.etcd_tls_cert.empty() != c.etcd_tls_key.empty()) return Bad("etcd_tls_cert and etcd_tls_key go together");
+  if (c.etcd_user.empty() != c.etcd_password_file.empty()) return Bad("etcd_user and etcd_password_file go together");
   if ((!c.tls_ca.empty() || !c.tls_cert.empty()) && c.global_segment_size > 0 && c.tls_cert.empty() &&
       !EmbeddedClusterName(c.master_server_addr)) {
     return Bad("a client that contributes memory serves transfers: with TLS on it needs tls_cert and tls_key");
@@ -101,8 +116,23 @@ Result<std::shared_ptr<net::Security>> ClientSecurity(const ClientConfig& c) {
     o.secret = std::move(secret).value();
   }
   o.tls = {c.tls_cert, c.tls_key, c.tls_ca};
-  if (o.secret.empty() && !o.tls.enabled()) return net::Security::None();
+  o.protected_mode = c.protected_mode;
+  if (o.secret.empty() && !o.tls.enabled() && o.protected_mode) return net::Security::None();
   return net::Security::Create(std::move(o));
+}
+
+Result<ha::EtcdClient::Options> EtcdAccess(const ClientConfig& c) {
+  ha::EtcdClient::Options o;
+  o.tls_ca = c.etcd_tls_ca;
+  o.tls_cert = c.etcd_tls_cert;
+  o.tls_key = c.etcd_tls_key;
+  o.user = c.etcd_user;
+  if (!c.etcd_password_file.empty()) {
+    auto pw = net::ReadSecretFile(c.etcd_password_file, /*min_size=*/1);
+    if (!pw.ok()) return pw.status();
+    o.password = std::move(pw).value();
+  }
+  return o;
 }
 
 rpc::RpcChannel::Options MasterChannel(const ClientConfig& c, std::shared_ptr<const net::Security> security) {

@@ -27,6 +27,28 @@ Status TooSmall(uint64_t have, uint64_t need) {
                                            std::to_string(need) + " bytes)");
 }
 
+// What the master declared, checked before a byte moves: a replica of another size than its
+// object would be read past the caller's buffer.
+Status CheckDeclared(const ObjectInfo& info) {
+  for (const ReplicaDesc& r : info.replicas) {
+    if (r.size != info.size) {
+      return Status(Code::kInvalidReplica, "the master declared a replica of " + std::to_string(r.size) +
+                                               " bytes for an object of " + std::to_string(info.size));
+    }
+  }
+  return Status::OK();
+}
+
+// A buffer for a whole object of the size the master declared; an error, not an exception, when
+// this process cannot hold it.
+Result<std::string> BufferFor(uint64_t size) {
+  try {
+    return std::string(size, '\0');
+  } catch (const std::exception&) {
+    return Status(Code::kInternal, "cannot hold an object of " + std::to_string(size) + " bytes in memory");
+  }
+}
+
 }  // namespace
 
 Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices,
@@ -59,6 +81,7 @@ void DataPath::EndRead(const std::string& key, uint64_t pin) {
 
 Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target,
                               size_t first, Status prior) {
+  YB_RETURN_IF_ERROR(CheckDeclared(info));
   auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); });
   if (ordered.empty()) return Status(Code::kInvalidReplica, "object has no complete replica");
   Status last = std::move(prior);
@@ -101,8 +124,8 @@ Result<std::string> DataPath::ReadString(const std::string& key) {
   auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
   members_.pins().Add(key, info->read_pin);
-  std::string out(info->size, '\0');
-  Status st = ReadReplicas(key, *info, {{out.data(), out.size()}}, 0);
+  auto out = BufferFor(info->size);
+  Status st = out.ok() ? ReadReplicas(key, *info, {{out->data(), out->size()}}, 0) : out.status();
   EndRead(key, info->read_pin);
   if (!st.ok()) return st;
   return out;
@@ -140,6 +163,10 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     }
     if (infos[i]->size > totals[i]) {
       out[i] = TooSmall(totals[i], infos[i]->size);
+      continue;
+    }
+    if (Status st = CheckDeclared(*infos[i]); !st.ok()) {
+      out[i] = st;
       continue;
     }
     targets[i] = Trim(buffers[i], infos[i]->size);
@@ -197,9 +224,14 @@ std::vector<Result<std::string>> DataPath::BatchReadStrings(const MasterApi::Key
       out[i] = sizes[i].status();
       continue;
     }
+    auto buffer = BufferFor(sizes[i]->size);
+    if (!buffer.ok()) {
+      out[i] = buffer.status();
+      continue;
+    }
     found_keys.push_back(keys[i]);
     where.push_back(i);
-    values.emplace_back(sizes[i]->size, '\0');
+    values.push_back(std::move(buffer).value());
   }
   std::vector<std::vector<Slice>> slices;
   for (auto& v : values) slices.push_back({{v.data(), v.size()}});

@@ -72,7 +72,9 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   const auto channel = MasterChannel(config, *security);
   std::shared_ptr<MasterApi> master;
   if (LeaderFollower::IsEtcdAddress(config.master_server_addr)) {
-    auto f = LeaderFollower::Create(config.master_server_addr, config.cluster_id, timeout, channel);
+    auto etcd = EtcdAccess(config);
+    if (!etcd.ok()) return etcd.status();
+    auto f = LeaderFollower::Create(config.master_server_addr, config.cluster_id, timeout, channel, *etcd);
     if (!f.ok()) return f.status();
     master = std::move(f).value();
   } else {

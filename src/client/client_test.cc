@@ -532,5 +532,45 @@ TEST(ClientHeartbeatTest, AFailedRemountIsTriedAgainUntilTheMasterServesTheSegme
   EXPECT_EQ(mounts, 3);  // converged: nothing more asked
 }
 
+// A master (or whatever answers as one) that declares a replica larger than its object, or an
+// object larger than this process can hold: an error for that read, no byte past the buffer.
+TEST(ClientDeclaredSizesTest, AReplicaLargerThanItsObjectIsRefusedBeforeAByteMoves) {
+  auto master = std::make_shared<::testing::NiceMock<testing::MockMaster>>();
+  ManualClock clock;
+  ManualScheduler scheduler(clock);
+  ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(CallContext{}));
+  SegmentId own = 0;
+  ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
+      .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>& segs) {
+        own = segs[0].id;
+        return Status::OK();
+      });
+  uint64_t object_size = 8, replica_size = 4096;
+  ON_CALL(*master, BatchGetReplicaList(::testing::_, ::testing::_, ::testing::_))
+      .WillByDefault([&](const CallContext&, const MasterApi::Keys& keys, bool) {
+        ObjectInfo info;
+        info.size = object_size;
+        info.replicas.push_back(ReplicaDesc{ReplicaKind::kMemory, ReplicaStatus::kComplete, own, 0, replica_size});
+        return std::vector<Result<ObjectInfo>>(keys.size(), info);
+      });
+  ON_CALL(*master, BatchReadEnd(::testing::_, ::testing::_, ::testing::_))
+      .WillByDefault([](const CallContext&, const MasterApi::Keys& keys, const std::vector<uint64_t>&) {
+        return std::vector<Status>(keys.size());
+      });
+  auto client = ClientOnMock(master, scheduler, "reader");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::vector<char> buf(64, 'x');
+  auto r = (*client)->Get("k", buf.data(), 8);
+  EXPECT_EQ(r.code(), Code::kInvalidReplica) << r.status().ToString();
+  EXPECT_EQ(std::count(buf.begin(), buf.end(), 'x'), 64);
+  auto batch = (*client)->BatchGet({"k"}, {{Slice{buf.data(), 8}}});
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].code(), Code::kInvalidReplica);
+  EXPECT_EQ(std::count(buf.begin(), buf.end(), 'x'), 64);
+  object_size = replica_size = uint64_t{1} << 62;  // more than any process holds
+  auto whole = (*client)->Get("k");
+  EXPECT_FALSE(whole.ok());
+}
+
 }  // namespace
 }  // namespace yb

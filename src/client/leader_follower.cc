@@ -43,11 +43,11 @@ R Failure(const Status& st, size_t n) {
 
 Result<std::unique_ptr<LeaderFollower>> LeaderFollower::Create(const std::string& spec, const std::string& cluster_id,
                                                                std::chrono::milliseconds timeout,
-                                                               rpc::RpcChannel::Options channel) {
+                                                               rpc::RpcChannel::Options channel,
+                                                               ha::EtcdClient::Options o) {
   auto endpoints = ha::EtcdClient::ParseEndpoints(spec);
   if (!endpoints.ok()) return endpoints.status();
   if (cluster_id.empty()) return Status(Code::kInvalidParams, "cluster_id is empty");
-  ha::EtcdClient::Options o;
   o.endpoints = std::move(*endpoints);
   o.timeout = std::min(timeout, std::chrono::milliseconds(1000));
   return std::unique_ptr<LeaderFollower>(new LeaderFollower(std::move(o), cluster_id, timeout, std::move(channel)));
@@ -196,6 +196,10 @@ std::vector<Status> LeaderFollower::OffloadDone(const CallContext& ctx, const st
 
 Result<uint64_t> LeaderFollower::DrainSegment(const CallContext& ctx, SegmentId id) {
   return WithLeader<Result<uint64_t>>([&](MasterApi& m) { return m.DrainSegment(ctx, id); });
+}
+
+Status LeaderFollower::UndrainSegment(const CallContext& ctx, SegmentId id) {
+  return WithLeader<Status>([&](MasterApi& m) { return m.UndrainSegment(ctx, id); });
 }
 
 Result<std::vector<RepairTask>> LeaderFollower::RepairFetch(const CallContext& ctx, uint32_t max) {

@@ -27,10 +27,12 @@ namespace yb {
 class LeaderFollower final : public MasterApi {
  public:
   // `spec` is "etcd://host:port[;host:port...]".
-  // `channel`: how each connection to a master is set up (its security).
+  // `channel`: how each connection to a master is set up (its security). `etcd`: how etcd is
+  // reached (TLS, its user); its endpoints come from `spec`.
   static Result<std::unique_ptr<LeaderFollower>> Create(const std::string& spec, const std::string& cluster_id,
                                                         std::chrono::milliseconds timeout,
-                                                        rpc::RpcChannel::Options channel = {});
+                                                        rpc::RpcChannel::Options channel = {},
+                                                        ha::EtcdClient::Options etcd = {});
   static bool IsEtcdAddress(const std::string& master_server_addr) {
     return master_server_addr.rfind("etcd://", 0) == 0;
   }
@@ -48,6 +50,7 @@ class LeaderFollower final : public MasterApi {
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
   Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
+  Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
   Result<std::vector<SegmentUsage>> ListSegments() override;
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,

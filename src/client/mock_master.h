@@ -38,6 +38,7 @@ class MockMaster : public MasterApi {
   MOCK_METHOD(Result<std::vector<OffloadTask>>, OffloadFetch, (const CallContext&, uint32_t), (override));
   MOCK_METHOD(std::vector<Status>, OffloadDone, (const CallContext&, const std::vector<OffloadResult>&), (override));
   MOCK_METHOD(Result<uint64_t>, DrainSegment, (const CallContext&, SegmentId), (override));
+  MOCK_METHOD(Status, UndrainSegment, (const CallContext&, SegmentId), (override));
   MOCK_METHOD(Result<std::vector<RepairTask>>, RepairFetch, (const CallContext&, uint32_t), (override));
   MOCK_METHOD(std::vector<Status>, RepairDone, (const CallContext&, const std::vector<RepairResult>&), (override));
   MOCK_METHOD(std::vector<Status>, AddDiskReplicas, (const CallContext&, SegmentId, const std::vector<DiskObject>&),

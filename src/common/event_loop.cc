@@ -155,7 +155,10 @@ void EventLoop::Sweep() {
   last_sweep_ms_ = now;
   std::vector<uint64_t> stalled;
   for (auto& [id, e] : sessions_) {
-    if (now - e.last_event_ms >= stall_ms_ && e.session->WaitsOnPeer()) stalled.push_back(id);
+    const int64_t deadline = e.session->DeadlineMs();
+    if ((now - e.last_event_ms >= stall_ms_ && e.session->WaitsOnPeer()) || (deadline > 0 && now >= deadline)) {
+      stalled.push_back(id);
+    }
   }
   for (uint64_t id : stalled) {
     auto it = sessions_.find(id);

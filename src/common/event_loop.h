@@ -48,6 +48,9 @@ class LoopSession {
   // with no event for that long is told (OnStalled) and closed. An idle session never is.
   virtual bool WaitsOnPeer() const { return false; }
   virtual void OnStalled(int64_t idle_ms) { (void)idle_ms; }
+  // A steady time (SteadyNowMs) past which the session is closed whatever it does, with a stall
+  // timeout set (told through OnStalled too); 0: none. A handshake that must end in time has one.
+  virtual int64_t DeadlineMs() const { return 0; }
   // Input the session's stream holds that the socket's readiness does not show (TLS records
   // decrypted ahead): the loop offers the session EPOLLIN again at once while it says so.
   virtual bool Buffered() const { return false; }

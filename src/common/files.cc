@@ -1,10 +1,13 @@
 #include "common/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "common/log.h"
 
 namespace yb {
 
@@ -49,6 +52,24 @@ Status SyncDir(const std::string& dir) {
   const int err = errno;
   ::close(fd);
   return rc == 0 ? Status::OK() : Status(Code::kFileWriteFail, "cannot sync " + dir + ": " + std::strerror(err));
+}
+
+Status MakePrivateDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status(Code::kFileOpenFail, "cannot create " + dir + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status(Code::kFileOpenFail, dir + " is not a directory");
+  }
+  if ((st.st_mode & 077) != 0) {
+    if (::chmod(dir.c_str(), 0700) != 0) {
+      return Status(Code::kFileOpenFail, dir + " may be entered by others (mode " + std::to_string(st.st_mode & 0777) +
+                                             ") and cannot be made private: " + std::strerror(errno));
+    }
+    YB_LOG_WARN("{} could be entered by other users (mode {:o}): made private (0700)", dir, st.st_mode & 0777);
+  }
+  return Status::OK();
 }
 
 }  // namespace yb

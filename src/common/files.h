@@ -14,5 +14,10 @@ Result<std::string> ReadWholeFile(const std::string& path);
 Status WriteAll(int fd, std::string_view data, const std::string& path);
 // Makes the names in `dir` (files created, renamed or removed) durable.
 Status SyncDir(const std::string& dir);
+// A directory only its owner may enter (0700): created so, or made so (logged) when it was looser.
+// The metadata log and the SSD tier keep grant keys and values there. FILE_OPEN_FAIL naming it.
+Status MakePrivateDir(const std::string& dir);
+// The mode of files written in such a directory.
+inline constexpr unsigned kPrivateFileMode = 0600;
 
 }  // namespace yb

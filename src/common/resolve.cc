@@ -1,5 +1,9 @@
 #include "common/resolve.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
 #include <netdb.h>
 
 #include <condition_variable>
@@ -95,6 +99,56 @@ Result<std::vector<SocketAddress>> NameResolver::Resolve(const std::string& host
   if (auto it = pending_.find(key); it != pending_.end() && it->second == p)
     pending_.erase(it);  // used: look up anew next time
   return result;
+}
+
+namespace {
+
+// The numeric form of an address, IPv4-mapped IPv6 as IPv4.
+std::string Numeric(const sockaddr* sa) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (sa->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof(buf));
+  } else if (sa->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof(buf));
+  }
+  std::string out = buf;
+  if (out.rfind("::ffff:", 0) == 0 && out.find('.') != std::string::npos) out.erase(0, 7);
+  return out;
+}
+
+bool Loopback(std::string_view a) { return a.rfind("127.", 0) == 0 || a == "::1"; }
+
+}  // namespace
+
+bool PeerOnHostOf(std::string_view peer, std::string_view endpoint) {
+  std::string p(peer);
+  if (p.rfind("::ffff:", 0) == 0 && p.find('.') != std::string::npos) p.erase(0, 7);
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string host(endpoint.substr(0, colon));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto addrs = NameResolver::SystemLookup(host, std::string(endpoint.substr(colon + 1)));
+  if (!addrs.ok()) return false;
+  std::vector<std::string> host_addrs;
+  for (const auto& a : *addrs) host_addrs.push_back(Numeric(reinterpret_cast<const sockaddr*>(&a.addr)));
+  for (const auto& a : host_addrs) {
+    if (a == p) return true;
+  }
+  if (!Loopback(p)) return false;
+  // A caller on this machine, and an endpoint of this machine?
+  for (const auto& a : host_addrs) {
+    if (Loopback(a)) return true;
+  }
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return false;
+  bool local = false;
+  for (ifaddrs* i = ifs; i && !local; i = i->ifa_next) {
+    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+    const std::string mine = Numeric(i->ifa_addr);
+    for (const auto& a : host_addrs) local = local || a == mine;
+  }
+  freeifaddrs(ifs);
+  return local;
 }
 
 }  // namespace yb

@@ -56,4 +56,11 @@ class NameResolver {
   std::map<std::string, std::shared_ptr<Pending>> pending_;  // host and port -> the latest lookup, until used
 };
 
+// Whether a connection from `peer` (an address as a listener reports it: "10.0.0.2", "::1",
+// "::ffff:10.0.0.2") comes from the host of `endpoint` ("host:port", "[v6]:port"): `peer` is one
+// of the host's addresses, or both are this machine (a loopback peer, and a host that resolves to
+// loopback or to an address of one of this machine's interfaces). A name is looked up (blocking,
+// SystemLookup). False when the endpoint does not parse or resolve.
+bool PeerOnHostOf(std::string_view peer, std::string_view endpoint);
+
 }  // namespace yb

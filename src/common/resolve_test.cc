@@ -120,5 +120,18 @@ TEST(ResolverTest, ALookupOlderThanThirtySecondsIsReplaced) {
   EXPECT_EQ(gate.state->calls.load(), 2);
 }
 
+// Who may say it replaced the process at an endpoint: a caller on that endpoint's host.
+TEST(PeerOnHostOfTest, OnlyACallerOnTheEndpointsHost) {
+  EXPECT_TRUE(PeerOnHostOf("10.1.2.3", "10.1.2.3:7000"));
+  EXPECT_TRUE(PeerOnHostOf("::ffff:10.1.2.3", "10.1.2.3:7000"));
+  EXPECT_FALSE(PeerOnHostOf("10.1.2.4", "10.1.2.3:7000"));
+  EXPECT_TRUE(PeerOnHostOf("127.0.0.1", "127.0.0.1:7000"));
+  EXPECT_TRUE(PeerOnHostOf("127.0.0.1", "localhost:7000"));
+  EXPECT_TRUE(PeerOnHostOf("::1", "[::1]:7000"));
+  EXPECT_FALSE(PeerOnHostOf("10.9.9.9", "127.0.0.1:7000"));  // another host naming our loopback
+  EXPECT_FALSE(PeerOnHostOf("127.0.0.1", "no-port"));
+  EXPECT_FALSE(PeerOnHostOf("127.0.0.1", "name.invalid:7000"));
+}
+
 }  // namespace
 }  // namespace yb

@@ -26,6 +26,14 @@ class EtcdClient {
   struct Options {
     std::vector<std::pair<std::string, uint16_t>> endpoints;
     std::chrono::milliseconds timeout{1000};
+    // TLS (etcd's --cert-file): the CA etcd's certificate is checked against (its name or address
+    // too), and the certificate and key etcd's --client-cert-auth asks clients for. All empty:
+    // plain HTTP.
+    std::string tls_ca = {}, tls_cert = {}, tls_key = {};
+    // etcd's own authentication (`etcdctl auth enable`): a user and its password. A token is asked
+    // for at the first call and again when etcd says it is no longer valid.
+    std::string user = {}, password = {};
+    bool tls() const { return !tls_ca.empty() || !tls_cert.empty(); }
   };
   // "host:port;host:port", also with "etcd://" or "http://" before each (Mooncake's spellings).
   static Result<std::vector<std::pair<std::string, uint16_t>>> ParseEndpoints(const std::string& spec);
@@ -62,10 +70,20 @@ class EtcdClient {
  private:
   // POSTs `body` to `path` on an endpoint; the reply's JSON text.
   Result<std::string> Post(const std::string& path, const std::string& body);
+  // One POST to one endpoint, with the token when there is one: its HTTP status and body, or why
+  // there is none (status 0). Under mu_.
+  struct Reply {
+    int status = 0;
+    std::string body;  // or the error
+  };
+  Reply PostTo(const std::string& host, uint16_t port, const std::string& path, const std::string& body);
+  // A token for options_.user from `host`; under mu_.
+  Status Authenticate(const std::string& host, uint16_t port);
 
   Options options_;
   std::mutex mu_;
   size_t current_ = 0;  // under mu_
+  std::string token_;   // etcd's auth token, under mu_
 };
 
 // Base64 (RFC 4648, with padding), as etcd's JSON gateway carries bytes.

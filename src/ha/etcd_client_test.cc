@@ -1,6 +1,9 @@
 #include "ha/etcd_client.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
 
 namespace yb::ha {
 namespace {
@@ -42,6 +45,47 @@ TEST(EtcdClientTest, AnEtcdThatDoesNotAnswerIsAnEtcdError) {
   auto g = c.Get("k");
   EXPECT_EQ(g.code(), Code::kEtcdOperationError);
   EXPECT_NE(g.status().message().find("127.0.0.1:1"), std::string::npos) << g.status().ToString();
+}
+
+// An etcd (or whatever answers on its port) that answers JSON of unexpected shapes: every call
+// returns an error or a harmless value, and none throws out of the client.
+TEST(EtcdClientTest, AnswersOfAnyShapeAreErrorsNotCrashes) {
+  const std::vector<std::string> answers = {
+      "not json",
+      "[]",
+      R"({"kvs": 5})",
+      R"({"kvs": [7]})",
+      R"({"kvs": [{"value": 3, "create_revision": "x9"}]})",
+      R"({"kvs": [{"value": "!!", "create_revision": {}}]})",
+      R"({"succeeded": "yes", "responses": 4, "header": []})",
+      R"({"succeeded": false, "responses": [{"response_range": {"kvs": "no"}}]})",
+      R"({"result": [], "ID": {"a": 1}, "TTL": "99999999999999999999999"})",
+      R"({"error": 5, "message": []})",
+  };
+  for (const std::string& answer : answers) {
+    httplib::Server server;
+    server.Post(".*", [&](const httplib::Request&, httplib::Response& res) {
+      res.set_content(answer, "application/json");
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread t([&] { server.listen_after_bind(); });
+    while (!server.is_running()) std::this_thread::yield();
+    EtcdClient c({{{"127.0.0.1", static_cast<uint16_t>(port)}}, std::chrono::milliseconds(2000)});
+    (void)c.Get("k");
+    (void)c.Grant(5);
+    (void)c.KeepAlive(1);
+    (void)c.Revoke(1);
+    (void)c.Put("k", "v");
+    (void)c.PutIfAbsent("k", "v", 1);
+    (void)c.PutIfOwned("k", 1, "k2", "v");
+    auto g = c.Get("k");
+    if (!g.ok()) {
+      EXPECT_EQ(g.code(), Code::kEtcdOperationError) << answer;
+    }
+    server.stop();
+    t.join();
+  }
 }
 
 }  // namespace

@@ -146,6 +146,8 @@ void HaMaster::RunOnce() {
     {
       std::lock_guard lock(mu_);
       leader_ = kv.value;
+      view_leader_ = kv.value;
+      view_epoch_ = static_cast<uint64_t>(kv.create_revision);
     }
     // Our own key from before a restart: its lease is lost with the process; it expires soon.
     if (kv.value != options_.address) FollowLeader(kv.value);
@@ -159,7 +161,21 @@ bool HaMaster::MayCampaign() {
   if (!list.ok()) return false;
   if (!*list) return true;  // a new cluster: anyone may lead
   json j = json::parse((*list)->value, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return true;
+  const bool well_formed = j.is_object() && (!j.contains("leader") || j["leader"].is_string()) &&
+                           (!j.contains("standbys") || j["standbys"].is_array()) &&
+                           (!j.contains("epoch") || j["epoch"].is_number_integer());
+  if (!well_formed) {
+    // Not ours, or damaged: which masters may take over is unknown, so none does (a master that
+    // lacked acknowledged changes could otherwise lead). Fixed by deleting the key, or by the
+    // leader's next write of it.
+    static LogBudget bad(1, 30'000);
+    if (uint64_t held = 0; bad.Allow(clock_.NowMs(), &held)) {
+      YB_LOG_ERROR("HA: etcd's in-sync list {} is malformed ('{}'): not campaigning; delete the key if no "
+                   "leader will write it again{}",
+                   Key("in_sync"), (*list)->value.substr(0, 200), LogBudget::HeldBack(held));
+    }
+    return false;
+  }
   if (j.value("leader", "") == options_.address) return true;
   for (const auto& s : j.value("standbys", json::array())) {
     if (s.is_string() && s.get<std::string>() == options_.address) return true;
@@ -386,10 +402,11 @@ bool HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
 // ---- replication handlers
 
 void HaMaster::RegisterReplication(rpc::RpcServer& server) {
-  // Only masters ship and follow the log: a connection that proved a tenant's secret may not.
+  // Only masters ship and follow the log: a connection that proved a tenant's secret, a node's or
+  // an operator's key may not (the log carries every segment's grant key).
   auto masters_only = [](const net::Peer& peer) {
-    return peer.privileged() ? Status::OK()
-                             : Status(Code::kIllegalClient, "log replication is for masters (the cluster secret)");
+    return peer.master() ? Status::OK()
+                             : Status(Code::kIllegalClient, "log replication is for masters (the cluster secret itself)");
   };
   server.Register(static_cast<uint16_t>(HaMethod::kFollow),
                   [this, masters_only](const net::Peer& peer, std::string_view body, std::string& reply) {
@@ -443,21 +460,31 @@ std::string HaMaster::HandleApplyLog(std::string_view body) {
     return r.SerializeAsString();
   }
   if (leading_.load()) {
-    if (q.epoch() > epoch_.load()) StepDown("a leader of a later epoch ships to us");
+    // Not taken as a reason to step down: a leader learns that it lost from etcd (its lease), never
+    // from a caller's word.
     rpc::ToPb(Status(Code::kInvalidParams, "this master leads at epoch " + std::to_string(epoch_.load())),
               r.mutable_status());
     return r.SerializeAsString();
   }
-  if (q.epoch() < epoch_.load()) {
-    rpc::ToPb(Status(Code::kInvalidParams, "a leader of epoch " + std::to_string(epoch_.load()) + " is known"),
-              r.mutable_status());
-    return r.SerializeAsString();
-  }
-  epoch_ = q.epoch();
   {
+    // Only the leader etcd names, at the epoch etcd gives it: a master (or anyone with the secret)
+    // that merely claims to lead cannot rewrite this standby's log.
     std::lock_guard lock(mu_);
+    if (q.leader() != view_leader_ || q.epoch() != view_epoch_) {
+      static LogBudget budget(1, 10'000);
+      if (uint64_t held = 0; budget.Allow(clock_.NowMs(), &held)) {
+        YB_LOG_WARN("HA: refused ApplyLog from {} (epoch {}): etcd names {} (epoch {}) as the leader{}", q.leader(),
+                    q.epoch(), view_leader_.empty() ? "no master" : view_leader_, view_epoch_,
+                    LogBudget::HeldBack(held));
+      }
+      rpc::ToPb(Status(Code::kIllegalClient, "etcd names " + (view_leader_.empty() ? "no master" : view_leader_) +
+                                                 " at epoch " + std::to_string(view_epoch_) + " as the leader"),
+                r.mutable_status());
+      return r.SerializeAsString();
+    }
     leader_ = q.leader();
   }
+  epoch_ = q.epoch();
   std::lock_guard lock(apply_mu_);
   if (applied_epoch_ != q.epoch() && !q.snapshot_begin()) {
     rpc::ToPb(Status(Code::kInvalidParams, "a new leader starts with its snapshot"), r.mutable_status());
@@ -473,6 +500,7 @@ std::string HaMaster::HandleApplyLog(std::string_view body) {
   in_sync_ = q.in_sync();
   rpc::ToPb(Status::OK(), r.mutable_status());
   r.set_last_seq(*last);
+  r.set_digest(applier_->digest());
   return r.SerializeAsString();
 }
 
@@ -517,6 +545,7 @@ Status HaMaster::UnmountSegment(const CallContext& ctx, SegmentId id) {
 Result<uint64_t> HaMaster::DrainSegment(const CallContext& ctx, SegmentId id) {
   YB_SERVE_OR(m.status(), DrainSegment(ctx, id));
 }
+Status HaMaster::UndrainSegment(const CallContext& ctx, SegmentId id) { YB_SERVE_OR(m.status(), UndrainSegment(ctx, id)); }
 Result<std::vector<SegmentUsage>> HaMaster::ListSegments() { YB_SERVE_OR(m.status(), ListSegments()); }
 std::vector<Result<std::vector<ReplicaDesc>>> HaMaster::BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                                       const std::vector<uint64_t>& sizes,

@@ -101,6 +101,7 @@ class HaMaster final : public MasterApi {
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
   Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
+  Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
   Result<std::vector<SegmentUsage>> ListSegments() override;
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,
@@ -158,6 +159,10 @@ class HaMaster final : public MasterApi {
   std::atomic<uint64_t> epoch_{0};       // the epoch of the leader this master knows of
   mutable std::mutex mu_;                // guards what follows
   std::string leader_;                   // address of the leader known of
+  // The leader etcd names (master_view) and its epoch, as last read there: the only master whose
+  // ApplyLog a standby takes.
+  std::string view_leader_;
+  uint64_t view_epoch_ = 0;
   int64_t lease_ = 0;                    // ours, while leading
   TimeMs lease_valid_until_ = 0;         // etcd keeps the lease at least until then
   TimeMs last_renewal_ = 0;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "ha/log_format.h"
 
@@ -89,11 +90,9 @@ MetaLog::MetaLog(Options options) : options_(std::move(options)) {}
 Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterImage* image) {
   if (options.dir.empty()) return Status(Code::kInvalidParams, "metadata directory is empty");
   std::unique_ptr<MetaLog> log(new MetaLog(options));
-  if (::mkdir(options.dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status(Code::kFileOpenFail, "cannot create " + options.dir + ": " + std::strerror(errno));
-  }
+  YB_RETURN_IF_ERROR(MakePrivateDir(options.dir));  // it holds every segment's grant key
   const std::string lock_path = options.dir + "/LOCK";
-  log->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  log->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, kPrivateFileMode);
   if (log->lock_fd_ < 0) return Status(Code::kFileOpenFail, "cannot open " + lock_path + ": " + std::strerror(errno));
   if (::flock(log->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     return Status(Code::kFileOpenFail, "metadata directory " + options.dir + " is in use by another process");
@@ -187,7 +186,7 @@ Status MetaLog::Recover(MasterImage* image) {
 
 Status MetaLog::OpenFile(uint64_t first_seq) {
   const std::string path = options_.dir + "/" + LogFileName(first_seq);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, kPrivateFileMode);
   if (fd < 0) return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(errno));
   struct stat st {};
   ::fstat(fd, &st);
@@ -291,7 +290,7 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
   std::lock_guard w(write_mu_);
   if (seq != 0) {  // 0: the leader's log starts at its first record, with no snapshot before it
     const std::string path = SnapshotPath(seq), tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
     if (fd < 0) return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(errno));
     Status st = WriteAll(fd, contents, tmp);
     if (st.ok() && options_.sync && ::fdatasync(fd) != 0) st = Status(Code::kFileWriteFail, "cannot sync " + tmp);
@@ -458,7 +457,7 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
   }
   const std::string path = options_.dir + "/" + SnapshotFileName(base);
   const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
   if (fd < 0) return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(errno));
   std::string out, payload;
   pb::SnapshotHeader header;

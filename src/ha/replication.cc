@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include <xxhash.h>
+
 #include "common/log.h"
 #include "ha.pb.h"
 #include "ha/log_format.h"
@@ -46,6 +48,10 @@ std::pair<std::string, uint16_t> HostPort(const std::string& address) {
 }
 
 }  // namespace
+
+uint64_t LogDigest(uint64_t digest, std::string_view bytes) {
+  return bytes.empty() ? digest : XXH3_64bits_withSeed(bytes.data(), bytes.size(), digest);
+}
 
 // ---- LogTail
 
@@ -125,12 +131,21 @@ void LogShipper::Start() {
   thread_ = std::thread([this] { Loop(); });
 }
 
-Result<uint64_t> LogShipper::Call(const std::string& request) {
+Result<uint64_t> LogShipper::Call(const std::string& request, uint64_t shipped_to) {
   auto reply = channel_.Call(static_cast<uint16_t>(HaMethod::kApplyLog), request, options_.call_timeout);
   if (!reply.ok()) return reply.status();
   pb::ApplyLogResponse resp;
   if (!resp.ParseFromString(*reply)) return Status(Code::kRpcFail, "ApplyLog reply does not parse");
   if (Status st = rpc::FromPb(resp.status()); !st.ok()) return st;
+  // A standby holds exactly what it was shipped, and proves it: an answer beyond that, or whose
+  // digest is not that of the bytes shipped, is not taken (it would count a standby that lacks
+  // acknowledged changes).
+  if ((shipped_to != kAnyRecord && resp.last_seq() != shipped_to) || resp.digest() != digest_) {
+    return Status(Code::kInvalidReplica, "the standby answered record " + std::to_string(resp.last_seq()) +
+                                             (resp.digest() != digest_ ? " with a digest not of what it was shipped"
+                                                                       : "") +
+                                             " where it was shipped up to " + std::to_string(shipped_to));
+  }
   return resp.last_seq();
 }
 
@@ -184,8 +199,14 @@ bool LogShipper::ShipSnapshot() {
     q.set_snapshot_seq(seq);
     q.set_snapshot_frames(contents.substr(pos, n));
     q.set_snapshot_done(pos + n == contents.size());
-    auto r = Call(q.SerializeAsString());
-    if (!r.ok()) return false;
+    if (pos == 0) digest_ = 0;
+    digest_ = LogDigest(digest_, q.snapshot_frames());
+    // Until the last part, a standby answers the record it had before (its log is replaced at the end).
+    auto r = Call(q.SerializeAsString(), pos + n == contents.size() ? seq : kAnyRecord);
+    if (!r.ok()) {
+      YB_LOG_WARN("replication: shipping snapshot {} to {}: {}", seq, options_.standby, r.status().ToString());
+      return false;
+    }
     pos += n;
   } while (pos < contents.size());
   acked_ = seq;
@@ -230,7 +251,8 @@ void LogShipper::Loop() {
     q.set_in_sync(in_sync_.load());
     q.set_frames(frames);
     last_call = std::chrono::steady_clock::now();
-    auto r = Call(q.SerializeAsString());
+    digest_ = LogDigest(digest_, frames);
+    auto r = Call(q.SerializeAsString(), *read);
     if (!r.ok()) {
       if (in_sync_) {
         YB_LOG_WARN("replication: standby {} did not answer ({}): no longer counted", options_.standby,
@@ -253,9 +275,11 @@ Result<uint64_t> LogApplier::Apply(bool snapshot_begin, uint64_t snapshot_seq, s
     snapshot_.clear();
     snapshot_seq_ = snapshot_seq;
     receiving_ = true;
+    digest_ = 0;
   }
   if (receiving_) {
     snapshot_.append(snapshot_frames.data(), snapshot_frames.size());
+    digest_ = LogDigest(digest_, snapshot_frames);
     if (!snapshot_done) return log_.last_seq();
     MasterImage image;
     uint64_t records = 0;
@@ -271,6 +295,7 @@ Result<uint64_t> LogApplier::Apply(bool snapshot_begin, uint64_t snapshot_seq, s
   }
   if (!frames.empty()) {
     YB_RETURN_IF_ERROR(log_.AppendFrames(frames));
+    digest_ = LogDigest(digest_, frames);
     FrameReader r(frames);
     pb::LogRecord rec;
     while (auto f = r.Next()) {

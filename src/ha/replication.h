@@ -49,6 +49,10 @@ class LogTail {
 // The replication calls, beside the master's own (rpc/master_methods.h) on the same server.
 enum class HaMethod : uint16_t { kFollow = 100, kApplyLog = 101 };
 
+// The running hash of shipped bytes both ends keep (ApplyLogResponse::digest): `bytes` after
+// `digest` (0 when a snapshot begins); no bytes leave it as it is.
+uint64_t LogDigest(uint64_t digest, std::string_view bytes);
+
 class LogShipper {
  public:
   struct Options {
@@ -89,7 +93,10 @@ class LogShipper {
   // Ships the snapshot; false on a failed call.
   bool ShipSnapshot();
   // One ApplyLog call; the standby's last record, or the failure.
-  Result<uint64_t> Call(const std::string& request);
+  // One ApplyLog call; the standby's last record, which must be `shipped_to` (kAnyRecord: any, for a
+  // part of a snapshot), with the digest of what was shipped. INVALID_REPLICA when it is not.
+  static constexpr uint64_t kAnyRecord = UINT64_MAX;
+  Result<uint64_t> Call(const std::string& request, uint64_t shipped_to);
   // Counting a standby has two steps: it waits for changes once it caught up (kJoining), and is
   // listed in etcd as able to take over only once it has every change answered without it.
   enum class Sync { kOut, kJoining, kInSync };
@@ -108,6 +115,7 @@ class LogShipper {
   std::atomic<uint64_t> acked_{0};
   std::atomic<std::chrono::steady_clock::time_point> last_follow_;
   bool snapshot_shipped_ = false;
+  uint64_t digest_ = 0;  // LogDigest of what was shipped since the snapshot; the shipper thread's
   std::thread thread_;
 };
 
@@ -120,6 +128,8 @@ class LogApplier {
   // Applies one ApplyLog request's content; the last record applied.
   Result<uint64_t> Apply(bool snapshot_begin, uint64_t snapshot_seq, std::string_view snapshot_frames,
                          bool snapshot_done, std::string_view frames);
+  // LogDigest of every byte applied since the snapshot began.
+  uint64_t digest() const { return digest_; }
   // The standby's own snapshot, when its log calls for one (MetaLog::SnapshotDue), so that its log
   // and its replay at a restart stay bounded as the leader's do. `lock` holds the owner's mutex
   // over this applier: the image is copied under it, at the snapshot's position in the log, and it
@@ -133,6 +143,7 @@ class LogApplier {
   std::string snapshot_;  // a snapshot being received (its frames so far)
   uint64_t snapshot_seq_ = 0;
   bool receiving_ = false;
+  uint64_t digest_ = 0;
 };
 
 }  // namespace yb::ha

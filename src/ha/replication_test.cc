@@ -19,7 +19,9 @@ namespace {
 // A standby's ApplyLog handler: applies what is shipped to its own log and image.
 class Standby {
  public:
-  Standby() {
+  // `lie`: answers every ApplyLog with a record far beyond what it was shipped, applying nothing
+  // (what a process posing as a standby could say to be counted in sync).
+  explicit Standby(bool lie = false) {
     MetaLog::Options o;
     o.dir = dir_.path();
     log_ = std::move(MetaLog::Open(o, &image_).value());
@@ -28,17 +30,25 @@ class Standby {
     so.address = "127.0.0.1";
     server_ = std::make_unique<rpc::RpcServer>(so);
     server_->Register(static_cast<uint16_t>(HaMethod::kApplyLog),
-                      [this](const net::Peer&, std::string_view body, std::string& reply) {
+                      [this, lie](const net::Peer&, std::string_view body, std::string& reply) {
                         pb::ApplyLogRequest q;
                         pb::ApplyLogResponse r;
                         if (!q.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
                           return Status(Code::kInvalidParams, "ApplyLog does not parse");
                         }
                         std::lock_guard lock(mu_);
+                        ++calls_;
+                        if (lie) {
+                          rpc::ToPb(Status::OK(), r.mutable_status());
+                          r.set_last_seq(uint64_t{1} << 40);
+                          reply += r.SerializeAsString();
+                          return Status::OK();
+                        }
                         auto last = applier_->Apply(q.snapshot_begin(), q.snapshot_seq(), q.snapshot_frames(),
                                                     q.snapshot_done(), q.frames());
                         rpc::ToPb(last.ok() ? Status::OK() : last.status(), r.mutable_status());
                         if (last.ok()) r.set_last_seq(*last);
+                        r.set_digest(applier_->digest());
                         reply += r.SerializeAsString();
                         return Status::OK();
                       });
@@ -50,6 +60,10 @@ class Standby {
     std::lock_guard lock(mu_);
     return log_->last_seq();
   }
+  int calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
 
  private:
   TempDir dir_{"yb-standby"};
@@ -58,6 +72,26 @@ class Standby {
   std::mutex mu_;
   std::unique_ptr<LogApplier> applier_;
   std::unique_ptr<rpc::RpcServer> server_;
+  int calls_ = 0;
+};
+
+// A leader's master writing its log, with one client and a segment mounted.
+struct Leader {
+  Leader() {
+    MetaLog::Options lo;
+    lo.dir = dir.path();
+    MasterImage unused;
+    log = std::move(MetaLog::Open(lo, &unused).value());
+    master = std::move(MasterService::Create(MasterConfig{}, clock).value());
+    master->SetSink(log.get());
+    ctx = master->RegisterClient({ClientId{5, 5}, "h", "default"}).value();
+    EXPECT_TRUE(master->MountSegments(ctx, {SegmentDesc{1, "node-1", 0, 1 << 20, "e", 7}}).ok());
+  }
+  TempDir dir{"yb-leader"};
+  ManualClock clock;
+  std::unique_ptr<MetaLog> log;
+  std::unique_ptr<MasterService> master;
+  CallContext ctx;
 };
 
 // A standby is counted (changes wait for it) once it has caught up, and listed as able to take over
@@ -65,17 +99,10 @@ class Standby {
 // being counted included. (Listed at once, a standby that took over right then lacked them: an
 // acknowledged Put was lost after a kill -9 of the leader.)
 TEST(LogShipperTest, AStandbyIsListedOnlyOnceItHasEveryChangeAnsweredWithoutIt) {
-  TempDir dir{"yb-leader"};
-  ManualClock clock;
-  MetaLog::Options lo;
-  lo.dir = dir.path();
-  MasterImage unused;
-  auto log = std::move(MetaLog::Open(lo, &unused).value());
-  auto master = std::move(MasterService::Create(MasterConfig{}, clock).value());
-  master->SetSink(log.get());
-  const ClientId owner{5, 5};
-  CallContext ctx = master->RegisterClient({owner, "h", "default"}).value();
-  ASSERT_TRUE(master->MountSegments(ctx, {SegmentDesc{1, "node-1", 0, 1 << 20, "e", 7}}).ok());
+  Leader leader;
+  auto& log = leader.log;
+  auto& master = leader.master;
+  CallContext& ctx = leader.ctx;
   auto put = [&](const std::string& key) {
     ASSERT_TRUE(master->PutStart(ctx, key, 100, {}).ok());
     ASSERT_TRUE(master->PutEnd(ctx, key, std::nullopt).ok());
@@ -123,6 +150,59 @@ TEST(LogShipperTest, AStandbyIsListedOnlyOnceItHasEveryChangeAnsweredWithoutIt) 
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!shipper.in_sync() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   EXPECT_TRUE(shipper.in_sync());
+}
+
+// A process posing as a standby that answers each ApplyLog with a record far past what it was
+// shipped is never counted: the leader takes an acknowledgement only of what it shipped, with the
+// digest of those bytes.
+TEST(LogShipperTest, AStandbyThatClaimsMoreThanItWasShippedIsNeverCounted) {
+  Leader leader;
+  auto& log = leader.log;
+  log->Wait(MetaLog::TakeTicket());
+
+  Standby liar(/*lie=*/true);
+  std::atomic<int> caught_up{0}, listed{0};
+  LogShipper::Hooks hooks;
+  hooks.acked = [](const std::string&, uint64_t) {};
+  hooks.caught_up = [&](const std::string&) {
+    ++caught_up;
+    return log->last_seq();
+  };
+  hooks.sync_changed = [&](const std::string&, bool in_sync) {
+    listed += in_sync;
+    return true;
+  };
+  LogShipper::Options so;
+  so.standby = liar.address();
+  so.epoch = 1;
+  so.leader = "leader:1";
+  so.heartbeat = std::chrono::milliseconds(5);
+  LogShipper shipper(so, *log, hooks);
+  shipper.Start();
+  // Many rounds of shipping, each answered with the lie.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (liar.calls() < 20 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_GE(liar.calls(), 20);
+  EXPECT_EQ(caught_up.load(), 0);
+  EXPECT_EQ(listed.load(), 0);
+  EXPECT_FALSE(shipper.in_sync());
+  EXPECT_LT(shipper.acked(), uint64_t{1} << 40);
+
+  // A real standby on the same log is counted.
+  Standby honest;
+  so.standby = honest.address();
+  std::promise<void> counted;
+  bool once = false;
+  hooks.sync_changed = [&](const std::string&, bool in_sync) {
+    if (in_sync && !once) {
+      once = true;
+      counted.set_value();
+    }
+    return true;
+  };
+  LogShipper good(so, *log, hooks);
+  good.Start();
+  EXPECT_EQ(counted.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
 }
 
 }  // namespace

@@ -11,6 +11,10 @@
 namespace yb {
 
 struct MasterConfig {
+  // Segments one client may have mounted at once (a node mounts its memory in chunks of
+  // segment_chunk_size: 1 GiB each by default); one more is refused, so no client takes every
+  // slot of the master's table (65,536).
+  uint32_t max_segments_per_client = 4096;
   int64_t default_kv_lease_ttl_ms = 10'000;          // lease granted to a reader
   int64_t default_kv_soft_pin_ttl_ms = 30 * 60'000;  // soft pin lifetime, renewed by reads
   bool allow_evict_soft_pinned_objects = true;

@@ -12,6 +12,7 @@ namespace {
 
 // A put's list of segments to avoid names the few its writer could not reach.
 constexpr size_t kMaxAvoidSegments = 256;
+constexpr size_t kMaxPreferredSegments = 64;  // names a Put may prefer (each matched against every segment)
 constexpr int kMaxEvictRounds = 8;             // evictions one Put may trigger before it is refused
 constexpr size_t kMaxPatternLength = 4096;      // bytes of a remove_by_regex pattern
 constexpr int64_t kMaxPatternMemory = 8 << 20;  // RE2's budget for the compiled pattern
@@ -110,6 +111,17 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   if (config.avoid_segments.size() > kMaxAvoidSegments) {
     return Status(Code::kInvalidParams, "at most " + std::to_string(kMaxAvoidSegments) + " segments to avoid, got " +
                                             std::to_string(config.avoid_segments.size()));
+  }
+  if (config.preferred_segments.size() > kMaxPreferredSegments) {
+    return Status(Code::kInvalidParams, "at most " + std::to_string(kMaxPreferredSegments) +
+                                            " preferred segments, got " +
+                                            std::to_string(config.preferred_segments.size()));
+  }
+  for (const std::string& name : config.preferred_segments) {
+    if (name.size() > kMaxHostNameLength) {
+      return Status(Code::kInvalidParams, "a preferred segment name of " + std::to_string(name.size()) +
+                                              " bytes exceeds " + std::to_string(kMaxHostNameLength));
+    }
   }
   if (segments_.segment_count() == 0) return Status(Code::kNoAvailableHandle, "no segment is mounted");
   uint64_t largest = segments_.largest_segment();

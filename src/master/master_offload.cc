@@ -165,11 +165,16 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
   return out;
 }
 
-Result<MasterService::DiskTableKey> MasterService::TableKeyOfDiskKey(const std::string& disk_key) {
+Result<MasterService::DiskTableKey> MasterService::TableKeyOfDiskKey(const CallContext& ctx,
+                                                                    const std::string& disk_key) {
   auto parts = SplitDiskKey(disk_key);
   if (!parts || parts->second.size() > config_.max_key_length) return Status(Code::kInvalidKey, "malformed disk key");
-  auto tenant = tenants_.Register(std::string(parts->first));
+  auto tenant = tenants_.Find(std::string(parts->first));
   if (!tenant.ok()) return tenant.status();
+  if (!ctx.any_tenant && *tenant != ctx.tenant) {
+    return Status(Code::kIllegalClient, "a disk copy of another tenant's object: this client acts for tenant '" +
+                                            tenants_.name(ctx.tenant) + "' only");
+  }
   return DiskTableKey{*tenant, InternalKey(*tenant, parts->second)};
 }
 
@@ -184,7 +189,7 @@ std::vector<Status> MasterService::AddDiskReplicas(const CallContext& ctx, Segme
   std::vector<Status> out;
   out.reserve(objects.size());
   for (const DiskObject& obj : objects) {
-    auto tk = TableKeyOfDiskKey(obj.disk_key);
+    auto tk = TableKeyOfDiskKey(ctx, obj.disk_key);
     if (!tk.ok()) {
       out.push_back(tk.status());
       continue;
@@ -243,7 +248,7 @@ std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, cons
   std::vector<Status> out;
   out.reserve(disk_keys.size());
   for (const std::string& dk : disk_keys) {
-    auto tk = TableKeyOfDiskKey(dk);
+    auto tk = TableKeyOfDiskKey(ctx, dk);
     if (!tk.ok()) {
       out.push_back(tk.status());
       continue;
@@ -267,7 +272,7 @@ void MasterService::ForgetOffloadsOf(const ClientId& client) {
     if (item.drop) {
       // The client may still have the copy of a key since removed or rewritten: remembered, so
       // that the copy is refused if its owner registers it again.
-      auto tk = TableKeyOfDiskKey(item.table_key);
+      auto tk = TableKeyOfDiskKey(CallContext{}, item.table_key);
       if (!tk.ok()) continue;
       table_.Lock(HashedKey(tk->key)).NoteAwayCopy(tk->key, std::nullopt, true);
       continue;

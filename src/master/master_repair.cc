@@ -180,14 +180,21 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
   }
 }
 
+Status MasterService::MayDrain(const CallContext& ctx, SegmentId id) const {
+  if (ctx.privileged) return Status::OK();  // a master or an operator (the cluster secret, the admin key)
+  const auto owned = segments_.SegmentsOf(ctx.client);
+  if (std::find(owned.begin(), owned.end(), id) != owned.end()) return Status::OK();
+  return Status(Code::kIllegalClient, "segment " + std::to_string(id) +
+                                          " may be drained by its owner, a master or an operator (the admin key) only");
+}
+
+Status MasterService::UndrainSegment(const CallContext& ctx, SegmentId id) {
+  YB_RETURN_IF_ERROR(MayDrain(ctx, id));
+  return segments_.SetDraining(id, false);
+}
+
 Result<uint64_t> MasterService::DrainSegment(const CallContext& ctx, SegmentId id) {
-  if (!ctx.privileged) {  // its owner, or a node or operator that proved the cluster secret
-    const auto owned = segments_.SegmentsOf(ctx.client);
-    if (std::find(owned.begin(), owned.end(), id) == owned.end()) {
-      return Status(Code::kIllegalClient,
-                    "segment " + std::to_string(id) + " may be drained by its owner or with the cluster secret only");
-    }
-  }
+  YB_RETURN_IF_ERROR(MayDrain(ctx, id));
   YB_RETURN_IF_ERROR(segments_.SetDraining(id));
   uint64_t remaining = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {

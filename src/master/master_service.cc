@@ -10,6 +10,7 @@
 
 #include "common/grant.h"
 #include "common/log.h"
+#include "common/resolve.h"
 
 namespace yb {
 
@@ -94,6 +95,10 @@ Status MasterService::VerifyCaller(const CallContext& ctx) {
 
 Result<CallContext> MasterService::RegisterClient(const ClientRegistration& reg) {
   if (reg.id.empty()) return Status(Code::kInvalidParams, "client id is empty");
+  if (reg.hostname.size() > kMaxHostNameLength) {
+    return Status(Code::kInvalidParams, "a host name of " + std::to_string(reg.hostname.size()) + " bytes exceeds " +
+                                            std::to_string(kMaxHostNameLength));
+  }
   auto t = tenants_.Register(reg.tenant);
   if (!t.ok()) return t.status();
   CallContext ctx{reg.id, *t, TokenFor(reg.id, *t)};
@@ -139,8 +144,24 @@ Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
     auto ref = segments_.Unmount(ctx.client, seg.id);
     if (ref.ok()) DropSegmentEverywhere(*ref);
   }
+  if (!segments_.Contains(seg.id) && segments_.SegmentsOf(ctx.client).size() >= config_.max_segments_per_client) {
+    return Status(Code::kInvalidParams, "client " + ctx.client.ToString() + " has " +
+                                            std::to_string(config_.max_segments_per_client) +
+                                            " segments mounted, the most one client may (--max_segments_per_client); "
+                                            "mount larger chunks (segment_chunk_size)");
+  }
   if (seg.endpoint != kLocalEndpoint) {
     if (auto holder = segments_.NameHeldByOther(ctx.client, seg.name); holder && holder->endpoint == seg.endpoint) {
+      // Only a process on the endpoint's own host may say it replaced the one there (the name
+      // and endpoint of every node are public on /segments): another host waits until the
+      // holder is declared dead.
+      if (!ctx.peer_address.empty() && !PeerOnHostOf(ctx.peer_address, seg.endpoint)) {
+        YB_LOG_WARN("client {} from {} mounts '{}' at {}, which live client {} holds: refused (not that host)",
+                    ctx.client.ToString(), ctx.peer_address, seg.name, seg.endpoint, holder->owner.ToString());
+        return Status(Code::kSegmentAlreadyExists,
+                      "segment name '" + seg.name + "' at " + seg.endpoint + " is held by client " +
+                          holder->owner.ToString() + ", and this call does not come from that host");
+      }
       // A new process at the old one's transfer endpoint: the old one is gone (two processes do
       // not listen on one port), with the memory behind its segments.
       YB_LOG_WARN("client {} serves at {}, where client {} did: that client's segments named '{}' are gone",

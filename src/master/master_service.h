@@ -99,6 +99,7 @@ class MasterService final : public MasterApi {
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
   Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
+  Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
   Result<std::vector<SegmentUsage>> ListSegments() override;
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,
@@ -223,12 +224,16 @@ class MasterService final : public MasterApi {
   // Ends an eviction's offload: once the object has a disk copy and no reader, its memory goes.
   void FinishEvictOffloadLocked(ObjectTable::Locked& s, ObjectTable::Ref obj);
   void ForgetOffloadsOf(const ClientId& client);
-  // The tenant and table key of a disk key (registering the tenant), or an error for a malformed one.
+  // The tenant and table key of a disk key, or an error for a malformed one, a tenant never
+  // registered (a disk key names no new tenant), or, for a caller bound to its tenant
+  // (!ctx.any_tenant), another tenant's key.
   struct DiskTableKey {
     TenantIndex tenant;
     std::string key;
   };
-  Result<DiskTableKey> TableKeyOfDiskKey(const std::string& disk_key);
+  // Whether the caller may drain (or undrain) segment `id`.
+  Status MayDrain(const CallContext& ctx, SegmentId id) const;
+  Result<DiskTableKey> TableKeyOfDiskKey(const CallContext& ctx, const std::string& disk_key);
   // Re-replication (master_repair.cc). Lock order: a shard's accessor, then repair_mu_.
   void NoteAtRisk(std::string table_key, size_t have);
   // Frees a copy's new replica; false when it was the object's last (the object went with it).

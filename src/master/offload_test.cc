@@ -477,21 +477,30 @@ TEST_F(OffloadTest, ARemovedObjectsOffloadIsRefusedAndItsBytesFreedAfter) {
 TEST_F(OffloadTest, RegisteredDiskObjectsAreHitsAndMismatchesAreRefused) {
   Start(MasterConfig{});
   ASSERT_TRUE(Put(K(1), kObj).ok());
+  CallContext other = Register(ClientId{5, 5}, "other");
   std::vector<DiskObject> objs = {{DiskKey("default", K(0)), 100, 7},
                                   {DiskKey("default", K(1)), kObj + 1, 7},
                                   {DiskKey("other", K(0)), 50, 8},
-                                  {"\xff", 1, 1}};
+                                  {"\xff", 1, 1},
+                                  {DiskKey("never-registered", K(0)), 50, 8}};
+  const size_t tenants = master_->Tenants().size();
   auto sts = master_->AddDiskReplicas(ssd_, seg_, objs);
   EXPECT_TRUE(sts[0].ok());
   EXPECT_EQ(sts[1].code(), Code::kObjectAlreadyExists);
   EXPECT_TRUE(sts[2].ok());
   EXPECT_EQ(sts[3].code(), Code::kInvalidKey);
+  EXPECT_EQ(sts[4].code(), Code::kTenantNotRegistered);  // a disk key registers no tenant
+  EXPECT_EQ(master_->Tenants().size(), tenants);
+  // A caller bound to its tenant names no other tenant's key.
+  CallContext bound = ssd_;
+  bound.any_tenant = false;
+  EXPECT_EQ(master_->AddDiskReplicas(bound, seg_, {objs[2]})[0].code(), Code::kIllegalClient);
+  EXPECT_EQ(master_->DropDiskReplicas(bound, {objs[2].disk_key})[0].code(), Code::kIllegalClient);
   auto info = master_->GetReplicaList(ctx_, K(0), false);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->size, 100u);
   EXPECT_EQ(info->checksum, std::optional<uint64_t>(7));
   EXPECT_EQ(Kinds(K(0)), (std::vector<ReplicaKind>{kDisk}));
-  CallContext other = Register(ClientId{5, 5}, "other");
   EXPECT_EQ(master_->GetReplicaList(other, K(0), false)->size, 50u);  // the tenant comes from the disk key
   // Registering again is harmless; a segment that is not ours is refused.
   EXPECT_TRUE(master_->AddDiskReplicas(ssd_, seg_, {objs[0]})[0].ok());

@@ -157,6 +157,10 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
                                             std::to_string(alignment_));
   }
   if (desc.name.empty()) return Status(Code::kInvalidParams, "segment has no name");
+  if (desc.name.size() > kMaxHostNameLength || desc.endpoint.size() > kMaxHostNameLength) {
+    return Status(Code::kInvalidParams, "a segment's name and endpoint have at most " +
+                                            std::to_string(kMaxHostNameLength) + " bytes each");
+  }
   if (desc.zone.size() > kMaxZoneLength) {
     return Status(Code::kInvalidParams,
                   "zone of " + std::to_string(desc.zone.size()) + " bytes exceeds " + std::to_string(kMaxZoneLength));
@@ -206,12 +210,17 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
   return Status::OK();
 }
 
-Status SegmentManager::SetDraining(SegmentId id) {
+Status SegmentManager::SetDraining(SegmentId id, bool draining) {
   ReaderLock lock(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return Status(Code::kSegmentNotFound, "segment " + std::to_string(id) + " is not mounted");
-  if (!it->second->draining.exchange(true)) {
-    YB_LOG_INFO("segment {} '{}' drains: no new replicas, its objects are copied elsewhere", id, it->second->desc.name);
+  if (it->second->draining.exchange(draining) != draining) {
+    if (draining) {
+      YB_LOG_INFO("segment {} '{}' drains: no new replicas, its objects are copied elsewhere", id,
+                  it->second->desc.name);
+    } else {
+      YB_LOG_INFO("segment {} '{}' no longer drains: it takes new replicas again", id, it->second->desc.name);
+    }
   }
   return Status::OK();
 }

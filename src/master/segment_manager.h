@@ -98,7 +98,7 @@ class SegmentManager {
   bool Contains(SegmentId id) const;
   // A draining segment takes no new replicas; its objects are copied elsewhere before it goes.
   // SEGMENT_NOT_FOUND if `id` is not mounted.
-  Status SetDraining(SegmentId id);
+  Status SetDraining(SegmentId id, bool draining = true);
   bool Draining(SegmentRef ref) const;
 
   // Reserves up to `count` ranges of `size` bytes on segments with distinct names: `preferred`

@@ -22,6 +22,13 @@ Result<TenantIndex> TenantRegistry::Register(const std::string& name) {
   return static_cast<TenantIndex>(n);
 }
 
+Result<TenantIndex> TenantRegistry::Find(const std::string& name) const {
+  MutexLock lock(mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return Status(Code::kTenantNotRegistered, "no tenant '" + name + "' is registered");
+  return it->second;
+}
+
 Status TenantRegistry::SetQuota(const std::string& name, uint64_t bytes) {
   auto t = Register(name);
   if (!t.ok()) return t.status();

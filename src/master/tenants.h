@@ -26,6 +26,8 @@ class TenantRegistry {
   TenantRegistry();
   // Index of a tenant, registering it (without quota) on first use.
   Result<TenantIndex> Register(const std::string& name);
+  // Index of a tenant already registered; TENANT_NOT_REGISTERED otherwise.
+  Result<TenantIndex> Find(const std::string& name) const;
   // Sets the quota in bytes (kNoQuota: unlimited). Registers the tenant if needed.
   Status SetQuota(const std::string& name, uint64_t bytes);
   bool Valid(TenantIndex t) const { return t < count_.load(std::memory_order_acquire); }
@@ -51,7 +53,7 @@ class TenantRegistry {
   };
   void LogLocked(TenantIndex t) REQUIRES(mu_);
 
-  Mutex mu_;  // a leaf: nothing is called while it is held (but the sink)
+  mutable Mutex mu_;  // a leaf: nothing is called while it is held (but the sink)
   MetaSink* sink_ = nullptr;
   std::unordered_map<std::string, TenantIndex> by_name_ GUARDED_BY(mu_);
   std::atomic<size_t> count_{0};

@@ -19,6 +19,7 @@ namespace {
 constexpr char kHelloMagic[4] = {'Y', 'B', 'A', 'U'};
 constexpr char kProofMagic[4] = {'Y', 'B', 'A', 'P'};
 constexpr char kAnswerMagic[4] = {'Y', 'B', 'A', 'A'};
+constexpr char kRefusalMagic[4] = {'Y', 'B', 'N', 'O'};
 constexpr uint8_t kVersion = 1;
 
 std::string_view View(const Nonce& n) { return {reinterpret_cast<const char*>(n.data()), n.size()}; }
@@ -41,22 +42,28 @@ std::string Hex(const Mac& m) {
   return out;
 }
 
+// A file of keys that its group or others may read or write is refused, as ssh refuses a loose key.
+Status CheckPrivate(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::OK();  // read already: it went meanwhile
+  if ((st.st_mode & 077) == 0) return Status::OK();
+  return Status(Code::kInvalidParams, fmt::format("{} {} may be read or changed by others (mode {:o}): run `chmod 600 {}`",
+                                                  what, path, st.st_mode & 0777, path));
+}
+
 }  // namespace
 
-Result<std::string> ReadSecretFile(const std::string& path) {
+Result<std::string> ReadSecretFile(const std::string& path, size_t min_size) {
   auto data = ReadWholeFile(path);
   if (!data.ok()) return Status(Code::kInvalidParams, "secret file " + path + ": " + data.status().message());
   std::string s = std::move(*data);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  if (s.size() < kMinSecret) {
+  if (s.size() < min_size) {
     return Status(Code::kInvalidParams, "secret file " + path + " holds " + std::to_string(s.size()) +
-                                            " bytes: a secret needs at least " + std::to_string(kMinSecret) +
+                                            " bytes: a secret needs at least " + std::to_string(min_size) +
                                             " (e.g. `head -c 32 /dev/urandom | base64 > " + path + "`)");
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
-    YB_LOG_WARN("secret file {} may be read by others (mode {:o}): chmod 600 it", path, st.st_mode & 0777);
-  }
+  YB_RETURN_IF_ERROR(CheckPrivate(path, "secret file"));
   return s;
 }
 
@@ -82,10 +89,7 @@ Result<std::map<std::string, std::string>> ReadTenantSecrets(const std::string& 
   } catch (const YAML::Exception& e) {
     return Status(Code::kInvalidParams, "tenant secrets file " + path + ": " + e.what());
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
-    YB_LOG_WARN("tenant secrets file {} may be read by others (mode {:o}): chmod 600 it", path, st.st_mode & 0777);
-  }
+  YB_RETURN_IF_ERROR(CheckPrivate(path, "tenant secrets file"));
   return out;
 }
 
@@ -115,7 +119,36 @@ std::string DataPlaneKey(std::string_view cluster_secret) {
   return std::string(reinterpret_cast<const char*>(m.data()), m.size());
 }
 
-std::string AdminToken(std::string_view cluster_secret) { return Hex(Hmac(cluster_secret, "yb-admin-token", {})); }
+std::string AdminToken(std::string_view admin_key) { return Hex(Hmac(admin_key, "yb-admin-token", {})); }
+
+std::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kCluster:
+      return "master";
+    case Role::kTenant:
+      return "tenant";
+    case Role::kNode:
+      return "node";
+    case Role::kAdmin:
+      return "admin";
+  }
+  return "?";
+}
+
+std::string RoleKey(std::string_view cluster_secret, Role role) {
+  const std::string label = "yb-role-" + std::string(RoleName(role));
+  return "yb-role:" + std::string(RoleName(role)) + ":" + Hex(Hmac(cluster_secret, label, {}));
+}
+
+std::optional<Role> RoleOfSecret(std::string_view secret) {
+  for (Role r : {Role::kNode, Role::kAdmin}) {
+    const std::string prefix = "yb-role:" + std::string(RoleName(r)) + ":";
+    if (secret.starts_with(prefix) && secret.size() == prefix.size() + 2 * kMacSize) return r;
+  }
+  return std::nullopt;
+}
+
+std::string ClaimOf(Role role) { return "@" + std::string(RoleName(role)); }
 
 Nonce NewNonce() {
   Nonce n{};
@@ -211,6 +244,32 @@ bool AnswerValid(std::string_view key, const Nonce& server, const Nonce& client,
                  const Answer& a) {
   const Mac want = ServerMac(key, server, client, name);
   return a.accepted && CRYPTO_memcmp(want.data(), a.mac.data(), kMacSize) == 0;
+}
+
+std::string EncodeRefusal(std::string_view why) {
+  why = why.substr(0, kMaxRefusalText);
+  std::string out(kRefusalMagic, 4);
+  out.push_back(static_cast<char>(why.size() & 0xff));
+  out.push_back(static_cast<char>(why.size() >> 8));
+  out.append(why);
+  return out;
+}
+
+Refusal DecodeRefusal(std::string_view in) {
+  Refusal r;
+  const size_t n = std::min<size_t>(in.size(), 4);
+  if (n == 0 || in.substr(0, n) != std::string_view(kRefusalMagic, n)) return r;
+  r.is_refusal = true;
+  if (in.size() < 6) return r;
+  const size_t len = static_cast<uint8_t>(in[4]) | static_cast<size_t>(static_cast<uint8_t>(in[5])) << 8;
+  if (len > kMaxRefusalText) {
+    r.is_refusal = false;  // not ours
+    return r;
+  }
+  if (in.size() < 6 + len) return r;
+  r.complete = true;
+  r.text.assign(in.substr(6, len));
+  return r;
 }
 
 }  // namespace yb::net

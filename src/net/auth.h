@@ -41,16 +41,32 @@ inline constexpr size_t kMinSecret = 16;
 using Nonce = std::array<uint8_t, kNonceSize>;
 using Mac = std::array<uint8_t, kMacSize>;
 
-// What a connection proved.
+// What a connection proved, and so which calls it may make (docs/security.md, "Roles").
 enum class Role : uint8_t {
-  kCluster = 0,  // the cluster secret (a node, an operator), or the data-plane key
-  kTenant = 1,   // one tenant's secret: may act for that tenant only
+  kCluster = 0,  // the cluster secret itself (the masters; anything), or the data-plane key
+  kTenant = 1,   // one tenant's secret: its own objects only
+  kNode = 2,     // a storage node's key: mounts memory, reports repairs, offloads and disk copies
+  kAdmin = 3,    // an operator's key: drains, quotas, removals across tenants
 };
+std::string_view RoleName(Role role);
+
+// A role's key, derived from the cluster secret, for the process that has that role only (it is
+// given the key in its secret file, never the cluster secret): "yb-role:NAME:" then 64 hex digits.
+// A process given such a key claims the role at every connection; the master checks it against
+// the key it derives. kNode and kAdmin only.
+std::string RoleKey(std::string_view cluster_secret, Role role);
+// The role a secret file's contents claim: kNode or kAdmin for a role key, nullopt for a plain
+// secret (the cluster's, or a tenant's).
+std::optional<Role> RoleOfSecret(std::string_view secret);
+// The name a role key's proof carries in place of a tenant ("@node", "@admin").
+std::string ClaimOf(Role role);
 
 // A secret file's bytes, less trailing newlines and spaces. INVALID_PARAMS for a file that cannot
-// be read or holds fewer than kMinSecret bytes. A file others may read is logged as a warning.
-Result<std::string> ReadSecretFile(const std::string& path);
-// A tenant secrets file: YAML, one `tenant: secret` per line. INVALID_PARAMS naming the line.
+// be read, holds fewer than kMinSecret bytes, or that its group or others may read or write (as
+// ssh refuses a loose key: chmod 600 it).
+Result<std::string> ReadSecretFile(const std::string& path, size_t min_size = kMinSecret);
+// A tenant secrets file: YAML, one `tenant: secret` per line. INVALID_PARAMS naming the line, or
+// for a file others may read (as above).
 Result<std::map<std::string, std::string>> ReadTenantSecrets(const std::string& path);
 
 // HMAC-SHA256 of `label`, a zero byte, then `parts`, under `key`.
@@ -58,8 +74,9 @@ Mac Hmac(std::string_view key, std::string_view label, std::initializer_list<std
 // The key the data plane (transfer servers) checks: derived from the cluster secret, so every node
 // has it, and given at registration to a client that proved a tenant's secret only.
 std::string DataPlaneKey(std::string_view cluster_secret);
-// The bearer token of the admin HTTP endpoints that change state (derived, like the data key).
-std::string AdminToken(std::string_view cluster_secret);
+// The bearer token of the admin HTTP endpoints that change state, from the admin role's key (which
+// the master derives from the cluster secret, and an operator is given).
+std::string AdminToken(std::string_view admin_key);
 Nonce NewNonce();
 
 // ---- the messages
@@ -87,5 +104,19 @@ struct Answer {
 };
 std::optional<Answer> DecodeAnswer(std::string_view in);  // exactly kAnswerSize bytes
 bool AnswerValid(std::string_view key, const Nonce& server, const Nonce& client, std::string_view name, const Answer& a);
+
+// ---- refusal before any exchange
+// A server that will not serve a connection at all (protected mode: no secret and a peer that is
+// not on its host) says why before it closes, so that the client reports that instead of a broken
+// connection:   "YBNO" | u16 text length (little-endian) | text
+// A client finds it where it expected a hello, a reply frame or a transfer response.
+inline constexpr size_t kMaxRefusalText = 1024;
+std::string EncodeRefusal(std::string_view why);
+struct Refusal {
+  bool is_refusal = false;  // the bytes so far begin as a refusal does
+  bool complete = false;    // and all of it is there: `text` holds it
+  std::string text;
+};
+Refusal DecodeRefusal(std::string_view in);
 
 }  // namespace yb::net

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
@@ -36,6 +37,50 @@ void LogRefusal(const std::string& peer, const std::string& why) {
 
 }  // namespace
 
+bool IsLoopbackAddress(std::string_view a) {
+  if (a.starts_with("::ffff:")) a.remove_prefix(7);  // an IPv4 peer on a dual-stack socket
+  return a.starts_with("127.") || a == "::1" || a == "localhost";
+}
+
+std::string ProtectedModeRefusal(std::string_view peer) {
+  return fmt::format(
+      "refused {}: this server runs in protected mode (no --auth_secret_file) and serves only its own host. "
+      "Give every process the cluster's secret (--auth_secret_file, YB_AUTH_SECRET_FILE), or start the server "
+      "with --protected_mode false to serve any peer without one",
+      peer);
+}
+
+// A connection a protected server will not serve: sends it the refusal, then reads and drops what
+// it sends until it closes (so that the refusal is not lost to a reset) or the deadline passes.
+class RefusalSession final : public LoopSession {
+ public:
+  RefusalSession(int fd, std::string why, std::chrono::milliseconds linger)
+      : fd_(fd), out_(EncodeRefusal(why)), deadline_(SteadyNowMs() + std::max<int64_t>(linger.count(), 1)) {}
+  uint32_t Interest() const override { return out_.empty() ? uint32_t{EPOLLIN} : uint32_t{EPOLLOUT}; }
+  bool OnEvents(uint32_t events) override {
+    if (events & (EPOLLHUP | EPOLLERR)) return false;
+    while (!out_.empty()) {
+      const ssize_t n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+      out_.erase(0, static_cast<size_t>(n));
+      if (out_.empty()) ::shutdown(fd_, SHUT_WR);
+    }
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n == 0) return false;
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+  }
+  bool WaitsOnPeer() const override { return true; }
+  int64_t DeadlineMs() const override { return deadline_; }
+
+ private:
+  const int fd_;
+  std::string out_;
+  const int64_t deadline_;
+};
+
 // A server's connection until its handshake is done, then the session `make` gave, to which it
 // hands everything. Runs on its event loop's thread only.
 class HandshakeSession final : public LoopSession {
@@ -51,6 +96,7 @@ class HandshakeSession final : public LoopSession {
       stream_ = MakePlainStream(fd_);
       Hello();
     }
+    if (const auto t = sec_->options().handshake_timeout; t.count() > 0) deadline_ = SteadyNowMs() + t.count();
   }
 
   uint32_t Interest() const override {
@@ -68,8 +114,9 @@ class HandshakeSession final : public LoopSession {
   bool WaitsOnPeer() const override { return inner_ ? inner_->WaitsOnPeer() : true; }
   void OnStalled(int64_t idle_ms) override {
     if (inner_) return inner_->OnStalled(idle_ms);
-    LogRefusal(peer_.address, "its handshake stalled for " + std::to_string(idle_ms) + " ms");
+    LogRefusal(peer_.address, "its handshake did not finish in time (idle for " + std::to_string(idle_ms) + " ms)");
   }
+  int64_t DeadlineMs() const override { return inner_ ? inner_->DeadlineMs() : deadline_; }
   bool Buffered() const override { return inner_ ? inner_->Buffered() : stream_ && stream_->Buffered(); }
   LoopSession* Inner() override { return inner_ ? inner_->Inner() : nullptr; }
 
@@ -167,8 +214,9 @@ class HandshakeSession final : public LoopSession {
     std::string key;
     auto role = sec_->Check(plane_, nonce_, *proof, &key);
     if (!role) {
-      LogRefusal(peer_.address, proof->name.empty() ? "a wrong secret"
-                                                    : "a wrong secret for tenant '" + proof->name + "'");
+      LogRefusal(peer_.address, proof->name.empty()        ? "a wrong secret"
+                                : proof->name.starts_with("@") ? "a wrong key for the role '" + proof->name + "'"
+                                                               : "a wrong secret for tenant '" + proof->name + "'");
       out_ = EncodeAnswer(false, Role::kCluster, "", nonce_, *proof);
       state_ = State::kRefuse;
       return true;
@@ -192,6 +240,7 @@ class HandshakeSession final : public LoopSession {
   Nonce nonce_{};
   std::string in_, out_;
   bool want_write_ = false;
+  int64_t deadline_ = 0;  // the handshake's (SteadyNowMs), 0: none
   std::unique_ptr<LoopSession> inner_;
 };
 
@@ -200,6 +249,10 @@ Result<std::shared_ptr<Security>> Security::Create(SecurityOptions options) {
     return Status(Code::kInvalidParams, "tenant secrets need a cluster secret too (--auth_secret_file)");
   }
   std::shared_ptr<Security> s(new Security(std::move(options)));
+  if (s->auth() && !s->claimed_role()) {
+    s->node_key_ = RoleKey(s->options_.secret, Role::kNode);
+    s->admin_key_ = RoleKey(s->options_.secret, Role::kAdmin);
+  }
   const TlsFiles& t = s->options_.tls;
   if (t.enabled()) {
     if (!t.cert.empty()) {
@@ -219,6 +272,12 @@ std::shared_ptr<Security> Security::None() {
   return none;
 }
 
+std::string Security::admin_token() const {
+  if (!auth()) return "";
+  if (auto role = claimed_role()) return *role == Role::kAdmin ? AdminToken(options_.secret) : "";
+  return AdminToken(admin_key_);
+}
+
 std::string Security::data_key() const {
   std::lock_guard lock(mu_);
   if (!data_key_.empty()) return data_key_;
@@ -236,6 +295,13 @@ std::optional<Role> Security::Check(Plane plane, const Nonce& server, const Proo
     if (ProofValid(*key, server, proof)) return Role::kCluster;
     return std::nullopt;
   }
+  // A role key's proof names the role it claims; the cluster secret's proves anything.
+  for (auto [role, role_key] : {std::pair{Role::kNode, &node_key_}, std::pair{Role::kAdmin, &admin_key_}}) {
+    if (proof.name != ClaimOf(role)) continue;
+    if (role_key->empty() || !ProofValid(*role_key, server, proof)) return std::nullopt;
+    *key = *role_key;
+    return role;
+  }
   if (ProofValid(options_.secret, server, proof)) {
     *key = options_.secret;
     return Role::kCluster;
@@ -251,6 +317,12 @@ std::optional<Role> Security::Check(Plane plane, const Nonce& server, const Proo
 
 std::unique_ptr<LoopSession> Security::Accept(Plane plane, int fd, std::string peer,
                                               const SessionFactory& make) const {
+  if (loopback_only() && !IsLoopbackAddress(peer)) {
+    std::string why = ProtectedModeRefusal(peer);
+    LogRefusal(peer, "protected mode serves only this host without a secret (--auth_secret_file, or "
+                     "--protected_mode false)");
+    return std::make_unique<RefusalSession>(fd, std::move(why), options_.handshake_timeout);
+  }
   if (!server_tls_ && !auth()) {
     Peer p;
     p.address = std::move(peer);
@@ -327,7 +399,16 @@ Result<std::unique_ptr<Stream>> Security::Connect(Plane plane, int fd, const std
                                                            "given, or is it another service?)"));
   }
   auto hello = DecodeHello(hello_bytes);
-  if (!hello) return Status(broken, target + " said something else than our hello");
+  if (!hello) {
+    if (Refusal r = DecodeRefusal(hello_bytes); r.is_refusal) {
+      // The rest of its text, as far as it came before the server closed.
+      std::string more;
+      (void)read_exactly(kMaxRefusalText, &more);
+      r = DecodeRefusal(hello_bytes + more);
+      return Status(Code::kIllegalClient, target + ": " + (r.complete ? r.text : "refused this connection"));
+    }
+    return Status(broken, target + " said something else than our hello");
+  }
   if (hello->proof_wanted != auth()) {
     return Status(Code::kIllegalClient,
                   hello->proof_wanted
@@ -339,7 +420,8 @@ Result<std::unique_ptr<Stream>> Security::Connect(Plane plane, int fd, const std
   const Nonce* server_nonce = &hello->nonce;
   const Nonce client_nonce = NewNonce();
   const std::string key = plane == Plane::kControl ? options_.secret : data_key();
-  const std::string name = plane == Plane::kControl ? tenant : std::string();
+  const auto role = claimed_role();
+  const std::string name = plane == Plane::kData ? std::string() : role ? ClaimOf(*role) : tenant;
   YB_RETURN_IF_ERROR(write_all(EncodeProof(key, *server_nonce, client_nonce, name)));
   std::string answer_bytes;
   YB_RETURN_IF_ERROR(read_exactly(kAnswerSize, &answer_bytes));

@@ -35,9 +35,13 @@ struct Peer {
   bool authenticated = false;  // false: the server asks for no proof, and trusts every caller as today
   Role role = Role::kCluster;
   std::string tenant;  // kTenant: the tenant whose secret it proved
-  // A node or an operator: may act for any tenant and call what only the cluster may.
-  bool privileged() const { return !authenticated || role == Role::kCluster; }
-  bool MayActFor(std::string_view t) const { return privileged() || tenant == t; }
+  // A master (the cluster secret), or anyone where the server asks for no proof: follows the log.
+  bool master() const { return !authenticated || role == Role::kCluster; }
+  // ... or an operator: drains others' segments, sets quotas, removes across tenants.
+  bool privileged() const { return master() || role == Role::kAdmin; }
+  // ... or a storage node: acts on objects of any tenant (it holds them all).
+  bool any_tenant() const { return privileged() || role == Role::kNode; }
+  bool MayActFor(std::string_view t) const { return any_tenant() || tenant == t; }
 };
 
 // Which key a server checks: the master's RPC (the cluster secret, or a tenant's) or a transfer
@@ -51,17 +55,35 @@ struct SecurityOptions {
   // A server's handshake that has not ended after this long is closed (the event loops' stall
   // sweep does it; 0: never).
   std::chrono::milliseconds handshake_timeout{10000};
+  // Protected mode (Redis's): a server that checks no credential (no secret, no client
+  // certificates) serves only peers on its own host (loopback) and refuses every other with a
+  // message saying how to proceed. False serves anyone who reaches it (the operator's choice).
+  bool protected_mode = true;
 };
+
+// Whether a peer address (as the listener gives it: "127.0.0.1", "::1", "::ffff:127.0.0.1") is on
+// this host's loopback.
+bool IsLoopbackAddress(std::string_view address);
+// What a protected server tells a peer it refuses, and logs.
+std::string ProtectedModeRefusal(std::string_view peer);
+
+class RefusalSession;
 
 class Security : public std::enable_shared_from_this<Security> {
  public:
   // Loads the TLS files. INVALID_PARAMS naming what does not load.
   static Result<std::shared_ptr<Security>> Create(SecurityOptions options);
   // Neither authentication nor TLS: what a process without those settings uses.
+  // Protected mode on, as every process is by default.
   static std::shared_ptr<Security> None();
 
   bool auth() const { return !options_.secret.empty(); }
   bool tls() const { return options_.tls.enabled(); }
+  // Whether this process's servers check a credential of every peer: a secret, or client
+  // certificates signed by our CA (mutual TLS).
+  bool checks_peers() const { return auth() || (!options_.tls.cert.empty() && !options_.tls.ca.empty()); }
+  // Whether a server of this process serves only its own host (protected mode without credentials).
+  bool loopback_only() const { return options_.protected_mode && !checks_peers(); }
   const SecurityOptions& options() const { return options_; }
 
   // The data-plane key this process proves to and checks on transfer servers: derived from its
@@ -70,12 +92,20 @@ class Security : public std::enable_shared_from_this<Security> {
   void SetDataKey(std::string key) const;
   // The master's, to give clients at registration: derived from the cluster secret.
   std::string cluster_data_key() const { return auth() ? DataPlaneKey(options_.secret) : std::string(); }
+  // The role this process claims at connect: that of its role key, else kCluster (or a tenant's,
+  // which the master decides by the tenant named).
+  std::optional<Role> claimed_role() const { return RoleOfSecret(options_.secret); }
+  // The admin HTTP token this process can compute: from the cluster secret (a master) or the admin
+  // role's key (an operator); "" otherwise.
+  std::string admin_token() const;
 
   // ---- servers
   // Makes the session that serves a connection once its handshake is done.
   using SessionFactory = std::function<std::unique_ptr<LoopSession>(std::unique_ptr<Stream> stream, Peer peer)>;
   // The session for an accepted descriptor: `make`'s at once when there is nothing to check, else
-  // one that runs the handshake first (refusing, logged, a peer that fails it).
+  // one that runs the handshake first (refusing, logged, a peer that fails it). In protected mode
+  // without credentials, a peer not on this host gets a session that sends it the refusal
+  // (EncodeRefusal) and closes.
   std::unique_ptr<LoopSession> Accept(Plane plane, int fd, std::string peer, const SessionFactory& make) const;
 
   // ---- clients
@@ -93,6 +123,7 @@ class Security : public std::enable_shared_from_this<Security> {
   std::optional<Role> Check(Plane plane, const Nonce& server, const Proof& proof, std::string* key) const;
 
   const SecurityOptions options_;
+  std::string node_key_, admin_key_;  // a master's: the role keys it checks (RoleKey)
   std::shared_ptr<TlsContext> server_tls_, client_tls_;
   mutable std::mutex mu_;
   mutable std::string data_key_;  // under mu_; "" until given

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -42,12 +43,15 @@ class Echo final : public LoopSession {
 
 class EchoServer {
  public:
-  explicit EchoServer(std::shared_ptr<Security> sec) : sec_(std::move(sec)) {
+  // `as_peer`: the address the server is told each connection comes from (a host that is not this
+  // one, say), instead of its real one.
+  explicit EchoServer(std::shared_ptr<Security> sec, std::string as_peer = "") : sec_(std::move(sec)) {
     LoopGroup::Options o;
     o.name = "echo";
     o.listen.address = "127.0.0.1";
     o.stall_timeout_ms = 2000;
-    group_ = std::make_unique<LoopGroup>(o, [this](EventLoop&, int fd, std::string peer) {
+    group_ = std::make_unique<LoopGroup>(o, [this, as_peer](EventLoop&, int fd, std::string peer) {
+      if (!as_peer.empty()) peer = as_peer;
       return sec_->Accept(Plane::kControl, fd, std::move(peer), [this](std::unique_ptr<Stream> s, Peer p) {
         return std::make_unique<Echo>(std::move(s), std::move(p), [this](const Peer& peer) {
           std::lock_guard lock(mu_);
@@ -247,6 +251,7 @@ TEST(SecretFileTest, ShortOrMissingSecretsAreRefused) {
   TempDir dir{"yb-secret"};
   const std::string path = dir.path() + "/s";
   std::ofstream(path) << "short\n";
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   EXPECT_EQ(ReadSecretFile(path).code(), Code::kInvalidParams);
   std::ofstream(path) << kSecret << "\n";
   auto s = ReadSecretFile(path);
@@ -259,6 +264,155 @@ TEST(SecretFileTest, ShortOrMissingSecretsAreRefused) {
   auto t = ReadTenantSecrets(path);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->at("team-a"), kSecret);
+}
+
+// As ssh refuses a loose key: a file of secrets its group or others may read is not used.
+TEST(SecretFileTest, FilesOthersMayReadAreRefused) {
+  TempDir dir{"yb-secret"};
+  const std::string path = dir.path() + "/s";
+  std::ofstream(path) << kSecret << "\n";
+  for (mode_t loose : {0644, 0640, 0604, 0660}) {
+    ASSERT_EQ(::chmod(path.c_str(), loose), 0);
+    auto s = ReadSecretFile(path);
+    EXPECT_EQ(s.code(), Code::kInvalidParams) << std::oct << loose;
+    EXPECT_NE(s.status().message().find("chmod 600"), std::string::npos) << s.status().ToString();
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0400), 0);
+  EXPECT_TRUE(ReadSecretFile(path).ok());
+  std::ofstream(path + "t") << "team-a: " << kSecret << "\n";
+  ASSERT_EQ(::chmod((path + "t").c_str(), 0644), 0);
+  EXPECT_EQ(ReadTenantSecrets(path + "t").code(), Code::kInvalidParams);
+}
+
+// What each role may do, as the servers ask it (docs/security.md "Roles").
+TEST(RolesTest, EachRoleHasItsOwnPowers) {
+  auto peer = [](bool authenticated, Role role, std::string tenant = "") {
+    Peer p;
+    p.authenticated = authenticated;
+    p.role = role;
+    p.tenant = std::move(tenant);
+    return p;
+  };
+  const Peer anyone = peer(false, Role::kCluster), master = peer(true, Role::kCluster),
+             node = peer(true, Role::kNode), admin = peer(true, Role::kAdmin),
+             tenant = peer(true, Role::kTenant, "team-a");
+  // Follows the log (the HA channel): masters only (and anyone where nothing is checked: protected
+  // mode keeps that to this host).
+  EXPECT_TRUE(anyone.master() && master.master());
+  EXPECT_FALSE(node.master() || admin.master() || tenant.master());
+  // Drains others, sets quotas: masters and operators.
+  EXPECT_TRUE(master.privileged() && admin.privileged());
+  EXPECT_FALSE(node.privileged() || tenant.privileged());
+  // Any tenant's objects: all but a tenant's client, which has its own.
+  EXPECT_TRUE(node.any_tenant() && admin.any_tenant() && node.MayActFor("team-b"));
+  EXPECT_FALSE(tenant.any_tenant() || tenant.MayActFor("team-b"));
+  EXPECT_TRUE(tenant.MayActFor("team-a"));
+  // A role key names its role, and only a well-formed one counts.
+  const std::string key = RoleKey(kSecret, Role::kNode);
+  EXPECT_EQ(RoleOfSecret(key), Role::kNode);
+  EXPECT_FALSE(RoleOfSecret(key.substr(0, key.size() - 1)));
+  EXPECT_FALSE(RoleOfSecret("yb-role:master:" + key.substr(13)));
+  EXPECT_NE(RoleKey(kSecret, Role::kNode), RoleKey("another-cluster-secret", Role::kNode));
+}
+
+TEST(ProtectedModeTest, LoopbackAddresses) {
+  for (const char* a : {"127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"}) EXPECT_TRUE(IsLoopbackAddress(a)) << a;
+  for (const char* a : {"10.0.0.1", "192.168.1.1", "::ffff:10.0.0.1", "fe80::1", "1.127.0.0", ""}) {
+    EXPECT_FALSE(IsLoopbackAddress(a)) << a;
+  }
+}
+
+// What a connection's first bytes are, read until the server closes it (or 2 s pass).
+std::string ReadUntilClosed(int fd) {
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// A server with no secret serves its own host and tells any other why it will not serve it.
+TEST(ProtectedModeTest, WithoutASecretOnlyThisHostIsServed) {
+  {
+    EchoServer local(Security::None(), "::ffff:127.0.0.1");
+    auto got = RoundTrip(*Security::None(), local.port());
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->size(), 100000u);
+  }
+  EchoServer remote(Security::None(), "10.1.2.3");
+  // A client without a secret sends its request and reads the refusal where the answer would be.
+  int fd = ConnectTo(remote.port());
+  const std::string req = "a request";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  Refusal r = DecodeRefusal(ReadUntilClosed(fd));
+  ::close(fd);
+  ASSERT_TRUE(r.is_refusal && r.complete);
+  EXPECT_NE(r.text.find("protected mode"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("--auth_secret_file"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("--protected_mode false"), std::string::npos) << r.text;
+  EXPECT_TRUE(remote.peers().empty());  // no session was made for it
+  // A client with a secret finds the refusal where it waits for the hello.
+  SecurityOptions co;
+  co.secret = kSecret;
+  auto refused = RoundTrip(*Make(co), remote.port());
+  EXPECT_EQ(refused.code(), Code::kIllegalClient);
+  EXPECT_NE(refused.status().message().find("protected mode"), std::string::npos) << refused.status().ToString();
+}
+
+// Protected mode binds a server that checks nothing; with a secret, or turned off, others are served.
+TEST(ProtectedModeTest, ASecretOrTheOperatorsChoiceServesOtherHosts) {
+  SecurityOptions open;
+  open.protected_mode = false;
+  auto open_sec = Make(open);
+  EXPECT_FALSE(open_sec->loopback_only());
+  EchoServer served(open_sec, "10.1.2.3");
+  auto got = RoundTrip(*Security::None(), served.port());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->size(), 100000u);
+
+  SecurityOptions so;
+  so.secret = kSecret;
+  auto with_secret = Make(so);
+  EXPECT_FALSE(with_secret->loopback_only());
+  EchoServer proven(with_secret, "10.1.2.3");
+  got = RoundTrip(*with_secret, proven.port());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(proven.peers().size(), 1u);
+  EXPECT_TRUE(proven.peers()[0].authenticated);
+}
+
+// A peer that connects and never proves itself is closed once the handshake timeout passes, long
+// before the stall timeout of a session's own requests would.
+TEST(ProtectedModeTest, AHandshakeThatDoesNotEndInTimeIsClosed) {
+  SecurityOptions so;
+  so.secret = kSecret;
+  so.handshake_timeout = 200ms;
+  EchoServer server(Make(so));
+  int fd = ConnectTo(server.port());
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  const auto start = std::chrono::steady_clock::now();
+  const std::string got = ReadUntilClosed(fd);  // the hello, then the close
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  EXPECT_EQ(got.size(), kHelloSize);
+  EXPECT_LT(waited, 5s);  // the stall timeout of EchoServer's loops is 2 s; bounded well under the 10 s read timeout
+  EXPECT_TRUE(server.peers().empty());
+}
+
+TEST(ProtectedModeTest, RefusalsRoundTrip) {
+  const std::string why(2000, 'x');
+  const std::string wire = EncodeRefusal(why);
+  Refusal r = DecodeRefusal(wire);
+  EXPECT_TRUE(r.is_refusal && r.complete);
+  EXPECT_EQ(r.text.size(), kMaxRefusalText);
+  r = DecodeRefusal(std::string_view(wire).substr(0, 10));
+  EXPECT_TRUE(r.is_refusal);
+  EXPECT_FALSE(r.complete);
+  EXPECT_FALSE(DecodeRefusal("YBRP....").is_refusal);
+  EXPECT_FALSE(DecodeRefusal("").is_refusal);
 }
 
 }  // namespace

@@ -122,6 +122,10 @@ struct RpcChannel::Connection {
     auto taken = ScanFrames(std::string_view(in.data(), in_len), max_body, FrameKind::kResponse,
                             [&](const FrameHeader& h, std::string_view body) { replies.emplace_back(h, body); });
     if (!taken) {
+      if (net::Refusal r = net::DecodeRefusal(std::string_view(in.data(), in_len)); r.is_refusal) {
+        if (!r.complete) return Status::OK();  // the rest of its text is on its way
+        return Status(Code::kIllegalClient, target + ": " + r.text);
+      }
       if (in_len >= 4 && std::string_view(in.data(), 4) == "YBAU") {  // a server's hello (net/auth.h)
         return Status(Code::kIllegalClient, target +
                                                 " asks for authentication: give this client the cluster's "

@@ -258,6 +258,14 @@ Result<uint64_t> MasterClient::DrainSegment(const CallContext& ctx, SegmentId id
   return r->remaining();
 }
 
+Status MasterClient::UndrainSegment(const CallContext& ctx, SegmentId id) {
+  pb::DrainSegmentRequest q;
+  SetContext(ctx, q);
+  q.set_segment_id(id);
+  auto r = Call<M::kUndrainSegment>(q);
+  return r.ok() ? Status::OK() : r.status();
+}
+
 Result<std::vector<RepairTask>> MasterClient::RepairFetch(const CallContext& ctx, uint32_t max) {
   pb::RepairFetchRequest q;
   SetContext(ctx, q);

@@ -37,6 +37,7 @@ class MasterClient final : public MasterApi {
   Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
   Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
+  Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
   Result<std::vector<SegmentUsage>> ListSegments() override;
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,

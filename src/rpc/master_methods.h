@@ -40,7 +40,8 @@ namespace yb::rpc {
   X(18, DropDiskReplicas, DropDiskReplicasRequest, StatusesResponse)   \
   X(19, RepairFetch, RepairFetchRequest, RepairFetchResponse)          \
   X(20, RepairDone, RepairDoneRequest, StatusesResponse)              \
-  X(21, DrainSegment, DrainSegmentRequest, DrainSegmentResponse)
+  X(21, DrainSegment, DrainSegmentRequest, DrainSegmentResponse)      \
+  X(22, UndrainSegment, DrainSegmentRequest, StatusResponse)
 
 enum class MasterMethod : uint16_t {
 #define YB_METHOD_ENUM(id, name, req, resp) k##name = id,

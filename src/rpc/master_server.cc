@@ -2,6 +2,8 @@
 // its request, calling the MasterApi and encoding the answer.
 #include "rpc/master_server.h"
 
+#include <fmt/format.h>
+
 #include "rpc/master_convert.h"
 
 namespace yb::rpc {
@@ -67,12 +69,37 @@ size_t BatchSize(const Q& q) {
   return n;
 }
 
+// A storage node's own calls: memory it contributes, and the copies it makes and reports.
+constexpr bool NodeCall(M m) {
+  return m == M::kMountSegments || m == M::kUnmountSegment || m == M::kOffloadFetch || m == M::kOffloadDone ||
+         m == M::kAddDiskReplicas || m == M::kDropDiskReplicas || m == M::kRepairFetch || m == M::kRepairDone;
+}
+
+// Whether what the connection proved lets it make call `m` (docs/security.md, "Roles"): a master
+// (the cluster secret) and a node anything here; an operator's key and a tenant's secret no node
+// call (they contribute no memory). Where the server asks for no proof, anyone (protected mode
+// keeps that to this host).
+template <M m>
+Status RoleMay(const net::Peer& peer) {
+  if (!peer.authenticated || peer.role == net::Role::kCluster || peer.role == net::Role::kNode) return Status::OK();
+  if constexpr (NodeCall(m)) {
+    return Status(Code::kIllegalClient,
+                  fmt::format("{} is a storage node's call: this connection proved {}, which contributes no memory "
+                              "(a node proves the cluster's secret or its node key: `yb role-key --role node`)",
+                              MasterMethodName(static_cast<uint16_t>(m)),
+                              peer.role == net::Role::kTenant ? "tenant '" + peer.tenant + "''s secret"
+                                                              : std::string("the operator's key")));
+  }
+  return Status::OK();
+}
+
 template <M m>
 Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, const Req<m>& q, uint32_t max_batch) {
   if (const size_t n = BatchSize(q); n > max_batch) {
     return Status(Code::kInvalidParams, "a batch of " + std::to_string(n) + " exceeds the master's bound of " +
                                             std::to_string(max_batch) + " (--max_batch_keys)");
   }
+  YB_RETURN_IF_ERROR(RoleMay<m>(peer));
   if constexpr (m == M::kRegisterClient) {
     const std::string& tenant = q.tenant().empty() ? std::string("default") : q.tenant();
     if (!peer.MayActFor(tenant)) {
@@ -213,6 +240,12 @@ void Serve<M::kDrainSegment>(MasterApi& api, const CallContext& ctx, const pb::D
 }
 
 template <>
+void Serve<M::kUndrainSegment>(MasterApi& api, const CallContext& ctx, const pb::DrainSegmentRequest& q,
+                               pb::StatusResponse& r) {
+  ToPb(api.UndrainSegment(ctx, q.segment_id()), r.mutable_status());
+}
+
+template <>
 void Serve<M::kRepairFetch>(MasterApi& api, const CallContext& ctx, const pb::RepairFetchRequest& q,
                             pb::RepairFetchResponse& r) {
   auto tasks = api.RepairFetch(ctx, q.max());
@@ -261,6 +294,8 @@ void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
         CallContext ctx;
         if constexpr (requires { req.ctx(); }) ctx = FromPb(req.ctx());
         ctx.privileged = peer.privileged();
+        ctx.any_tenant = peer.any_tenant();
+        ctx.peer_address = peer.address;
         if (Status who = Admit<m>(api, peer, ctx, req, max_batch); !who.ok()) {
           if (metrics) metrics->Record(id, true);
           return who;

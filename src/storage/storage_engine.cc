@@ -53,7 +53,7 @@ bool Take(std::string_view in, size_t& pos, T* v) {
 // pages and the disk works while the next bytes are copied.
 Status WriteDurable(const std::string& path, const std::vector<std::string_view>& parts, const FaultHook& fault) {
   constexpr uint64_t kFlushEvery = 8ULL << 20;
-  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, kPrivateFileMode);
   if (fd < 0) return IoError("cannot create", path);
   uint64_t off = 0, flushed = 0, prev_flushed = 0;
   for (auto part : parts) {
@@ -162,7 +162,7 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
   if (config_.low_watermark > config_.high_watermark || config_.high_watermark > 1.0 || config_.low_watermark < 0) {
     return Status(Code::kInvalidParams, "need 0 <= low watermark <= high watermark <= 1");
   }
-  ::mkdir(config_.path.c_str(), 0755);
+  YB_RETURN_IF_ERROR(MakePrivateDir(config_.path));
   DIR* dir = ::opendir(config_.path.c_str());
   if (!dir) return Status(Code::kInvalidParams, "cannot open storage directory " + config_.path);
   std::map<uint64_t, std::pair<bool, bool>> seen;  // id -> (data, meta)
@@ -377,7 +377,7 @@ Status StorageEngine::Forget(const std::vector<std::string>& keys) {
   if (int injected = Injected(config_.fault, "write", path)) return IoError("cannot append to", path, injected);
   int fd = ::open(path.c_str(), O_APPEND | O_WRONLY | O_CLOEXEC);
   const bool created = fd < 0 && errno == ENOENT;
-  if (created) fd = ::open(path.c_str(), O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, 0644);
+  if (created) fd = ::open(path.c_str(), O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, kPrivateFileMode);
   if (fd < 0) return IoError("cannot open", path);
   size_t done = 0;
   while (done < records.size()) {

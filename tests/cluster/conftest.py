@@ -96,8 +96,11 @@ def client_metrics(port):
 
 
 class Cluster:
-    def __init__(self, tmp_path, client_ttl=2, ns_prefix=None, master_host="127.0.0.1"):
+    def __init__(self, tmp_path, client_ttl=2, ns_prefix=None, master_host="127.0.0.1", protected_mode=True):
+        """protected_mode=False: the daemons serve other hosts without a secret (--protected_mode
+        false), as a test across network namespaces that is not about security needs."""
         self.tmp = tmp_path
+        self.open_flags = [] if protected_mode else ["--protected_mode", "false"]
         self.client_ttl = client_ttl
         self.master_host = master_host
         self.rpc_port = free_port()
@@ -120,7 +123,7 @@ class Cluster:
         self.master = self._spawn("master", [
             f"{BIN}/yb-master", "--rpc_address", bind, "--rpc_port", str(self.rpc_port),
             "--metrics_address", bind, "--metrics_port", str(self.http_port),
-            "--client_ttl", str(self.client_ttl)] + list(extra), prefix)
+            "--client_ttl", str(self.client_ttl)] + self.open_flags + list(extra), prefix)
         wait_until(lambda: self.http_ok(prefix), 10, "yb-master to serve")
 
     def stop_master(self, sig=signal.SIGTERM):
@@ -131,7 +134,7 @@ class Cluster:
         self.clients[name] = self._spawn(name, [
             f"{BIN}/yb-client", "--host", host, "--port", str(port), "--local_hostname", name,
             "--master_server_address", self.address, "--global_segment_size", size,
-            "--local_buffer_size", "4MB"] + list(extra), prefix)
+            "--local_buffer_size", "4MB"] + self.open_flags + list(extra), prefix)
         wait_until(lambda: name in self.segment_names(prefix), 10, f"{name} to mount")
 
     def kill_client(self, name):

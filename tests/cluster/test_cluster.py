@@ -308,7 +308,7 @@ def netns():
 
 
 def test_three_hosts_in_network_namespaces(tmp_path, netns):
-    c = Cluster(tmp_path, master_host=ADDR["ybt-m"])
+    c = Cluster(tmp_path, master_host=ADDR["ybt-m"], protected_mode=False)
     try:
         c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"])
         for ns, name in (("ybt-a", "host-a"), ("ybt-b", "host-b")):
@@ -319,7 +319,7 @@ def test_three_hosts_in_network_namespaces(tmp_path, netns):
                 os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin", "yb-client"),
                 "--host", ADDR[ns], "--port", "0", "--local_hostname", name,
                 "--master_server_address", c.address, "--global_segment_size", "16MB",
-                "--local_buffer_size", "4MB"], stdout=log, stderr=subprocess.STDOUT)
+                "--local_buffer_size", "4MB", "--protected_mode", "false"], stdout=log, stderr=subprocess.STDOUT)
         wait_until(lambda: c.segment_names(netns["ybt-a"]) == {"host-a", "host-b"}, 15, "both hosts to mount")
         data = value(2 << 20, 5)
         assert c.yb(["put", "x", "--file", "/dev/stdin", "--replicas", "2"], prefix=netns["ybt-a"],
@@ -345,7 +345,7 @@ def test_the_master_closes_the_connection_of_a_host_that_was_cut_off(tmp_path, n
     host-a's RPC connection; once host-a's link goes down, the connection is closed within seconds, and
     host-b, alive but as quiet, keeps its own.
     """
-    c = Cluster(tmp_path, client_ttl=60, master_host=ADDR["ybt-m"])
+    c = Cluster(tmp_path, client_ttl=60, master_host=ADDR["ybt-m"], protected_mode=False)
     try:
         c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"], extra=["--rpc_keepalive_sec", "4"])
         c.start_client("host-a", "16MB", prefix=netns["ybt-a"], host=ADDR["ybt-a"])
@@ -392,7 +392,7 @@ def test_reads_move_past_a_host_that_was_cut_off(tmp_path, netns):
     """
     import json
     import subprocess
-    c = Cluster(tmp_path, client_ttl=600, master_host=ADDR["ybt-m"])
+    c = Cluster(tmp_path, client_ttl=600, master_host=ADDR["ybt-m"], protected_mode=False)
     reader = None
     try:
         c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"])
@@ -448,7 +448,7 @@ def test_calls_fail_fast_once_the_master_is_cut_off_and_resume_when_it_returns(t
     """
     import json
     import subprocess
-    c = Cluster(tmp_path, client_ttl=120, master_host=ADDR["ybt-m"])
+    c = Cluster(tmp_path, client_ttl=120, master_host=ADDR["ybt-m"], protected_mode=False)
     app = None
     try:
         c.start_master(prefix=netns["ybt-m"], bind=ADDR["ybt-m"])
@@ -669,6 +669,12 @@ def test_drain_moves_every_object_before_a_node_leaves(cluster):
     values = {f"d{i}": value(20000 + i, i) for i in range(30)}
     for k, v in values.items():
         assert put(cluster, k, v).returncode == 0, k
+    # A drain can be undone: the node takes new replicas again.
+    r = cluster.yb(["drain", "node-c", "--timeout", "1"])
+    assert any(s["draining"] for s in cluster.segments())
+    r = cluster.yb(["undrain", "node-c"])
+    assert r.returncode == 0 and b"new replicas again" in r.stdout, r
+    assert not any(s["draining"] for s in cluster.segments())
     r = cluster.yb(["drain", "node-b", "--timeout", "60"])
     assert r.returncode == 0 and b"drained" in r.stdout, r
     assert any(s["draining"] for s in cluster.segments())

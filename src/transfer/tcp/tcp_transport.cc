@@ -402,6 +402,12 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
   for (const auto& s : slices) {
     WireResponse resp;
     if (!fill(kResponseSize) || !resp.Decode(in.data() + pos)) {
+      auto buffered = [&] { return std::string_view(reinterpret_cast<const char*>(in.data()) + pos, len - pos); };
+      if (net::Refusal r = net::DecodeRefusal(buffered()); !ec && r.is_refusal) {  // a protected server's word
+        while (!r.complete && fill(len - pos + 1)) r = net::DecodeRefusal(buffered());
+        return Status(Code::kIllegalClient,
+                      "transfer server " + endpoint + ": " + (r.complete ? r.text : "refused this connection"));
+      }
       if (!ec && std::memcmp(in.data() + pos, "YBAU", 4) == 0) {  // a server's hello (net/auth.h)
         return Status(Code::kIllegalClient, "transfer server " + endpoint +
                                                 " asks for authentication: give this client the cluster's secret "
