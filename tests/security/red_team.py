@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Red team: attacks on a Yuebing deployment started the way the README starts one, and on one
+with a secret, each tried as an attacker would; prints a table of attack and outcome, and exits 1
+if any attack got through (docs/security.md lists what each guarantee rests on).
+
+Deployments, each started by this script and stopped by it:
+  default  yb-master and a yb-client started with ports and directories only (no secret), in a
+           network namespace ("the server host"); the attacker runs in a second namespace joined
+           to it by a veth pair (another host), and on the server host itself.
+  secret   the same with --auth_secret_file; storage nodes hold the node key, an operator the admin
+           key, tenants their own secrets.
+
+Run: YB_BIN_DIR=build/bin python3 tests/security/red_team.py   (as root, for the namespaces)
+"""
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("yb_cluster_helpers", HERE.parent / "cluster" / "conftest.py")
+helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(helpers)
+BIN = helpers.BIN
+free_port, wait_until = helpers.free_port, helpers.wait_until
+
+SERVER_NS, ATTACKER_NS = "ybr-s", "ybr-a"
+SERVER_IP, ATTACKER_IP = "10.231.9.1", "10.231.9.2"
+SECRET = "red-team-cluster-secret-0123456789"
+TEAM_A = "red-team-team-a-secret-0123456789"
+
+rows = []  # (deployment, attack, outcome, held)
+
+
+def record(deployment, attack, held, outcome):
+    rows.append((deployment, attack, outcome, held))
+
+
+def sh(*args, check=True):
+    return subprocess.run(list(args), check=check, capture_output=True)
+
+
+def in_ns(ns):
+    return ["ip", "netns", "exec", ns]
+
+
+class Namespaces:
+    """Two hosts joined by a veth pair; removed on exit."""
+
+    def __enter__(self):
+        self.remove()
+        sh("ip", "netns", "add", SERVER_NS)
+        sh("ip", "netns", "add", ATTACKER_NS)
+        sh("ip", "link", "add", "ybr0", "netns", SERVER_NS, "type", "veth", "peer", "name", "ybr1", "netns",
+           ATTACKER_NS)
+        for ns, dev, ip in ((SERVER_NS, "ybr0", SERVER_IP), (ATTACKER_NS, "ybr1", ATTACKER_IP)):
+            sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    @staticmethod
+    def remove():
+        for ns in (SERVER_NS, ATTACKER_NS):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+class Deployment:
+    def __init__(self, name, tmp, secret=False):
+        self.name, self.tmp = name, Path(tmp)
+        self.rpc_port, self.http_port = free_port(), free_port()
+        self.procs = []
+        self.secret_file = self.node_key_file = self.admin_key_file = None
+        if secret:
+            self.secret_file = self.private(self.tmp / "cluster.secret", SECRET)
+            self.node_key_file = self.private(self.tmp / "node.key", self.role_key("node"))
+            self.admin_key_file = self.private(self.tmp / "admin.key", self.role_key("admin"))
+            self.tenants_file = self.private(self.tmp / "tenants.yaml", f"team-a: {TEAM_A}")
+            self.team_a_file = self.private(self.tmp / "team-a.secret", TEAM_A)
+
+    @staticmethod
+    def private(path, text):
+        path.write_text(text + "\n")
+        os.chmod(path, 0o600)
+        return str(path)
+
+    def role_key(self, role):
+        return subprocess.run([f"{BIN}/yb", "role-key", "--role", role, "--auth_secret_file", self.secret_file],
+                              check=True, capture_output=True).stdout.decode().strip()
+
+    def spawn(self, name, args, env=None):
+        log = open(self.tmp / f"{name}.log", "ab")
+        p = subprocess.Popen(in_ns(SERVER_NS) + args, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp, env=env)
+        self.procs.append(p)
+        return p
+
+    def start(self):
+        master = [f"{BIN}/yb-master", "--rpc_port", str(self.rpc_port), "--metrics_port", str(self.http_port)]
+        if self.secret_file:
+            master += ["--auth_secret_file", self.secret_file, "--tenant_secrets_file", self.tenants_file]
+        self.spawn("master", master)
+        wait_until(lambda: self.local_http("GET", "/health")[0] == 200, 15, "yb-master to serve")
+        node = [f"{BIN}/yb-client", "--host", "0.0.0.0", "--port", "0", "--local_hostname", "node-1",
+                "--master_server_address", f"127.0.0.1:{self.rpc_port}", "--global_segment_size", "16MB",
+                "--local_buffer_size", "4MB"]
+        if self.node_key_file:
+            node += ["--auth_secret_file", self.node_key_file]
+        self.spawn("node-1", node)
+        wait_until(lambda: len(self.segments()) == 1, 15, "the node to mount")
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+
+    # ---- the server host's view (127.0.0.1 inside its namespace)
+    def local_http(self, method, path, token=None, host="127.0.0.1", ns=SERVER_NS):
+        code = ("import sys, urllib.request, urllib.error\n"
+                "req = urllib.request.Request(sys.argv[1], method=sys.argv[2], data=b'' if sys.argv[2] == 'POST' else None)\n"
+                "if sys.argv[3]: req.add_header('Authorization', 'Bearer ' + sys.argv[3])\n"
+                "try:\n"
+                "    r = urllib.request.urlopen(req, timeout=3); print(r.status); print(r.read().decode())\n"
+                "except urllib.error.HTTPError as e:\n"
+                "    print(e.code); print(e.read().decode())\n"
+                "except OSError as e:\n"
+                "    print(0); print(e)\n")
+        r = subprocess.run(in_ns(ns) + [sys.executable, "-c", code, f"http://{host}:{self.http_port}{path}", method,
+                                        token or ""], capture_output=True, timeout=20)
+        out = r.stdout.decode().split("\n", 1)
+        try:
+            return int(out[0]), (out[1] if len(out) > 1 else "")
+        except ValueError:
+            return 0, r.stderr.decode()
+
+    def segments(self):
+        status, body = self.local_http("GET", "/segments")
+        return json.loads(body) if status == 200 else []
+
+    def yb(self, args, ns=SERVER_NS, host="127.0.0.1", key=None):
+        cmd = in_ns(ns) + [f"{BIN}/yb", "--master", f"{host}:{self.rpc_port}"]
+        if key:
+            cmd += ["--auth_secret_file", key]
+        return subprocess.run(cmd + args, capture_output=True, timeout=30, cwd=self.tmp)
+
+    def raw(self, host, port, data, ns):
+        """Sends `data` to host:port from namespace `ns`; what came back before the close."""
+        code = ("import socket, sys\n"
+                "s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)\n"
+                "s.sendall(bytes.fromhex(sys.argv[3]))\n"
+                "out = b''\n"
+                "try:\n"
+                "    while True:\n"
+                "        b = s.recv(65536)\n"
+                "        if not b: break\n"
+                "        out += b\n"
+                "except OSError:\n"
+                "    pass\n"
+                "sys.stdout.write(out.hex())\n")
+        r = subprocess.run(in_ns(ns) + [sys.executable, "-c", code, host, str(port), data.hex()], capture_output=True,
+                           timeout=20)
+        return bytes.fromhex(r.stdout.decode() or "")
+
+
+def rpc_frame(method, body=b"", request_id=1):
+    return struct.pack("<IIBBHI", 0x50524259, len(body), 1, 0, method, request_id) + body
+
+
+def refusal_text(data):
+    if not data.startswith(b"YBNO") or len(data) < 6:
+        return None
+    n = data[4] | data[5] << 8
+    return data[6:6 + n].decode(errors="replace")
+
+
+def attacks_from_another_host(d):
+    dep = d.name
+    node_port = int(d.segments()[0]["endpoint"].rsplit(":", 1)[1])
+    # 1. The master's RPC, anonymously, from another host.
+    r = d.yb(["segments"], ns=ATTACKER_NS, host=SERVER_IP)
+    err = r.stderr.decode()
+    if d.secret_file:
+        record(dep, "remote RPC without the secret", r.returncode != 0 and "authentication" in err,
+               err.strip().splitlines()[-1][:90] if err.strip() else f"exit {r.returncode}")
+    else:
+        record(dep, "remote RPC without the secret", r.returncode != 0 and "protected mode" in err,
+               "refused: " + ("protected mode named" if "protected mode" in err else err.strip()[:80]))
+    # 2. Follow (the HA channel: method 100) in a raw frame, from another host.
+    back = d.raw(SERVER_IP, d.rpc_port, rpc_frame(100, b"\x0a\x0c10.231.9.2:1"), ATTACKER_NS)
+    text = refusal_text(back)
+    shipped = len(back) > 16 and back[:4] == b"YBRP"
+    record(dep, "remote Follow frame (HA log with grant keys)", not shipped,
+           "refused: protected mode" if text else ("answered!" if shipped else "closed, no answer"))
+    # 3. Raw bytes to a storage node's transfer port, from another host.
+    back = d.raw(SERVER_IP, node_port, b"\x00" * 64, ATTACKER_NS)
+    # Served would be a transfer response; refused is the protected server's word, or (with a
+    # secret) its hello asking for a proof and nothing more.
+    held = back.startswith(b"YBAU") and len(back) <= 24 if d.secret_file else refusal_text(back) is not None
+    record(dep, "remote raw write to a transfer port", held,
+           "refused: protected mode" if refusal_text(back) else
+           "asked for a proof, then closed" if back.startswith(b"YBAU") else f"{len(back)} bytes back")
+    # 4. The admin HTTP endpoint, from another host, without a token.
+    before = d.segments()[0]["draining"]
+    status, body = d.local_http("POST", "/drain?segment=node-1", host=SERVER_IP, ns=ATTACKER_NS)
+    drained = d.segments()[0]["draining"] and not before
+    record(dep, "remote POST /drain without a token", not drained and status in (401, 403), f"HTTP {status}")
+
+
+def attacks_on_the_host(d):
+    dep = d.name
+    # 5. POST /drain on the host itself, no token and a wrong one (a web page could send the first).
+    status, _ = d.local_http("POST", "/drain?segment=node-1")
+    status2, _ = d.local_http("POST", "/drain?segment=node-1", token="0" * 64)
+    held = status == 401 and status2 == 401 and not d.segments()[0]["draining"]
+    record(dep, "local POST /drain, no or wrong token", held, f"HTTP {status} / {status2}")
+    # ... and with the token the operator reads, which can be undone.
+    key = d.admin_key_file
+    token_cmd = d.yb(["admin-token"], key=key)
+    token = token_cmd.stdout.decode().strip()
+    status, _ = d.local_http("POST", "/drain?segment=node-1", token=token)
+    drained = d.segments()[0]["draining"]
+    status2, _ = d.local_http("POST", "/undrain?segment=node-1", token=token)
+    record(dep, "operator: drain with the token, then undrain", status == 200 and drained and status2 == 200 and
+           not d.segments()[0]["draining"], f"HTTP {status}, then {status2}")
+    # 6. The metadata directory and the files that hold keys.
+    meta = d.tmp / "yb-master.data"
+    modes = {p.name: p.stat().st_mode & 0o777 for p in meta.iterdir()} if meta.exists() else {}
+    loose = {n: oct(m) for n, m in modes.items() if m & 0o077}
+    dir_mode = meta.stat().st_mode & 0o777 if meta.exists() else None
+    record(dep, "metadata dir and files readable by others", dir_mode == 0o700 and not loose,
+           f"dir {oct(dir_mode) if dir_mode else '-'}, {len(modes)} files" + (f", loose {loose}" if loose else ""))
+
+
+def attacks_with_roles(d):
+    dep = d.name
+    # 7. A tenant's secret mounts memory (its segments would take other tenants' replicas): refused.
+    p = d.spawn("tenant-node", [f"{BIN}/yb-client", "--host", "127.0.0.1", "--port", "0", "--local_hostname",
+                                "tenant-node", "--master_server_address", f"127.0.0.1:{d.rpc_port}",
+                                "--global_segment_size", "16MB", "--local_buffer_size", "4MB",
+                                "--auth_secret_file", d.team_a_file], env=dict(os.environ, YB_TENANT="team-a"))
+    time.sleep(3)
+    names = {s["name"].split(":")[0] for s in d.segments()}
+    p.kill()
+    p.wait(10)
+    record(dep, "a tenant's secret mounts memory", "tenant-node" not in names,
+           "refused" if "tenant-node" not in names else "mounted!")
+    # 8. A node's key drains another node, and acts as an operator: refused.
+    r = d.yb(["drain", "node-1", "--timeout", "2"], key=d.node_key_file)
+    record(dep, "node key drains another node", r.returncode != 0,
+           r.stderr.decode().strip().splitlines()[-1][:90] if r.returncode else "drained!")
+    r = d.yb(["admin-token"], key=d.node_key_file)
+    record(dep, "node key computes the admin token", r.returncode != 0, f"exit {r.returncode}")
+    # 9. A loose secret file: the master refuses to start with it.
+    loose = d.tmp / "loose.secret"
+    loose.write_text(SECRET + "\n")
+    os.chmod(loose, 0o644)
+    r = subprocess.run([f"{BIN}/yb-master", "--rpc_port", str(free_port()), "--metrics_port", "0",
+                        "--metadata_dir", "", "--auth_secret_file", str(loose)], capture_output=True, timeout=20)
+    out = (r.stdout + r.stderr).decode()
+    record(dep, "a secret file others may read", r.returncode != 0 and "chmod 600" in out, f"exit {r.returncode}")
+
+
+def main():
+    if os.geteuid() != 0:
+        print("red team: needs root for its network namespaces: skipped")
+        return 77
+    with tempfile.TemporaryDirectory(prefix="yb-red-team-") as tmp, Namespaces():
+        for name, secret in (("default", False), ("secret", True)):
+            sub = Path(tmp) / name
+            sub.mkdir()
+            d = Deployment(name, sub, secret=secret)
+            try:
+                d.start()
+                attacks_from_another_host(d)
+                attacks_on_the_host(d)
+                if secret:
+                    attacks_with_roles(d)
+            except Exception as e:  # a broken run is a failure, reported as one
+                record(name, "the run itself", False, f"{type(e).__name__}: {e}"[:120])
+            finally:
+                d.stop()
+    width = max(len(r[1]) for r in rows)
+    print(f"{'deployment':<10}  {'attack':<{width}}  {'held':<5}  outcome")
+    for dep, attack, outcome, held in rows:
+        print(f"{dep:<10}  {attack:<{width}}  {'yes' if held else 'NO':<5}  {outcome}")
+    failed = sum(1 for r in rows if not r[3])
+    print(f"{len(rows) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
