@@ -59,6 +59,7 @@ struct DaemonFlags {
   // Security (docs/security.md).
   std::string auth_secret_file;
   bool protected_mode = true;
+  bool tenants_may_mount = false;
   std::string tenant_secrets_file;
   std::string tls_cert, tls_key, tls_ca;
   std::string tenant_quotas;  // "team-a=10GB,team-b=1TB"
@@ -177,6 +178,10 @@ int main(int argc, char** argv) {
   yb::tools::AddEtcdFlags(app, f.etcd_tls_ca, f.etcd_tls_cert, f.etcd_tls_key, f.etcd_user, f.etcd_password_file);
   app.add_option("--tenant_secrets_file", f.tenant_secrets_file,
                  "YAML file of `tenant: secret` lines: a client proving one may register as that tenant only");
+  app.add_option("--tenants_may_mount", f.tenants_may_mount,
+                 "a client that proved only its tenant's secret may mount memory; its segments then take that "
+                 "tenant's replicas only")
+      ->capture_default_str();
   app.add_option("--tenant_quotas", f.tenant_quotas,
                  "byte quotas of tenants, NAME=SIZE separated by commas (\"team-a=10GB,team-b=none\"); also POST "
                  "/tenants/quota");
@@ -373,6 +378,7 @@ int main(int argc, char** argv) {
   mso.epoch = epoch;
   mso.data_key = security->cluster_data_key();
   mso.max_batch = f.max_batch_keys;
+  mso.tenants_may_mount = f.tenants_may_mount;
   yb::rpc::RegisterMasterService(server, api, mso);
   if (ha) ha->RegisterReplication(server);
   if (auto st = server.Start(); !st.ok()) {

@@ -74,7 +74,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
     preferred = &local;
     preferred_for = 1;
   }
-  auto allocs = segments_.Allocate(size, n, *preferred, config.avoid_segments, preferred_for);
+  auto allocs = segments_.Allocate(tenant, size, n, *preferred, config.avoid_segments, preferred_for);
   if (allocs.empty()) {
     // A failed allocation triggers eviction now; the writer does not have to come back. Another
     // writer may take the space freed before this one does, and what is freed may lie in pieces
@@ -85,7 +85,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
         size * n, static_cast<uint64_t>(config_.eviction_ratio * static_cast<double>(segments_.capacity())));
     for (int round = 0; allocs.empty() && round < kMaxEvictRounds; ++round) {
       if (evictor_.EvictBytes(want) == 0) break;
-      allocs = segments_.Allocate(size, n, *preferred, config.avoid_segments, preferred_for);
+      allocs = segments_.Allocate(tenant, size, n, *preferred, config.avoid_segments, preferred_for);
     }
   }
   if (allocs.size() < n) tenants_.Release(tenant, (n - allocs.size()) * size);

@@ -49,7 +49,7 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   if (total == 0 || kept >= std::max<size_t>(m.want_replicas, 1)) return RepairStart::kNotNeeded;
   if (!source) source = draining_source;
   if (!source) return RepairStart::kLater;  // its holders have not re-mounted since our restart
-  auto allocs = segments_.Allocate(m.size, 1, {}, avoid);
+  auto allocs = segments_.Allocate(TenantOfTableKey(table_key), m.size, 1, {}, avoid);
   if (allocs.empty()) return RepairStart::kLater;  // no other process has room now
   ClientId owner;
   if (!segments_.OwnerOf(allocs[0].segment, &owner)) {

@@ -172,7 +172,8 @@ Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
       }
     }
   }
-  return segments_.Mount(ctx.client, seg);
+  // A tenant's client (MasterServiceOptions::tenants_may_mount) lends memory to its tenant only.
+  return segments_.Mount(ctx.client, seg, ctx.any_tenant ? std::nullopt : std::optional(ctx.tenant));
 }
 
 Status MasterService::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {

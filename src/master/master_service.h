@@ -291,6 +291,12 @@ class MasterService final : public MasterApi {
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.
 std::string InternalKey(TenantIndex tenant, std::string_view key);
+// The tenant of a table key.
+inline TenantIndex TenantOfTableKey(std::string_view table_key) {
+  return table_key.size() < 2 ? TenantIndex{0}
+                              : static_cast<TenantIndex>(static_cast<uint8_t>(table_key[0]) << 8 |
+                                                         static_cast<uint8_t>(table_key[1]));
+}
 
 // A table key with its hash, computed once per call. Not copyable: `hashed` views `key`.
 struct TableKey {

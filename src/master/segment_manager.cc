@@ -70,6 +70,7 @@ pb::LogSegment SegmentManager::ToLog(const Segment& seg) {
   s.set_incarnation(seg.desc.incarnation);
   s.set_zone(seg.desc.zone);
   s.set_grant_key(seg.desc.grant_key);
+  if (seg.only_tenant) s.set_only_tenant(*seg.only_tenant);
   return s;
 }
 
@@ -109,12 +110,14 @@ bool SegmentManager::Stale(const ClientId& owner, const SegmentDesc& desc) const
 }
 
 Result<SegmentManager::Restored> SegmentManager::Restore(const ClientId& owner, const SegmentDesc& desc,
-                                                         const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+                                                         const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                                                         std::optional<TenantIndex> only_tenant) {
   if (desc.size < alignment_ || desc.name.empty() || desc.size >= (1ULL << 56)) {
     return Status(Code::kInvalidParams, "recovered segment " + std::to_string(desc.id) + " is malformed");
   }
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
   seg->confirmed = false;
+  seg->only_tenant = only_tenant;
   Restored out;
   {
     MutexLock seg_lock(seg->mu);
@@ -151,7 +154,7 @@ std::vector<pb::LogSegment> SegmentManager::Records() const {
   return out;
 }
 
-Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
+Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std::optional<TenantIndex> only_tenant) {
   if (desc.size < alignment_) {
     return Status(Code::kInvalidParams, "segment size " + std::to_string(desc.size) + " is below the alignment " +
                                             std::to_string(alignment_));
@@ -203,10 +206,12 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc) {
     }
   }
   auto seg = std::make_shared<Segment>(desc, owner, alignment_);
+  seg->only_tenant = only_tenant;
   YB_RETURN_IF_ERROR(AddLocked(seg));
   LogLocked(*seg);
-  YB_LOG_INFO("mounted segment {} '{}' ({} bytes{}{}) for client {}", desc.id, desc.name, desc.size,
-              desc.zone.empty() ? "" : ", zone ", desc.zone, owner.ToString());
+  YB_LOG_INFO("mounted segment {} '{}' ({} bytes{}{}{}) for client {}", desc.id, desc.name, desc.size,
+              desc.zone.empty() ? "" : ", zone ", desc.zone,
+              only_tenant ? fmt::format(", tenant {}'s only", *only_tenant) : std::string(), owner.ToString());
   return Status::OK();
 }
 
@@ -341,7 +346,8 @@ bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out)
   return true;
 }
 
-std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred,
+std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t size, size_t count,
+                                                 const std::vector<std::string>& preferred,
                                                  const std::vector<SegmentId>& avoid, size_t preferred_for) {
   std::vector<Allocation> out;
   if (count == 0 || size == 0) return out;
@@ -371,6 +377,7 @@ std::vector<Allocation> SegmentManager::Allocate(uint64_t size, size_t count, co
   enum Spread { kNewZoneAndHost, kNewZone, kNewHost, kAny };
   auto try_segment = [&](Segment& seg, Spread spread) {
     if (out.size() >= count || name_used(seg.desc.name) || seg.draining.load(std::memory_order_relaxed)) return;
+    if (seg.only_tenant && *seg.only_tenant != tenant) return;
     const std::string_view host = HostOf(seg.desc.endpoint);
     if ((spread == kNewZoneAndHost || spread == kNewHost) && taken(used_hosts, host)) return;
     if (spread <= kNewZone && taken(used_zones, seg.desc.zone)) return;

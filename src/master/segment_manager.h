@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/master_api.h"
 #include "common/grant.h"
 #include "common/thread_annotations.h"
 #include "master/allocation_strategy.h"
@@ -53,7 +54,8 @@ class SegmentManager {
   // Stale(desc) is true: the caller drops it (Unmount) and mounts afresh.
   // A segment's name is its fault domain, so a name another client's segments carry is refused
   // (SEGMENT_ALREADY_EXISTS), except in one process (endpoint "local": one fate anyway).
-  Status Mount(const ClientId& owner, const SegmentDesc& desc);
+  // `only_tenant`: a tenant's client's memory, which takes that tenant's replicas only.
+  Status Mount(const ClientId& owner, const SegmentDesc& desc, std::optional<TenantIndex> only_tenant = std::nullopt);
   // The client other than `owner` whose segments are named `name`, if one is mounted, and where its
   // transfer server is.
   struct NameHolder {
@@ -70,7 +72,8 @@ class SegmentManager {
     std::vector<uint32_t> nodes;
   };
   Result<Restored> Restore(const ClientId& owner, const SegmentDesc& desc,
-                           const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+                           const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                           std::optional<TenantIndex> only_tenant = std::nullopt);
   // Restored segments not confirmed yet, with their owners.
   std::vector<std::pair<SegmentId, ClientId>> Unconfirmed() const;
   // Whether readers may be sent to the segment: mounted, and confirmed if restored. Lock-free.
@@ -101,13 +104,15 @@ class SegmentManager {
   Status SetDraining(SegmentId id, bool draining = true);
   bool Draining(SegmentRef ref) const;
 
-  // Reserves up to `count` ranges of `size` bytes on segments with distinct names: `preferred`
-  // names first (in order), then in the strategy's order; never on a segment in `avoid`, nor on
-  // any other segment of its owner. Best effort: may return fewer, or none.
+  // Reserves up to `count` ranges of `size` bytes for an object of `tenant` on segments with
+  // distinct names: `preferred` names first (in order), then in the strategy's order; never on a
+  // segment in `avoid`, nor on any other segment of its owner, nor on another tenant's segment.
+  // Best effort: may return fewer, or none.
   // `preferred_for`: how many of the replicas the preferred names are for (the rest are placed as
   // if none were given: distinct hosts first).
-  std::vector<Allocation> Allocate(uint64_t size, size_t count, const std::vector<std::string>& preferred,
-                                   const std::vector<SegmentId>& avoid = {}, size_t preferred_for = SIZE_MAX);
+  std::vector<Allocation> Allocate(TenantIndex tenant, uint64_t size, size_t count,
+                                   const std::vector<std::string>& preferred, const std::vector<SegmentId>& avoid = {},
+                                   size_t preferred_for = SIZE_MAX);
   // Frees a range; a no-op if its segment was unmounted meanwhile.
   void Free(const Allocation& a);
 
@@ -129,6 +134,7 @@ class SegmentManager {
     SegmentRef ref = kNoSegment;
     bool confirmed = true;              // false while restored and not mounted again; under mu_ (exclusive to change)
     std::atomic<bool> draining{false};  // takes no new replicas (DrainSegment)
+    std::optional<TenantIndex> only_tenant;  // a tenant's client's memory; fixed at mount
     mutable Mutex mu;                   // after mu_ (shared) when both are held
     OffsetAllocator alloc GUARDED_BY(mu);
     const uint64_t capacity;  // alloc.capacity(), fixed at mount

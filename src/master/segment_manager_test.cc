@@ -19,7 +19,7 @@ TEST(SegmentManagerTest, ReplicasLandOnDistinctSegmentNames) {
   ASSERT_TRUE(m.Mount(c, Desc(3, "b", 1 << 20)).ok());
   ASSERT_TRUE(m.Mount(c, Desc(4, "c", 1 << 20)).ok());
   for (int i = 0; i < 50; ++i) {
-    auto allocs = m.Allocate(1000, 3, {});
+    auto allocs = m.Allocate(0, 1000, 3, {});
     ASSERT_EQ(allocs.size(), 3u);
     std::set<std::string> names;
     for (auto& a : allocs) {
@@ -29,7 +29,32 @@ TEST(SegmentManagerTest, ReplicasLandOnDistinctSegmentNames) {
     EXPECT_EQ(names.size(), 3u);
   }
   // Best effort: more replicas than names gives one per name.
-  EXPECT_EQ(m.Allocate(1000, 5, {}).size(), 3u);
+  EXPECT_EQ(m.Allocate(0, 1000, 5, {}).size(), 3u);
+}
+
+// A tenant's client's segment takes that tenant's replicas only, even when preferred; and its
+// restriction is in its log record, so a restarted master keeps it.
+TEST(SegmentManagerTest, ATenantsSegmentTakesItsTenantsReplicasOnly) {
+  SegmentManager m(MakeRandomStrategy(1), 64);
+  ASSERT_TRUE(m.Mount(ClientId{1, 1}, Desc(1, "shared", 1 << 20)).ok());
+  ASSERT_TRUE(m.Mount(ClientId{2, 2}, Desc(2, "team-a", 1 << 20), TenantIndex{3}).ok());
+  for (int i = 0; i < 20; ++i) {
+    auto other = m.Allocate(0, 1000, 2, {"team-a"});
+    ASSERT_EQ(other.size(), 1u);
+    EXPECT_EQ(m.IdOf(other[0].segment), 1u);
+    auto mine = m.Allocate(3, 1000, 2, {});
+    EXPECT_EQ(mine.size(), 2u);
+  }
+  bool recorded = false;
+  for (const auto& r : m.Records()) {
+    if (r.id() == 2) recorded = r.has_only_tenant() && r.only_tenant() == 3;
+  }
+  EXPECT_TRUE(recorded);
+  SegmentManager restarted(MakeRandomStrategy(1), 64);
+  ASSERT_TRUE(restarted.Restore(ClientId{2, 2}, Desc(2, "team-a", 1 << 20), {}, TenantIndex{3}).ok());
+  ASSERT_TRUE(restarted.Mount(ClientId{2, 2}, Desc(2, "team-a", 1 << 20)).ok());  // its owner confirms it
+  EXPECT_TRUE(restarted.Allocate(0, 1000, 1, {}).empty());
+  EXPECT_EQ(restarted.Allocate(3, 1000, 1, {}).size(), 1u);
 }
 
 TEST(SegmentManagerTest, PreferredSegmentsComeFirst) {
@@ -37,7 +62,7 @@ TEST(SegmentManagerTest, PreferredSegmentsComeFirst) {
   ClientId c{1, 1};
   for (SegmentId id = 1; id <= 4; ++id) ASSERT_TRUE(m.Mount(c, Desc(id, "n" + std::to_string(id), 1 << 20)).ok());
   for (int i = 0; i < 20; ++i) {
-    auto allocs = m.Allocate(100, 2, {"n3", "n1"});
+    auto allocs = m.Allocate(0, 100, 2, {"n3", "n1"});
     ASSERT_EQ(allocs.size(), 2u);
     EXPECT_EQ(m.IdOf(allocs[0].segment), 3u);
     EXPECT_EQ(m.IdOf(allocs[1].segment), 1u);
@@ -76,18 +101,18 @@ TEST(SegmentManagerTest, DistinctHostsAreFilledFirst) {
   ASSERT_TRUE(m.Mount(ClientId{3, 3}, Net(3, "h1:3", 1 << 20)).ok());
   ASSERT_TRUE(m.Mount(ClientId{4, 4}, Net(4, "h2:1", 1 << 20)).ok());
   for (int i = 0; i < 40; ++i) {
-    auto two = m.Allocate(100, 2, {});
+    auto two = m.Allocate(0, 100, 2, {});
     ASSERT_EQ(two.size(), 2u);
     std::set<SegmentId> ids{m.IdOf(two[0].segment), m.IdOf(two[1].segment)};
     EXPECT_EQ(ids.count(4), 1u) << "one replica on h2";
-    auto three = m.Allocate(100, 3, {});
+    auto three = m.Allocate(0, 100, 3, {});
     ASSERT_EQ(three.size(), 3u);  // then h1's processes, each once
     std::set<SegmentId> ids3{m.IdOf(three[0].segment), m.IdOf(three[1].segment), m.IdOf(three[2].segment)};
     EXPECT_EQ(ids3.size(), 3u);
     EXPECT_EQ(ids3.count(4), 1u);
   }
   // A preferred host names every process on it.
-  auto pref = m.Allocate(100, 1, {"h2"});
+  auto pref = m.Allocate(0, 100, 1, {"h2"});
   ASSERT_EQ(pref.size(), 1u);
   EXPECT_EQ(m.IdOf(pref[0].segment), 4u);
 }
@@ -111,10 +136,10 @@ TEST(SegmentManagerTest, ReplicasSpanZonesFirstThenHosts) {
   auto zone_of = [](SegmentId id) { return id <= 3 ? 'a' : 'b'; };
   auto host_of = [](SegmentId id) { return id <= 2 ? 1 : id == 3 ? 2 : id == 4 ? 3 : 4; };
   for (int i = 0; i < 60; ++i) {
-    auto two = m.Allocate(100, 2, {});
+    auto two = m.Allocate(0, 100, 2, {});
     ASSERT_EQ(two.size(), 2u);
     EXPECT_NE(zone_of(m.IdOf(two[0].segment)), zone_of(m.IdOf(two[1].segment)));
-    auto three = m.Allocate(100, 3, {});
+    auto three = m.Allocate(0, 100, 3, {});
     ASSERT_EQ(three.size(), 3u);
     std::set<char> zones;
     std::set<int> hosts;
@@ -124,7 +149,7 @@ TEST(SegmentManagerTest, ReplicasSpanZonesFirstThenHosts) {
     }
     EXPECT_EQ(zones.size(), 2u);
     EXPECT_EQ(hosts.size(), 3u) << "three hosts before a host's second daemon";
-    auto copy = m.Allocate(100, 1, {}, {1});  // the survivor is on rack-a
+    auto copy = m.Allocate(0, 100, 1, {}, {1});  // the survivor is on rack-a
     ASSERT_EQ(copy.size(), 1u);
     EXPECT_EQ(zone_of(m.IdOf(copy[0].segment)), 'b');
   }
@@ -134,7 +159,7 @@ TEST(SegmentManagerTest, ReplicasSpanZonesFirstThenHosts) {
     ASSERT_TRUE(one.Mount(ClientId{id, id}, zoned(id, "h:" + std::to_string(id), id <= 2 ? "z1" : "z2")).ok());
   }
   for (int i = 0; i < 40; ++i) {
-    auto two = one.Allocate(100, 2, {});
+    auto two = one.Allocate(0, 100, 2, {});
     ASSERT_EQ(two.size(), 2u);
     EXPECT_NE(one.IdOf(two[0].segment) <= 2, one.IdOf(two[1].segment) <= 2);
   }
@@ -149,15 +174,15 @@ TEST(SegmentManagerTest, ANewEmptyNodeTakesItsShareAndAFullOneNone) {
   for (SegmentId id = 1; id <= 3; ++id) {
     const std::string name = "old" + std::to_string(id) + ":1";
     ASSERT_TRUE(m.Mount(ClientId{id, id}, Net(id, name, kSeg)).ok());
-    for (uint64_t b = 0; b < kSeg / 2; b += kObj) ASSERT_EQ(m.Allocate(kObj, 1, {name}).size(), 1u);
+    for (uint64_t b = 0; b < kSeg / 2; b += kObj) ASSERT_EQ(m.Allocate(0, kObj, 1, {name}).size(), 1u);
   }
   ASSERT_TRUE(m.Mount(ClientId{9, 9}, Net(9, "new:1", kSeg)).ok());
   ASSERT_TRUE(m.Mount(ClientId{8, 8}, Net(8, "full:1", kObj)).ok());  // room for one object
-  ASSERT_EQ(m.Allocate(kObj, 1, {"full:1"}).size(), 1u);            // and now none
+  ASSERT_EQ(m.Allocate(0, kObj, 1, {"full:1"}).size(), 1u);            // and now none
   std::map<SegmentId, int> got;
   const int kPuts = 800;
   for (int i = 0; i < kPuts; ++i) {
-    auto a = m.Allocate(kObj, 1, {});
+    auto a = m.Allocate(0, kObj, 1, {});
     ASSERT_EQ(a.size(), 1u);
     ++got[m.IdOf(a[0].segment)];
   }
@@ -180,12 +205,12 @@ TEST(SegmentManagerTest, AvoidedSegmentsAndTheirOwnersOthersAreNeverAllocatedOn)
   ASSERT_TRUE(m.Mount(back, Desc(3, "a", 1 << 20)).ok());
   ASSERT_TRUE(m.Mount(other, Desc(4, "b", 1 << 20)).ok());
   for (int i = 0; i < 30; ++i) {
-    auto allocs = m.Allocate(100, 2, {"a"}, {1});
+    auto allocs = m.Allocate(0, 100, 2, {"a"}, {1});
     ASSERT_EQ(allocs.size(), 2u);
     std::set<SegmentId> ids{m.IdOf(allocs[0].segment), m.IdOf(allocs[1].segment)};
     EXPECT_EQ(ids, (std::set<SegmentId>{3, 4}));
   }
-  EXPECT_EQ(m.Allocate(100, 1, {}, {1, 3, 4}).size(), 0u);
+  EXPECT_EQ(m.Allocate(0, 100, 1, {}, {1, 3, 4}).size(), 0u);
 }
 
 TEST(SegmentManagerTest, FreeRatioFirstPicksTheEmptiestSegment) {
@@ -193,10 +218,10 @@ TEST(SegmentManagerTest, FreeRatioFirstPicksTheEmptiestSegment) {
   ClientId c{1, 1};
   ASSERT_TRUE(m.Mount(c, Desc(1, "a", 1 << 20)).ok());
   ASSERT_TRUE(m.Mount(c, Desc(2, "b", 1 << 20)).ok());
-  auto first = m.Allocate(1 << 19, 1, {});  // half of one segment
+  auto first = m.Allocate(0, 1 << 19, 1, {});  // half of one segment
   ASSERT_EQ(first.size(), 1u);
   for (int i = 0; i < 5; ++i) {
-    auto a = m.Allocate(1024, 1, {});
+    auto a = m.Allocate(0, 1024, 1, {});
     ASSERT_EQ(a.size(), 1u);
     EXPECT_NE(a[0].segment, first[0].segment);
   }
@@ -211,7 +236,7 @@ TEST(SegmentManagerTest, MountRulesAndAccounting) {
   EXPECT_TRUE(m.Mount(a, Desc(1, "x", 4096)).ok());  // same owner again: no-op
   EXPECT_EQ(m.Mount(b, Desc(1, "x", 4096)).code(), Code::kSegmentAlreadyExists);
   EXPECT_EQ(m.capacity(), 4096u);
-  auto al = m.Allocate(100, 1, {});
+  auto al = m.Allocate(0, 100, 1, {});
   ASSERT_EQ(al.size(), 1u);
   EXPECT_EQ(m.allocated(), 128u);
   EXPECT_EQ(m.Unmount(b, 1).code(), Code::kIllegalClient);
@@ -225,7 +250,7 @@ TEST(SegmentManagerTest, MountRulesAndAccounting) {
   EXPECT_EQ(m.allocated(), 0u);
   // The slot is reused with a new generation: the stale reference frees nothing there.
   ASSERT_TRUE(m.Mount(a, Desc(2, "y", 4096)).ok());
-  auto al2 = m.Allocate(100, 1, {});
+  auto al2 = m.Allocate(0, 100, 1, {});
   ASSERT_EQ(al2.size(), 1u);
   Allocation stale = al2[0];
   stale.segment = al[0].segment;

@@ -80,12 +80,14 @@ constexpr bool NodeCall(M m) {
 // call (they contribute no memory). Where the server asks for no proof, anyone (protected mode
 // keeps that to this host).
 template <M m>
-Status RoleMay(const net::Peer& peer) {
+Status RoleMay(const net::Peer& peer, bool tenants_may_mount) {
   if (!peer.authenticated || peer.role == net::Role::kCluster || peer.role == net::Role::kNode) return Status::OK();
   if constexpr (NodeCall(m)) {
+    if (peer.role == net::Role::kTenant && tenants_may_mount) return Status::OK();  // into its own segments
     return Status(Code::kIllegalClient,
                   fmt::format("{} is a storage node's call: this connection proved {}, which contributes no memory "
-                              "(a node proves the cluster's secret or its node key: `yb role-key --role node`)",
+                              "(a node proves the cluster's secret or its node key: `yb role-key --role node`; a "
+                              "tenant's client mounts memory only with yb-master --tenants_may_mount)",
                               MasterMethodName(static_cast<uint16_t>(m)),
                               peer.role == net::Role::kTenant ? "tenant '" + peer.tenant + "''s secret"
                                                               : std::string("the operator's key")));
@@ -94,12 +96,13 @@ Status RoleMay(const net::Peer& peer) {
 }
 
 template <M m>
-Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, const Req<m>& q, uint32_t max_batch) {
+Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, const Req<m>& q, uint32_t max_batch,
+             bool tenants_may_mount) {
   if (const size_t n = BatchSize(q); n > max_batch) {
     return Status(Code::kInvalidParams, "a batch of " + std::to_string(n) + " exceeds the master's bound of " +
                                             std::to_string(max_batch) + " (--max_batch_keys)");
   }
-  YB_RETURN_IF_ERROR(RoleMay<m>(peer));
+  YB_RETURN_IF_ERROR(RoleMay<m>(peer, tenants_may_mount));
   if constexpr (m == M::kRegisterClient) {
     const std::string& tenant = q.tenant().empty() ? std::string("default") : q.tenant();
     if (!peer.MayActFor(tenant)) {
@@ -280,7 +283,8 @@ template <M m>
 void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
   constexpr auto id = static_cast<uint16_t>(m);
   server.Register(
-      id, [&api, metrics = o.metrics, epoch = o.epoch, data_key = o.data_key, max_batch = o.max_batch](
+      id, [&api, metrics = o.metrics, epoch = o.epoch, data_key = o.data_key, max_batch = o.max_batch,
+           tenants_may_mount = o.tenants_may_mount](
               const net::Peer& peer, std::string_view body, std::string& reply) -> Status {
         // One request and one response message per method and server thread, cleared and refilled on
         // each call: their strings and repeated fields keep their memory, so a call allocates little.
@@ -296,7 +300,7 @@ void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
         ctx.privileged = peer.privileged();
         ctx.any_tenant = peer.any_tenant();
         ctx.peer_address = peer.address;
-        if (Status who = Admit<m>(api, peer, ctx, req, max_batch); !who.ok()) {
+        if (Status who = Admit<m>(api, peer, ctx, req, max_batch, tenants_may_mount); !who.ok()) {
           if (metrics) metrics->Record(id, true);
           return who;
         }

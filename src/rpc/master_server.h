@@ -37,6 +37,9 @@ struct MasterServiceOptions {
   // Keys (or segments, results, objects, pins) one call may carry at most: a larger batch is
   // refused whole (INVALID_PARAMS) before the method runs.
   uint32_t max_batch = 65536;
+  // Whether a client that proved only its tenant's secret may mount memory (and make a storage
+  // node's reports on it); its segments then take that tenant's replicas only.
+  bool tenants_may_mount = false;
 };
 
 // Registers every method of the table on `server`, answered by `master` (which must outlive the

@@ -874,5 +874,27 @@ TEST_F(MasterAuthTest, WhatACallerNamesIsBounded) {
   EXPECT_TRUE(node->PutStart(ctx, "k", 100, many).ok());
 }
 
+// With --tenants_may_mount, a tenant's client lends memory to its own tenant only.
+TEST_F(MasterAuthTest, ATenantMayMountWhenAllowedAndItsSegmentsServeItOnly) {
+  server_->Stop();
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.security = security_;
+  server_ = std::make_unique<RpcServer>(o);
+  MasterServiceOptions mo;
+  mo.data_key = security_->cluster_data_key();
+  mo.tenants_may_mount = true;
+  RegisterMasterService(*server_, *master_, mo);
+  ASSERT_TRUE(server_->Start().ok());
+
+  auto team = Client(kTeamA, "team-a");
+  CallContext mine = team->RegisterClient({ClientId{2, 2}, "app", "team-a"}).value();
+  ASSERT_TRUE(team->MountSegment(mine, {8, "app", 0, 1 << 20, "127.0.0.1:8"}).ok());
+  ASSERT_TRUE(team->PutStart(mine, "k", 100, {}).ok());
+  auto node = Client(kClusterSecret, "default");
+  CallContext other = node->RegisterClient({ClientId{1, 1}, "node", "default"}).value();
+  EXPECT_EQ(node->PutStart(other, "k", 100, {}).code(), Code::kNoAvailableHandle);  // team-a's memory only
+}
+
 }  // namespace
 }  // namespace yb::rpc
