@@ -3,23 +3,31 @@
 with a secret, each tried as an attacker would; prints a table of attack and outcome, and exits 1
 if any attack got through (docs/security.md lists what each guarantee rests on).
 
-Deployments, each started by this script and stopped by it:
+Deployments, each started by this script and stopped by it (and etcd, for the third):
   default  yb-master and a yb-client started with ports and directories only (no secret), in a
            network namespace ("the server host"); the attacker runs in a second namespace joined
            to it by a veth pair (another host), and on the server host itself.
   secret   the same with --auth_secret_file; storage nodes hold the node key, an operator the admin
            key, tenants their own secrets.
+  secret+HA two masters under a real etcd on this host with the secret: the HA channel called with
+           a node's, an operator's and a tenant's key, and a forged ApplyLog from a master that
+           etcd does not name.
 
 Run: YB_BIN_DIR=build/bin python3 tests/security/red_team.py   (as root, for the namespaces)
 """
+import hashlib
+import hmac
 import importlib.util
 import json
 import os
+import shutil
+import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -268,6 +276,140 @@ def attacks_with_roles(d):
     record(dep, "a secret file others may read", r.returncode != 0 and "chmod 600" in out, f"exit {r.returncode}")
 
 
+# ---- the HA channel, with a secret: a real etcd, two masters on this host (loopback), and callers
+# that prove a role's key and then speak the replication calls in raw frames.
+
+def recv_exact(sock, n):
+    out = b""
+    while len(out) < n:
+        b = sock.recv(n - len(out))
+        if not b:
+            break
+        out += b
+    return out
+
+
+def proven_socket(port, key, name):
+    """A connection to 127.0.0.1:port that proved `key` under `name` (net/auth.h); None if refused."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    hello = recv_exact(s, 24)
+    if hello[:4] != b"YBAU":
+        s.close()
+        return None
+    server_nonce, client_nonce, name = hello[8:24], os.urandom(16), name.encode()
+    mac = hmac.new(key.encode(), b"yb-auth-client\0" + server_nonce + client_nonce + name, hashlib.sha256).digest()
+    s.sendall(b"YBAP" + bytes([1, 0]) + struct.pack("<H", len(name)) + client_nonce + mac + name)
+    answer = recv_exact(s, 40)
+    if len(answer) != 40 or answer[:4] != b"YBAA" or answer[4] != 0:
+        s.close()
+        return None
+    return s
+
+
+def call(sock, method, body):
+    """One raw RPC call: (error flag, body) of the answer."""
+    sock.sendall(rpc_frame(method, body))
+    header = recv_exact(sock, 16)
+    if len(header) < 16:
+        return True, b"connection closed"
+    _, length, _, flags, _, _ = struct.unpack("<IIBBHI", header)
+    return bool(flags & 1), recv_exact(sock, length)
+
+
+def pb_string(field, text):
+    data = text.encode()
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+def pb_varint(field, value):
+    out = bytes([field << 3])
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        out += bytes([b | (0x80 if value else 0)])
+        if not value:
+            return out
+
+
+def attacks_on_the_ha_channel(tmp):
+    dep = "secret+HA"
+    etcd_bin = shutil.which("etcd")
+    if not etcd_bin:
+        record(dep, "the HA channel", False, "etcd is not installed (scripts/install_deps.sh installs it)")
+        return
+    d = Deployment(dep, tmp, secret=True)
+    etcd_port, etcd_peer = free_port(), free_port()
+    procs = [subprocess.Popen(
+        [etcd_bin, "--data-dir", str(tmp / "etcd"), "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+         "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+         "--listen-peer-urls", f"http://127.0.0.1:{etcd_peer}",
+         "--initial-advertise-peer-urls", f"http://127.0.0.1:{etcd_peer}",
+         "--initial-cluster", f"default=http://127.0.0.1:{etcd_peer}"],
+        stdout=open(tmp / "etcd.log", "ab"), stderr=subprocess.STDOUT)]
+    try:
+        ports = []
+        for i in range(2):
+            (tmp / f"m{i}").mkdir()
+            rpc, http = free_port(), free_port()
+            ports.append((rpc, http))
+            procs.append(subprocess.Popen(
+                [f"{BIN}/yb-master", "--enable_ha", "true", "--etcd_endpoints", f"127.0.0.1:{etcd_port}",
+                 "--rpc_address", "127.0.0.1", "--rpc_port", str(rpc), "--metrics_address", "127.0.0.1",
+                 "--metrics_port", str(http), "--auth_secret_file", d.secret_file],
+                stdout=open(tmp / f"m{i}" / "master.log", "ab"), stderr=subprocess.STDOUT, cwd=tmp / f"m{i}"))
+
+        def health(i):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ports[i][1]}/health?format=json", timeout=1) as r:
+                    return json.loads(r.read())
+            except OSError:
+                return None
+
+        def roles():
+            return [(health(i) or {}).get("role") for i in range(2)]
+
+        wait_until(lambda: sorted(filter(None, roles())) == ["leader", "standby"], 30, "a leader and a standby")
+        leader = roles().index("leader")
+        standby = 1 - leader
+        wait_until(lambda: any(s["in_sync"] for s in (health(leader) or {}).get("standbys", [])), 30,
+                   "the standby to be in sync")
+        leader_rpc, standby_rpc = ports[leader][0], ports[standby][0]
+        follow = pb_string(1, "127.0.0.1:1")
+        for who, key, name in (("a node key", d.role_key("node"), "@node"),
+                               ("an admin key", d.role_key("admin"), "@admin"), ("a tenant's secret", TEAM_A, "team-a")):
+            sock = proven_socket(leader_rpc, key, name)
+            if sock is None:  # the tenant is unknown to this master (no tenant secrets file): refused at connect
+                record(dep, f"Follow with {who}", True, "refused at connect")
+                continue
+            err, body = call(sock, 100, follow)
+            sock.close()
+            record(dep, f"Follow with {who}", err and b"masters" in body,
+                   body.decode(errors="replace")[1:80] if err else "served!")
+        # A master (the cluster secret) that is not the leader etcd names ships a forged log to the
+        # standby, under a later epoch: refused, and the standby keeps following its leader.
+        sock = proven_socket(standby_rpc, SECRET, "")
+        apply_log = pb_varint(1, 1 << 40) + pb_string(2, "127.0.0.1:1") + pb_varint(8, 1) + pb_varint(6, 1)
+        err, body = call(sock, 101, apply_log)
+        sock.close()
+        refused = err or b"etcd names" in body
+        record(dep, "forged ApplyLog to a standby", refused and roles()[standby] == "standby",
+               "refused: etcd names another leader" if b"etcd names" in body else body.decode(errors="replace")[:80])
+        # ... and to the leader: a leader learns that it lost from etcd, never from a caller.
+        sock = proven_socket(leader_rpc, SECRET, "")
+        call(sock, 101, apply_log)
+        sock.close()
+        time.sleep(1)
+        record(dep, "a forged epoch makes the leader step down", roles()[leader] == "leader",
+               "the leader still leads" if roles()[leader] == "leader" else "stepped down!")
+    except Exception as e:
+        record(dep, "the run itself", False, f"{type(e).__name__}: {e}"[:120])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+
+
 def main():
     if os.geteuid() != 0:
         print("red team: needs root for its network namespaces: skipped")
@@ -287,6 +429,9 @@ def main():
                 record(name, "the run itself", False, f"{type(e).__name__}: {e}"[:120])
             finally:
                 d.stop()
+        ha = Path(tmp) / "ha"
+        ha.mkdir()
+        attacks_on_the_ha_channel(ha)
     width = max(len(r[1]) for r in rows)
     print(f"{'deployment':<10}  {'attack':<{width}}  {'held':<5}  outcome")
     for dep, attack, outcome, held in rows:
