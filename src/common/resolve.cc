@@ -6,6 +6,7 @@
 
 #include <netdb.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <thread>
@@ -120,9 +121,35 @@ bool Loopback(std::string_view a) { return a.rfind("127.", 0) == 0 || a == "::1"
 
 }  // namespace
 
+// This machine's interface addresses, numeric.
+std::vector<std::string> InterfaceAddresses() {
+  std::vector<std::string> out;
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return out;
+  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+    if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6)) {
+      out.push_back(Numeric(i->ifa_addr));
+    }
+  }
+  freeifaddrs(ifs);
+  return out;
+}
+
+std::string WithoutMapping(std::string_view a) {
+  std::string out(a);
+  if (out.rfind("::ffff:", 0) == 0 && out.find('.') != std::string::npos) out.erase(0, 7);
+  return out;
+}
+
+bool IsAddressOfThisHost(std::string_view address) {
+  const std::string a = WithoutMapping(address);
+  if (Loopback(a)) return true;
+  const auto mine = InterfaceAddresses();
+  return std::find(mine.begin(), mine.end(), a) != mine.end();
+}
+
 bool PeerOnHostOf(std::string_view peer, std::string_view endpoint) {
-  std::string p(peer);
-  if (p.rfind("::ffff:", 0) == 0 && p.find('.') != std::string::npos) p.erase(0, 7);
+  const std::string p = WithoutMapping(peer);
   const size_t colon = endpoint.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return false;
   std::string host(endpoint.substr(0, colon));
@@ -131,24 +158,10 @@ bool PeerOnHostOf(std::string_view peer, std::string_view endpoint) {
   if (!addrs.ok()) return false;
   std::vector<std::string> host_addrs;
   for (const auto& a : *addrs) host_addrs.push_back(Numeric(reinterpret_cast<const sockaddr*>(&a.addr)));
-  for (const auto& a : host_addrs) {
-    if (a == p) return true;
-  }
-  if (!Loopback(p)) return false;
+  if (std::find(host_addrs.begin(), host_addrs.end(), p) != host_addrs.end()) return true;
   // A caller on this machine, and an endpoint of this machine?
-  for (const auto& a : host_addrs) {
-    if (Loopback(a)) return true;
-  }
-  ifaddrs* ifs = nullptr;
-  if (getifaddrs(&ifs) != 0) return false;
-  bool local = false;
-  for (ifaddrs* i = ifs; i && !local; i = i->ifa_next) {
-    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
-    const std::string mine = Numeric(i->ifa_addr);
-    for (const auto& a : host_addrs) local = local || a == mine;
-  }
-  freeifaddrs(ifs);
-  return local;
+  if (!IsAddressOfThisHost(p)) return false;
+  return std::any_of(host_addrs.begin(), host_addrs.end(), [](const std::string& a) { return IsAddressOfThisHost(a); });
 }
 
 }  // namespace yb

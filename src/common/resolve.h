@@ -56,6 +56,11 @@ class NameResolver {
   std::map<std::string, std::shared_ptr<Pending>> pending_;  // host and port -> the latest lookup, until used
 };
 
+// Whether `address` (numeric, as a listener reports a peer: "10.0.0.2", "::1", "::ffff:10.0.0.2")
+// is this machine's: a loopback address, or one of its interfaces' (looked up each call, so an
+// address added since counts). A connection from such an address comes from a process here.
+bool IsAddressOfThisHost(std::string_view address);
+
 // Whether a connection from `peer` (an address as a listener reports it: "10.0.0.2", "::1",
 // "::ffff:10.0.0.2") comes from the host of `endpoint` ("host:port", "[v6]:port"): `peer` is one
 // of the host's addresses, or both are this machine (a loopback peer, and a host that resolves to

@@ -235,7 +235,8 @@ std::optional<Answer> DecodeAnswer(std::string_view in) {
   if (in.size() != kAnswerSize || std::memcmp(in.data(), kAnswerMagic, 4) != 0) return std::nullopt;
   Answer a;
   a.accepted = in[4] == 0;
-  a.role = static_cast<uint8_t>(in[5]) == 1 ? Role::kTenant : Role::kCluster;
+  const auto role = static_cast<uint8_t>(in[5]);
+  a.role = role <= static_cast<uint8_t>(Role::kAdmin) ? static_cast<Role>(role) : Role::kCluster;
   std::memcpy(a.mac.data(), in.data() + 8, kMacSize);
   return a;
 }

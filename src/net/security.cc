@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/resolve.h"
 
 namespace yb::net {
 namespace {
@@ -41,6 +42,8 @@ bool IsLoopbackAddress(std::string_view a) {
   if (a.starts_with("::ffff:")) a.remove_prefix(7);  // an IPv4 peer on a dual-stack socket
   return a.starts_with("127.") || a == "::1" || a == "localhost";
 }
+
+bool IsLocalPeer(std::string_view address) { return IsAddressOfThisHost(address); }
 
 std::string ProtectedModeRefusal(std::string_view peer) {
   return fmt::format(
@@ -317,7 +320,7 @@ std::optional<Role> Security::Check(Plane plane, const Nonce& server, const Proo
 
 std::unique_ptr<LoopSession> Security::Accept(Plane plane, int fd, std::string peer,
                                               const SessionFactory& make) const {
-  if (loopback_only() && !IsLoopbackAddress(peer)) {
+  if (loopback_only() && !IsLocalPeer(peer)) {
     std::string why = ProtectedModeRefusal(peer);
     LogRefusal(peer, "protected mode serves only this host without a secret (--auth_secret_file, or "
                      "--protected_mode false)");

@@ -3,6 +3,7 @@
 #include "net/security.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -320,6 +321,26 @@ TEST(ProtectedModeTest, LoopbackAddresses) {
   for (const char* a : {"10.0.0.1", "192.168.1.1", "::ffff:10.0.0.1", "fe80::1", "1.127.0.0", ""}) {
     EXPECT_FALSE(IsLoopbackAddress(a)) << a;
   }
+}
+
+TEST(ProtectedModeTest, LocalPeersAreLoopbackOrThisHostsAddresses) {
+  for (const char* a : {"127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"}) EXPECT_TRUE(IsLocalPeer(a)) << a;
+  // Documentation addresses (TEST-NET-2, 2001:db8::/32): no interface here has them.
+  for (const char* a : {"198.51.100.7", "::ffff:198.51.100.7", "2001:db8::1", "1.127.0.0", ""}) {
+    EXPECT_FALSE(IsLocalPeer(a)) << a;
+  }
+  // A process here that reached us at one of this host's own addresses (a daemon named by its
+  // host name) is on this host.
+  ifaddrs* ifs = nullptr;
+  ASSERT_EQ(getifaddrs(&ifs), 0);
+  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    char buf[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
+    EXPECT_TRUE(IsLocalPeer(buf)) << buf;
+    EXPECT_TRUE(IsLocalPeer(std::string("::ffff:") + buf)) << buf;
+  }
+  freeifaddrs(ifs);
 }
 
 // What a connection's first bytes are, read until the server closes it (or 2 s pass).

@@ -330,6 +330,31 @@ def test_three_hosts_in_network_namespaces(tmp_path, netns):
         c.stop()
 
 
+def test_protected_mode_serves_this_host_at_its_own_address(tmp_path, netns):
+    """Protected mode serves this host, not only its loopback: daemons started with defaults and
+    named by the host's own address (as a name that resolves to it is) serve each other and local
+    callers there; a caller on another host is refused with a message that says what to do."""
+    host = ADDR["ybt-a"]
+    c = Cluster(tmp_path, master_host=host)
+    try:
+        c.start_master(prefix=netns["ybt-a"], bind="0.0.0.0")
+        for name in ("a1", "a2"):  # each named "10.231.7.2:<its transfer port>"
+            c.clients[name] = c._spawn(name, [
+                f"{BIN}/yb-client", "--host", "0.0.0.0", "--port", "0", "--local_hostname", host,
+                "--master_server_address", c.address, "--global_segment_size", "16MB",
+                "--local_buffer_size", "4MB"], netns["ybt-a"])
+        wait_until(lambda: len(c.segments(netns["ybt-a"])) == 2, 15, "both daemons to mount")
+        data = value(1 << 20, 9)
+        assert c.yb(["put", "x", "--file", "/dev/stdin", "--replicas", "2"], prefix=netns["ybt-a"],
+                    input_bytes=data).returncode == 0
+        r = c.yb(["get", "x"], prefix=netns["ybt-a"])
+        assert r.returncode == 0 and r.stdout == data
+        far = c.yb(["segments"], prefix=netns["ybt-b"])
+        assert far.returncode != 0 and b"protected mode" in far.stderr and b"--auth_secret_file" in far.stderr, far
+    finally:
+        c.stop()
+
+
 def established_from(ns_prefix, port, peer):
     """Established TCP connections to local `port` from `peer`, as the kernel of that namespace sees them."""
     import subprocess
