@@ -29,7 +29,7 @@
 #include "common/segment_name.h"
 #include "common/units.h"
 #include "flags.h"
-#include "net/auth.h"
+#include "net/security.h"
 #include "rpc/master_client.h"
 #include "yuebing/client.h"
 
@@ -145,13 +145,17 @@ int main(int argc, char** argv) {
                                .c_str());
       return 0;
     }
-    if (claimed && *claimed != yb::net::Role::kAdmin) {
+    yb::net::SecurityOptions o;
+    o.secret = *secret;
+    auto security = yb::net::Security::Create(std::move(o));
+    if (!security.ok()) return Fail(security.status());
+    const std::string admin = (*security)->admin_token();
+    if (admin.empty()) {
       std::fprintf(stderr, "%s holds a node's key: the admin token comes from the cluster secret or the admin key\n",
                    c.auth_secret_file.c_str());
       return 2;
     }
-    std::printf("%s\n", yb::net::AdminToken(claimed ? *secret : yb::net::RoleKey(*secret, yb::net::Role::kAdmin))
-                             .c_str());
+    std::printf("%s\n", admin.c_str());
     return 0;
   }
   c.local_hostname = "yb-cli";

@@ -279,24 +279,15 @@ int main(int argc, char** argv) {
       spdlog::error("--etcd_endpoints: {}", endpoints.status().ToString());
       return 2;
     }
-    yb::ha::HaMaster::Options ho;
-    ho.etcd.endpoints = std::move(*endpoints);
-    if (f.etcd_tls_cert.empty() != f.etcd_tls_key.empty() || f.etcd_user.empty() != f.etcd_password_file.empty()) {
-      spdlog::error("--etcd_tls_cert goes with --etcd_tls_key, and --etcd_user with --etcd_password_file");
+    auto etcd = yb::ha::EtcdClient::Access(f.etcd_tls_ca, f.etcd_tls_cert, f.etcd_tls_key, f.etcd_user,
+                                           f.etcd_password_file);
+    if (!etcd.ok()) {
+      spdlog::error("{}", etcd.status().message());
       return 2;
     }
-    ho.etcd.tls_ca = f.etcd_tls_ca;
-    ho.etcd.tls_cert = f.etcd_tls_cert;
-    ho.etcd.tls_key = f.etcd_tls_key;
-    ho.etcd.user = f.etcd_user;
-    if (!f.etcd_password_file.empty()) {
-      auto pw = yb::net::ReadSecretFile(f.etcd_password_file, 1);
-      if (!pw.ok()) {
-        spdlog::error("--etcd_password_file: {}", pw.status().message());
-        return 2;
-      }
-      ho.etcd.password = std::move(pw).value();
-    }
+    yb::ha::HaMaster::Options ho;
+    ho.etcd = std::move(etcd).value();
+    ho.etcd.endpoints = std::move(*endpoints);
     ho.cluster_id = f.cluster_id;
     ho.address = f.rpc_address + ":" + std::to_string(f.rpc_port);
     ho.lease_ttl = std::chrono::milliseconds(f.ha_lease_ttl_ms);

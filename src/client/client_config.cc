@@ -122,17 +122,7 @@ Result<std::shared_ptr<net::Security>> ClientSecurity(const ClientConfig& c) {
 }
 
 Result<ha::EtcdClient::Options> EtcdAccess(const ClientConfig& c) {
-  ha::EtcdClient::Options o;
-  o.tls_ca = c.etcd_tls_ca;
-  o.tls_cert = c.etcd_tls_cert;
-  o.tls_key = c.etcd_tls_key;
-  o.user = c.etcd_user;
-  if (!c.etcd_password_file.empty()) {
-    auto pw = net::ReadSecretFile(c.etcd_password_file, /*min_size=*/1);
-    if (!pw.ok()) return pw.status();
-    o.password = std::move(pw).value();
-  }
-  return o;
+  return ha::EtcdClient::Access(c.etcd_tls_ca, c.etcd_tls_cert, c.etcd_tls_key, c.etcd_user, c.etcd_password_file);
 }
 
 rpc::RpcChannel::Options MasterChannel(const ClientConfig& c, std::shared_ptr<const net::Security> security) {

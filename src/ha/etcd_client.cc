@@ -5,6 +5,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "net/auth.h"
 #include "rpc/master_client.h"
 
 namespace yb::ha {
@@ -142,6 +143,27 @@ Result<std::vector<std::pair<std::string, uint16_t>>> EtcdClient::ParseEndpoints
 }
 
 EtcdClient::EtcdClient(Options options) : options_(std::move(options)) {}
+
+Result<EtcdClient::Options> EtcdClient::Access(std::string tls_ca, std::string tls_cert, std::string tls_key,
+                                               std::string user, const std::string& password_file) {
+  if (tls_cert.empty() != tls_key.empty()) {
+    return Status(Code::kInvalidParams, "etcd's TLS certificate and key go together (--etcd_tls_cert, --etcd_tls_key)");
+  }
+  if (user.empty() != password_file.empty()) {
+    return Status(Code::kInvalidParams, "etcd's user and password file go together (--etcd_user, --etcd_password_file)");
+  }
+  Options o;
+  o.tls_ca = std::move(tls_ca);
+  o.tls_cert = std::move(tls_cert);
+  o.tls_key = std::move(tls_key);
+  o.user = std::move(user);
+  if (!password_file.empty()) {
+    auto pw = net::ReadSecretFile(password_file, /*min_size=*/1);
+    if (!pw.ok()) return pw.status();
+    o.password = std::move(pw).value();
+  }
+  return o;
+}
 
 EtcdClient::Reply EtcdClient::PostTo(const std::string& host, uint16_t port, const std::string& path,
                                      const std::string& body) {

@@ -35,6 +35,12 @@ class EtcdClient {
     std::string user = {}, password = {};
     bool tls() const { return !tls_ca.empty() || !tls_cert.empty(); }
   };
+  // How etcd is reached, from the flags or settings every entry point shares (TLS files; a user and
+  // a file holding its password), endpoints left empty. INVALID_PARAMS for a certificate without
+  // its key, a user without a password file (or the reverse), or a password file that cannot be
+  // read or that others may read.
+  static Result<Options> Access(std::string tls_ca, std::string tls_cert, std::string tls_key, std::string user,
+                                const std::string& password_file);
   // "host:port;host:port", also with "etcd://" or "http://" before each (Mooncake's spellings).
   static Result<std::vector<std::pair<std::string, uint16_t>>> ParseEndpoints(const std::string& spec);
 
