@@ -59,22 +59,18 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
   if (auto v = get("YB_ETCD_USER")) c.etcd_user = *v;
   if (auto v = get("YB_ETCD_PASSWORD_FILE")) c.etcd_password_file = *v;
   if (auto v = get("YB_TENANT"); v && !v->empty()) c.tenant = *v;
-  if (auto v = get("YB_PROTECTED_MODE")) {
+  // A switch: true or false; anything else is logged and leaves it as it was.
+  auto flag = [&](const char* name, bool& field, const char* what) {
+    auto v = get(name);
+    if (!v) return;
     if (auto b = ParseBool(*v)) {
-      c.protected_mode = *b;
+      field = *b;
     } else {
-      YB_LOG_WARN("YB_PROTECTED_MODE='{}' is not true or false: protected mode stays {}", *v,
-                  c.protected_mode ? "on" : "off");
+      YB_LOG_WARN("{}='{}' is not true or false: {} stays {}", name, *v, what, field ? "on" : "off");
     }
-  }
-  if (auto v = get("YB_ENABLE_CHECKSUM")) {
-    if (auto b = ParseBool(*v)) {
-      c.enable_checksum = *b;
-    } else {
-      YB_LOG_WARN("YB_ENABLE_CHECKSUM='{}' is not true or false: checksums stay {}", *v,
-                  c.enable_checksum ? "on" : "off");
-    }
-  }
+  };
+  flag("YB_PROTECTED_MODE", c.protected_mode, "protected mode");
+  flag("YB_ENABLE_CHECKSUM", c.enable_checksum, "checksumming");
 }
 
 Status ValidateClientConfig(const ClientConfig& c) {

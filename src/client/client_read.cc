@@ -1,5 +1,7 @@
 // DataPath: reads. A read pins the object at the master (GetReplicaList with pin) and releases it
 // with ReadEnd, so no timer can fail it; replicas are tried in order (replica_order.h).
+#include <unistd.h>
+
 #include <cstring>
 
 #include "client/data_path.h"
@@ -40,8 +42,14 @@ Status CheckDeclared(const ObjectInfo& info) {
 }
 
 // A buffer for a whole object of the size the master declared; an error, not an exception, when
-// this process cannot hold it.
+// this process cannot hold it (more than the machine's memory is not even tried).
 Result<std::string> BufferFor(uint64_t size) {
+  static const uint64_t physical =
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (size > physical) {
+    return Status(Code::kInternal, "an object of " + std::to_string(size) + " bytes is larger than this machine's " +
+                                       std::to_string(physical) + " bytes of memory");
+  }
   try {
     return std::string(size, '\0');
   } catch (const std::exception&) {

@@ -75,6 +75,16 @@ class Standby {
   int calls_ = 0;
 };
 
+// How the tests ship: to `standby`, heartbeats every `heartbeat`.
+LogShipper::Options ShipTo(const std::string& standby, std::chrono::milliseconds heartbeat) {
+  LogShipper::Options so;
+  so.standby = standby;
+  so.epoch = 1;
+  so.leader = "leader:1";
+  so.heartbeat = heartbeat;
+  return so;
+}
+
 // A leader's master writing its log, with one client and a segment mounted.
 struct Leader {
   Leader() {
@@ -131,11 +141,7 @@ TEST(LogShipperTest, AStandbyIsListedOnlyOnceItHasEveryChangeAnsweredWithoutIt) 
     }
     return true;
   };
-  LogShipper::Options so;
-  so.standby = standby.address();
-  so.epoch = 1;
-  so.leader = "leader:1";
-  so.heartbeat = std::chrono::milliseconds(20);
+  LogShipper::Options so = ShipTo(standby.address(), std::chrono::milliseconds(20));
   LogShipper shipper(so, *log, hooks);
   shipper.Start();
   auto f = listed.get_future();
@@ -172,11 +178,7 @@ TEST(LogShipperTest, AStandbyThatClaimsMoreThanItWasShippedIsNeverCounted) {
     listed += in_sync;
     return true;
   };
-  LogShipper::Options so;
-  so.standby = liar.address();
-  so.epoch = 1;
-  so.leader = "leader:1";
-  so.heartbeat = std::chrono::milliseconds(5);
+  LogShipper::Options so = ShipTo(liar.address(), std::chrono::milliseconds(5));
   LogShipper shipper(so, *log, hooks);
   shipper.Start();
   // Many rounds of shipping, each answered with the lie.

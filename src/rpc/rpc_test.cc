@@ -707,12 +707,18 @@ class MasterAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
     master_ = std::move(MasterService::Create(MasterConfig{}, clock_).value());
+    Serve(false);
+  }
+  // (Re)starts the RPC server in front of master_.
+  void Serve(bool tenants_may_mount) {
+    if (server_) server_->Stop();
     RpcServer::Options o;
     o.address = "127.0.0.1";
     o.security = security_;
     server_ = std::make_unique<RpcServer>(o);
     MasterServiceOptions mo;
     mo.data_key = security_->cluster_data_key();
+    mo.tenants_may_mount = tenants_may_mount;
     RegisterMasterService(*server_, *master_, mo);
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -876,16 +882,7 @@ TEST_F(MasterAuthTest, WhatACallerNamesIsBounded) {
 
 // With --tenants_may_mount, a tenant's client lends memory to its own tenant only.
 TEST_F(MasterAuthTest, ATenantMayMountWhenAllowedAndItsSegmentsServeItOnly) {
-  server_->Stop();
-  RpcServer::Options o;
-  o.address = "127.0.0.1";
-  o.security = security_;
-  server_ = std::make_unique<RpcServer>(o);
-  MasterServiceOptions mo;
-  mo.data_key = security_->cluster_data_key();
-  mo.tenants_may_mount = true;
-  RegisterMasterService(*server_, *master_, mo);
-  ASSERT_TRUE(server_->Start().ok());
+  Serve(/*tenants_may_mount=*/true);
 
   auto team = Client(kTeamA, "team-a");
   CallContext mine = team->RegisterClient({ClientId{2, 2}, "app", "team-a"}).value();
