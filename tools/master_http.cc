@@ -80,6 +80,10 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
   p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
   p.Gauge("yb_master_segments", "Mounted segments.", st.segments);
   p.Gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
+  p.Counter("yb_master_liveness_gaps_total",
+            "Times the master found its own liveness check had not run for over --liveness_max_gap_ms (it was "
+            "paused or starved) and gave every client a fresh TTL instead of judging that silence.",
+            st.liveness_gaps);
   p.Gauge("yb_master_offload_queued", "Objects queued for, or being copied to, an SSD tier.", st.offload_queued);
   p.Counter("yb_master_under_replicated_puts_total",
             "Puts given fewer memory replicas than their replica_num (too few segments with room).",

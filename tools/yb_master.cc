@@ -115,6 +115,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--eviction_high_watermark_ratio", mc.eviction_high_watermark_ratio, "usage that starts eviction")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--liveness_max_gap_ms", mc.liveness_max_gap_ms,
+                 "a master whose own liveness check (every 200 ms) did not run for longer than this was paused or "
+                 "starved: every client gets a fresh --client_ttl instead of being judged by that silence (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--client_ttl", mc.client_ttl_sec, "seconds of silence before a client is declared dead")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   app.add_option("--allocation_strategy", mc.allocation_strategy,

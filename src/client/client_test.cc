@@ -30,6 +30,7 @@ class ClientTest : public ::testing::Test {
     MasterConfig mc;
     mc.random_seed = 11;
     mc.object_shards = 8;
+    mc.liveness_max_gap_ms = 0;  // the tests step the clock by whole TTLs
     master_ = std::shared_ptr<MasterService>(MasterService::Create(mc, clock_).value().release());
     local_ = std::make_shared<LocalSegmentRegistry>();
     fault_ = std::make_shared<FaultInjectingTransport>(std::make_shared<MemcpyTransport>(local_),

@@ -28,6 +28,7 @@ class ClientOffloadTest : public ::testing::Test {
     MasterConfig mc;
     mc.random_seed = 5;
     mc.object_shards = 8;
+    mc.liveness_max_gap_ms = 0;  // the tests step the clock by whole TTLs
     mc.enable_offload = eager;
     mc.offload_on_evict = on_evict;
     master_ = std::shared_ptr<MasterService>(MasterService::Create(mc, clock_).value().release());

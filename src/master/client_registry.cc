@@ -73,6 +73,12 @@ std::vector<ClientId> ClientRegistry::Expire() {
   return dead;
 }
 
+void ClientRegistry::RefreshAll() {
+  const TimeMs now = clock_.NowMs();
+  MutexLock lock(mu_);
+  for (auto& [id, e] : clients_) e.last_seen = std::max(e.last_seen, now);
+}
+
 bool ClientRegistry::Remove(const ClientId& id) {
   MutexLock lock(mu_);
   return clients_.erase(id) != 0;

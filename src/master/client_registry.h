@@ -38,6 +38,8 @@ class ClientRegistry {
   void AdvancePinRound(const ClientId& id);
   // Removes and returns the clients silent for longer than the TTL.
   std::vector<ClientId> Expire();
+  // Counts every known client as seen now (the master could not hear them for a while).
+  void RefreshAll();
   // Forgets a client that says it leaves; false when it was not known.
   bool Remove(const ClientId& id);
   size_t size() const;

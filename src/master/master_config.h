@@ -21,6 +21,11 @@ struct MasterConfig {
   double eviction_ratio = 0.05;                 // share of capacity one eviction frees
   double eviction_high_watermark_ratio = 0.90;  // usage that starts eviction
   int64_t client_ttl_sec = 10;                  // silence before a client is declared dead
+  // Liveness judged fairly: when the master's own liveness check (every 200 ms in yb-master) has
+  // not run for longer than this, the master itself was paused, swapped out or starved, and the
+  // clients' silence over that time says nothing of them: every client gets a fresh client_ttl
+  // instead of being judged. 0 turns it off (a test that steps the clock by whole TTLs).
+  int64_t liveness_max_gap_ms = 1000;
   std::string allocation_strategy = "random";   // random | free_ratio_first
   int64_t put_start_discard_timeout_sec = 30;   // after this another writer may take over
   int64_t put_start_release_timeout_sec = 600;  // after this the space is reclaimed

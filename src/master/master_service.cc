@@ -253,6 +253,18 @@ Status MasterService::UnregisterClient(const CallContext& ctx) {
 }
 
 uint64_t MasterService::LivenessOnce() {
+  const TimeMs now = clock_.NowMs();
+  const TimeMs last = last_liveness_.exchange(now);
+  if (config_.liveness_max_gap_ms > 0 && last != 0 && now - last > config_.liveness_max_gap_ms) {
+    // Paused (SIGSTOP, a VM pause), swapped out or starved: the clients were not heard because
+    // the master did not listen. Judged by that silence, live clients would lose their memory.
+    clients_.RefreshAll();
+    liveness_gaps_.fetch_add(1, std::memory_order_relaxed);
+    YB_LOG_WARN("master: its liveness check did not run for {} ms (paused or starved): every client gets a fresh "
+                "client_ttl of {} s instead of being judged by that silence",
+                now - last, config_.client_ttl_sec);
+    return 0;
+  }
   std::vector<ClientId> dead = clients_.Expire();
   for (const ClientId& c : dead) {
     ForgetClient(c, "silent for over " + std::to_string(config_.client_ttl_sec) + " s, declared dead");
@@ -328,6 +340,7 @@ void MasterService::RunBackgroundOnce() {
 MasterStats MasterService::Stats() const {
   MasterStats st;
   st.keys = table_.object_count();
+  st.liveness_gaps = liveness_gaps_.load(std::memory_order_relaxed);
   st.segments = segments_.segment_count();
   st.capacity = segments_.capacity();
   st.allocated = segments_.allocated();

@@ -48,6 +48,7 @@
 namespace yb {
 
 struct MasterStats {
+  uint64_t liveness_gaps = 0;  // times the master found it had not run for a while (LivenessOnce)
   uint64_t keys = 0;
   uint64_t pending_puts = 0;
   uint64_t segments = 0;
@@ -162,6 +163,8 @@ class MasterService final : public MasterApi {
   // put_start_release_timeout. Returns the number of Puts reclaimed.
   uint64_t ReclaimOnce();
   // Declares silent clients dead: unmounts their segments and ends their read pins. Returns how many.
+  // After a gap in its own runs longer than liveness_max_gap_ms, judges no one and gives every
+  // client a fresh TTL instead (counted: liveness_gaps).
   uint64_t LivenessOnce();
   // One of each step above, and eviction.
   void RunBackgroundOnce();
@@ -287,6 +290,8 @@ class MasterService final : public MasterApi {
   double repair_tokens_ GUARDED_BY(repair_mu_) = 0;  // bytes that may be copied now
   TimeMs repair_refilled_ GUARDED_BY(repair_mu_) = 0;
   std::atomic<uint64_t> repaired_{0}, repair_bytes_{0}, objects_lost_{0};
+  std::atomic<TimeMs> last_liveness_{0};  // the last LivenessOnce run (0: none yet)
+  std::atomic<uint64_t> liveness_gaps_{0};
 };
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.

@@ -140,6 +140,39 @@ TEST_F(MasterServiceTest, DeadClientsReadPinsAreReleased) {
   EXPECT_EQ(master_->Stats().allocated, 0u);
 }
 
+// Liveness judged fairly: a master that did not run for a while (SIGSTOP, a VM pause) judges no
+// client by the silence it could not hear, and gives every one a fresh TTL; silence while it runs
+// is judged as before.
+TEST(MasterLivenessTest, AGapInTheMastersOwnRunsGivesEveryClientAFreshTtl) {
+  ManualClock clock;
+  MasterConfig mc;
+  mc.client_ttl_sec = 3;
+  mc.liveness_max_gap_ms = 1000;
+  auto master = std::move(MasterService::Create(mc, clock).value());
+  CallContext a = master->RegisterClient({ClientId{1, 1}, "a", "default"}).value();
+  CallContext b = master->RegisterClient({ClientId{2, 2}, "b", "default"}).value();
+  ASSERT_TRUE(master->MountSegment(a, {1, "a", 0x10000000, 1 << 20, "local"}).ok());
+  ASSERT_TRUE(master->MountSegment(b, {2, "b", 0x20000000, 1 << 20, "local"}).ok());
+  ASSERT_TRUE(master->PutStart(a, "k", 100, {}).ok());
+  ASSERT_TRUE(master->PutEnd(a, "k", std::nullopt).ok());
+  EXPECT_EQ(master->LivenessOnce(), 0u);
+  // Paused for 8 s (its checks run every 200 ms): nobody was heard, nobody is judged.
+  clock.Advance(8000);
+  EXPECT_EQ(master->LivenessOnce(), 0u);
+  EXPECT_EQ(master->Stats().live_clients, 2u);
+  EXPECT_EQ(master->Stats().liveness_gaps, 1u);
+  EXPECT_TRUE(master->ExistKey(a, "k").value());
+  // Running again, b pings and a does not: a is declared dead once its fresh TTL has passed.
+  for (int t = 0; t < 20; ++t) {  // 4 s in steps of 200 ms
+    clock.Advance(200);
+    ASSERT_TRUE(master->Ping(b).ok());
+    master->LivenessOnce();
+  }
+  EXPECT_EQ(master->Stats().live_clients, 1u);
+  EXPECT_EQ(master->Stats().liveness_gaps, 1u);
+  EXPECT_EQ(master->Stats().segments, 1u);
+}
+
 // A live reader whose ReadEnd was lost: each heartbeat names the pins it holds, and a pin that two
 // heartbeats stating pins in a row left out is ended (the removed object's bytes are freed), while
 // one still named holds however long the read takes. Heartbeats that state nothing end nothing.

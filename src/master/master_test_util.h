@@ -19,6 +19,7 @@ class MasterFixture : public ::testing::Test {
     config.random_seed = 7;
     config.object_shards = 16;
     config_ = config;
+    config_.liveness_max_gap_ms = 0;  // these tests step the clock by whole TTLs between checks
     auto m = MasterService::Create(config_, clock_);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     master_ = std::move(m).value();
