@@ -24,6 +24,7 @@
 
 #include "admin_http.h"
 #include "client_http.h"
+#include "setup_config.h"
 #include "common/units.h"
 #include "yuebing/client.h"
 #include "yuebing/embedded.h"
@@ -139,13 +140,6 @@ struct PyReplicaDescriptor {
   }
 };
 
-// What Mooncake's Python setup() assumes for arguments left out, where it differs from a C++
-// client's defaults (ClientConfig): it contributes 16 MiB, and looks for a master on this host.
-constexpr uint64_t kPyGlobalSegmentSize = 16ULL << 20;
-constexpr const char* kPyMasterServerAddr = "127.0.0.1:50051";
-constexpr int kPyClientHttpPort = 9300;
-// init_all's: Mooncake's (a 1 GiB staging buffer, the master on this host).
-constexpr uint64_t kInitAllLocalBufferSize = 1ULL << 30;
 
 void LogError(const std::string& message) {
   py::module_::import("logging").attr("getLogger")("yuebing").attr("error")(message);
@@ -167,13 +161,6 @@ int64_t SizeOrCode(const yb::Result<uint64_t>& r) {
   return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
 }
 
-// setup()'s arguments beyond the client's configuration.
-struct SetupExtras {
-  bool enable_client_http_server = false;
-  int client_http_port = kPyClientHttpPort;
-  std::string client_http_host = "0.0.0.0";
-};
-
 class Store {
  public:
   ~Store() {
@@ -190,71 +177,24 @@ class Store {
     if (!engine.is_none()) {
       return Error(yb::Status(yb::Code::kNotSupported, "setup: a shared transfer engine object is not supported"));
     }
-    yb::ClientConfig c = Config(local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol,
-                                rdma_devices, master_server_addr, enable_ssd_offload, ssd_offload_path, tenant_id);
-    SetupExtras extras;
+    yb::ClientConfig c = yb::py_setup::Config(local_hostname, metadata_server, global_segment_size, local_buffer_size,
+                                              protocol, rdma_devices, master_server_addr, enable_ssd_offload,
+                                              ssd_offload_path, tenant_id);
+    yb::py_setup::Extras extras;
     extras.enable_client_http_server = enable_client_http_server;
     extras.client_http_port = client_http_port;
     return Connect(c, extras);
   }
 
   int SetupFromDict(const py::dict& d) {
-    auto str = [&](const char* k, const std::string& def) {
-      return d.contains(k) ? py::str(d[k]).cast<std::string>() : def;
-    };
-    auto flag = [&](const char* k, bool def) {
-      if (!d.contains(k)) return def;
-      py::object v = d[k];
-      if (py::isinstance<py::str>(v)) {
-        std::string s = v.cast<std::string>();
-        return s == "1" || s == "true" || s == "True" || s == "yes";
-      }
-      return py::bool_(v).cast<bool>();
-    };
-    auto size = [&](const char* k, uint64_t def) -> std::optional<uint64_t> {
-      if (!d.contains(k)) return def;
-      py::object v = d[k];
-      if (py::isinstance<py::int_>(v)) return v.cast<uint64_t>();
-      auto parsed = yb::ParseSize(py::str(v).cast<std::string>());
-      if (!parsed.ok()) return std::nullopt;
-      return *parsed;
-    };
-    auto gss = size("global_segment_size", kPyGlobalSegmentSize);
-    auto lbs = size("local_buffer_size", yb::ClientConfig{}.local_buffer_size);
-    auto port = size("client_http_port", kPyClientHttpPort);
-    if (!gss || !lbs) {
-      return Error(yb::Status(yb::Code::kInvalidParams,
-                              "setup: global_segment_size / local_buffer_size must be bytes or a size like \"4 GB\""));
-    }
-    if (!port || *port > 65535) return Error(yb::Status(yb::Code::kInvalidParams, "setup: client_http_port"));
-    yb::ClientConfig c =
-        Config(str("local_hostname", "localhost"), str("metadata_server", "P2PHANDSHAKE"), *gss, *lbs,
-               str("protocol", "tcp"), str("device_name", str("rdma_devices", "")),
-               str("master_server_address", str("master_server_addr", kPyMasterServerAddr)),
-               flag("enable_ssd_offload", false), str("ssd_offload_path", ""), str("tenant_id", "default"));
-    if (d.contains("zone")) c.zone = str("zone", "");
-    if (d.contains("enable_checksum")) c.enable_checksum = flag("enable_checksum", true);
-    // Security (docs/security.md): as yb-client's flags, over YB_AUTH_SECRET_FILE and YB_TLS_*.
-    if (d.contains("auth_secret_file")) c.auth_secret_file = str("auth_secret_file", "");
-    if (d.contains("tls_cert")) c.tls_cert = str("tls_cert", "");
-    if (d.contains("tls_key")) c.tls_key = str("tls_key", "");
-    if (d.contains("tls_ca")) c.tls_ca = str("tls_ca", "");
-    if (d.contains("protected_mode")) c.protected_mode = d["protected_mode"].cast<bool>();
-    for (auto [key, field] : {std::pair{"etcd_tls_ca", &c.etcd_tls_ca}, std::pair{"etcd_tls_cert", &c.etcd_tls_cert},
-                              std::pair{"etcd_tls_key", &c.etcd_tls_key}, std::pair{"etcd_user", &c.etcd_user},
-                              std::pair{"etcd_password_file", &c.etcd_password_file}}) {
-      if (d.contains(key)) *field = str(key, "");
-    }
-    SetupExtras extras;
-    extras.enable_client_http_server = flag("enable_client_http_server", false);
-    extras.client_http_port = static_cast<int>(*port);
-    extras.client_http_host = str("client_http_host", extras.client_http_host);
-    return Connect(c, extras);
+    auto setup = yb::py_setup::FromDict(d);
+    if (!setup.ok()) return Error(setup.status());
+    return Connect(setup->config, setup->extras);
   }
 
   int InitAll(const std::string& protocol, const std::string& device_name, uint64_t mount_segment_size) {
-    return Setup("localhost", "P2PHANDSHAKE", mount_segment_size, kInitAllLocalBufferSize, protocol, device_name,
-                 kPyMasterServerAddr, py::none(), false, "", "default", false, kPyClientHttpPort);
+    return Setup("localhost", "P2PHANDSHAKE", mount_segment_size, yb::py_setup::kInitAllLocalBufferSize, protocol, device_name,
+                 yb::py_setup::kPyMasterServerAddr, py::none(), false, "", "default", false, yb::py_setup::kPyClientHttpPort);
   }
 
   int Close() {
@@ -666,27 +606,7 @@ class Store {
  private:
   // What both setups configure: the environment first (as Mooncake's users set it: YB_*, MC_*),
   // then the arguments. tenant_id "default" leaves YB_TENANT's, if set.
-  static yb::ClientConfig Config(const std::string& local_hostname, const std::string& metadata_server,
-                                 uint64_t global_segment_size, uint64_t local_buffer_size, const std::string& protocol,
-                                 const std::string& devices, const std::string& master_server_addr,
-                                 bool enable_ssd_offload, const std::string& ssd_offload_path,
-                                 const std::string& tenant_id) {
-    yb::ClientConfig c;
-    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
-    c.local_hostname = local_hostname;
-    c.metadata_server = metadata_server;
-    c.global_segment_size = global_segment_size;
-    c.local_buffer_size = local_buffer_size;
-    c.protocol = protocol;
-    c.device_name = devices;
-    c.master_server_addr = master_server_addr;
-    c.enable_offload = enable_ssd_offload;
-    c.ssd.path = ssd_offload_path;
-    if (tenant_id != "default") c.tenant = tenant_id;
-    return c;
-  }
-
-  int Connect(const yb::ClientConfig& c, const SetupExtras& extras) {
+  int Connect(const yb::ClientConfig& c, const yb::py_setup::Extras& extras) {
     if (client_) return Error(yb::Status(yb::Code::kInvalidParams, "setup: this store is already set up"));
     yb::Result<std::unique_ptr<yb::Client>> r(yb::Status(yb::Code::kInternal, ""));
     {
@@ -917,12 +837,12 @@ PYBIND11_MODULE(_yuebing, m) {
   py::class_<Store>(m, "MooncakeDistributedStore")
       .def(py::init<>())
       .def("setup", &S::Setup, py::arg("local_hostname"), py::arg("metadata_server"),
-           py::arg("global_segment_size") = kPyGlobalSegmentSize,
+           py::arg("global_segment_size") = yb::py_setup::kPyGlobalSegmentSize,
            py::arg("local_buffer_size") = yb::ClientConfig{}.local_buffer_size, py::arg("protocol") = "tcp",
-           py::arg("rdma_devices") = "", py::arg("master_server_addr") = kPyMasterServerAddr,
+           py::arg("rdma_devices") = "", py::arg("master_server_addr") = yb::py_setup::kPyMasterServerAddr,
            py::arg("engine") = py::none(), py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
            py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
-           py::arg("client_http_port") = kPyClientHttpPort)
+           py::arg("client_http_port") = yb::py_setup::kPyClientHttpPort)
       .def("setup", &S::SetupFromDict, py::arg("config"))
       .def("init_all", &S::InitAll, py::arg("protocol"), py::arg("device_name"),
            py::arg("mount_segment_size") = 16ULL << 20)
