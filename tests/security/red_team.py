@@ -414,7 +414,13 @@ def main():
     if os.geteuid() != 0:
         print("red team: needs root for its network namespaces: skipped")
         return 77
-    with tempfile.TemporaryDirectory(prefix="yb-red-team-") as tmp, Namespaces():
+    try:
+        namespaces = Namespaces().__enter__()
+    except subprocess.CalledProcessError as e:
+        Namespaces.remove()
+        print(f"red team: cannot build network namespaces here ({e.stderr.decode().strip()}): skipped")
+        return 77
+    with tempfile.TemporaryDirectory(prefix="yb-red-team-") as tmp, namespaces:
         for name, secret in (("default", False), ("secret", True)):
             sub = Path(tmp) / name
             sub.mkdir()
