@@ -307,7 +307,7 @@ Result<std::string> MasterAdminToken(const net::Security& security, const std::s
     YB_LOG_WARN("admin token for the HTTP endpoints that change state (no --metadata_dir to keep it in): {}", token);
     return token;
   }
-  YB_RETURN_IF_ERROR(MakePrivateDir(metadata_dir));
+  YB_RETURN_IF_ERROR(MakePrivateDir(metadata_dir, "LOCK"));
   const std::string path = AdminTokenPath(metadata_dir);
   if (auto kept = ReadWholeFile(path); kept.ok()) {
     std::string t = std::move(*kept);

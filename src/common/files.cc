@@ -54,21 +54,24 @@ Status SyncDir(const std::string& dir) {
   return rc == 0 ? Status::OK() : Status(Code::kFileWriteFail, "cannot sync " + dir + ": " + std::strerror(err));
 }
 
-Status MakePrivateDir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Status(Code::kFileOpenFail, "cannot create " + dir + ": " + std::strerror(errno));
-  }
+Status MakePrivateDir(const std::string& dir, const std::string& marker) {
+  if (::mkdir(dir.c_str(), 0700) == 0) return Status::OK();
+  if (errno != EEXIST) return Status(Code::kFileOpenFail, "cannot create " + dir + ": " + std::strerror(errno));
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return Status(Code::kFileOpenFail, dir + " is not a directory");
   }
-  if ((st.st_mode & 077) != 0) {
-    if (::chmod(dir.c_str(), 0700) != 0) {
-      return Status(Code::kFileOpenFail, dir + " may be entered by others (mode " + std::to_string(st.st_mode & 0777) +
-                                             ") and cannot be made private: " + std::strerror(errno));
-    }
+  if ((st.st_mode & 077) == 0) return Status::OK();
+  struct stat ours {};
+  const bool mine =
+      !marker.empty() && (st.st_mode & S_ISVTX) == 0 && ::stat((dir + "/" + marker).c_str(), &ours) == 0;
+  if (mine && ::chmod(dir.c_str(), 0700) == 0) {
     YB_LOG_WARN("{} could be entered by other users (mode {:o}): made private (0700)", dir, st.st_mode & 0777);
+    return Status::OK();
   }
+  YB_LOG_WARN("{} may be entered by other users (mode {:o}) and is not this component's alone: give it a "
+              "directory of its own (it is made 0700), or chmod 700 this one",
+              dir, st.st_mode & 07777);
   return Status::OK();
 }
 

@@ -14,9 +14,12 @@ Result<std::string> ReadWholeFile(const std::string& path);
 Status WriteAll(int fd, std::string_view data, const std::string& path);
 // Makes the names in `dir` (files created, renamed or removed) durable.
 Status SyncDir(const std::string& dir);
-// A directory only its owner may enter (0700): created so, or made so (logged) when it was looser.
-// The metadata log and the SSD tier keep grant keys and values there. FILE_OPEN_FAIL naming it.
-Status MakePrivateDir(const std::string& dir);
+// A directory only its owner may enter (0700), for the metadata log and the SSD tier (grant keys,
+// values): created so. One that exists and is looser is made private (logged) only when it is
+// ours, holding `marker` (a file this component writes there; "": never) and not sticky; any other (a shared
+// directory such as /tmp or a mount's root that an operator named) is left as it is, with a
+// warning to give the component a directory of its own. FILE_OPEN_FAIL naming it.
+Status MakePrivateDir(const std::string& dir, const std::string& marker);
 // The mode of files written in such a directory.
 inline constexpr unsigned kPrivateFileMode = 0600;
 

@@ -90,7 +90,7 @@ MetaLog::MetaLog(Options options) : options_(std::move(options)) {}
 Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterImage* image) {
   if (options.dir.empty()) return Status(Code::kInvalidParams, "metadata directory is empty");
   std::unique_ptr<MetaLog> log(new MetaLog(options));
-  YB_RETURN_IF_ERROR(MakePrivateDir(options.dir));  // it holds every segment's grant key
+  YB_RETURN_IF_ERROR(MakePrivateDir(options.dir, "LOCK"));  // it holds every segment's grant key
   const std::string lock_path = options.dir + "/LOCK";
   log->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, kPrivateFileMode);
   if (log->lock_fd_ < 0) return Status(Code::kFileOpenFail, "cannot open " + lock_path + ": " + std::strerror(errno));

@@ -162,7 +162,8 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
   if (config_.low_watermark > config_.high_watermark || config_.high_watermark > 1.0 || config_.low_watermark < 0) {
     return Status(Code::kInvalidParams, "need 0 <= low watermark <= high watermark <= 1");
   }
-  YB_RETURN_IF_ERROR(MakePrivateDir(config_.path));
+  // Its files are 0600; a directory an operator named that exists already is theirs to tighten.
+  YB_RETURN_IF_ERROR(MakePrivateDir(config_.path, /*marker=*/""));
   DIR* dir = ::opendir(config_.path.c_str());
   if (!dir) return Status(Code::kInvalidParams, "cannot open storage directory " + config_.path);
   std::map<uint64_t, std::pair<bool, bool>> seen;  // id -> (data, meta)
