@@ -10,6 +10,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/resolve.h"
 #include "net/security.h"
 
 namespace yb::tools {
@@ -30,7 +31,7 @@ class AdminHttp {
   bool Start(std::string_view who, const std::string& address, int port, bool loopback_only) {
     if (loopback_only) {
       server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-        if (net::IsLocalPeer(req.remote_addr)) return httplib::Server::HandlerResponse::Unhandled;
+        if (IsAddressOfThisHost(req.remote_addr)) return httplib::Server::HandlerResponse::Unhandled;
         res.status = 403;
         res.set_content(net::ProtectedModeRefusal(req.remote_addr) + "\n", "text/plain");
         return httplib::Server::HandlerResponse::Handled;

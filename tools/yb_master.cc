@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
         "may call it, read every segment's grant key through the HA channel, drain nodes and set quotas "
         "(tenants are named, not proven); see docs/security.md");
   }
-  if (f.enable_ha && !security->auth() && !yb::net::IsLoopbackAddress(f.rpc_address)) {
+  if (f.enable_ha && !security->auth() && !yb::IsLoopbackAddress(f.rpc_address)) {
     spdlog::error(
         "--enable_ha across hosts (--rpc_address {}) needs --auth_secret_file: the HA channel carries every "
         "segment's grant key and the key that signs client tokens, so only masters that prove the cluster's "

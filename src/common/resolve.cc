@@ -104,6 +104,13 @@ Result<std::vector<SocketAddress>> NameResolver::Resolve(const std::string& host
 
 namespace {
 
+// An IPv4 address as a dual-stack socket reports it ("::ffff:10.0.0.2") in its plain form.
+std::string WithoutMapping(std::string_view a) {
+  std::string out(a);
+  if (out.rfind("::ffff:", 0) == 0 && out.find('.') != std::string::npos) out.erase(0, 7);
+  return out;
+}
+
 // The numeric form of an address, IPv4-mapped IPv6 as IPv4.
 std::string Numeric(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = {};
@@ -112,14 +119,8 @@ std::string Numeric(const sockaddr* sa) {
   } else if (sa->sa_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof(buf));
   }
-  std::string out = buf;
-  if (out.rfind("::ffff:", 0) == 0 && out.find('.') != std::string::npos) out.erase(0, 7);
-  return out;
+  return WithoutMapping(buf);
 }
-
-bool Loopback(std::string_view a) { return a.rfind("127.", 0) == 0 || a == "::1"; }
-
-}  // namespace
 
 // This machine's interface addresses, numeric.
 std::vector<std::string> InterfaceAddresses() {
@@ -135,15 +136,16 @@ std::vector<std::string> InterfaceAddresses() {
   return out;
 }
 
-std::string WithoutMapping(std::string_view a) {
-  std::string out(a);
-  if (out.rfind("::ffff:", 0) == 0 && out.find('.') != std::string::npos) out.erase(0, 7);
-  return out;
+}  // namespace
+
+bool IsLoopbackAddress(std::string_view address) {
+  const std::string a = WithoutMapping(address);
+  return a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost";
 }
 
 bool IsAddressOfThisHost(std::string_view address) {
   const std::string a = WithoutMapping(address);
-  if (Loopback(a)) return true;
+  if (IsLoopbackAddress(a)) return true;
   const auto mine = InterfaceAddresses();
   return std::find(mine.begin(), mine.end(), a) != mine.end();
 }

@@ -56,6 +56,9 @@ class NameResolver {
   std::map<std::string, std::shared_ptr<Pending>> pending_;  // host and port -> the latest lookup, until used
 };
 
+// Whether `address` ("127.0.0.1", "::1", "::ffff:127.0.0.1", "localhost") is this host's loopback.
+bool IsLoopbackAddress(std::string_view address);
+
 // Whether `address` (numeric, as a listener reports a peer: "10.0.0.2", "::1", "::ffff:10.0.0.2")
 // is this machine's: a loopback address, or one of its interfaces' (looked up each call, so an
 // address added since counts). A connection from such an address comes from a process here.

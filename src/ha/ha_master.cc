@@ -406,7 +406,7 @@ void HaMaster::RegisterReplication(rpc::RpcServer& server) {
   // an operator's key may not (the log carries every segment's grant key).
   auto masters_only = [](const net::Peer& peer) {
     return peer.master() ? Status::OK()
-                             : Status(Code::kIllegalClient, "log replication is for masters (the cluster secret itself)");
+                         : Status(Code::kIllegalClient, "log replication is for masters (the cluster secret itself)");
   };
   server.Register(static_cast<uint16_t>(HaMethod::kFollow),
                   [this, masters_only](const net::Peer& peer, std::string_view body, std::string& reply) {

@@ -38,13 +38,6 @@ void LogRefusal(const std::string& peer, const std::string& why) {
 
 }  // namespace
 
-bool IsLoopbackAddress(std::string_view a) {
-  if (a.starts_with("::ffff:")) a.remove_prefix(7);  // an IPv4 peer on a dual-stack socket
-  return a.starts_with("127.") || a == "::1" || a == "localhost";
-}
-
-bool IsLocalPeer(std::string_view address) { return IsAddressOfThisHost(address); }
-
 std::string ProtectedModeRefusal(std::string_view peer) {
   return fmt::format(
       "refused {}: this server runs in protected mode (no --auth_secret_file) and serves only its own host. "
@@ -320,7 +313,7 @@ std::optional<Role> Security::Check(Plane plane, const Nonce& server, const Proo
 
 std::unique_ptr<LoopSession> Security::Accept(Plane plane, int fd, std::string peer,
                                               const SessionFactory& make) const {
-  if (loopback_only() && !IsLocalPeer(peer)) {
+  if (loopback_only() && !IsAddressOfThisHost(peer)) {
     std::string why = ProtectedModeRefusal(peer);
     LogRefusal(peer, "protected mode serves only this host without a secret (--auth_secret_file, or "
                      "--protected_mode false)");

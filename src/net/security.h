@@ -56,17 +56,11 @@ struct SecurityOptions {
   // sweep does it; 0: never).
   std::chrono::milliseconds handshake_timeout{10000};
   // Protected mode (Redis's): a server that checks no credential (no secret, no client
-  // certificates) serves only peers on its own host (IsLocalPeer) and refuses every other with a
+  // certificates) serves only peers on its own host (IsAddressOfThisHost) and refuses every other with a
   // message saying how to proceed. False serves anyone who reaches it (the operator's choice).
   bool protected_mode = true;
 };
 
-// Whether a peer address (as the listener gives it: "127.0.0.1", "::1", "::ffff:127.0.0.1") is on
-// this host's loopback.
-bool IsLoopbackAddress(std::string_view address);
-// Whether a peer address is this host's: loopback, or an address of one of its interfaces (a
-// process here that reached us at the host's own address, as a daemon named by its host name is).
-bool IsLocalPeer(std::string_view address);
 // What a protected server tells a peer it refuses, and logs.
 std::string ProtectedModeRefusal(std::string_view peer);
 

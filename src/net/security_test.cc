@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "common/loop_group.h"
+#include "common/resolve.h"
 #include "common/temp_dir.h"
 #include "net/test_certs.h"
 
@@ -324,10 +325,10 @@ TEST(ProtectedModeTest, LoopbackAddresses) {
 }
 
 TEST(ProtectedModeTest, LocalPeersAreLoopbackOrThisHostsAddresses) {
-  for (const char* a : {"127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"}) EXPECT_TRUE(IsLocalPeer(a)) << a;
+  for (const char* a : {"127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"}) EXPECT_TRUE(IsAddressOfThisHost(a)) << a;
   // Documentation addresses (TEST-NET-2, 2001:db8::/32): no interface here has them.
   for (const char* a : {"198.51.100.7", "::ffff:198.51.100.7", "2001:db8::1", "1.127.0.0", ""}) {
-    EXPECT_FALSE(IsLocalPeer(a)) << a;
+    EXPECT_FALSE(IsAddressOfThisHost(a)) << a;
   }
   // A process here that reached us at one of this host's own addresses (a daemon named by its
   // host name) is on this host.
@@ -337,8 +338,8 @@ TEST(ProtectedModeTest, LocalPeersAreLoopbackOrThisHostsAddresses) {
     if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
     char buf[INET_ADDRSTRLEN] = {};
     inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
-    EXPECT_TRUE(IsLocalPeer(buf)) << buf;
-    EXPECT_TRUE(IsLocalPeer(std::string("::ffff:") + buf)) << buf;
+    EXPECT_TRUE(IsAddressOfThisHost(buf)) << buf;
+    EXPECT_TRUE(IsAddressOfThisHost(std::string("::ffff:") + buf)) << buf;
   }
   freeifaddrs(ifs);
 }
