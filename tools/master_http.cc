@@ -48,6 +48,13 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
             s.log_bytes_since_snapshot);
     p.Gauge("yb_master_log_recovered_records", "Log records replayed at start.", s.recovered_records);
     p.Gauge("yb_master_log_cut_bytes", "Bytes of a torn or corrupt log tail cut at start.", s.cut_bytes);
+    p.Gauge("yb_master_log_writable",
+            "1 while the metadata log takes writes; 0 (the alarm) while it cannot and every change is refused.",
+            !s.failed);
+    p.Counter("yb_master_log_failures_total", "Times the metadata log failed (a write or sync, or too little space).",
+              s.failures);
+    p.Gauge("yb_master_log_free_bytes", "Free bytes under --metadata_dir, at the last check (each second).",
+            s.free_bytes);
     p.Gauge("yb_master_rpc_held_replies", "Replies waiting for their change to be durable.", server.held_replies());
   }
   auto per_method = [&](const char* name, const char* help, auto value) {
@@ -170,6 +177,12 @@ std::shared_ptr<MasterService> ForChange(const MasterHttpContext& c, const httpl
   if (!m) {
     res.status = 503;
     res.set_content("{\"error\": \"not the leader\"}", "application/json");
+    return m;
+  }
+  if (Status st = m->Writable(); !st.ok()) {
+    res.status = 503;
+    res.set_content(nlohmann::json{{"error", st.message()}}.dump(), "application/json");
+    return nullptr;
   }
   return m;
 }
@@ -186,11 +199,14 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
   server.Get("/health", [&](const httplib::Request& req, httplib::Response& res) {
     const bool json = req.get_param_value("format") == "json" ||
                       req.get_header_value("Accept").find("application/json") != std::string::npos;
+    // A master whose log failed serves reads: still 200 (a restart would not help), with the alarm.
+    const std::string alarm = c.log && c.log->failed() ? c.log->stats().failure : "";
     if (!json) {
-      res.set_content("OK\n", "text/plain");
+      res.set_content(alarm.empty() ? "OK\n" : "DEGRADED: changes are refused: " + alarm + "\n", "text/plain");
       return;
     }
-    nlohmann::json h = {{"status", "ok"}, {"role", "leader"}, {"epoch", 0}};
+    nlohmann::json h = {{"status", alarm.empty() ? "ok" : "degraded"}, {"role", "leader"}, {"epoch", 0}};
+    if (!alarm.empty()) h["alarm"] = "changes are refused: " + alarm;
     if (c.ha) {
       h["role"] = c.ha->role() == yb::ha::HaMaster::Role::kLeader ? "leader" : "standby";
       h["epoch"] = c.ha->epoch();
@@ -211,7 +227,9 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
       h["log"] = {{"dir", c.log->dir()},
                   {"last_seq", s.last_seq},
                   {"synced_seq", s.synced_seq},
-                  {"snapshot_seq", s.snapshot_seq}};
+                  {"snapshot_seq", s.snapshot_seq},
+                  {"writable", !s.failed},
+                  {"free_bytes", s.free_bytes}};
     }
     res.set_content(h.dump(2), "application/json");
   });

@@ -56,6 +56,7 @@ struct DaemonFlags {
   bool metadata_sync = true;
   uint64_t metadata_snapshot_bytes = yb::ha::MetaLog::Options{}.snapshot_log_bytes;
   uint64_t metadata_file_bytes = yb::ha::MetaLog::Options{}.file_bytes;
+  uint64_t metadata_min_free_bytes = yb::ha::MetaLog::Options{}.min_free_bytes;
   // Security (docs/security.md).
   std::string auth_secret_file;
   bool protected_mode = true;
@@ -178,6 +179,10 @@ int main(int argc, char** argv) {
   yb::tools::AddSizeOption(app, "--metadata_snapshot_bytes", f.metadata_snapshot_bytes,
                            "log written since the last snapshot that calls for a new one");
   yb::tools::AddSizeOption(app, "--metadata_file_bytes", f.metadata_file_bytes, "size of one log file");
+  yb::tools::AddSizeOption(app, "--metadata_min_free_bytes", f.metadata_min_free_bytes,
+                           "free space under --metadata_dir below which the master refuses changes (serving reads) "
+                           "and compacts its log, until there is again: room for a snapshot (0: only once a write "
+                           "fails)");
   yb::tools::AddSecurityFlags(app, f.auth_secret_file, f.tls_cert, f.tls_key, f.tls_ca);
   yb::tools::AddProtectedModeFlag(app, f.protected_mode);
   yb::tools::AddEtcdFlags(app, f.etcd_tls_ca, f.etcd_tls_cert, f.etcd_tls_key, f.etcd_user, f.etcd_password_file);
@@ -257,6 +262,7 @@ int main(int argc, char** argv) {
   lo.sync = f.metadata_sync;
   lo.snapshot_log_bytes = f.metadata_snapshot_bytes;
   lo.file_bytes = f.metadata_file_bytes;
+  lo.min_free_bytes = f.metadata_min_free_bytes;
 
   // One of two shapes: a lone master (its log optional), or one of several under etcd (HaMaster).
   std::unique_ptr<yb::MasterService> lone;
@@ -399,14 +405,14 @@ int main(int argc, char** argv) {
     yb::ha::HaMaster* h = ha.get();
     election = scheduler.Every("yb-ha", std::chrono::milliseconds(100), [h] { h->RunOnce(); });
     background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [h] { h->RunBackgroundOnce(); });
-    snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [h] { h->SnapshotIfDue(); });
+    snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [h] { h->MaintainLog(); });
   } else {
     yb::MasterService* m = lone.get();
     background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
     if (lone_log) {
       yb::ha::MetaLog* l = lone_log.get();
       snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [l, m] {
-        (void)l->SnapshotIfDue([m](const auto& emit) { m->WriteImage(emit); }, m->next_object_id());
+        l->Maintain([m](const auto& emit) { m->WriteImage(emit); }, m->next_object_id());
       });
     }
   }

@@ -161,6 +161,10 @@ class MasterApi {
     (void)ctx;
     return Status::OK();
   }
+  // Whether the master takes changes now: FILE_WRITE_FAIL, saying why, while its metadata log
+  // cannot be written (a full or failing disk); it serves reads meanwhile. The RPC server asks
+  // before every change.
+  virtual Status Writable() { return Status::OK(); }
   // The heartbeat. While the master lists fewer segments for the client than it states (the master
   // restarted, declared the client dead, or a mount's answer was lost), every answer says
   // need_remount, so the two converge whatever messages are lost. A read pin of the client that two

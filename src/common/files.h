@@ -2,12 +2,25 @@
 // the path (FILE_NOT_FOUND for a file that does not exist).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "yuebing/status.h"
 
 namespace yb {
+
+// Fault injection for tests (a failing or full device): called before a write, sync, open or read
+// with the operation ("write", "sync", "open", "read") and the file; a non-zero return is the errno
+// the operation fails with. Empty in production.
+using FaultHook = std::function<int(std::string_view op, const std::string& path)>;
+inline int Injected(const FaultHook& fault, std::string_view op, const std::string& path) {
+  return fault ? fault(op, path) : 0;
+}
+
+// Bytes a non-root process may still write to the file system holding `path` (statvfs), or
+// UINT64_MAX when it cannot be told.
+uint64_t FreeBytes(const std::string& path);
 
 Result<std::string> ReadWholeFile(const std::string& path);
 // Writes all of `data` to `fd` (retrying short writes and EINTR).

@@ -510,15 +510,30 @@ void HaMaster::RunBackgroundOnce() {
   if (auto m = Serving(); m.ok()) (*m)->RunBackgroundOnce();
 }
 
-void HaMaster::SnapshotIfDue() {
+void HaMaster::MaintainLog() {
   auto m = Serving();
   if (!m.ok()) {  // a standby (or not yet either): its own log is compacted from the image it applies
     std::unique_lock lock(apply_mu_);
-    if (!leading_.load()) (void)applier_->SnapshotIfDue(lock);
+    // A failed one waits for the leader's snapshot (LogApplier::Apply): its image lacks what it held.
+    if (!leading_.load() && !log_->failed()) (void)applier_->SnapshotIfDue(lock);
     return;
   }
   MasterService* raw = m->get();
-  (void)log_->SnapshotIfDue([raw](const auto& emit) { raw->WriteImage(emit); }, raw->next_object_id());
+  log_->Maintain([raw](const auto& emit) { raw->WriteImage(emit); }, raw->next_object_id());
+  if (!log_->failed()) return;
+  bool standby_in_sync = false;
+  for (const auto& s : standbys()) standby_in_sync = standby_in_sync || s.in_sync;
+  if (standby_in_sync) {
+    int64_t lease;
+    {
+      std::lock_guard lock(mu_);
+      lease = lease_;
+    }
+    answer_until_ = 0;  // no answer from here on; the lease goes back, so the standby need not wait it out
+    if (Status st = etcd_.Revoke(lease); !st.ok()) YB_LOG_WARN("HA: giving the lease back: {}", st.ToString());
+    StepDown("its metadata log cannot be written (" + log_->stats().failure +
+             "); a standby in sync has every acknowledged change and takes over");
+  }
 }
 
 // ---- MasterApi: the leader's master, or who the leader is
@@ -532,6 +547,7 @@ Result<CallContext> HaMaster::RegisterClient(const ClientRegistration& reg) {
   YB_SERVE_OR(m.status(), RegisterClient(reg));
 }
 Status HaMaster::VerifyCaller(const CallContext& ctx) { YB_SERVE_OR(m.status(), VerifyCaller(ctx)); }
+Status HaMaster::Writable() { YB_SERVE_OR(m.status(), Writable()); }
 Result<PingResponse> HaMaster::Ping(const CallContext& ctx, const PingState& state) {
   YB_SERVE_OR(m.status(), Ping(ctx, state));
 }

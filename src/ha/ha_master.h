@@ -71,9 +71,12 @@ class HaMaster final : public MasterApi {
   rpc::ReplyGate& gate() { return *gate_; }
   // The election and replication step; run every 100 ms.
   void RunOnce();
-  // The master's own background step and snapshots, while leading.
+  // The master's own background step, while leading.
   void RunBackgroundOnce();
-  void SnapshotIfDue();
+  // Each second: the log's snapshots, its free space and its recovery (MetaLog::Maintain). A leader
+  // whose log failed hands over to a standby in sync (it stops, for a supervisor to restart it as a
+  // standby); without one it leads on, refusing changes.
+  void MaintainLog();
 
   Role role() const { return leading_.load() ? Role::kLeader : Role::kStandby; }
   uint64_t epoch() const { return epoch_.load(); }
@@ -95,6 +98,7 @@ class HaMaster final : public MasterApi {
   using MasterApi::BatchPutStart;
   Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
   Status VerifyCaller(const CallContext& ctx) override;
+  Status Writable() override;
   using MasterApi::Ping;
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;

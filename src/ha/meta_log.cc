@@ -45,15 +45,6 @@ DirFiles ListDir(const std::string& dir) {
   return out;
 }
 
-[[noreturn]] void FailStop(const Status& st) {
-  YB_LOG_ERROR(
-      "metadata log: {}; stopping: nothing after it could be made durable (a restart recovers what was "
-      "acknowledged)",
-      st.ToString());
-  spdlog::shutdown();
-  std::_Exit(75);
-}
-
 // Reads a snapshot file into `image`; false (image untouched) when it is not intact.
 bool LoadSnapshot(const std::string& path, uint64_t seq, MasterImage* image, uint64_t* records) {
   auto data = ReadWholeFile(path);
@@ -98,7 +89,14 @@ Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterIma
     return Status(Code::kFileOpenFail, "metadata directory " + options.dir + " is in use by another process");
   }
   YB_RETURN_IF_ERROR(log->Recover(image));
-  YB_RETURN_IF_ERROR(log->OpenFile(log->next_seq_));
+  log->free_bytes_ = FreeBytes(options.dir);
+  if (Status st = log->OpenFile(log->next_seq_); !st.ok()) {
+    log->Fail(st);  // a full disk: the master comes up read-only, and Maintain() retries
+  } else if (options.min_free_bytes > 0 && log->free_bytes_ < options.min_free_bytes) {
+    log->Fail(Status(Code::kFileWriteFail, "only " + std::to_string(log->free_bytes_) + " bytes are free under " +
+                                               options.dir + " at start (below " +
+                                               std::to_string(options.min_free_bytes) + ")"));
+  }
   log->syncer_ = std::thread([raw = log.get()] { raw->SyncerLoop(); });
   return log;
 }
@@ -184,20 +182,40 @@ Status MetaLog::Recover(MasterImage* image) {
   return Status::OK();
 }
 
+Status MetaLog::Write(int fd, std::string_view data, const std::string& path) const {
+  if (int err = Injected(options_.fault, "write", path)) {
+    return Status(Code::kFileWriteFail, "cannot write " + path + ": " + std::strerror(err));
+  }
+  return WriteAll(fd, data, path);
+}
+
+Status MetaLog::Sync(int fd, const std::string& path) const {
+  int err = Injected(options_.fault, "sync", path);
+  if (err == 0 && ::fdatasync(fd) != 0) err = errno;
+  return err == 0 ? Status::OK() : Status(Code::kFileWriteFail, "cannot sync " + path + ": " + std::strerror(err));
+}
+
 Status MetaLog::OpenFile(uint64_t first_seq) {
   const std::string path = options_.dir + "/" + LogFileName(first_seq);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, kPrivateFileMode);
-  if (fd < 0) return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(errno));
+  const int injected = Injected(options_.fault, "open", path);
+  int fd = injected ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, kPrivateFileMode);
+  if (fd < 0) {
+    return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(injected ? injected : errno));
+  }
   struct stat st {};
   ::fstat(fd, &st);
   {
     // The file before goes to the syncer, which syncs and closes it with its next sync.
     std::lock_guard fd_lock(fd_mu_);
     if (fd_ >= 0) {
-      if (options_.sync) {
+      if (options_.sync && !failed()) {
         retiring_.push_back(fd_);
       } else {
         ::close(fd_);
+      }
+      if (failed()) {  // the snapshot being taken vouches for what they held, not a sync
+        for (int old : retiring_) ::close(old);
+        retiring_.clear();
       }
     }
     fd_ = fd;
@@ -263,7 +281,44 @@ uint64_t MetaLog::last_seq() const {
 
 std::string MetaLog::SnapshotPath(uint64_t seq) const { return options_.dir + "/" + SnapshotFileName(seq); }
 
+Status MetaLog::Writable() const {
+  if (!failed()) return Status::OK();
+  std::lock_guard lock(mu_);
+  return Status(Code::kFileWriteFail,
+                "the master's metadata log cannot be written (" + failure_.message() +
+                    "): it refuses changes until it can again, and serves reads meanwhile");
+}
+
+void MetaLog::Fail(const Status& cause) {
+  {
+    std::lock_guard lock(mu_);
+    if (failed_.load(std::memory_order_relaxed)) return;
+    failure_ = cause;
+    failed_.store(true, std::memory_order_release);
+  }
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  YB_LOG_ERROR(
+      "metadata log {}: {}. The master refuses every change from now on and goes on serving reads; it compacts "
+      "the log and takes changes again by itself once the directory takes writes (free space there, or mend the "
+      "disk)",
+      options_.dir, cause.ToString());
+}
+
+void MetaLog::Resume() {
+  {
+    std::lock_guard lock(mu_);
+    failed_.store(false, std::memory_order_release);
+    failure_ = Status::OK();
+    sync_cv_.notify_one();  // the syncer waits for nothing while failed
+  }
+  YB_LOG_WARN("metadata log {}: writable again: the master takes changes ({} bytes free)", options_.dir,
+              free_bytes_.load());
+}
+
 Status MetaLog::AppendFrames(std::string_view frames) {
+  // A standby's log that failed takes nothing until the leader ships it a snapshot: the records
+  // held in memory would not be in the image it applies.
+  YB_RETURN_IF_ERROR(Writable());
   {
     std::lock_guard lock(mu_);
     FrameReader r(frames);
@@ -282,7 +337,7 @@ Status MetaLog::AppendFrames(std::string_view frames) {
     records_.fetch_add(expect - first, std::memory_order_relaxed);
   }
   Flush();
-  return Status::OK();
+  return Writable();
 }
 
 Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
@@ -292,9 +347,10 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
     const std::string path = SnapshotPath(seq), tmp = path + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
     if (fd < 0) return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(errno));
-    Status st = WriteAll(fd, contents, tmp);
-    if (st.ok() && options_.sync && ::fdatasync(fd) != 0) st = Status(Code::kFileWriteFail, "cannot sync " + tmp);
+    Status st = Write(fd, contents, tmp);
+    if (st.ok() && options_.sync) st = Sync(fd, tmp);
     ::close(fd);
+    if (!st.ok()) ::unlink(tmp.c_str());
     if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
       st = Status(Code::kFileWriteFail, "cannot rename " + tmp);
     }
@@ -315,8 +371,15 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
   }
   snapshot_seq_ = seq;
   since_snapshot_ = 0;
+  {
+    std::lock_guard fd_lock(fd_mu_);  // what they held was removed above
+    for (int old : retiring_) ::close(old);
+    retiring_.clear();
+  }
   YB_RETURN_IF_ERROR(OpenFile(seq + 1));
-  return SyncDir(options_.dir);
+  YB_RETURN_IF_ERROR(SyncDir(options_.dir));
+  if (failed()) Resume();  // the leader's history, written whole
+  return Status::OK();
 }
 
 void MetaLog::Wait(Ticket t) {
@@ -373,10 +436,12 @@ void MetaLog::Flush() {
     if (buf_.empty()) return;
   }
   std::lock_guard w(write_mu_);
-  FlushLocked(false);
+  (void)FlushLocked(false);
 }
 
-void MetaLog::FlushLocked(bool rotate) {
+Status MetaLog::FlushLocked(bool rotate) {
+  const bool failed = this->failed();
+  if (failed && !rotate) return Writable();  // held in memory until a compaction covers them
   // The buffer written last time takes the appends' place, its capacity kept: appending into a
   // fresh string each round cost a dozen reallocations per batch, and large frees that made malloc
   // consolidate its free lists.
@@ -388,8 +453,21 @@ void MetaLog::FlushLocked(bool rotate) {
     out.swap(buf_);
     last = next_seq_ - 1;
   }
-  if (!out.empty()) {
-    if (Status st = WriteAll(fd_, out, file_path_); !st.ok()) FailStop(st);
+  if (!out.empty() && !failed) {
+    if (Status st = Write(fd_, out, file_path_); !st.ok()) {
+      // A torn tail goes (what was written before stays); the records wait in memory, first.
+      if (::ftruncate(fd_, static_cast<off_t>(file_written_)) != 0) {
+        YB_LOG_WARN("metadata log: cannot cut {} back to {} bytes: {}", file_path_, file_written_,
+                    std::strerror(errno));
+      }
+      {
+        std::lock_guard lock(mu_);
+        out.append(buf_);
+        buf_.swap(out);
+      }
+      Fail(st);
+      return st;
+    }
     file_written_ += out.size();
     bytes_.fetch_add(out.size(), std::memory_order_relaxed);
     since_snapshot_.fetch_add(out.size(), std::memory_order_relaxed);
@@ -398,40 +476,53 @@ void MetaLog::FlushLocked(bool rotate) {
     Fire(last, options_.sync ? 0 : last);
   }
   if (out.capacity() <= kSpareBytes) spare_ = std::move(out);
-  if (!rotate && file_written_ < options_.file_bytes) return;
+  if (!rotate && file_written_ < options_.file_bytes) return Status::OK();
+  // Failed, each compaction tried starts a file: one it left empty goes first.
+  if (failed && file_written_ == 0 && file_first_seq_ <= last) ::unlink(file_path_.c_str());
   // A new file from `last` + 1 on; the syncer syncs the old one with its next round.
-  if (Status st = OpenFile(last + 1); !st.ok()) FailStop(st);
+  if (Status st = OpenFile(last + 1); !st.ok()) {
+    Fail(st);
+    return st;
+  }
+  return Status::OK();
 }
 
 void MetaLog::SyncerLoop() {
   std::unique_lock lock(mu_);
   for (;;) {
     syncer_idle_ = true;
+    // While failed nothing is written or synced (a compaction takes over).
     sync_cv_.wait(lock, [&] {
-      return stop_ || !buf_.empty() ||
-             written_seq_.load(std::memory_order_relaxed) > synced_seq_.load(std::memory_order_relaxed);
+      return stop_ || (!failed() && (!buf_.empty() || written_seq_.load(std::memory_order_relaxed) >
+                                                          synced_seq_.load(std::memory_order_relaxed)));
     });
     syncer_idle_ = false;
+    if (stop_ && failed()) return;  // what it holds is lost with the process, as never acknowledged
     const bool unflushed = !buf_.empty();
     lock.unlock();
     if (unflushed) {  // a background step's records: nobody else writes them
       std::lock_guard w(write_mu_);
-      FlushLocked(false);
+      (void)FlushLocked(false);
     }
     const uint64_t target = written_seq_.load(std::memory_order_acquire);
-    if (options_.sync && target > synced_seq_.load(std::memory_order_relaxed)) {
+    if (options_.sync && !failed() && target > synced_seq_.load(std::memory_order_relaxed)) {
       const auto t0 = std::chrono::steady_clock::now();
+      Status st;
       {
         // The files before the current one first (a record in them precedes every record here).
         std::lock_guard fd_lock(fd_mu_);
-        for (int old : retiring_) {
-          if (::fsync(old) != 0) FailStop(Status(Code::kFileWriteFail, "cannot sync a closed log file"));
-          ::close(old);
+        while (st.ok() && !retiring_.empty()) {
+          st = Sync(retiring_.front(), "a closed log file of " + options_.dir);
+          if (!st.ok()) break;
+          ::close(retiring_.front());
+          retiring_.erase(retiring_.begin());
         }
-        retiring_.clear();
-        if (::fdatasync(fd_) != 0) {
-          FailStop(Status(Code::kFileWriteFail, "cannot sync " + file_path_ + ": " + std::strerror(errno)));
-        }
+        if (st.ok()) st = Sync(fd_, file_path_);
+      }
+      if (!st.ok()) {  // what the sync covered may be lost: only a snapshot vouches for it now
+        Fail(st);
+        lock.lock();
+        continue;
       }
       syncs_.fetch_add(1, std::memory_order_relaxed);
       sync_us_.fetch_add(
@@ -448,17 +539,21 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
   std::lock_guard one(snapshot_mu_);
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t base;
+  const bool was_failed = failed();
   {
-    // Every record up to `base` goes to the files before the new one; the dump below starts after
-    // this, so it reflects all of them.
+    // Every record up to `base` goes to the files before the new one (or, failed, nowhere: the
+    // snapshot alone vouches for them); the dump below starts after this, so it reflects all of them.
     std::lock_guard w(write_mu_);
-    FlushLocked(/*rotate=*/true);
+    YB_RETURN_IF_ERROR(FlushLocked(/*rotate=*/true));
     base = file_first_seq_ - 1;
   }
   const std::string path = options_.dir + "/" + SnapshotFileName(base);
   const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
-  if (fd < 0) return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(errno));
+  const int injected = Injected(options_.fault, "open", tmp);
+  int fd = injected ? -1 : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
+  if (fd < 0) {
+    return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(injected ? injected : errno));
+  }
   std::string out, payload;
   pb::SnapshotHeader header;
   header.set_seq(base);
@@ -473,12 +568,12 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
     AppendFrame(base, payload, out);
     ++records;
     if (out.size() >= (4u << 20) && st.ok()) {
-      st = WriteAll(fd, out, tmp);
+      st = Write(fd, out, tmp);
       out.clear();
     }
   });
-  if (st.ok()) st = WriteAll(fd, out, tmp);
-  if (st.ok() && ::fdatasync(fd) != 0) st = Status(Code::kFileWriteFail, "cannot sync " + tmp);
+  if (st.ok()) st = Write(fd, out, tmp);
+  if (st.ok()) st = Sync(fd, tmp);
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     st = Status(Code::kFileWriteFail, "cannot rename " + tmp + ": " + std::strerror(errno));
@@ -486,7 +581,8 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
   if (st.ok()) st = SyncDir(options_.dir);
   if (!st.ok()) {
     ::unlink(tmp.c_str());
-    YB_LOG_ERROR("metadata log: snapshot at {} failed: {}", base, st.ToString());
+    // A failed log's compactions report through Maintain (once in a while, not each second).
+    if (!was_failed) YB_LOG_ERROR("metadata log: snapshot at {} failed: {}", base, st.ToString());
     return st;
   }
   // What the snapshot covers is no longer needed: older snapshots, and the log files before the
@@ -499,6 +595,16 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
     if (l <= base) ::unlink((options_.dir + "/" + LogFileName(l)).c_str());
   }
   (void)SyncDir(options_.dir);
+  if (was_failed || failed()) {
+    // Every record up to `base` is in the snapshot: durable, whatever the files held. Released
+    // now (after the files before it are gone: a standby's shipper finds the snapshot instead).
+    {
+      std::lock_guard fd_lock(fd_mu_);
+      for (int old : retiring_) ::close(old);
+      retiring_.clear();
+    }
+    Fire(base, base);
+  }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   snapshot_seq_ = base;
   snapshots_.fetch_add(1, std::memory_order_relaxed);
@@ -511,6 +617,44 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
 Status MetaLog::SnapshotIfDue(const ImageWriter& write_image, uint64_t next_object_id) {
   if (!SnapshotDue()) return Status::OK();
   return Snapshot(write_image, next_object_id);
+}
+
+void MetaLog::Maintain(const ImageWriter& write_image, uint64_t next_object_id) {
+  const uint64_t min_free = options_.min_free_bytes;
+  auto free_now = [&] {
+    uint64_t free = FreeBytes(options_.dir);
+    if (Injected(options_.fault, "space", options_.dir) == ENOSPC) free = 0;
+    free_bytes_ = free;
+    return free;
+  };
+  uint64_t free = free_now();
+  if (!failed()) {
+    if (min_free > 0 && free < min_free) {
+      Fail(Status(Code::kFileWriteFail, "only " + std::to_string(free) + " bytes are free under " + options_.dir +
+                                            " (below " + std::to_string(min_free) + ", kept for a snapshot)"));
+    } else {
+      maintain_failed_rounds_ = 0;
+      (void)SnapshotIfDue(write_image, next_object_id);
+      return;
+    }
+  }
+  // Failed: a snapshot covers what was appended and deletes the log before it.
+  const bool say = maintain_failed_rounds_++ % 30 == 0;  // the first round, then every 30th
+  if (last_seq() > snapshot_seq_.load()) {
+    if (Status st = Snapshot(write_image, next_object_id); !st.ok()) {
+      if (say) YB_LOG_WARN("metadata log {}: still failing ({}); changes stay refused", options_.dir, st.ToString());
+      return;
+    }
+    free = free_now();
+  }
+  if (min_free > 0 && free < min_free) {
+    if (say) {
+      YB_LOG_WARN("metadata log {}: compacted, and still only {} bytes free (below {}): changes stay refused",
+                  options_.dir, free, min_free);
+    }
+    return;
+  }
+  Resume();
 }
 
 MetaLog::Stats MetaLog::stats() const {
@@ -531,6 +675,13 @@ MetaLog::Stats MetaLog::stats() const {
   s.log_bytes_since_snapshot = since_snapshot_.load(std::memory_order_relaxed);
   s.recovered_records = recovered_records_;
   s.cut_bytes = cut_bytes_;
+  s.failed = failed();
+  if (s.failed) {
+    std::lock_guard lock(mu_);
+    s.failure = failure_.ToString();
+  }
+  s.failures = failures_.load(std::memory_order_relaxed);
+  s.free_bytes = free_bytes_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -22,8 +22,18 @@
 // Open() recovers the directory: the newest intact snapshot, then the log records after it, in
 // order, until the first torn or corrupt frame or a gap in the numbering; the file is cut there
 // (and later ones removed), what was cut is logged. A directory is used by one process at a time
-// (an flock on its LOCK file). A write or sync that fails stops the process (fail-stop): nothing
-// after it could be acknowledged, and a restart recovers what was acknowledged.
+// (an flock on its LOCK file).
+//
+// Failures degrade, never stop the process. A write, sync or new file that fails (ENOSPC, EIO), or
+// free space under min_free_bytes, fails the log: Writable() then answers FILE_WRITE_FAIL, which
+// the master gives every change while it serves reads; nothing more is written, and records
+// appended meanwhile (background steps, calls already admitted) wait in memory, their replies
+// held. Maintain(), each second, then compacts: a snapshot of the master's state covers every
+// record appended, whatever the files before it hold (a torn tail, a sync that may have lost pages),
+// and deletes the log before it, winning its space back. Once one is written and the space is
+// there, the log goes on in a new file and what it held is released. A crash meanwhile recovers
+// what was acknowledged (the records after the failure were not). Opened on a full disk, the log
+// starts failed: a restart comes up read-only.
 //
 // Thread-safe. Append and the tickets are called from the master's threads (holding the lock of
 // the change they record: Append never blocks on I/O); the writer thread runs release callbacks,
@@ -42,6 +52,7 @@
 #include <vector>
 
 #include "master/master_image.h"
+#include "common/files.h"
 #include "master/meta_sink.h"
 #include "yuebing/status.h"
 
@@ -54,6 +65,10 @@ class MetaLog final : public MetaSink {
     bool sync = true;                            // fdatasync each round (false only for tests of replay)
     uint64_t file_bytes = 64ULL << 20;           // a log file closes at this size and the next begins
     uint64_t snapshot_log_bytes = 256ULL << 20;  // log written since the last snapshot that calls for one
+    // Below this many free bytes on the directory's file system the log fails (and compacts) before
+    // a write can fail for want of space: room for a snapshot. 0: only when a write fails.
+    uint64_t min_free_bytes = 32ULL << 20;
+    FaultHook fault;  // tests: a failing or full device
   };
   // What a thread must wait for: the last record it appended, and whether it must be synced (or
   // only written). seq 0: nothing.
@@ -75,6 +90,10 @@ class MetaLog final : public MetaSink {
     uint64_t log_bytes_since_snapshot = 0;
     uint64_t recovered_records = 0;  // replayed at start
     uint64_t cut_bytes = 0;          // of a torn or corrupt tail cut at start
+    bool failed = false;             // no change is taken (Writable())
+    std::string failure;             // why, while failed
+    uint64_t failures = 0;           // times the log failed since start
+    uint64_t free_bytes = 0;         // on the directory's file system, at the last Maintain()
   };
 
   // Opens (creating it if missing) and recovers the directory into `image`, then starts the writer.
@@ -84,6 +103,9 @@ class MetaLog final : public MetaSink {
   MetaLog& operator=(const MetaLog&) = delete;
 
   void Append(const pb::LogRecord& record) override;
+  // OK, or (failed) FILE_WRITE_FAIL saying why no change is taken.
+  Status Writable() const override;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
 
   // This thread's ticket since it last took one.
   static Ticket TakeTicket();
@@ -120,6 +142,9 @@ class MetaLog final : public MetaSink {
   // A snapshot if snapshot_log_bytes of log were written since the last (the scheduler's step).
   Status SnapshotIfDue(const ImageWriter& write_image, uint64_t next_object_id);
   bool SnapshotDue() const { return since_snapshot_.load(std::memory_order_relaxed) >= options_.snapshot_log_bytes; }
+  // The master's step, each second: watches the free space (failing the log below min_free_bytes),
+  // takes a snapshot when one is due, and while failed compacts and resumes (see the class comment).
+  void Maintain(const ImageWriter& write_image, uint64_t next_object_id);
 
   Stats stats() const;
   const std::string& dir() const { return options_.dir; }
@@ -128,8 +153,16 @@ class MetaLog final : public MetaSink {
   explicit MetaLog(Options options);
   Status Recover(MasterImage* image);
   Status OpenFile(uint64_t first_seq);
-  // Flush, with write_mu_ held; `rotate`: then go on in a new file.
-  void FlushLocked(bool rotate);
+  // Flush, with write_mu_ held; `rotate`: then go on in a new file. While failed nothing is
+  // written: without `rotate` the records stay appended; with it they are dropped, for the snapshot
+  // being taken covers them.
+  Status FlushLocked(bool rotate);
+  // The log fails (see the class comment) for `cause`; resumes.
+  void Fail(const Status& cause);
+  void Resume();
+  // A write or sync, failing as the fault hook says.
+  Status Write(int fd, std::string_view data, const std::string& path) const;
+  Status Sync(int fd, const std::string& path) const;
   void SyncerLoop();
   // Publishes the levels and runs the callbacks they release.
   void Fire(uint64_t written, uint64_t synced);
@@ -168,6 +201,10 @@ class MetaLog final : public MetaSink {
   std::atomic<uint64_t> since_snapshot_{0};
   std::atomic<uint64_t> syncs_{0}, sync_us_{0};
   uint64_t recovered_records_ = 0, cut_bytes_ = 0;
+  std::atomic<bool> failed_{false};
+  Status failure_;  // under mu_, while failed_
+  std::atomic<uint64_t> failures_{0}, free_bytes_{0};
+  uint64_t maintain_failed_rounds_ = 0;  // Maintain() rounds since the log failed (its caller's thread)
   std::thread syncer_;
 };
 

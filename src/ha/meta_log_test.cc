@@ -448,6 +448,163 @@ TEST_F(MetaLogTest, AReservationIsReleasedOnceWrittenAndAChangeOnceSynced) {
   EXPECT_EQ(now, 1);
 }
 
+// A full or failing disk under the log: the master keeps serving reads, refuses changes with a
+// clear code, holds what it had appended, and takes changes again by itself once a snapshot can be
+// written; a restart finds everything that was acknowledged.
+class FailingDiskTest : public MetaLogTest {
+ protected:
+  MetaLog::Options Faulty() {
+    MetaLog::Options o;
+    o.min_free_bytes = 1;  // short of space only when the test says so ("space")
+    o.fault = [this](std::string_view op, const std::string& path) -> int {
+      (void)path;
+      if (op == "write" || op == "open") return write_errno_.load();
+      if (op == "sync") return sync_errno_.load();
+      if (op == "space") return space_errno_.load();
+      return 0;
+    };
+    return o;
+  }
+  std::atomic<int> write_errno_{0}, sync_errno_{0}, space_errno_{0};
+};
+
+TEST_F(FailingDiskTest, AFullDiskRefusesChangesServesReadsAndResumesOnceASnapshotFits) {
+  std::multiset<std::string> before;
+  {
+    LoggedMaster a(dir_.path(), clock_, Faulty());
+    auto compact = [&] {
+      a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+    };
+    CallContext ctx = Join(*a.master);
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE(a.master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
+      ASSERT_TRUE(a.master->PutEnd(ctx, "k" + std::to_string(i), std::nullopt).ok());
+    }
+    a.Settle();
+    EXPECT_TRUE(a.master->Writable().ok());
+
+    write_errno_ = ENOSPC;
+    // A change admitted as the disk fills: applied, its record held, its reply (ticket) with it.
+    ASSERT_TRUE(a.master->PutStart(ctx, "late", 100, {}).ok());
+    MetaLog::Ticket held = MetaLog::TakeTicket();
+    a.log->Flush();
+    ASSERT_TRUE(a.log->failed());
+    EXPECT_FALSE(a.log->Released(held));
+    Status refused = a.master->Writable();
+    EXPECT_EQ(refused.code(), Code::kFileWriteFail);
+    EXPECT_NE(refused.message().find("No space left on device"), std::string::npos) << refused.ToString();
+    EXPECT_NE(refused.message().find("serves reads"), std::string::npos) << refused.ToString();
+    EXPECT_EQ(a.master->RegisterClient({ClientId{9, 9}, "h9", "new-tenant"}).code(), Code::kFileWriteFail);
+    // Reads go on.
+    auto info = a.master->GetReplicaList(ctx, "k3", false);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_EQ(info->size, 100u);
+    auto s = a.log->stats();
+    EXPECT_TRUE(s.failed);
+    EXPECT_EQ(s.failures, 1u);
+    EXPECT_NE(s.failure.find("No space"), std::string::npos);
+
+    compact();  // the snapshot does not fit either
+    EXPECT_TRUE(a.log->failed());
+    EXPECT_FALSE(a.log->Released(held));
+
+    write_errno_ = 0;  // space is back
+    compact();
+    EXPECT_FALSE(a.log->failed());
+    EXPECT_TRUE(a.master->Writable().ok());
+    EXPECT_TRUE(a.log->Released(held));  // the snapshot holds its record
+    ASSERT_TRUE(a.master->PutEnd(ctx, "late", std::nullopt).ok());
+    a.Settle();
+    EXPECT_EQ(a.log->stats().failures, 1u);
+    before = Fingerprint(*a.master);
+  }
+  LoggedMaster b(dir_.path(), clock_);
+  EXPECT_EQ(Fingerprint(*b.master), before);
+  EXPECT_EQ(b.master->Stats().keys, 11u);
+}
+
+TEST_F(FailingDiskTest, ASyncThatFailsIsNotTrustedAgainOnlyASnapshotVouchesForItsRecords) {
+  LoggedMaster a(dir_.path(), clock_, Faulty());
+  CallContext ctx = Join(*a.master);
+  ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+  a.Settle();
+  sync_errno_ = EIO;
+  ASSERT_TRUE(a.master->PutStart(ctx, "k", 100, {}).ok());
+  ASSERT_TRUE(a.master->PutEnd(ctx, "k", std::nullopt).ok());
+  MetaLog::Ticket t = MetaLog::TakeTicket();
+  a.log->Flush();  // written; the syncer's sync fails
+  for (int i = 0; i < 2000 && !a.log->failed(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(a.log->failed());
+  EXPECT_NE(a.log->stats().failure.find("Input/output error"), std::string::npos);
+  sync_errno_ = 0;  // a sync that works now does not vouch for pages the failed one may have dropped
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(a.log->Released(t));
+  a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+  EXPECT_FALSE(a.log->failed());
+  EXPECT_TRUE(a.log->Released(t));
+  EXPECT_EQ(Files(".ybs").size(), 1u);
+}
+
+TEST_F(FailingDiskTest, TooLittleFreeSpaceFailsTheLogBeforeAWriteDoesAndAFullDiskAtStartIsReadOnly) {
+  {
+    LoggedMaster a(dir_.path(), clock_, Faulty());
+    CallContext ctx = Join(*a.master);
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    a.Settle();
+    space_errno_ = ENOSPC;  // free space below min_free_bytes
+    a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+    EXPECT_TRUE(a.log->failed());
+    EXPECT_NE(a.log->stats().failure.find("bytes are free"), std::string::npos) << a.log->stats().failure;
+    a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+    EXPECT_TRUE(a.log->failed());  // compacted, still short of space
+    space_errno_ = 0;
+    a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+    EXPECT_FALSE(a.log->failed());
+    ASSERT_TRUE(a.master->PutStart(ctx, "k", 100, {}).ok());
+    ASSERT_TRUE(a.master->PutEnd(ctx, "k", std::nullopt).ok());
+    a.Settle();
+  }
+  write_errno_ = ENOSPC;  // restarted on a full disk: it recovers, and starts refusing changes
+  {
+    LoggedMaster b(dir_.path(), clock_, Faulty());
+    EXPECT_TRUE(b.log->failed());
+    EXPECT_EQ(b.master->Writable().code(), Code::kFileWriteFail);
+    CallContext ctx = Join(*b.master);
+    EXPECT_TRUE(*b.master->ExistKey(ctx, "k"));
+    write_errno_ = 0;
+    b.log->Maintain([&](const auto& emit) { b.master->WriteImage(emit); }, b.master->next_object_id());
+    EXPECT_FALSE(b.log->failed());
+    ASSERT_TRUE(b.master->Remove(ctx, "k", true).ok());
+    b.Settle();
+  }
+  LoggedMaster c(dir_.path(), clock_);
+  EXPECT_EQ(c.master->Stats().keys, 0u);
+}
+
+TEST_F(FailingDiskTest, AMasterThatStopsWhileFailedRecoversWhatWasAcknowledged) {
+  {
+    LoggedMaster a(dir_.path(), clock_, Faulty());
+    CallContext ctx = Join(*a.master);
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    ASSERT_TRUE(a.master->PutStart(ctx, "acked", 100, {}).ok());
+    ASSERT_TRUE(a.master->PutEnd(ctx, "acked", std::nullopt).ok());
+    a.Settle();
+    write_errno_ = ENOSPC;
+    ASSERT_TRUE(a.master->PutStart(ctx, "never", 100, {}).ok());
+    ASSERT_TRUE(a.master->PutEnd(ctx, "never", std::nullopt).ok());
+    (void)MetaLog::TakeTicket();
+    a.log->Flush();
+    ASSERT_TRUE(a.log->failed());
+    // Stopping does not wait for what cannot be written.
+  }
+  write_errno_ = 0;
+  LoggedMaster b(dir_.path(), clock_);
+  CallContext ctx = Join(*b.master);
+  EXPECT_TRUE(*b.master->ExistKey(ctx, "acked"));
+  EXPECT_FALSE(*b.master->ExistKey(ctx, "never"));
+}
+
 }  // namespace
 }  // namespace yb::ha
 

@@ -80,6 +80,7 @@ Result<uint64_t> LogTail::Read(uint64_t after, uint64_t up_to, size_t max_bytes,
   if (fd_ < 0 || next_ != after + 1) YB_RETURN_IF_ERROR(OpenFileHolding(after + 1));
   std::string chunk;
   uint64_t last = after;
+  bool read_again = false;  // a file after a gap was seen: one more read of this one tells
   while (last < up_to && out.size() < max_bytes) {
     chunk.resize(std::max<size_t>(1 << 16, max_bytes - out.size()));
     ssize_t n = ::pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(offset_));
@@ -101,11 +102,25 @@ Result<uint64_t> LogTail::Read(uint64_t after, uint64_t up_to, size_t max_bytes,
       if (out.size() >= max_bytes) break;
     }
     offset_ += used;
-    if (progressed) continue;
+    if (progressed) {
+      read_again = false;
+      continue;
+    }
     // Nothing more in this file: the rest (if written already) is in the next one.
     std::vector<uint64_t> files = LogFiles(dir_);
     auto nxt = std::upper_bound(files.begin(), files.end(), file_first_);
-    if (nxt == files.end() || *nxt != next_) break;  // not written yet
+    if (nxt == files.end()) break;  // not written yet
+    if (*nxt != next_) {
+      // The next file starts past what this one holds: records were never written (a log that
+      // failed goes on after a snapshot that holds them). Read once more (this file may have grown
+      // before the next began), then the snapshot it is.
+      if (read_again) {
+        return Status(Code::kObjectNotFound, "the log goes on at " + std::to_string(*nxt) + " after " +
+                                                 std::to_string(next_ - 1) + ": a snapshot holds the records between");
+      }
+      read_again = true;
+      continue;
+    }
     YB_RETURN_IF_ERROR(OpenFileHolding(next_));
   }
   return last;

@@ -136,6 +136,9 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState
 Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
   if (ctx.client.empty()) return Status(Code::kInvalidParams, "client id is empty");
   clients_.Touch(ctx.client);
+  // While the log cannot be written, only a mount that changes nothing recorded (an owner back with
+  // its memory after a restart) is taken.
+  if (Status w = Writable(); !w.ok() && !segments_.RecordedAsIs(ctx.client, seg)) return w;
   if (segments_.Stale(ctx.client, seg)) {
     // Its owner came back after our restart with other memory behind the segment: what we
     // recovered on it is gone.

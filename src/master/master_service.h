@@ -94,6 +94,7 @@ class MasterService final : public MasterApi {
   using MasterApi::BatchPutStart;  // and its helper form without a WriteMode
   Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
   Status VerifyCaller(const CallContext& ctx) override;
+  Status Writable() override { return table_.sink() ? table_.sink()->Writable() : Status::OK(); }
   using MasterApi::Ping;  // and its form without a segment count
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;

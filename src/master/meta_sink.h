@@ -9,6 +9,7 @@
 #pragma once
 
 #include "metalog.pb.h"
+#include "yuebing/status.h"
 
 namespace yb {
 
@@ -16,6 +17,9 @@ class MetaSink {
  public:
   virtual ~MetaSink() = default;
   virtual void Append(const pb::LogRecord& record) = 0;
+  // Whether changes are taken now: an error (saying why) while the sink cannot make them durable;
+  // the master then refuses every change and goes on serving reads.
+  virtual Status Writable() const { return Status::OK(); }
 };
 
 }  // namespace yb

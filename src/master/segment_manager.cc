@@ -109,6 +109,19 @@ bool SegmentManager::Stale(const ClientId& owner, const SegmentDesc& desc) const
   return it->second->desc.size != desc.size || it->second->desc.incarnation != desc.incarnation;
 }
 
+namespace {
+bool SameRecord(const SegmentDesc& had, const SegmentDesc& desc) {
+  return had.size == desc.size && had.incarnation == desc.incarnation && had.endpoint == desc.endpoint &&
+         had.base == desc.base && had.grant_key == desc.grant_key;
+}
+}  // namespace
+
+bool SegmentManager::RecordedAsIs(const ClientId& owner, const SegmentDesc& desc) const {
+  ReaderLock lock(mu_);
+  auto it = by_id_.find(desc.id);
+  return it != by_id_.end() && it->second->owner == owner && SameRecord(it->second->desc, desc);
+}
+
 Result<SegmentManager::Restored> SegmentManager::Restore(const ClientId& owner, const SegmentDesc& desc,
                                                          const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                                                          std::optional<TenantIndex> only_tenant) {
@@ -180,6 +193,7 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std
     if (!seg.confirmed && seg.owner == owner && seg.desc.size == desc.size &&
         seg.desc.incarnation == desc.incarnation) {
       // Its owner kept its memory across our restart: what we recovered on it is readable again.
+      const bool recorded_as_is = SameRecord(seg.desc, desc);
       seg.confirmed = true;
       seg.desc.endpoint = desc.endpoint;
       seg.desc.base = desc.base;
@@ -187,7 +201,7 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std
       PublishKey(SlotOf(seg.ref), seg.desc.grant_key);
       slot_serving_[SlotOf(seg.ref)].store(true, std::memory_order_release);
       RebuildListLocked();
-      LogLocked(seg);
+      if (!recorded_as_is) LogLocked(seg);
       YB_LOG_INFO("segment {} '{}' re-mounted by client {} with its contents", desc.id, desc.name, owner.ToString());
       return Status::OK();
     }

@@ -65,6 +65,10 @@ class SegmentManager {
   std::optional<NameHolder> NameHeldByOther(const ClientId& owner, const std::string& name) const;
   // The segment `desc.id` was restored for `owner` and `desc` does not confirm it.
   bool Stale(const ClientId& owner, const SegmentDesc& desc) const;
+  // Mounting `desc` for `owner` changes nothing recorded: the segment is mounted or restored for it
+  // with the same memory (size, incarnation), endpoint, base and grant key. Such a mount appends no
+  // record, so a master whose log cannot be written takes it (its owner's replicas stay readable).
+  bool RecordedAsIs(const ClientId& owner, const SegmentDesc& desc) const;
   // A segment as a master that restarted found it, with the ranges (offset, size) of its recovered
   // replicas allocated: returns the reference and each range's allocator handle, in order.
   struct Restored {

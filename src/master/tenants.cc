@@ -15,6 +15,7 @@ Result<TenantIndex> TenantRegistry::Register(const std::string& name) {
   if (it != by_name_.end()) return it->second;
   size_t n = count_.load(std::memory_order_relaxed);
   if (n >= kMaxTenants) return Status(Code::kInvalidParams, "too many tenants");
+  if (sink_) YB_RETURN_IF_ERROR(sink_->Writable());  // a new tenant is a change
   names_[n] = name;
   by_name_.emplace(name, static_cast<TenantIndex>(n));
   count_.store(n + 1, std::memory_order_release);

@@ -95,6 +95,13 @@ Status RoleMay(const net::Peer& peer, bool tenants_may_mount) {
   return Status::OK();
 }
 
+// Calls that change what the master records (metadata log): refused while it cannot record them.
+// A mount is judged by the master (a remount that changes nothing recorded is taken).
+constexpr bool ChangeCall(M m) {
+  return !(m == M::kRegisterClient || m == M::kPing || m == M::kListSegments || m == M::kGetReplicaList ||
+           m == M::kReadEnd || m == M::kExistKey || m == M::kMountSegments);
+}
+
 template <M m>
 Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, const Req<m>& q, uint32_t max_batch,
              bool tenants_may_mount) {
@@ -113,7 +120,9 @@ Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, cons
   } else if constexpr (m == M::kListSegments) {
     return Status::OK();
   } else {
-    return api.VerifyCaller(ctx);
+    YB_RETURN_IF_ERROR(api.VerifyCaller(ctx));
+    if constexpr (ChangeCall(m)) YB_RETURN_IF_ERROR(api.Writable());
+    return Status::OK();
   }
 }
 

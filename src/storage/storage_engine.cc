@@ -24,15 +24,8 @@ constexpr uint32_t kMetaVersion = 2;
 constexpr uint32_t kMetaVersionWholeXxh3 = 1;
 constexpr uint32_t kForgottenMagic = 0x46424259;  // "YBBF": one record of the forgotten log
 
-using FaultHook = std::function<int(std::string_view, const std::string&)>;
-
 Status IoError(const std::string& what, const std::string& path, int err = errno) {
   return Status(Code::kFileWriteFail, what + " " + path + ": " + std::strerror(err));
-}
-
-// The errno a test's fault hook injects for `op` on `path`, or 0.
-int Injected(const FaultHook& fault, std::string_view op, const std::string& path) {
-  return fault ? fault(op, path) : 0;
 }
 
 template <typename T>

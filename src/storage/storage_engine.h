@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/files.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 
@@ -36,9 +37,8 @@ enum class BucketPolicy { kFifo, kLru };
 struct StorageConfig : SsdTierConfig {
   StorageConfig() = default;
   explicit StorageConfig(const SsdTierConfig& tier) : SsdTierConfig(tier) {}
-  // Fault injection for tests (a failing device): called before each write, sync and read with the
-  // operation ("write", "sync", "read") and the file; a non-zero return is the errno it fails with.
-  std::function<int(std::string_view op, const std::string& path)> fault;
+  // Fault injection for tests (a failing device), before each write, sync and read.
+  FaultHook fault;
 };
 
 struct StoredObject {

@@ -145,7 +145,8 @@ class Cluster:
         if prefix:  # inside a network namespace: ask with the yb tool from there
             return self.yb(["segments"], prefix=prefix).returncode == 0
         try:
-            return self.http("/health") == "OK\n"
+            h = self.http("/health")  # a master refusing changes (DEGRADED) serves too
+            return h == "OK\n" or h.startswith("DEGRADED")
         except OSError:
             return False
 
