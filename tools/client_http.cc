@@ -56,6 +56,9 @@ std::string ClientMetricsText(const ClientStats& s) {
             s.offload_failures);
   p.Counter("yb_client_disk_evicted_buckets_total", "SSD tier buckets evicted above the high watermark.",
             s.disk_evicted_buckets);
+  p.Gauge("yb_client_disk_offload_paused",
+          "1 while offloading waits for the disk (it refused a write: full or failing); memory keeps serving.",
+          s.disk_offload_paused);
   return p.text();
 }
 

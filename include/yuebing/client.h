@@ -135,6 +135,7 @@ struct ClientStats {
   uint64_t offloaded = 0;         // objects copied down at the master's request
   uint64_t offload_failures = 0;  // copies that failed (the DRAM copy stayed)
   uint64_t disk_evicted_buckets = 0;
+  bool disk_offload_paused = false;  // the disk refused a write: offloading waits for space
 };
 
 class Client {

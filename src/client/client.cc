@@ -153,6 +153,7 @@ ClientStats Client::Stats() const {
     s.offloaded = o->offloaded();
     s.offload_failures = o->failed();
     s.disk_evicted_buckets = o->evicted_buckets();
+    s.disk_offload_paused = o->paused();
   }
   return s;
 }

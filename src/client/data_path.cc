@@ -23,6 +23,7 @@ Status DataPath::StartSsdTier(Scheduler& scheduler, const StorageFault& fault,
   Offloader::Options o;
   o.storage = storage::StorageConfig(config_.ssd);
   o.storage.fault = fault;
+  o.clock = &scheduler.clock();
   Membership& m = members_;
   auto off = Offloader::Open(
       o, members_.master_ptr(), [&m] { return m.ctx(); }, local);

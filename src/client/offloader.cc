@@ -1,8 +1,10 @@
 #include "client/offloader.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <unordered_map>
 
+#include "common/files.h"
 #include "common/log.h"
 
 namespace yb {
@@ -26,7 +28,11 @@ constexpr size_t kRegisterBatch = 1000;
 
 Offloader::Offloader(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
                      std::shared_ptr<LocalSegmentRegistry> local)
-    : options_(std::move(options)), master_(std::move(master)), ctx_(std::move(ctx)), local_(std::move(local)) {}
+    : options_(std::move(options)),
+      master_(std::move(master)),
+      ctx_(std::move(ctx)),
+      local_(std::move(local)),
+      clock_(options_.clock ? *options_.clock : real_clock_) {}
 
 Result<std::unique_ptr<Offloader>> Offloader::Open(Options options, std::shared_ptr<MasterApi> master, ContextFn ctx,
                                                    std::shared_ptr<LocalSegmentRegistry> local) {
@@ -93,8 +99,41 @@ size_t Offloader::EvictIfNeeded(uint64_t incoming) {
   return evicted;
 }
 
+namespace {
+constexpr TimeMs kFirstPauseMs = 1000, kLongestPauseMs = 30000;
+constexpr uint64_t kRoomToTry = 1ULL << 20;  // free bytes under the directory worth a try
+}  // namespace
+
+void Offloader::Pause(const Status& why) {
+  pause_ms_ = pause_ms_ == 0 ? kFirstPauseMs : std::min(pause_ms_ * 2, kLongestPauseMs);
+  retry_at_ = clock_.NowMs() + pause_ms_;
+  if (!paused_.exchange(true)) {
+    YB_LOG_WARN(
+        "SSD tier {}: {}: offloading paused (every object keeps its DRAM copy, and what is on disk is still "
+        "read); it tries again once the directory has free space, every {}-{} s",
+        options_.storage.path, why.ToString(), kFirstPauseMs / 1000, kLongestPauseMs / 1000);
+  }
+}
+
+bool Offloader::MayWrite() {
+  if (!paused_.load()) return true;
+  const TimeMs now = clock_.NowMs();
+  if (now < retry_at_) return false;
+  uint64_t free = FreeBytes(options_.storage.path);
+  if (Injected(options_.storage.fault, "space", options_.storage.path) == ENOSPC) free = 0;
+  if (free < kRoomToTry) {
+    retry_at_ = now + pause_ms_;
+    return false;
+  }
+  return true;  // a try: its outcome pauses again or resumes
+}
+
 size_t Offloader::RunOnce() {
   std::lock_guard round(round_mu_);
+  if (!MayWrite()) {
+    EvictIfNeeded();  // frees space, and needs no write
+    return 0;
+  }
   auto tasks = master_->OffloadFetch(ctx_(), options_.batch);
   if (!tasks.ok() || tasks->empty()) {
     EvictIfNeeded();
@@ -146,8 +185,15 @@ size_t Offloader::RunOnce() {
     offloaded_.fetch_add(stored, std::memory_order_relaxed);
     if (!st.ok()) {
       failed_.fetch_add(values.size() - stored, std::memory_order_relaxed);
-      YB_LOG_WARN("SSD tier: {} of {} objects not offloaded, their DRAM copies stay: {}", values.size() - stored,
-                  values.size(), st.ToString());
+      if (st.code() == Code::kFileWriteFail) {
+        Pause(st);
+      } else {
+        YB_LOG_WARN("SSD tier: {} of {} objects not offloaded, their DRAM copies stay: {}", values.size() - stored,
+                    values.size(), st.ToString());
+      }
+    } else if (paused_.exchange(false)) {
+      pause_ms_ = 0;
+      YB_LOG_WARN("SSD tier {}: the disk takes writes again: offloading resumes", options_.storage.path);
     }
   }
   if (results.empty()) return fetched;

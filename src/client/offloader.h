@@ -5,6 +5,9 @@
 //     eviction), copies each object from the client's own segment into a bucket, and reports the
 //     outcome (OffloadDone) so the master records the LOCAL_DISK replica or keeps the DRAM copy;
 //   - evicts whole buckets above the high watermark (telling the master first).
+// A write the disk refuses (full, failing) pauses offloading: no task is fetched (the master keeps
+// every DRAM copy, and memory keeps serving), reads of what is on disk go on, and after a pause (1 s,
+// doubling to 30 s) a round tries again once the directory has free space; logged once each way.
 // It serves LOCAL_DISK reads to this process and to the transfer server (ObjectReader), and
 // registers what is on disk with the master after start, re-mount or master restart.
 #pragma once
@@ -15,6 +18,7 @@
 #include <mutex>
 
 #include "api/master_api.h"
+#include "common/clock.h"
 #include "common/scheduler.h"
 #include "storage/storage_engine.h"
 #include "transfer/local_segments.h"
@@ -28,6 +32,7 @@ class Offloader {
     // Offload tasks fetched per round: a round is one bucket write (fsync pair), and small buckets
     // cost throughput (64 KiB objects: 0.8 GB/s in rounds of 64, 1.3-1.5 GB/s in rounds of 256+).
     uint32_t batch = 500;
+    const Clock* clock = nullptr;  // the pauses' clock (null: the real one)
   };
   using ContextFn = std::function<CallContext()>;
 
@@ -53,6 +58,8 @@ class Offloader {
   uint64_t offloaded() const { return offloaded_.load(std::memory_order_relaxed); }
   uint64_t failed() const { return failed_.load(std::memory_order_relaxed); }
   uint64_t evicted_buckets() const { return evicted_buckets_.load(std::memory_order_relaxed); }
+  // Offloading stopped: the disk refused a write, and has not taken one since.
+  bool paused() const { return paused_.load(std::memory_order_relaxed); }
 
  private:
   // Drops disk copies nobody will ask for, durably (logged if that fails).
@@ -71,6 +78,14 @@ class Offloader {
   std::atomic<uint64_t> offloaded_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> evicted_buckets_{0};
+  // Whether a round may write now (false while paused and the pause or the disk says no).
+  bool MayWrite();
+  void Pause(const Status& why);
+  RealClock real_clock_;
+  const Clock& clock_;  // options_.clock, or real_clock_
+  std::atomic<bool> paused_{false};
+  TimeMs retry_at_ = 0;      // under round_mu_
+  TimeMs pause_ms_ = 0;      // under round_mu_: the current pause, doubling while the disk refuses
 };
 
 }  // namespace yb

@@ -29,8 +29,10 @@ class OffloaderTest : public ::testing::Test {
     master_ = std::make_shared<NiceMock<MockMaster>>();
   }
 
-  std::unique_ptr<Offloader> Open(const std::string& policy) {
+  std::unique_ptr<Offloader> Open(const std::string& policy, storage::StorageConfig* storage = nullptr) {
     Offloader::Options o;
+    if (storage) o.storage = *storage;
+    o.clock = &clock_;
     o.storage.path = dir_;
     o.storage.total_size_limit = 10 * 1000;
     o.storage.bucket_keys_limit = 2;
@@ -52,6 +54,7 @@ class OffloaderTest : public ::testing::Test {
     }
   }
 
+  ManualClock clock_;
   static constexpr SegmentId kSeg = 77;
   TempDir tmp_{"yb-offloader"};
   const std::string dir_ = tmp_.path();
@@ -80,6 +83,50 @@ TEST_F(OffloaderTest, AnUnreachableMasterKeepsEveryBucketUntilItCanBeTold) {
   // Objects about to be written count: room for 3 KB more means two more buckets go.
   EXPECT_EQ(off->EvictIfNeeded(3000), 2u);
   EXPECT_EQ(told.back(), (std::vector<std::string>{"b2-0", "b2-1"}));
+}
+
+// A disk that refuses writes pauses offloading (no task fetched: the master keeps the DRAM copies)
+// while what is on disk is still read; once there is room again the next try resumes it.
+TEST_F(OffloaderTest, AFullDiskPausesOffloadingUntilItHasRoomAgain) {
+  std::atomic<int> write_errno{0}, space_errno{0};
+  storage::StorageConfig faulty;
+  faulty.fault = [&](std::string_view op, const std::string&) -> int {
+    if (op == "write") return write_errno.load();
+    if (op == "space") return space_errno.load();
+    return 0;
+  };
+  auto off = Open("fifo", &faulty);
+  Fill(*off, 1);
+  std::memset(region_->data(), 'a', 100);
+  std::vector<OffloadTask> tasks = {{"k1", 10, kSeg, 0, 100, std::nullopt}};
+  std::vector<Code> reported;
+  ON_CALL(*master_, OffloadDone(_, _)).WillByDefault([&](const CallContext&, const std::vector<OffloadResult>& r) {
+    for (const auto& x : r) reported.push_back(x.status.code());
+    return std::vector<Status>(r.size());
+  });
+  write_errno = ENOSPC;
+  space_errno = ENOSPC;
+  EXPECT_CALL(*master_, OffloadFetch(_, _)).WillOnce(Return(tasks));
+  EXPECT_EQ(off->RunOnce(), 1u);
+  EXPECT_TRUE(off->paused());
+  EXPECT_EQ(reported, std::vector<Code>{Code::kFileWriteFail});  // the master keeps the DRAM copy
+  ::testing::Mock::VerifyAndClearExpectations(master_.get());
+  EXPECT_CALL(*master_, OffloadFetch(_, _)).Times(0);
+  EXPECT_EQ(off->RunOnce(), 0u);  // within the pause: nothing fetched
+  clock_.Advance(1000);
+  EXPECT_EQ(off->RunOnce(), 0u);  // past it, and still no room
+  std::string buf(1000, '\0');
+  EXPECT_TRUE(off->reader()->ReadObject("b0-0", buf.data(), buf.size()).ok());  // the disk still reads
+  ::testing::Mock::VerifyAndClearExpectations(master_.get());
+
+  write_errno = 0;
+  space_errno = 0;
+  clock_.Advance(2000);  // the pause doubled
+  EXPECT_CALL(*master_, OffloadFetch(_, _)).WillOnce(Return(tasks));
+  EXPECT_EQ(off->RunOnce(), 1u);
+  EXPECT_FALSE(off->paused());
+  EXPECT_EQ(reported.back(), Code::kOk);
+  EXPECT_TRUE(off->engine().Contains("k1"));
 }
 
 TEST_F(OffloaderTest, LruKeepsTheBucketsBeingRead) {

@@ -185,16 +185,35 @@ def tiny_disk(tmp_path):
     subprocess.run(["umount", "-l", str(d)])
 
 
-def test_a_full_disk_keeps_the_dram_copies(cluster, tiny_disk):
+def test_a_full_disk_keeps_the_dram_copies_pauses_offloading_and_resumes_when_space_returns(cluster, tiny_disk):
+    """A 1 MiB disk, most of it taken by another file: offloads fail, the DRAM copies stay and serve,
+    offloading pauses (one line in the log, a gauge), and once the other file goes new objects go
+    down to the disk again by themselves."""
     cluster.start_master(extra=["--enable_offload", "true"])
-    ssd_client(cluster, "node-a", tiny_disk, size="16MB")
+    http = free_port()
+    ssd_client(cluster, "node-a", tiny_disk, size="16MB", extra=["--metrics_port", str(http)])
+    with open(tiny_disk / "ballast", "wb") as f:
+        f.write(b"\0" * (700 * KB))
     s = caller(cluster)
-    vals = {f"k{i}": value(256 * KB, i) for i in range(8)}  # 2 MB for a 1 MB disk
+    vals = {f"k{i}": value(256 * KB, i) for i in range(8)}  # 2 MB for what is left of a 1 MB disk
     for k, v in vals.items():
         assert s.put(k, v) == 0
     wait_until(lambda: (cluster.metric("yb_master_offload_failures_total") or 0) > 0, 10, "a failed offload")
+    wait_until(lambda: client_metrics(http)["yb_client_disk_offload_paused"] == 1, 5, "offloading to pause")
     for k, v in vals.items():
         assert s.get(k) == v, k
     log = (cluster.tmp / "node-a.log").read_text()
     assert "No space left on device" in log
+    assert log.count("offloading paused") == 1, log[-3000:]
+
+    os.unlink(tiny_disk / "ballast")
+    before = client_metrics(http)["yb_client_offloaded_total"]
+    more = {f"m{i}": value(64 * KB, 100 + i) for i in range(4)}
+    for k, v in more.items():
+        assert s.put(k, v) == 0
+    wait_until(lambda: client_metrics(http)["yb_client_offloaded_total"] >= before + 4, 10, "offloading to resume")
+    assert client_metrics(http)["yb_client_disk_offload_paused"] == 0
+    assert "offloading resumes" in (cluster.tmp / "node-a.log").read_text()
+    for k, v in list(vals.items()) + list(more.items()):
+        assert s.get(k) == v, k
     assert s.close() == 0
