@@ -123,6 +123,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--client_ttl", mc.client_ttl_sec, "seconds of silence before a client is declared dead")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  app.add_option("--client_grace_sec", mc.client_grace_sec,
+                 "seconds a client declared dead keeps its segments suspended (not read, no new replicas, repair "
+                 "waits): back with the same memory by then, it keeps every replica (-1: --client_ttl; 0: dropped "
+                 "at once)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{86400}))
+      ->capture_default_str();
   app.add_option("--allocation_strategy", mc.allocation_strategy,
                  "random | free_ratio_first | local_first (the writer's own segment, then its host's, then random)")
       ->check(CLI::IsMember({"random", "free_ratio_first"}));
@@ -257,6 +263,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
+  // The RPC server's loops are watched for stalls (liveness judged fairly); it starts below.
+  auto serving = std::make_shared<std::atomic<const yb::rpc::RpcServer*>>(nullptr);
+  mc.receive_stall_ms = [serving] {
+    const yb::rpc::RpcServer* s = serving->load();
+    return s ? s->Unresponsive() : int64_t{0};
+  };
   yb::ha::MetaLog::Options lo;
   lo.dir = f.metadata_dir;
   lo.sync = f.metadata_sync;
@@ -387,6 +399,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}", st.ToString());
     return 1;
   }
+  serving->store(&server);
 
   auto admin_token = yb::tools::MasterAdminToken(*security, f.metadata_dir);
   if (!admin_token.ok()) {
@@ -428,6 +441,7 @@ int main(int argc, char** argv) {
   snapshots.reset();
   background.reset();
   http.Stop();
+  serving->store(nullptr);
   server.Stop();
   ha.reset();        // a leader gives its lease back
   lone_log.reset();  // what was appended is written and synced

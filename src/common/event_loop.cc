@@ -84,6 +84,18 @@ void EventLoop::Post(std::function<void()> fn) {
   Wake();
 }
 
+int64_t EventLoop::Unresponsive(int64_t now_ms) {
+  const int64_t late = probe_late_ms_.exchange(0);
+  const int64_t sent = probe_sent_ms_.load();
+  if (sent != 0) return std::max(late, now_ms - sent);
+  probe_sent_ms_.store(now_ms);
+  Post([this, now_ms] {
+    probe_late_ms_.store(SteadyNowMs() - now_ms);
+    probe_sent_ms_.store(0);
+  });
+  return late;
+}
+
 bool EventLoop::Visit(uint64_t id, const std::function<bool(LoopSession&)>& fn) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return false;

@@ -109,6 +109,10 @@ class EventLoop {
   void SetOnClose(std::function<void(const std::string& peer)> fn) { on_close_ = std::move(fn); }
   // Connections handed over (Adopt) and not yet closed, from any thread.
   int open_connections() const { return open_.load(std::memory_order_relaxed); }
+  // From any thread, now_ms on SteadyNowMs: how long the loop has not turned, in ms. It posts a
+  // probe when none is out, and answers the age of the one out, or (once) how late the last one
+  // ran. A loop that is merely idle answers about 0: a blocked or starved one, how long.
+  int64_t Unresponsive(int64_t now_ms);
 
  private:
   bool Watch(int op, int fd, uint32_t events, void* ptr);
@@ -133,6 +137,8 @@ class EventLoop {
   };
 
   Factory factory_;
+  std::atomic<int64_t> probe_sent_ms_{0};  // a probe posted and not yet run (0: none)
+  std::atomic<int64_t> probe_late_ms_{0};  // how late the last probe ran, until read
   std::function<void()> after_batch_;
   std::function<void(const std::string&)> on_close_;
   int stall_ms_ = 0;

@@ -57,6 +57,13 @@ int LoopGroup::pinned_threads() const {
   return static_cast<int>(std::count_if(loops_.begin(), loops_.end(), [](const auto& l) { return l->cpu() >= 0; }));
 }
 
+int64_t LoopGroup::Unresponsive() const {
+  const int64_t now = SteadyNowMs();
+  int64_t worst = 0;
+  for (const auto& loop : loops_) worst = std::max(worst, loop->Unresponsive(now));
+  return worst;
+}
+
 int LoopGroup::open_connections() const {
   int n = 0;
   for (const auto& loop : loops_) n += loop->open_connections();

@@ -65,6 +65,8 @@ class LoopGroup {
   // Loops whose thread is pinned to a CPU (pin_to_cpus; a thread that could not be pinned is not).
   int pinned_threads() const;
   int open_connections() const;
+  // The longest any loop has not turned, in ms (EventLoop::Unresponsive).
+  int64_t Unresponsive() const;
   // Connections closed at once because max_connections (or max_connections_per_peer from their
   // peer) were open.
   uint64_t refused_connections() const { return refused_.load(); }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -281,6 +282,36 @@ TEST(LoopGroupTest, AnAddressInUseIsAnErrorNamingTheServer) {
   EXPECT_EQ(st.code(), Code::kInvalidParams);
   EXPECT_NE(st.message().find("second"), std::string::npos) << st.ToString();
   EXPECT_NE(st.message().find(std::to_string(first->port())), std::string::npos) << st.ToString();
+}
+
+}  // namespace
+}  // namespace yb
+
+namespace yb {
+namespace {
+
+// A loop blocked in a handler (or starved) answers its probe late: Unresponsive says for how long,
+// so that the master does not judge clients by calls that loop could not read. An idle loop is
+// not unresponsive.
+TEST(EventLoopTest, AStuckLoopIsSeenUnresponsiveAndAnIdleOneIsNot) {
+  EventLoop loop([](int, std::string) -> std::unique_ptr<LoopSession> { return nullptr; });
+  ASSERT_TRUE(loop.Start().ok());
+  auto settled = [&] {  // until the probe out has run
+    for (int i = 0; i < 5000; ++i) {
+      if (loop.Unresponsive(SteadyNowMs()) < 1000) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  };
+  EXPECT_TRUE(settled());  // idle
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  loop.Post([released] { released.wait(); });
+  const int64_t t0 = SteadyNowMs();
+  (void)loop.Unresponsive(t0);                   // a probe goes out behind the stuck task
+  EXPECT_GE(loop.Unresponsive(t0 + 5000), 5000);  // still out 5 s later
+  release.set_value();
+  EXPECT_TRUE(settled());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -26,6 +27,14 @@ struct MasterConfig {
   // clients' silence over that time says nothing of them: every client gets a fresh client_ttl
   // instead of being judged. 0 turns it off (a test that steps the clock by whole TTLs).
   int64_t liveness_max_gap_ms = 1000;
+  // How long the threads that receive the clients' calls have not turned, in ms (yb-master: its
+  // RPC server's event loops). Over liveness_max_gap_ms counts as a gap too: the master was not
+  // receiving. Null: not watched.
+  std::function<int64_t()> receive_stall_ms;
+  // A client declared dead keeps its segments suspended for this long (no reads, no new replicas,
+  // repair waits): back with the same memory by then (a partition healed, a process resumed), it
+  // keeps every replica; else they are dropped and repaired. -1: client_ttl_sec; 0: dropped at once.
+  int64_t client_grace_sec = -1;
   std::string allocation_strategy = "random";   // random | free_ratio_first
   int64_t put_start_discard_timeout_sec = 30;   // after this another writer may take over
   int64_t put_start_release_timeout_sec = 600;  // after this the space is reclaimed

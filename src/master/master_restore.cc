@@ -168,21 +168,27 @@ void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& 
 }
 
 uint64_t MasterService::ExpireRecoveredOnce() {
-  const TimeMs deadline = recovered_deadline_.load(std::memory_order_relaxed);
-  if (deadline == 0 || clock_.NowMs() < deadline) return 0;
-  auto stale = segments_.Unconfirmed();
-  if (stale.empty()) {
-    recovered_deadline_ = 0;  // every owner came back: nothing to look at again
-    return 0;
-  }
-  for (const auto& [id, owner] : stale) {
-    YB_LOG_WARN("segment {} of client {} was not re-mounted within {} s of the restart: its replicas are dropped", id,
-                owner.ToString(), config_.client_ttl_sec);
-    auto ref = segments_.Unmount(owner, id);
+  const TimeMs now = clock_.NowMs();
+  const TimeMs restart_deadline = recovered_deadline_.load(std::memory_order_relaxed);
+  uint64_t dropped = 0;
+  for (const auto& u : segments_.Unconfirmed()) {
+    // Restored at start (until 0): the restart's deadline; suspended: its own.
+    const TimeMs deadline = u.until != 0 ? u.until : restart_deadline;
+    if (deadline == 0 || now < deadline) continue;
+    if (u.until != 0) {
+      YB_LOG_WARN("segment {} of client {} was not re-mounted within the {} s grace after its owner was declared "
+                  "dead: its replicas are dropped",
+                  u.id, u.owner.ToString(), GraceMs() / 1000);
+    } else {
+      YB_LOG_WARN("segment {} of client {} was not re-mounted within {} s of the restart: its replicas are dropped",
+                  u.id, u.owner.ToString(), config_.client_ttl_sec);
+    }
+    auto ref = segments_.Unmount(u.owner, u.id);
     if (ref.ok()) DropSegmentEverywhere(*ref);
+    ++dropped;
   }
-  recovered_deadline_ = 0;
-  return stale.size();
+  if (restart_deadline != 0 && now >= restart_deadline) recovered_deadline_ = 0;  // every restored one judged
+  return dropped;
 }
 
 }  // namespace yb

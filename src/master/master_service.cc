@@ -258,22 +258,50 @@ Status MasterService::UnregisterClient(const CallContext& ctx) {
 uint64_t MasterService::LivenessOnce() {
   const TimeMs now = clock_.NowMs();
   const TimeMs last = last_liveness_.exchange(now);
-  if (config_.liveness_max_gap_ms > 0 && last != 0 && now - last > config_.liveness_max_gap_ms) {
-    // Paused (SIGSTOP, a VM pause), swapped out or starved: the clients were not heard because
-    // the master did not listen. Judged by that silence, live clients would lose their memory.
+  const int64_t max_gap = config_.liveness_max_gap_ms;
+  const int64_t stall = config_.receive_stall_ms ? config_.receive_stall_ms() : 0;
+  if (max_gap > 0 && ((last != 0 && now - last > max_gap) || stall > max_gap)) {
+    // Paused (SIGSTOP, a VM pause), swapped out or starved, or its receiving threads stalled: the
+    // clients were not heard because the master did not listen. Judged by that silence, live
+    // clients would lose their memory.
     clients_.RefreshAll();
     liveness_gaps_.fetch_add(1, std::memory_order_relaxed);
-    YB_LOG_WARN("master: its liveness check did not run for {} ms (paused or starved): every client gets a fresh "
-                "client_ttl of {} s instead of being judged by that silence",
-                now - last, config_.client_ttl_sec);
+    if (stall > max_gap) {
+      YB_LOG_WARN("master: a thread receiving the clients' calls did not turn for {} ms (stalled): every client "
+                  "gets a fresh client_ttl of {} s instead of being judged by that silence",
+                  stall, config_.client_ttl_sec);
+    } else {
+      YB_LOG_WARN("master: its liveness check did not run for {} ms (paused or starved): every client gets a "
+                  "fresh client_ttl of {} s instead of being judged by that silence",
+                  now - last, config_.client_ttl_sec);
+    }
     return 0;
   }
   std::vector<ClientId> dead = clients_.Expire();
   for (const ClientId& c : dead) {
-    ForgetClient(c, "silent for over " + std::to_string(config_.client_ttl_sec) + " s, declared dead");
+    const std::string why = "silent for over " + std::to_string(config_.client_ttl_sec) + " s, declared dead";
+    if (GraceMs() > 0) {
+      SuspendClient(c, why);
+    } else {
+      ForgetClient(c, why);
+    }
   }
   UnpinForgottenClients();
   return dead.size();
+}
+
+void MasterService::SuspendClient(const ClientId& c, const std::string& why) {
+  const size_t n = segments_.Suspend(c, clock_.NowMs() + GraceMs());
+  if (n == 0) {
+    YB_LOG_INFO("client {} {}: forgotten", c.ToString(), why);
+  } else {
+    YB_LOG_WARN("client {} {}: its {} segments are suspended for {} s (not read, no new replicas, repair waits); "
+                "back with the same memory by then it keeps every replica, else they are dropped",
+                c.ToString(), why, n, GraceMs() / 1000);
+  }
+  ForgetOffloadsOf(c);
+  CancelRepairsIf([&c](const ClientId& owner, TimeMs) { return owner == c; }, "lost their copier");
+  clients_.MarkRemount(c);
 }
 
 void MasterService::ForgetClient(const ClientId& c, const std::string& why) {

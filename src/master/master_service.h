@@ -282,6 +282,11 @@ class MasterService final : public MasterApi {
   std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};
   std::atomic<uint64_t> disk_dropped_{0};
+  TimeMs GraceMs() const {
+    return (config_.client_grace_sec < 0 ? config_.client_ttl_sec : config_.client_grace_sec) * 1000;
+  }
+  // A client declared dead: its segments suspended for the grace (SegmentManager::Suspend).
+  void SuspendClient(const ClientId& c, const std::string& why);
   std::atomic<TimeMs> recovered_deadline_{0};  // restored segments unconfirmed by then are dropped
   mutable Mutex repair_mu_;
   std::map<size_t, std::deque<std::string>> at_risk_ GUARDED_BY(repair_mu_);  // by COMPLETE replicas left

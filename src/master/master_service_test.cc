@@ -173,6 +173,33 @@ TEST(MasterLivenessTest, AGapInTheMastersOwnRunsGivesEveryClientAFreshTtl) {
   EXPECT_EQ(master->Stats().segments, 1u);
 }
 
+// The same when the threads that receive the clients' calls stall (the liveness check runs, but
+// no ping could be read meanwhile).
+TEST(MasterLivenessTest, AStallOfTheReceivingThreadsGivesEveryClientAFreshTtl) {
+  ManualClock clock;
+  std::atomic<int64_t> stall{0};
+  MasterConfig mc;
+  mc.client_ttl_sec = 3;
+  mc.liveness_max_gap_ms = 1000;
+  mc.receive_stall_ms = [&] { return stall.load(); };
+  auto master = std::move(MasterService::Create(mc, clock).value());
+  CallContext a = master->RegisterClient({ClientId{1, 1}, "a", "default"}).value();
+  ASSERT_TRUE(master->MountSegment(a, {1, "a", 0x10000000, 1 << 20, "local"}).ok());
+  for (int t = 0; t < 20; ++t) {  // 4 s of checks every 200 ms, the receiving threads stuck
+    clock.Advance(200);
+    stall = (t + 1) * 200;
+    EXPECT_EQ(master->LivenessOnce(), 0u);
+  }
+  EXPECT_EQ(master->Stats().live_clients, 1u);
+  EXPECT_GE(master->Stats().liveness_gaps, 1u);
+  stall = 0;  // turning again: silence from now on is judged
+  for (int t = 0; t < 20; ++t) {
+    clock.Advance(200);
+    master->LivenessOnce();
+  }
+  EXPECT_EQ(master->Stats().live_clients, 0u);
+}
+
 // A live reader whose ReadEnd was lost: each heartbeat names the pins it holds, and a pin that two
 // heartbeats stating pins in a row left out is ended (the removed object's bytes are freed), while
 // one still named holds however long the read takes. Heartbeats that state nothing end nothing.
@@ -306,6 +333,89 @@ TEST_F(MasterServiceTest, SilentClientIsDeclaredDeadAndItsSegmentsUnmounted) {
   ASSERT_TRUE(pong.ok());
   EXPECT_TRUE(pong->need_remount);
   EXPECT_FALSE(master_->Ping(owner_b)->need_remount);
+}
+
+// A client declared dead (a partition, a process paused past client_ttl) keeps its segments
+// suspended for the grace: not read, no new replicas, no repair; back with the same memory it has
+// every replica again; not back by the grace's end, they are dropped (and repaired from others).
+class GraceTest : public MasterServiceTest {
+ protected:
+  void SetUp() override {
+    MasterConfig mc;
+    mc.client_grace_sec = 20;
+    Reset(mc);
+    node_ = Register(ClientId{2, 2});
+    ASSERT_TRUE(master_->MountSegment(node_, seg_).ok());
+    Mount("other", 1 << 20);  // ctx_'s, for the second replicas
+    ReplicateConfig two;
+    two.replica_num = 2;
+    ASSERT_TRUE(Put("on-both", 1000, two).ok());
+    ReplicateConfig only;
+    only.preferred_segments = {"node"};
+    ASSERT_TRUE(Put("only-on-node", 1000, only).ok());
+    ASSERT_EQ(master_->GetReplicaList(ctx_, "only-on-node", false)->replicas.size(), 1u);
+  }
+  // The node falls silent past client_ttl while ctx_ keeps pinging.
+  void NodeDeclaredDead() {
+    clock_.AdvanceSec(11);
+    ASSERT_TRUE(master_->Ping(ctx_).ok());
+    ASSERT_EQ(master_->LivenessOnce(), 1u);
+  }
+  CallContext node_;
+  SegmentDesc seg_{801, "node", 0x10000000ULL, 1 << 20, "node:1", 5};
+};
+
+TEST_F(GraceTest, ADeadClientBackWithItsMemoryWithinTheGraceKeepsEveryReplica) {
+  NodeDeclaredDead();
+  EXPECT_TRUE(Exists("only-on-node"));  // kept, but not read meanwhile
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "only-on-node", false).code(), Code::kReplicaNotReady);
+  auto both = master_->GetReplicaList(ctx_, "on-both", false);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->replicas.size(), 1u);  // the live one only
+  ReplicateConfig only;
+  only.preferred_segments = {"node"};
+  auto placed = master_->PutStart(ctx_, "new", 1000, only);
+  ASSERT_TRUE(placed.ok());
+  EXPECT_NE((*placed)[0].segment, seg_.id);  // no new replica on it
+  EXPECT_TRUE(master_->RepairFetch(ctx_, 10)->empty());  // repair waits
+  clock_.AdvanceSec(15);  // within the 20 s grace
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  master_->RunBackgroundOnce();
+  ASSERT_TRUE(master_->RegisterClient({node_.client, "host", "default", false, node_.token}).ok());
+  ASSERT_TRUE(master_->MountSegment(node_, seg_).ok());  // the same memory
+  auto info = master_->GetReplicaList(ctx_, "only-on-node", false);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "on-both", false)->replicas.size(), 2u);
+  clock_.AdvanceSec(30);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  ASSERT_TRUE(master_->Ping(node_).ok());
+  master_->RunBackgroundOnce();
+  EXPECT_TRUE(master_->GetReplicaList(ctx_, "only-on-node", false).ok());  // not dropped later either
+  EXPECT_EQ(master_->Stats().segments, 2u);
+}
+
+TEST_F(GraceTest, ADeadClientNotBackByTheGracesEndLosesItsReplicas) {
+  NodeDeclaredDead();
+  clock_.AdvanceSec(19);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->ExpireRecoveredOnce(), 0u);
+  EXPECT_TRUE(Exists("only-on-node"));
+  clock_.AdvanceSec(2);
+  ASSERT_TRUE(master_->Ping(ctx_).ok());
+  EXPECT_EQ(master_->ExpireRecoveredOnce(), 1u);
+  EXPECT_FALSE(Exists("only-on-node"));  // its only replica went with the node
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "on-both", false)->replicas.size(), 1u);
+  EXPECT_EQ(master_->Stats().segments, 1u);
+}
+
+TEST_F(GraceTest, ADeadClientBackWithOtherMemoryLosesItsReplicasAtOnce) {
+  NodeDeclaredDead();
+  ASSERT_TRUE(master_->RegisterClient({node_.client, "host", "default", false, node_.token}).ok());
+  SegmentDesc fresh = seg_;
+  fresh.incarnation = 6;  // restarted its memory
+  (void)master_->MountSegment(node_, fresh);
+  EXPECT_FALSE(Exists("only-on-node"));
+  EXPECT_EQ(master_->GetReplicaList(ctx_, "on-both", false)->replicas.size(), 1u);
 }
 
 // A client mounting its segments one by one is declared dead half-way (its first segment goes);

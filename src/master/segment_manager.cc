@@ -149,13 +149,27 @@ Result<SegmentManager::Restored> SegmentManager::Restore(const ClientId& owner, 
   return out;
 }
 
-std::vector<std::pair<SegmentId, ClientId>> SegmentManager::Unconfirmed() const {
+std::vector<SegmentManager::UnconfirmedSegment> SegmentManager::Unconfirmed() const {
   ReaderLock lock(mu_);
-  std::vector<std::pair<SegmentId, ClientId>> out;
+  std::vector<UnconfirmedSegment> out;
   for (const auto& [id, seg] : by_id_) {
-    if (!seg->confirmed) out.emplace_back(id, seg->owner);
+    if (!seg->confirmed) out.push_back({id, seg->owner, seg->suspended_until});
   }
   return out;
+}
+
+size_t SegmentManager::Suspend(const ClientId& owner, TimeMs until) {
+  WriterLock lock(mu_);
+  size_t n = 0;
+  for (auto& [id, seg] : by_id_) {
+    if (!(seg->owner == owner)) continue;
+    if (seg->confirmed || seg->suspended_until != 0) seg->suspended_until = until;  // a restored one keeps its own
+    seg->confirmed = false;
+    slot_serving_[SlotOf(seg->ref)].store(false, std::memory_order_release);
+    ++n;
+  }
+  if (n > 0) RebuildListLocked();
+  return n;
 }
 
 std::vector<pb::LogSegment> SegmentManager::Records() const {
@@ -194,7 +208,9 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std
         seg.desc.incarnation == desc.incarnation) {
       // Its owner kept its memory across our restart: what we recovered on it is readable again.
       const bool recorded_as_is = SameRecord(seg.desc, desc);
+      const bool was_suspended = seg.suspended_until != 0;
       seg.confirmed = true;
+      seg.suspended_until = 0;
       seg.desc.endpoint = desc.endpoint;
       seg.desc.base = desc.base;
       seg.desc.grant_key = desc.grant_key;  // the owner's, which its transfer server checks with
@@ -202,7 +218,8 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std
       slot_serving_[SlotOf(seg.ref)].store(true, std::memory_order_release);
       RebuildListLocked();
       if (!recorded_as_is) LogLocked(seg);
-      YB_LOG_INFO("segment {} '{}' re-mounted by client {} with its contents", desc.id, desc.name, owner.ToString());
+      YB_LOG_INFO("segment {} '{}' re-mounted by client {} with its contents{}", desc.id, desc.name, owner.ToString(),
+                  was_suspended ? " (back within the grace after it was declared dead: its replicas stay)" : "");
       return Status::OK();
     }
     if (seg.confirmed && seg.owner == owner && seg.desc.size == desc.size) return Status::OK();

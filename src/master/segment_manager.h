@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "api/master_api.h"
+#include "common/clock.h"
 #include "common/grant.h"
 #include "common/thread_annotations.h"
 #include "master/allocation_strategy.h"
@@ -78,8 +79,17 @@ class SegmentManager {
   Result<Restored> Restore(const ClientId& owner, const SegmentDesc& desc,
                            const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                            std::optional<TenantIndex> only_tenant = std::nullopt);
-  // Restored segments not confirmed yet, with their owners.
-  std::vector<std::pair<SegmentId, ClientId>> Unconfirmed() const;
+  // Segments not confirmed: restored at start (until 0) or suspended (until: when they are dropped).
+  struct UnconfirmedSegment {
+    SegmentId id;
+    ClientId owner;
+    TimeMs until;
+  };
+  std::vector<UnconfirmedSegment> Unconfirmed() const;
+  // `owner` was declared dead: its segments are not read and take no new replicas until `until`,
+  // and are confirmed again by their owner mounting them with the same memory (as after a
+  // restart). Returns how many.
+  size_t Suspend(const ClientId& owner, TimeMs until);
   // Whether readers may be sent to the segment: mounted, and confirmed if restored. Lock-free.
   bool Serving(SegmentRef ref) const;
   void SetSink(MetaSink* sink) { sink_ = sink; }
@@ -136,7 +146,8 @@ class SegmentManager {
     SegmentDesc desc;
     ClientId owner;
     SegmentRef ref = kNoSegment;
-    bool confirmed = true;              // false while restored and not mounted again; under mu_ (exclusive to change)
+    bool confirmed = true;              // false while restored or suspended; under mu_ (exclusive to change)
+    TimeMs suspended_until = 0;         // while suspended (0: restored); under mu_
     std::atomic<bool> draining{false};  // takes no new replicas (DrainSegment)
     std::optional<TenantIndex> only_tenant;  // a tenant's client's memory; fixed at mount
     mutable Mutex mu;                   // after mu_ (shared) when both are held

@@ -108,6 +108,9 @@ class RpcServer {
   // Connections closed for stopping halfway (Options::half_sent_timeout_ms).
   uint64_t stalled_closed() const { return stalled_.load(); }
   uint64_t open_connections() const { return group_ ? group_->open_connections() : 0; }
+  // The longest any serving thread has not turned, in ms (LoopGroup::Unresponsive): calls sent to
+  // it meanwhile were not heard.
+  int64_t Unresponsive() const { return group_ ? group_->Unresponsive() : 0; }
   // Connections closed at once because max_connections were open.
   uint64_t refused_connections() const { return group_ ? group_->refused_connections() : 0; }
   // Times a connection stopped being read because its peer was not reading its replies.

@@ -717,6 +717,34 @@ def test_drain_moves_every_object_before_a_node_leaves(cluster):
     assert cluster.metric("yb_master_objects_lost_total") == 0
 
 
+def test_a_paused_node_back_within_the_grace_keeps_its_replicas(tmp_path):
+    """A storage daemon paused (SIGSTOP) past --client_ttl is declared dead, but its segments are
+    only suspended for the grace (--client_grace_sec, by default another client_ttl): resumed with
+    its memory intact, it remounts and every object it alone held is read again. (They used to be
+    dropped the moment it was declared dead.)"""
+    c = Cluster(tmp_path, client_ttl=2)
+    try:
+        c.start_master()
+        c.start_client("node-b", "16MB")
+        values = {f"b{i}": value(64 << 10, i) for i in range(10)}  # node-b holds each alone
+        for k, v in values.items():
+            assert c.yb(["put", k, "--file", "/dev/stdin"], input_bytes=v).returncode == 0, k
+        c.start_client("node-a", "16MB")
+        c.clients["node-b"].send_signal(signal.SIGSTOP)
+        time.sleep(3)  # past client_ttl (2 s), within the grace (2 s more)
+        c.clients["node-b"].send_signal(signal.SIGCONT)
+        wait_until(lambda: c.segment_names() == {"node-a", "node-b"}, 10, "node-b to remount")
+        for k, v in values.items():
+            r = c.yb(["get", k])
+            assert r.returncode == 0 and r.stdout == v, k
+        log = (tmp_path / "master.log").read_text()
+        assert "declared dead: its 1 segments are suspended" in log, log[-2000:]
+        assert "back within the grace" in log
+        assert c.metric("yb_master_objects_lost_total") == 0
+    finally:
+        c.stop()
+
+
 def test_a_paused_master_declares_no_live_client_dead(tmp_path):
     """A master paused (SIGSTOP) for longer than client_ttl, as a VM pause or a swap storm does,
     finds on resuming that it did not run and gives every client a fresh TTL: the clients, alive the

@@ -152,8 +152,10 @@ def test_removed_and_replaced_keys_stay_so_after_restarts(cluster, tmp_path):
         assert s.get("k3") == vals["k3"]
 
     cluster.kill_client("node-a")
-    wait_until(lambda: cluster.segments() == [], cluster.client_ttl + 5, "the dead client to be dropped")
-    assert cluster.metric("yb_master_keys") == 0  # its objects went with it
+    # Declared dead after client_ttl, its segments dropped after the grace (another client_ttl).
+    wait_until(lambda: cluster.metric("yb_master_keys") == 0, 2 * cluster.client_ttl + 5,
+               "the dead client's objects to go with it")
+    assert cluster.segments() == []
     assert cluster.metric("yb_master_disk_away_copies") == 3  # but not their disk copies: k1, k2, k3
     s = caller(cluster)
     assert s.remove("k2") != 0  # not listed any more (OBJECT_NOT_FOUND), and removed all the same
