@@ -127,6 +127,10 @@ struct ClientStats {
   uint64_t segments = 0;  // mounted, and their bytes
   uint64_t segment_bytes = 0;
   TransferServerStats transfer;  // zero without a global segment
+  // Replica transfers of this client's own reads and puts that failed (a read then tries the next
+  // replica, a put another node): logged at debug level, counted here.
+  uint64_t replica_read_failures = 0;
+  uint64_t replica_write_failures = 0;
   // The SSD tier (zero without one).
   uint64_t disk_objects = 0;
   uint64_t disk_bytes = 0;

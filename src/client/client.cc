@@ -139,6 +139,8 @@ ClientStats Client::Stats() const {
   s.repairs = impl_->repairer.copied();
   s.repair_failures = impl_->repairer.failed();
   s.repair_bytes = impl_->repairer.bytes();
+  s.replica_read_failures = impl_->data.replica_read_failures();
+  s.replica_write_failures = impl_->data.replica_write_failures();
   for (const auto& d : m.mounted()) {
     ++s.segments;
     s.segment_bytes += d.size;

@@ -105,11 +105,9 @@ Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, co
                   "replica on segment " + std::to_string(ordered[i].segment) + " does not match the checksum");
     }
     if (st.ok()) return st;
-    if (uint64_t held = 0; transfer_warnings_.Allow(clock_.NowMs(), &held)) {
-      YB_LOG_WARN("read of a {} replica on segment {} failed, trying the next replica: {}{}",
-                  ordered[i].kind == ReplicaKind::kLocalDisk ? "disk" : "memory", ordered[i].segment, st.ToString(),
-                  LogBudget::HeldBack(held));
-    }
+    replica_read_failures_.fetch_add(1, std::memory_order_relaxed);
+    YB_LOG_DEBUG("read of a {} replica on segment {} failed, trying the next replica: {}",
+                 ordered[i].kind == ReplicaKind::kLocalDisk ? "disk" : "memory", ordered[i].segment, st.ToString());
     last = st;
   }
   return last;

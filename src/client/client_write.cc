@@ -111,10 +111,8 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
     if (!starts[j].ok()) continue;
     size_t i = pending[j];
     if (!failed[j].ok()) {
-      if (uint64_t held = 0; transfer_warnings_.Allow(clock_.NowMs(), &held)) {
-        YB_LOG_WARN("put of '{}' failed writing {}{}{}", keys[i], failed[j].message(),
-                    round == 0 ? "" : " (second try)", LogBudget::HeldBack(held));
-      }
+      replica_write_failures_.fetch_add(1, std::memory_order_relaxed);
+      YB_LOG_DEBUG("put of '{}' failed writing {}{}", keys[i], failed[j].message(), round == 0 ? "" : " (second try)");
       revoke_keys.push_back(keys[i]);
       out[i] = Status(failed[j].code(), "writing a replica failed: " + failed[j].message());
       again.push_back(i);

@@ -12,6 +12,7 @@
 // Thread-safe; callers' threads run the reads and writes, the SSD tier its rounds on the scheduler.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,9 +100,14 @@ class DataPath {
   std::unique_ptr<StagingBuffer> staging_;
   BufferRegistry registered_;
   std::unique_ptr<Offloader> offloader_;  // the SSD tier, when enable_offload
-  // Failed replica transfers are warned about at most 5 times in 10 s: a node that went away fails
-  // every transfer that touches it until the master drops its segments (client_ttl).
-  LogBudget transfer_warnings_{5, 10'000};
+  // Failed replica transfers: a node that went away fails every transfer that touches it until the
+  // master drops its segments. Counted here and logged at debug level; the transport says once
+  // per peer that it became unreachable, and once that it is back.
+  std::atomic<uint64_t> replica_read_failures_{0}, replica_write_failures_{0};
+
+ public:
+  uint64_t replica_read_failures() const { return replica_read_failures_.load(std::memory_order_relaxed); }
+  uint64_t replica_write_failures() const { return replica_write_failures_.load(std::memory_order_relaxed); }
 };
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.

@@ -108,3 +108,48 @@ def test_a_full_metadata_disk_refuses_changes_keeps_every_read_and_recovers_by_i
         assert "stopping" not in log
     finally:
         c.stop()
+
+
+QUIET_READER = r"""
+import sys
+from yuebing import MooncakeDistributedStore, ReplicateConfig
+s = MooncakeDistributedStore()
+assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", sys.argv[1]) == 0
+two = ReplicateConfig()
+two.replica_num = 2
+vals = {f"q{i}": bytes([i]) * 8192 for i in range(30)}
+for k, v in vals.items():
+    assert s.put(k, v, two) == 0, k
+print("PUT", flush=True)
+sys.stdin.readline()  # the test kills a holder meanwhile
+sys.stderr.write("MARK\n")
+sys.stderr.flush()
+for _ in range(3):
+    for k, v in vals.items():
+        assert s.get(k) == v, k
+print("OK", flush=True)
+s.close()
+"""
+
+
+def test_a_library_caller_hears_once_of_a_holder_that_went_away(tmp_path):
+    """A Python caller reads 30 objects three times over while one of the two nodes holding each is
+    dead: every read succeeds from the other replica, and the caller's stderr gets one line about the
+    dead node, not one per object (it used to get one per failed read)."""
+    import sys
+    c = Cluster(tmp_path)
+    try:
+        c.start_master()
+        c.start_client("node-a", "16MB")
+        c.start_client("node-b", "16MB")
+        p = subprocess.Popen([sys.executable, "-c", QUIET_READER, c.address], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
+        assert p.stdout.readline().strip() == "PUT"
+        c.kill_client("node-b")
+        out, err = p.communicate("go\n", timeout=120)
+        assert p.returncode == 0 and "OK" in out, err[-3000:]
+        after = err.split("MARK\n", 1)[1].splitlines()
+        loud = [line for line in after if "[warning]" in line or "[error]" in line]
+        assert len(loud) <= 1, "\n".join(loud)
+    finally:
+        c.stop()

@@ -257,8 +257,13 @@ void TcpTransport::NoteConnectLocked(const std::string& endpoint, TimeMs now, co
   u.why = result.message();
   const auto pause = u.pause.Next();
   u.retry_at = now + pause.count();
-  if (LogOccurrence(u.failures)) {
-    YB_LOG_WARN("{} ({} in a row): its requests fail at once for the next {} ms", u.why, u.failures, pause.count());
+  // Once per state change (a library's caller reads its stderr): the attempts after, at debug level.
+  if (u.failures == 1) {
+    YB_LOG_WARN("{}: unreachable; its requests fail at once for the next {} ms, then it is tried again (said again "
+                "only once it is back)",
+                u.why, pause.count());
+  } else {
+    YB_LOG_DEBUG("{} ({} in a row): its requests fail at once for the next {} ms", u.why, u.failures, pause.count());
   }
 }
 
@@ -325,7 +330,8 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
       return fail_all(st);
     }
     if (!(pooled && how == ExchangeFailure::kClosedUnanswered)) return fail_all(st);
-    YB_LOG_INFO("pooled connection to {} failed before an answer ({}): retrying on a new one", endpoint, st.message());
+    YB_LOG_DEBUG("pooled connection to {} failed before an answer ({}): retrying on a new one", endpoint,
+                 st.message());
     std::lock_guard lock(mu_);
     idle_.erase(endpoint);  // its siblings idled as long: likely dead too
   }
