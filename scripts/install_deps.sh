@@ -12,6 +12,7 @@ PKGS=(
   python3 python3-dev python3-pytest python3-numpy python3-torch pybind11-dev iproute2 iperf3 curl
   clang
   etcd-server etcd-client
+  systemd
 )
 missing=()
 for p in "${PKGS[@]}"; do
