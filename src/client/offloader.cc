@@ -104,7 +104,13 @@ constexpr TimeMs kFirstPauseMs = 1000, kLongestPauseMs = 30000;
 constexpr uint64_t kRoomToTry = 1ULL << 20;  // free bytes under the directory worth a try
 }  // namespace
 
+uint64_t Offloader::FreeBytesNow() const {
+  if (Injected(options_.storage.fault, "space", options_.storage.path) == ENOSPC) return 0;
+  return FreeBytes(options_.storage.path);
+}
+
 void Offloader::Pause(const Status& why) {
+  free_at_pause_ = FreeBytesNow();
   pause_ms_ = pause_ms_ == 0 ? kFirstPauseMs : std::min(pause_ms_ * 2, kLongestPauseMs);
   retry_at_ = clock_.NowMs() + pause_ms_;
   if (!paused_.exchange(true)) {
@@ -119,9 +125,9 @@ bool Offloader::MayWrite() {
   if (!paused_.load()) return true;
   const TimeMs now = clock_.NowMs();
   if (now < retry_at_) return false;
-  uint64_t free = FreeBytes(options_.storage.path);
-  if (Injected(options_.storage.fault, "space", options_.storage.path) == ENOSPC) free = 0;
-  if (free < kRoomToTry) {
+  // Worth a try once space was freed since the write failed, or there is plenty.
+  const uint64_t free = FreeBytesNow();
+  if (free <= free_at_pause_ && free < kRoomToTry) {
     retry_at_ = now + pause_ms_;
     return false;
   }

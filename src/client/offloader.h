@@ -7,7 +7,8 @@
 //   - evicts whole buckets above the high watermark (telling the master first).
 // A write the disk refuses (full, failing) pauses offloading: no task is fetched (the master keeps
 // every DRAM copy, and memory keeps serving), reads of what is on disk go on, and after a pause (1 s,
-// doubling to 30 s) a round tries again once the directory has free space; logged once each way.
+// doubling to 30 s) a round tries again once space was freed there (or 1 MiB is free); logged once
+// each way.
 // It serves LOCAL_DISK reads to this process and to the transfer server (ObjectReader), and
 // registers what is on disk with the master after start, re-mount or master restart.
 #pragma once
@@ -81,11 +82,13 @@ class Offloader {
   // Whether a round may write now (false while paused and the pause or the disk says no).
   bool MayWrite();
   void Pause(const Status& why);
+  uint64_t FreeBytesNow() const;  // under the directory (the fault hook's "space": none)
   RealClock real_clock_;
   const Clock& clock_;  // options_.clock, or real_clock_
   std::atomic<bool> paused_{false};
   TimeMs retry_at_ = 0;      // under round_mu_
   TimeMs pause_ms_ = 0;      // under round_mu_: the current pause, doubling while the disk refuses
+  uint64_t free_at_pause_ = 0;  // under round_mu_: free bytes when the disk last refused
 };
 
 }  // namespace yb

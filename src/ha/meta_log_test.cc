@@ -81,6 +81,15 @@ struct LoggedMaster {
   Status Snapshot() {
     return log->Snapshot([&](const auto& emit) { master->WriteImage(emit); }, master->next_object_id());
   }
+  // The master's step each second (MetaLog::Maintain).
+  void Maintain() { log->Maintain([&](const auto& emit) { master->WriteImage(emit); }, master->next_object_id()); }
+  // Puts objects k0 .. k<n-1> of 100 bytes.
+  void PutN(const CallContext& ctx, int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
+      ASSERT_TRUE(master->PutEnd(ctx, "k" + std::to_string(i), std::nullopt).ok());
+    }
+  }
 
   std::unique_ptr<MetaLog> log;
   std::unique_ptr<MasterService> master;
@@ -229,10 +238,7 @@ TEST_F(MetaLogTest, ATornTailIsCutAndTheLogGoesOn) {
     LoggedMaster a(dir_.path(), clock_);
     CallContext ctx = Join(*a.master);
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
-    for (int i = 0; i < 10; ++i) {
-      ASSERT_TRUE(a.master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
-      ASSERT_TRUE(a.master->PutEnd(ctx, "k" + std::to_string(i), std::nullopt).ok());
-    }
+    a.PutN(ctx, 10);
     a.Settle();
   }
   auto logs = Files(".ybl");
@@ -472,15 +478,9 @@ TEST_F(FailingDiskTest, AFullDiskRefusesChangesServesReadsAndResumesOnceASnapsho
   std::multiset<std::string> before;
   {
     LoggedMaster a(dir_.path(), clock_, Faulty());
-    auto compact = [&] {
-      a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
-    };
     CallContext ctx = Join(*a.master);
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
-    for (int i = 0; i < 10; ++i) {
-      ASSERT_TRUE(a.master->PutStart(ctx, "k" + std::to_string(i), 100, {}).ok());
-      ASSERT_TRUE(a.master->PutEnd(ctx, "k" + std::to_string(i), std::nullopt).ok());
-    }
+    a.PutN(ctx, 10);
     a.Settle();
     EXPECT_TRUE(a.master->Writable().ok());
 
@@ -505,12 +505,12 @@ TEST_F(FailingDiskTest, AFullDiskRefusesChangesServesReadsAndResumesOnceASnapsho
     EXPECT_EQ(s.failures, 1u);
     EXPECT_NE(s.failure.find("No space"), std::string::npos);
 
-    compact();  // the snapshot does not fit either
+    a.Maintain();  // the snapshot does not fit either
     EXPECT_TRUE(a.log->failed());
     EXPECT_FALSE(a.log->Released(held));
 
     write_errno_ = 0;  // space is back
-    compact();
+    a.Maintain();
     EXPECT_FALSE(a.log->failed());
     EXPECT_TRUE(a.master->Writable().ok());
     EXPECT_TRUE(a.log->Released(held));  // the snapshot holds its record
@@ -540,7 +540,7 @@ TEST_F(FailingDiskTest, ASyncThatFailsIsNotTrustedAgainOnlyASnapshotVouchesForIt
   sync_errno_ = 0;  // a sync that works now does not vouch for pages the failed one may have dropped
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(a.log->Released(t));
-  a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+  a.Maintain();
   EXPECT_FALSE(a.log->failed());
   EXPECT_TRUE(a.log->Released(t));
   EXPECT_EQ(Files(".ybs").size(), 1u);
@@ -553,13 +553,13 @@ TEST_F(FailingDiskTest, TooLittleFreeSpaceFailsTheLogBeforeAWriteDoesAndAFullDis
     ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
     a.Settle();
     space_errno_ = ENOSPC;  // free space below min_free_bytes
-    a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+    a.Maintain();
     EXPECT_TRUE(a.log->failed());
     EXPECT_NE(a.log->stats().failure.find("bytes are free"), std::string::npos) << a.log->stats().failure;
-    a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+    a.Maintain();
     EXPECT_TRUE(a.log->failed());  // compacted, still short of space
     space_errno_ = 0;
-    a.log->Maintain([&](const auto& emit) { a.master->WriteImage(emit); }, a.master->next_object_id());
+    a.Maintain();
     EXPECT_FALSE(a.log->failed());
     ASSERT_TRUE(a.master->PutStart(ctx, "k", 100, {}).ok());
     ASSERT_TRUE(a.master->PutEnd(ctx, "k", std::nullopt).ok());
@@ -573,7 +573,7 @@ TEST_F(FailingDiskTest, TooLittleFreeSpaceFailsTheLogBeforeAWriteDoesAndAFullDis
     CallContext ctx = Join(*b.master);
     EXPECT_TRUE(*b.master->ExistKey(ctx, "k"));
     write_errno_ = 0;
-    b.log->Maintain([&](const auto& emit) { b.master->WriteImage(emit); }, b.master->next_object_id());
+    b.Maintain();
     EXPECT_FALSE(b.log->failed());
     ASSERT_TRUE(b.master->Remove(ctx, "k", true).ok());
     b.Settle();

@@ -1,4 +1,5 @@
 """Fixtures that start real yb-master / yb-client processes on 127.0.0.1 and stop them."""
+import contextlib
 import json
 import os
 import random
@@ -30,6 +31,23 @@ def c_api_env(**extra):
         env["LD_PRELOAD"] = preload
         env["ASAN_OPTIONS"] = "detect_leaks=0"
     return env
+
+
+@contextlib.contextmanager
+def small_tmpfs(path, size, mode=None):
+    """A tmpfs of `size` ("3m") mounted at `path` (created) for the block, a disk that fills up;
+    skips the test where it cannot be mounted (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root: skipped")
+    path.mkdir(exist_ok=True)
+    opts = f"size={size}" + (f",mode={mode}" if mode else "")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def _ephemeral_range():

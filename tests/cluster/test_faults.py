@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, wait_until
+from conftest import Cluster, small_tmpfs, wait_until
 
 
 def value(n, seed):
@@ -15,17 +15,8 @@ def value(n, seed):
 @pytest.fixture
 def small_disk(tmp_path):
     """A 3 MiB tmpfs at tmp_path/meta (root only), unmounted at the end."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root: skipped")
-    mnt = tmp_path / "meta"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+    with small_tmpfs(tmp_path / "meta", "3m", mode="0700") as d:
+        yield d
 
 
 def fill(disk, leave):

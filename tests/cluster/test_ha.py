@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN, daemon_name, free_port, wait_until
+from conftest import BIN, daemon_name, free_port, small_tmpfs, wait_until
 
 ETCD = shutil.which("etcd")
 pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd-server is not installed (scripts/install_deps.sh)")
@@ -406,41 +406,36 @@ def test_a_leader_whose_disk_fills_hands_over_to_a_standby_in_sync(ha):
     """The leader's metadata directory on a 3 MiB tmpfs that fills up: it gives its lease back and
     stops (for a supervisor to restart it as a standby), a standby in sync leads at once, and every
     acknowledged object is read and new ones written through it."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root: skipped")
     disk = ha.tmp / "m0" / "yb-master.data"  # master 0's default --metadata_dir
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(disk)]).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        ha.start_master(0, extra=["--metadata_min_free_bytes", "512KiB"])
-        wait_until(lambda: ha.leader() == 0, 15, "master 0 to lead")
-        for i in (1, 2):
-            ha.start_master(i)
-        wait_until(lambda: ha.in_sync(0, 2), 15, "the standbys to catch up")
-        for n in ("node-a", "node-b"):
-            ha.start_client(n)
-        wait_until(lambda: ha.segment_names() == {"node-a", "node-b"}, 15, "the daemons to mount")
-        s = store(ha)
-        vals = {f"k{i}": value(3000, i) for i in range(20)}
-        for k, v in vals.items():
-            assert s.put(k, v) == 0, k
-        st = os.statvfs(disk)
-        with open(disk / "ballast", "wb") as f:
-            f.write(b"\0" * (st.f_bavail * st.f_frsize - (256 << 10)))
-        assert ha.masters[0].wait(10) == 76  # stepped down, to be restarted as a standby
-        ha.masters.pop(0)
-        log = (ha.tmp / "m0" / "master.log").read_text()
-        assert "stops leading" in log and "metadata log cannot be written" in log, log[-2000:]
-        wait_until(lambda: ha.leader() in (1, 2), 10, "a standby to lead")
-        for k, v in vals.items():
-            wait_until(lambda: s.get(k) == v, 15, f"{k} through the new leader")
-        assert s.put("after", b"a" * 1000) == 0
-        assert s.get("after") == b"a" * 1000
-        s.close()
-    finally:
-        ha.stop()
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    with small_tmpfs(disk, "3m", mode="0700"):
+        try:
+            ha.start_master(0, extra=["--metadata_min_free_bytes", "512KiB"])
+            wait_until(lambda: ha.leader() == 0, 15, "master 0 to lead")
+            for i in (1, 2):
+                ha.start_master(i)
+            wait_until(lambda: ha.in_sync(0, 2), 15, "the standbys to catch up")
+            for n in ("node-a", "node-b"):
+                ha.start_client(n)
+            wait_until(lambda: ha.segment_names() == {"node-a", "node-b"}, 15, "the daemons to mount")
+            s = store(ha)
+            vals = {f"k{i}": value(3000, i) for i in range(20)}
+            for k, v in vals.items():
+                assert s.put(k, v) == 0, k
+            st = os.statvfs(disk)
+            with open(disk / "ballast", "wb") as f:
+                f.write(b"\0" * (st.f_bavail * st.f_frsize - (256 << 10)))
+            assert ha.masters[0].wait(10) == 76  # stepped down, to be restarted as a standby
+            ha.masters.pop(0)
+            log = (ha.tmp / "m0" / "master.log").read_text()
+            assert "stops leading" in log and "metadata log cannot be written" in log, log[-2000:]
+            wait_until(lambda: ha.leader() in (1, 2), 10, "a standby to lead")
+            for k, v in vals.items():
+                wait_until(lambda: s.get(k) == v, 15, f"{k} through the new leader")
+            assert s.put("after", b"a" * 1000) == 0
+            assert s.get("after") == b"a" * 1000
+            s.close()
+        finally:
+            ha.stop()
 
 
 def _one_master_serves(ha, store_extra):

@@ -2,11 +2,10 @@
 offloads, and a caller (the Python package, no segment of its own) reading LOCAL_DISK replicas
 through the owner's transfer server."""
 import os
-import subprocess
 
 import pytest
 
-from conftest import client_metrics, free_port, wait_until
+from conftest import client_metrics, free_port, small_tmpfs, wait_until
 
 yuebing = pytest.importorskip("yuebing")
 from yuebing import MooncakeDistributedStore  # noqa: E402
@@ -177,14 +176,8 @@ def test_removed_and_replaced_keys_stay_so_after_restarts(cluster, tmp_path):
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 1 MiB tmpfs: a disk that fills up. Needs root."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    d = tmp_path / "tiny"
-    d.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)]).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    yield d
-    subprocess.run(["umount", "-l", str(d)])
+    with small_tmpfs(tmp_path / "tiny", "1m") as d:
+        yield d
 
 
 def test_a_full_disk_keeps_the_dram_copies_pauses_offloading_and_resumes_when_space_returns(cluster, tiny_disk):
