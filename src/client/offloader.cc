@@ -116,7 +116,7 @@ void Offloader::Pause(const Status& why) {
   if (!paused_.exchange(true)) {
     YB_LOG_WARN(
         "SSD tier {}: {}: offloading paused (every object keeps its DRAM copy, and what is on disk is still "
-        "read); it tries again once the directory has free space, every {}-{} s",
+        "read); it tries again once space is freed there, every {}-{} s",
         options_.storage.path, why.ToString(), kFirstPauseMs / 1000, kLongestPauseMs / 1000);
   }
 }

@@ -107,7 +107,9 @@ def test_a_full_pool_keeps_taking_writes_under_a_mixed_load(cluster):
     # (2) One 128 MiB daemon, 1 MiB values; the reader asks for the last 300 written.
     cluster.kill_client("a")
     cluster.kill_client("b")
-    wait_until(lambda: not cluster.segments(), 30, "the master to drop both daemons")
+    # Declared dead after client_ttl, their segments (and objects) dropped after the grace.
+    wait_until(lambda: not cluster.segments() and cluster.metric("yb_master_keys") == 0, 30,
+               "the master to drop both daemons")
     cluster.start_client("small", size="128MB")
     latest = [0]
     tail = Counts()
