@@ -2,6 +2,7 @@
 offloads, and a caller (the Python package, no segment of its own) reading LOCAL_DISK replicas
 through the owner's transfer server."""
 import os
+import time
 
 import pytest
 
@@ -92,6 +93,7 @@ def test_kill9_during_offload_leaves_no_torn_object_and_restart_serves_the_rest(
     assert not [p for p in os.listdir(root) if p.endswith(".tmp")]  # interrupted buckets are gone
     # Once the dead client is dropped, what survives is exactly what reached the SSD tier intact.
     wait_until(lambda: len(cluster.segments()) == 1, cluster.client_ttl + 5, "the dead client to be dropped")
+    time.sleep(cluster.client_ttl + 1)  # its segment suspended for the grace (another client_ttl), then gone
     present = [k for k in vals if s.is_exist(k) == 1]
     assert len(present) >= offloaded_before > 0
     for k in present:
@@ -190,12 +192,12 @@ def test_a_full_disk_keeps_the_dram_copies_pauses_offloading_and_resumes_when_sp
     with open(tiny_disk / "ballast", "wb") as f:
         f.write(b"\0" * (900 * KB))  # what is left holds no 256 KiB object
     s = caller(cluster)
-    vals = {f"k{i}": value(256 * KB, i) for i in range(8)}  # 2 MB for what is left of a 1 MB disk
+    # 768 KiB: none fits in what is left of the disk, and all of it once the other file goes.
+    vals = {f"k{i}": value(256 * KB, i) for i in range(3)}
     for k, v in vals.items():
         assert s.put(k, v) == 0
-    # Every one of them tried and refused (those queued meanwhile, at the end of a pause).
-    wait_until(lambda: (cluster.metric("yb_master_offload_failures_total") or 0) >= len(vals), 20, "failed offloads")
-    assert client_metrics(http)["yb_client_disk_offload_paused"] == 1
+    wait_until(lambda: (cluster.metric("yb_master_offload_failures_total") or 0) > 0, 10, "a failed offload")
+    wait_until(lambda: client_metrics(http)["yb_client_disk_offload_paused"] == 1, 5, "offloading to pause")
     for k, v in vals.items():
         assert s.get(k) == v, k
     log = (cluster.tmp / "node-a.log").read_text()
@@ -207,9 +209,10 @@ def test_a_full_disk_keeps_the_dram_copies_pauses_offloading_and_resumes_when_sp
     more = {f"m{i}": value(16 * KB, 100 + i) for i in range(4)}
     for k, v in more.items():
         assert s.put(k, v) == 0
-    # Within the pause (1-2 s), the next round writes what is queued (rounds that do not fit pause
-    # again, and what they held stays in DRAM): some of it goes down by itself.
-    wait_until(lambda: client_metrics(http)["yb_client_offloaded_total"] > before, 15, "offloading to resume")
+    # At the pause's end the next round writes what is queued (nothing more is tried while the
+    # disk has no more room than when it refused): it goes down by itself.
+    wait_until(lambda: client_metrics(http)["yb_client_offloaded_total"] >= before + len(more), 15,
+               "offloading to resume")
     assert "offloading resumes" in (cluster.tmp / "node-a.log").read_text()  # said once it wrote again
     for k, v in list(vals.items()) + list(more.items()):
         assert s.get(k) == v, k
