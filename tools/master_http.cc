@@ -86,6 +86,10 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
   p.Gauge("yb_master_keys", "Published objects.", st.keys);
   p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
   p.Gauge("yb_master_segments", "Mounted segments.", st.segments);
+  p.Gauge("yb_master_segments_unconfirmed",
+          "Segments not served from until their owner re-mounts them: restored after a restart, or of a client "
+          "declared dead, in its grace.",
+          st.segments_unconfirmed);
   p.Gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
   p.Counter("yb_master_liveness_gaps_total",
             "Times the master found its own liveness check had not run for over --liveness_max_gap_ms (it was "

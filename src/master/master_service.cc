@@ -373,6 +373,7 @@ MasterStats MasterService::Stats() const {
   st.keys = table_.object_count();
   st.liveness_gaps = liveness_gaps_.load(std::memory_order_relaxed);
   st.segments = segments_.segment_count();
+  st.segments_unconfirmed = segments_.Unconfirmed().size();
   st.capacity = segments_.capacity();
   st.allocated = segments_.allocated();
   st.evicted_objects = evictor_.evicted_objects();

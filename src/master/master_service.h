@@ -52,6 +52,9 @@ struct MasterStats {
   uint64_t keys = 0;
   uint64_t pending_puts = 0;
   uint64_t segments = 0;
+  // Segments known but not served from: restored at start and not re-mounted yet, or of a client
+  // declared dead, in its grace (--client_grace_sec).
+  uint64_t segments_unconfirmed = 0;
   uint64_t capacity = 0;
   uint64_t allocated = 0;
   uint64_t evicted_objects = 0;

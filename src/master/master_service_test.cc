@@ -367,6 +367,7 @@ class GraceTest : public MasterServiceTest {
 
 TEST_F(GraceTest, ADeadClientBackWithItsMemoryWithinTheGraceKeepsEveryReplica) {
   NodeDeclaredDead();
+  EXPECT_EQ(master_->Stats().segments_unconfirmed, 1u);
   EXPECT_TRUE(Exists("only-on-node"));  // kept, but not read meanwhile
   EXPECT_EQ(master_->GetReplicaList(ctx_, "only-on-node", false).code(), Code::kReplicaNotReady);
   auto both = master_->GetReplicaList(ctx_, "on-both", false);
@@ -385,6 +386,7 @@ TEST_F(GraceTest, ADeadClientBackWithItsMemoryWithinTheGraceKeepsEveryReplica) {
   ASSERT_TRUE(master_->MountSegment(node_, seg_).ok());  // the same memory
   auto info = master_->GetReplicaList(ctx_, "only-on-node", false);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(master_->Stats().segments_unconfirmed, 0u);
   EXPECT_EQ(master_->GetReplicaList(ctx_, "on-both", false)->replicas.size(), 2u);
   clock_.AdvanceSec(30);
   ASSERT_TRUE(master_->Ping(ctx_).ok());

@@ -741,6 +741,7 @@ def test_a_paused_node_back_within_the_grace_keeps_its_replicas(tmp_path):
         assert "declared dead: its 1 segments are suspended" in log, log[-2000:]
         assert "back within the grace" in log
         assert c.metric("yb_master_objects_lost_total") == 0
+        assert c.metric("yb_master_segments_unconfirmed") == 0
     finally:
         c.stop()
 
