@@ -155,9 +155,13 @@ std::vector<Status> MasterService::OffloadDone(const CallContext& ctx, const std
       // The DRAM copy stays; eviction will treat the object as one without an SSD tier.
       s.SetOffloadFlags(obj, kNoOffload);
       s.ClearOffloadFlags(obj, kDiskCopyPending);
-      offload_failed_.fetch_add(1, std::memory_order_relaxed);
-      YB_LOG_WARN("client {} could not offload an object of {} bytes: {}", ctx.client.ToString(), m.size,
-                  copy.ToString());
+      // A full disk fails a whole round, and the client then pauses (and says so): the 1st, 2nd,
+      // 4th, ... failure here, the rest counted (yb_master_offload_failures_total).
+      const uint64_t n = offload_failed_.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (LogOccurrence(n)) {
+        YB_LOG_WARN("client {} could not offload an object of {} bytes: {} ({} offloads failed so far)",
+                    ctx.client.ToString(), m.size, copy.ToString(), n);
+      }
     }
     if (item->on_evict) FinishEvictOffloadLocked(s, obj);
     out.push_back(std::move(st));
