@@ -296,14 +296,15 @@ namespace {
 TEST(EventLoopTest, AStuckLoopIsSeenUnresponsiveAndAnIdleOneIsNot) {
   EventLoop loop([](int, std::string) -> std::unique_ptr<LoopSession> { return nullptr; });
   ASSERT_TRUE(loop.Start().ok());
-  auto settled = [&] {  // until the probe out has run
-    for (int i = 0; i < 5000; ++i) {
-      if (loop.Unresponsive(SteadyNowMs()) < 1000) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return false;
+  auto turned = [&] {  // once the loop ran everything posted before (the probe out among it)
+    std::promise<void> ran;
+    loop.Post([&ran] { ran.set_value(); });
+    ran.get_future().wait();
   };
-  EXPECT_TRUE(settled());  // idle
+  (void)loop.Unresponsive(SteadyNowMs());  // a probe goes out
+  turned();
+  EXPECT_LT(loop.Unresponsive(SteadyNowMs()), 1000);  // idle: it ran at once
+  turned();
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   loop.Post([released] { released.wait(); });
@@ -311,7 +312,8 @@ TEST(EventLoopTest, AStuckLoopIsSeenUnresponsiveAndAnIdleOneIsNot) {
   (void)loop.Unresponsive(t0);                   // a probe goes out behind the stuck task
   EXPECT_GE(loop.Unresponsive(t0 + 5000), 5000);  // still out 5 s later
   release.set_value();
-  EXPECT_TRUE(settled());
+  turned();
+  EXPECT_LT(loop.Unresponsive(SteadyNowMs()), 1000);  // it ran late only by the real time it was stuck
 }
 
 }  // namespace
