@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--allocation_strategy", mc.allocation_strategy,
                  "random | free_ratio_first | local_first (the writer's own segment, then its host's, then random)")
-      ->check(CLI::IsMember({"random", "free_ratio_first"}));
+      ->check(CLI::IsMember({"random", "free_ratio_first", "local_first"}));
   app.add_option("--memory_allocator", f.memory_allocator, "offset (the only one)")->check(CLI::IsMember({"offset"}));
   app.add_option("--put_start_discard_timeout_sec", mc.put_start_discard_timeout_sec,
                  "seconds before another writer may take over an unfinished Put");

@@ -775,3 +775,18 @@ def test_a_paused_master_declares_no_live_client_dead(tmp_path):
         assert c.metric("yb_master_liveness_gaps_total") >= 2
     finally:
         c.stop()
+
+
+@pytest.mark.parametrize("strategy", ["random", "free_ratio_first", "local_first"])
+def test_every_allocation_strategy_the_help_names_starts_and_places(tmp_path, strategy):
+    """yb-master takes each --allocation_strategy its help text and docs/operations.md name
+    (local_first used to be refused at start), and places a Put with it."""
+    c = Cluster(tmp_path)
+    try:
+        c.start_master(extra=["--allocation_strategy", strategy])
+        c.start_client("node-a", "16MB")
+        data = value(4096, 3)
+        assert put(c, "k", data).returncode == 0
+        assert get(c, "k") == (0, data)
+    finally:
+        c.stop()
