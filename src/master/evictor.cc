@@ -36,11 +36,13 @@ uint64_t Evictor::RunOnce() {
   return need > 0 ? EvictBytes(need) : 0;
 }
 
-uint64_t Evictor::MemoryBytes(const ObjectMeta& m) {
+uint64_t Evictor::MemoryBytes(const ObjectMeta& m) const {
   uint64_t n = 0;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
-    if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete) ++n;
+    if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete && segments_.Serving(r.segment())) {
+      ++n;
+    }
   }
   return n * m.size;
 }

@@ -5,7 +5,8 @@
 // and an eviction merges the shards' oldest candidates. Leases do not order eviction, and
 // existence probes touch neither recency nor leases, so probing can never pin the pool full.
 //
-// Candidates: not hard-pinned, lease expired, no read pins, a COMPLETE MEMORY replica. Objects that
+// Candidates: not hard-pinned, lease expired, no read pins, a COMPLETE MEMORY replica on a segment
+// served from (not one restored and not re-mounted, nor one in a dead client's grace). Objects that
 // also have a LOCAL_DISK replica go first (dropping their DRAM copies loses nothing; with eager
 // offload the newest objects may not be on disk yet), then the other unpinned ones. Soft-pinned
 // objects (pin not yet expired) go only after every other candidate, and only when allowed.
@@ -64,7 +65,10 @@ class Evictor {
   enum class Pass { kOnDisk, kUnpinned, kSoftPinned };
 
   bool IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const;
-  static uint64_t MemoryBytes(const ObjectMeta& m);
+  // Bytes evicting `m` frees where new objects can go: its complete MEMORY replicas on segments
+  // served from. Replicas on a segment not served from (restored and not re-mounted yet, or of a
+  // client in its grace) free nothing a Put could use, and are kept for their owner's return.
+  uint64_t MemoryBytes(const ObjectMeta& m) const;
   void Collect(Pass pass, TimeMs now, std::vector<Candidate>& out);
   uint64_t EvictOne(ObjectTable::Locked& s, const Candidate& c, Pass pass, TimeMs now);
   enum class Offload { kQueued, kQueueFull, kNoSsdTier };

@@ -396,6 +396,22 @@ TEST_F(GraceTest, ADeadClientBackWithItsMemoryWithinTheGraceKeepsEveryReplica) {
   EXPECT_EQ(master_->Stats().segments, 2u);
 }
 
+// Eviction during the grace frees live memory only: the oldest object, held by the suspended node
+// alone, is no candidate (evicting it would free nothing a Put can use, and break the promise).
+TEST_F(GraceTest, EvictionDuringTheGraceKeepsTheSuspendedNodesObjects) {
+  NodeDeclaredDead();
+  ReplicateConfig on_other;
+  on_other.preferred_segments = {"other"};
+  for (int i = 0; i < 30; ++i) {  // 3 MB through a 1 MiB segment: eviction makes the room
+    ASSERT_TRUE(Put("fill" + std::to_string(i), 100 << 10, on_other).ok()) << i;
+  }
+  EXPECT_GT(master_->Stats().evicted_objects, 0u);
+  EXPECT_TRUE(Exists("only-on-node"));
+  ASSERT_TRUE(master_->RegisterClient({node_.client, "host", "default", false, node_.token}).ok());
+  ASSERT_TRUE(master_->MountSegment(node_, seg_).ok());
+  EXPECT_TRUE(master_->GetReplicaList(ctx_, "only-on-node", false).ok());
+}
+
 TEST_F(GraceTest, ADeadClientNotBackByTheGracesEndLosesItsReplicas) {
   NodeDeclaredDead();
   clock_.AdvanceSec(19);
