@@ -1,7 +1,6 @@
 #include "client/offloader.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <unordered_map>
 
 #include "common/files.h"
@@ -104,13 +103,8 @@ constexpr TimeMs kFirstPauseMs = 1000, kLongestPauseMs = 30000;
 constexpr uint64_t kRoomToTry = 1ULL << 20;  // free bytes under the directory worth a try
 }  // namespace
 
-uint64_t Offloader::FreeBytesNow() const {
-  if (Injected(options_.storage.fault, "space", options_.storage.path) == ENOSPC) return 0;
-  return FreeBytes(options_.storage.path);
-}
-
 void Offloader::Pause(const Status& why) {
-  free_at_pause_ = FreeBytesNow();
+  free_at_pause_ = FreeBytes(options_.storage.path, options_.storage.fault);
   pause_ms_ = pause_ms_ == 0 ? kFirstPauseMs : std::min(pause_ms_ * 2, kLongestPauseMs);
   retry_at_ = clock_.NowMs() + pause_ms_;
   if (!paused_.exchange(true)) {
@@ -126,7 +120,7 @@ bool Offloader::MayWrite() {
   const TimeMs now = clock_.NowMs();
   if (now < retry_at_) return false;
   // Worth a try once space was freed since the write failed, or there is plenty.
-  const uint64_t free = FreeBytesNow();
+  const uint64_t free = FreeBytes(options_.storage.path, options_.storage.fault);
   if (free <= free_at_pause_ && free < kRoomToTry) {
     retry_at_ = now + pause_ms_;
     return false;

@@ -82,7 +82,6 @@ class Offloader {
   // Whether a round may write now (false while paused and the pause or the disk says no).
   bool MayWrite();
   void Pause(const Status& why);
-  uint64_t FreeBytesNow() const;  // under the directory (the fault hook's "space": none)
   RealClock real_clock_;
   const Clock& clock_;  // options_.clock, or real_clock_
   std::atomic<bool> paused_{false};

@@ -47,7 +47,8 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return Status::OK();
 }
 
-uint64_t FreeBytes(const std::string& path) {
+uint64_t FreeBytes(const std::string& path, const FaultHook& fault) {
+  if (Injected(fault, "space", path) != 0) return 0;
   struct statvfs st {};
   if (::statvfs(path.c_str(), &st) != 0) return UINT64_MAX;
   return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;

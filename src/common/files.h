@@ -19,8 +19,8 @@ inline int Injected(const FaultHook& fault, std::string_view op, const std::stri
 }
 
 // Bytes a non-root process may still write to the file system holding `path` (statvfs), or
-// UINT64_MAX when it cannot be told.
-uint64_t FreeBytes(const std::string& path);
+// UINT64_MAX when it cannot be told; 0 when `fault` fails "space" (a test's full disk).
+uint64_t FreeBytes(const std::string& path, const FaultHook& fault = {});
 
 Result<std::string> ReadWholeFile(const std::string& path);
 // Writes all of `data` to `fd` (retrying short writes and EINTR).

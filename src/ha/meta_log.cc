@@ -89,14 +89,10 @@ Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterIma
     return Status(Code::kFileOpenFail, "metadata directory " + options.dir + " is in use by another process");
   }
   YB_RETURN_IF_ERROR(log->Recover(image));
-  log->free_bytes_ = FreeBytes(options.dir);
-  if (Status st = log->OpenFile(log->next_seq_); !st.ok()) {
-    log->Fail(st);  // a full disk: the master comes up read-only, and Maintain() retries
-  } else if (options.min_free_bytes > 0 && log->free_bytes_ < options.min_free_bytes) {
-    log->Fail(Status(Code::kFileWriteFail, "only " + std::to_string(log->free_bytes_) + " bytes are free under " +
-                                               options.dir + " at start (below " +
-                                               std::to_string(options.min_free_bytes) + ")"));
-  }
+  // A full disk: the master comes up read-only, and Maintain() retries.
+  Status st = log->OpenFile(log->next_seq_);
+  if (st.ok()) st = log->CheckSpace();
+  if (!st.ok()) log->Fail(st);
   log->syncer_ = std::thread([raw = log.get()] { raw->SyncerLoop(); });
   return log;
 }
@@ -195,13 +191,34 @@ Status MetaLog::Sync(int fd, const std::string& path) const {
   return err == 0 ? Status::OK() : Status(Code::kFileWriteFail, "cannot sync " + path + ": " + std::strerror(err));
 }
 
-Status MetaLog::OpenFile(uint64_t first_seq) {
-  const std::string path = options_.dir + "/" + LogFileName(first_seq);
+Result<int> MetaLog::OpenForWrite(const std::string& path, int flags) const {
   const int injected = Injected(options_.fault, "open", path);
-  int fd = injected ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, kPrivateFileMode);
+  const int fd = injected ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, kPrivateFileMode);
   if (fd < 0) {
     return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(injected ? injected : errno));
   }
+  return fd;
+}
+
+Status MetaLog::CheckSpace() {
+  const uint64_t free = FreeBytes(options_.dir, options_.fault);
+  free_bytes_ = free;
+  if (options_.min_free_bytes == 0 || free >= options_.min_free_bytes) return Status::OK();
+  return Status(Code::kFileWriteFail, "only " + std::to_string(free) + " bytes are free under " + options_.dir +
+                                          " (below " + std::to_string(options_.min_free_bytes) +
+                                          ", kept for a snapshot)");
+}
+
+void MetaLog::CloseRetiringLocked() {
+  for (int old : retiring_) ::close(old);
+  retiring_.clear();
+}
+
+Status MetaLog::OpenFile(uint64_t first_seq) {
+  const std::string path = options_.dir + "/" + LogFileName(first_seq);
+  auto opened = OpenForWrite(path, O_APPEND);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   struct stat st {};
   ::fstat(fd, &st);
   {
@@ -213,10 +230,7 @@ Status MetaLog::OpenFile(uint64_t first_seq) {
       } else {
         ::close(fd_);
       }
-      if (failed()) {  // the snapshot being taken vouches for what they held, not a sync
-        for (int old : retiring_) ::close(old);
-        retiring_.clear();
-      }
+      if (failed()) CloseRetiringLocked();  // the snapshot being taken vouches for what they held
     }
     fd_ = fd;
   }
@@ -345,8 +359,9 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
   std::lock_guard w(write_mu_);
   if (seq != 0) {  // 0: the leader's log starts at its first record, with no snapshot before it
     const std::string path = SnapshotPath(seq), tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
-    if (fd < 0) return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(errno));
+    auto opened = OpenForWrite(tmp, O_TRUNC);
+    if (!opened.ok()) return opened.status();
+    const int fd = *opened;
     Status st = Write(fd, contents, tmp);
     if (st.ok() && options_.sync) st = Sync(fd, tmp);
     ::close(fd);
@@ -373,8 +388,7 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
   since_snapshot_ = 0;
   {
     std::lock_guard fd_lock(fd_mu_);  // what they held was removed above
-    for (int old : retiring_) ::close(old);
-    retiring_.clear();
+    CloseRetiringLocked();
   }
   YB_RETURN_IF_ERROR(OpenFile(seq + 1));
   YB_RETURN_IF_ERROR(SyncDir(options_.dir));
@@ -549,11 +563,9 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
   }
   const std::string path = options_.dir + "/" + SnapshotFileName(base);
   const std::string tmp = path + ".tmp";
-  const int injected = Injected(options_.fault, "open", tmp);
-  int fd = injected ? -1 : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
-  if (fd < 0) {
-    return Status(Code::kFileOpenFail, "cannot create " + tmp + ": " + std::strerror(injected ? injected : errno));
-  }
+  auto opened = OpenForWrite(tmp, O_TRUNC);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   std::string out, payload;
   pb::SnapshotHeader header;
   header.set_seq(base);
@@ -600,8 +612,7 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
     // now (after the files before it are gone: a standby's shipper finds the snapshot instead).
     {
       std::lock_guard fd_lock(fd_mu_);
-      for (int old : retiring_) ::close(old);
-      retiring_.clear();
+      CloseRetiringLocked();
     }
     Fire(base, base);
   }
@@ -620,23 +631,14 @@ Status MetaLog::SnapshotIfDue(const ImageWriter& write_image, uint64_t next_obje
 }
 
 void MetaLog::Maintain(const ImageWriter& write_image, uint64_t next_object_id) {
-  const uint64_t min_free = options_.min_free_bytes;
-  auto free_now = [&] {
-    uint64_t free = FreeBytes(options_.dir);
-    if (Injected(options_.fault, "space", options_.dir) == ENOSPC) free = 0;
-    free_bytes_ = free;
-    return free;
-  };
-  uint64_t free = free_now();
+  Status space = CheckSpace();
   if (!failed()) {
-    if (min_free > 0 && free < min_free) {
-      Fail(Status(Code::kFileWriteFail, "only " + std::to_string(free) + " bytes are free under " + options_.dir +
-                                            " (below " + std::to_string(min_free) + ", kept for a snapshot)"));
-    } else {
+    if (space.ok()) {
       maintain_failed_rounds_ = 0;
       (void)SnapshotIfDue(write_image, next_object_id);
       return;
     }
+    Fail(space);
   }
   // Failed: a snapshot covers what was appended and deletes the log before it.
   const bool say = maintain_failed_rounds_++ % 30 == 0;  // the first round, then every 30th
@@ -645,13 +647,10 @@ void MetaLog::Maintain(const ImageWriter& write_image, uint64_t next_object_id) 
       if (say) YB_LOG_WARN("metadata log {}: still failing ({}); changes stay refused", options_.dir, st.ToString());
       return;
     }
-    free = free_now();
+    space = CheckSpace();
   }
-  if (min_free > 0 && free < min_free) {
-    if (say) {
-      YB_LOG_WARN("metadata log {}: compacted, and still only {} bytes free (below {}): changes stay refused",
-                  options_.dir, free, min_free);
-    }
+  if (!space.ok()) {
+    if (say) YB_LOG_WARN("metadata log {}: compacted, and still {}: changes stay refused", options_.dir, space.message());
     return;
   }
   Resume();

@@ -160,8 +160,13 @@ class MetaLog final : public MetaSink {
   // The log fails (see the class comment) for `cause`; resumes.
   void Fail(const Status& cause);
   void Resume();
-  // A write or sync, failing as the fault hook says.
+  // A write, sync or open for writing, failing as the fault hook says.
   Status Write(int fd, std::string_view data, const std::string& path) const;
+  Result<int> OpenForWrite(const std::string& path, int flags) const;
+  // FILE_WRITE_FAIL when less than min_free_bytes is free under the directory (free_bytes_ is set).
+  Status CheckSpace();
+  // Closes the earlier files unsynced: a snapshot vouches for what they held. With fd_mu_ held.
+  void CloseRetiringLocked();
   Status Sync(int fd, const std::string& path) const;
   void SyncerLoop();
   // Publishes the levels and runs the callbacks they release.
