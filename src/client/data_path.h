@@ -61,6 +61,9 @@ class DataPath {
                       const std::shared_ptr<LocalSegmentRegistry>& local, LocalSegmentRegistry* served);
   void StopSsdTier(LocalSegmentRegistry& local, LocalSegmentRegistry* served);
   Offloader* ssd_tier() const { return offloader_.get(); }
+  // Replica transfers of this client's reads and puts that failed (ClientStats).
+  uint64_t replica_read_failures() const { return replica_read_failures_.load(std::memory_order_relaxed); }
+  uint64_t replica_write_failures() const { return replica_write_failures_.load(std::memory_order_relaxed); }
 
  private:
   // One round of writes over the keys `pending` (indices): start, copy, end or revoke; sets `out`
@@ -104,10 +107,6 @@ class DataPath {
   // master drops its segments. Counted here and logged at debug level; the transport says once
   // per peer that it became unreachable, and once that it is back.
   std::atomic<uint64_t> replica_read_failures_{0}, replica_write_failures_{0};
-
- public:
-  uint64_t replica_read_failures() const { return replica_read_failures_.load(std::memory_order_relaxed); }
-  uint64_t replica_write_failures() const { return replica_write_failures_.load(std::memory_order_relaxed); }
 };
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.

@@ -279,41 +279,33 @@ uint64_t MasterService::LivenessOnce() {
   }
   std::vector<ClientId> dead = clients_.Expire();
   for (const ClientId& c : dead) {
-    const std::string why = "silent for over " + std::to_string(config_.client_ttl_sec) + " s, declared dead";
-    if (GraceMs() > 0) {
-      SuspendClient(c, why);
-    } else {
-      ForgetClient(c, why);
-    }
+    ForgetClient(c, "silent for over " + std::to_string(config_.client_ttl_sec) + " s, declared dead", GraceMs());
   }
   UnpinForgottenClients();
   return dead.size();
 }
 
-void MasterService::SuspendClient(const ClientId& c, const std::string& why) {
-  const size_t n = segments_.Suspend(c, clock_.NowMs() + GraceMs());
-  if (n == 0) {
-    YB_LOG_INFO("client {} {}: forgotten", c.ToString(), why);
+void MasterService::ForgetClient(const ClientId& c, const std::string& why, TimeMs grace_ms) {
+  if (grace_ms > 0) {
+    if (const size_t n = segments_.Suspend(c, clock_.NowMs() + grace_ms); n > 0) {
+      YB_LOG_WARN("client {} {}: its {} segments are suspended for {} s (not read, no new replicas, repair waits); "
+                  "back with the same memory by then it keeps every replica, else they are dropped",
+                  c.ToString(), why, n, grace_ms / 1000);
+    } else {
+      YB_LOG_INFO("client {} {}: forgotten", c.ToString(), why);
+    }
   } else {
-    YB_LOG_WARN("client {} {}: its {} segments are suspended for {} s (not read, no new replicas, repair waits); "
-                "back with the same memory by then it keeps every replica, else they are dropped",
-                c.ToString(), why, n, GraceMs() / 1000);
-  }
-  ForgetOffloadsOf(c);
-  CancelRepairsIf([&c](const ClientId& owner, TimeMs) { return owner == c; }, "lost their copier");
-  clients_.MarkRemount(c);
-}
-
-void MasterService::ForgetClient(const ClientId& c, const std::string& why) {
-  auto segs = segments_.SegmentsOf(c);
-  if (segs.empty()) {
-    YB_LOG_INFO("client {} {}: forgotten", c.ToString(), why);
-  } else {
-    YB_LOG_WARN("client {} {}: unmounting its {} segments and dropping their replicas", c.ToString(), why, segs.size());
-  }
-  for (SegmentId id : segs) {
-    auto ref = segments_.Unmount(c, id);
-    if (ref.ok()) DropSegmentEverywhere(*ref);
+    auto segs = segments_.SegmentsOf(c);
+    if (segs.empty()) {
+      YB_LOG_INFO("client {} {}: forgotten", c.ToString(), why);
+    } else {
+      YB_LOG_WARN("client {} {}: unmounting its {} segments and dropping their replicas", c.ToString(), why,
+                  segs.size());
+    }
+    for (SegmentId id : segs) {
+      auto ref = segments_.Unmount(c, id);
+      if (ref.ok()) DropSegmentEverywhere(*ref);
+    }
   }
   ForgetOffloadsOf(c);
   CancelRepairsIf([&c](const ClientId& owner, TimeMs) { return owner == c; }, "lost their copier");

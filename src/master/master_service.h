@@ -206,9 +206,10 @@ class MasterService final : public MasterApi {
   // but for objects a lease kept, are superseded.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
   void DropSegmentEverywhere(SegmentRef ref);
-  // Unmounts what a client the registry no longer holds (dead, or gone) still has mounted, and forgets
-  // its offload work; `why` says which, for the log.
-  void ForgetClient(const ClientId& c, const std::string& why);
+  // Unmounts what a client the registry no longer holds (dead, or gone) still has mounted, or with
+  // `grace_ms` suspends it for that long (SegmentManager::Suspend), and forgets its offload and
+  // repair work; `why` says which, for the log.
+  void ForgetClient(const ClientId& c, const std::string& why, TimeMs grace_ms = 0);
   // Ends the pins of clients the registry no longer holds, and read pins their readers stopped
   // naming in their heartbeats.
   void UnpinForgottenClients();
@@ -288,8 +289,6 @@ class MasterService final : public MasterApi {
   TimeMs GraceMs() const {
     return (config_.client_grace_sec < 0 ? config_.client_ttl_sec : config_.client_grace_sec) * 1000;
   }
-  // A client declared dead: its segments suspended for the grace (SegmentManager::Suspend).
-  void SuspendClient(const ClientId& c, const std::string& why);
   std::atomic<TimeMs> recovered_deadline_{0};  // restored segments unconfirmed by then are dropped
   mutable Mutex repair_mu_;
   std::map<size_t, std::deque<std::string>> at_risk_ GUARDED_BY(repair_mu_);  // by COMPLETE replicas left
