@@ -65,18 +65,24 @@ HaMaster::~HaMaster() {
   stopping_ = true;
   answer_until_ = 0;  // no answer from here on
   std::map<std::string, std::unique_ptr<LogShipper>> shippers;
-  int64_t lease = 0;
   {
     std::lock_guard lock(mu_);
     shippers.swap(shippers_);
-    lease = lease_;
   }
   shippers.clear();
-  if (leading_.exchange(false) && lease != 0) {
-    // Stopping: the lease goes back now, and a standby takes over without waiting for it to expire.
-    if (Status st = etcd_.Revoke(lease); !st.ok()) YB_LOG_WARN("HA: giving the lease back: {}", st.ToString());
-    YB_LOG_INFO("HA: master {} stops leading", options_.address);
+  // Stopping: the lease goes back now, and a standby takes over without waiting for it to expire.
+  if (leading_.exchange(false) && GiveLeaseBack()) YB_LOG_INFO("HA: master {} stops leading", options_.address);
+}
+
+bool HaMaster::GiveLeaseBack() {
+  int64_t lease;
+  {
+    std::lock_guard lock(mu_);
+    lease = lease_;
   }
+  if (lease == 0) return false;
+  if (Status st = etcd_.Revoke(lease); !st.ok()) YB_LOG_WARN("HA: giving the lease back: {}", st.ToString());
+  return true;
 }
 
 std::string HaMaster::leader() const {
@@ -524,13 +530,8 @@ void HaMaster::MaintainLog() {
   bool standby_in_sync = false;
   for (const auto& s : standbys()) standby_in_sync = standby_in_sync || s.in_sync;
   if (standby_in_sync) {
-    int64_t lease;
-    {
-      std::lock_guard lock(mu_);
-      lease = lease_;
-    }
     answer_until_ = 0;  // no answer from here on; the lease goes back, so the standby need not wait it out
-    if (Status st = etcd_.Revoke(lease); !st.ok()) YB_LOG_WARN("HA: giving the lease back: {}", st.ToString());
+    (void)GiveLeaseBack();
     StepDown("its metadata log cannot be written (" + log_->stats().failure +
              "); a standby in sync has every acknowledged change and takes over");
   }

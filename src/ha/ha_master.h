@@ -136,6 +136,8 @@ class HaMaster final : public MasterApi {
   void Lead(int64_t lease, int64_t epoch);
   void RenewOrStepDown();
   [[noreturn]] void StepDown(const std::string& why);
+  // Revokes this master's etcd lease (its master_view goes with it); false when it holds none.
+  bool GiveLeaseBack();
   void FollowLeader(const std::string& leader);
   // Whether etcd's in-sync list lets this master campaign.
   bool MayCampaign();
