@@ -90,6 +90,12 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
           "Segments not served from until their owner re-mounts them: restored after a restart, or of a client "
           "declared dead, in its grace.",
           st.segments_unconfirmed);
+  p.Gauge("yb_master_segments_unreachable",
+          "Segments clients report they cannot reach now: handed to readers and writers only where nothing else is.",
+          st.segments_unreachable);
+  p.Gauge("yb_master_segments_unheard",
+          "Segments whose owner's heartbeats stopped arriving (short of being declared dead): no new replicas.",
+          st.segments_unheard);
   p.Gauge("yb_master_live_clients", "Clients alive (pinging).", st.live_clients);
   p.Counter("yb_master_liveness_gaps_total",
             "Times the master found its own liveness check had not run for over --liveness_max_gap_ms (it was "

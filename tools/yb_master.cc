@@ -129,6 +129,17 @@ int main(int argc, char** argv) {
                  "at once)")
       ->check(CLI::Range(int64_t{-1}, int64_t{86400}))
       ->capture_default_str();
+  app.add_option("--client_quiet_ms", mc.client_quiet_ms,
+                 "a client silent this long (cut off from the master, paused), short of --client_ttl, is not read "
+                 "from any less but its segments take no new replicas until it is heard again (-1: half the "
+                 "--client_ttl, within 2000-3000)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{86400000}))
+      ->capture_default_str();
+  app.add_option("--unreachable_report_ms", mc.unreachable_report_ms,
+                 "how long a client's report that it cannot reach a segment (its heartbeat, each second, repeats it "
+                 "while that lasts) keeps the segment from readers and writers where others will do")
+      ->check(CLI::Range(int64_t{1000}, int64_t{600000}))
+      ->capture_default_str();
   app.add_option("--allocation_strategy", mc.allocation_strategy,
                  "random | free_ratio_first | local_first (the writer's own segment, then its host's, then random)")
       ->check(CLI::IsMember({"random", "free_ratio_first", "local_first"}));

@@ -108,11 +108,15 @@ struct HeldPin {
 // What a heartbeat states. `mounted_segments`: how many segments the client holds mounted as far
 // as it knows (0: it states nothing). `pins_stated`: `pins` names every read pin it holds, so the
 // master may end the ones it stops naming (their ReadEnd was lost).
+// `unreachable`: other clients' segments this client's transfers cannot reach now (connections
+// refused or timing out): the master hands them to no reader or writer while reports last.
 inline constexpr size_t kMaxStatedPins = 4096;  // more held: the heartbeat states none
+inline constexpr size_t kMaxReportedUnreachable = 64;  // more: the first ones
 struct PingState {
   uint32_t mounted_segments = 0;
   bool pins_stated = false;
   std::vector<HeldPin> pins;
+  std::vector<SegmentId> unreachable;
 };
 
 struct PingResponse {
@@ -171,7 +175,7 @@ class MasterApi {
   // heartbeats stating pins in a row did not name is ended, as if its ReadEnd had come.
   virtual Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) = 0;
   Result<PingResponse> Ping(const CallContext& ctx, uint32_t mounted_segments) {
-    return Ping(ctx, PingState{mounted_segments, false, {}});
+    return Ping(ctx, PingState{mounted_segments, false, {}, {}});
   }
   Result<PingResponse> Ping(const CallContext& ctx) { return Ping(ctx, 0); }
   // The client leaves: it stops counting as live, its read pins end, and whatever it still has

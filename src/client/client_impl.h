@@ -19,7 +19,7 @@ struct Client::Impl {
         parts(std::move(p)),
         own_scheduler(parts.scheduler ? nullptr : std::make_unique<ThreadScheduler>()),
         scheduler(parts.scheduler ? *parts.scheduler : *own_scheduler),
-        members(config, parts.master, parts.local_segments, parts.served, parts.endpoint),
+        members(config, parts.master, parts.local_segments, parts.served, parts.endpoint, parts.engine),
         data(config, members, parts.engine, scheduler.clock()),
         repairer(members, parts.engine, parts.local_segments) {}
 

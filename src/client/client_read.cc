@@ -106,6 +106,7 @@ Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, co
     }
     if (st.ok()) return st;
     replica_read_failures_.fetch_add(1, std::memory_order_relaxed);
+    members_.unreachable().Note(ordered[i].segment, st);
     YB_LOG_DEBUG("read of a {} replica on segment {} failed, trying the next replica: {}",
                  ordered[i].kind == ReplicaKind::kLocalDisk ? "disk" : "memory", ordered[i].segment, st.ToString());
     last = st;
@@ -190,7 +191,9 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
   }
   auto results = engine_->Submit(reqs);
   for (size_t k = 0; k < results.size(); ++k) {
-    if (!results[k].ok()) ok[owner[k]] = false;
+    if (results[k].ok()) continue;
+    ok[owner[k]] = false;
+    members_.unreachable().Note(reqs[k].segment, results[k]);
   }
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok() || !infos[i].ok()) continue;

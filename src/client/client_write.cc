@@ -76,6 +76,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
   auto note = [&](size_t j, SegmentId segment, const Status& st) {
     if (failed[j].ok()) failed[j] = Status(st.code(), "segment " + std::to_string(segment) + ": " + st.ToString());
     if (st.code() == Code::kTransferFail) failed_segments.push_back(segment);
+    members_.unreachable().Note(segment, st);
   };
   for (size_t j = 0; j < pending.size(); ++j) {
     size_t i = pending[j];

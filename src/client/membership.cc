@@ -30,12 +30,13 @@ Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vecto
 
 Membership::Membership(const ClientConfig& config, std::shared_ptr<MasterApi> master,
                        std::shared_ptr<LocalSegmentRegistry> local, std::shared_ptr<LocalSegmentRegistry> served,
-                       std::string endpoint)
+                       std::string endpoint, std::shared_ptr<TransferEngine> engine)
     : config_(config),
       master_(std::move(master)),
       local_(std::move(local)),
       served_(std::move(served)),
       endpoint_(std::move(endpoint)),
+      engine_(std::move(engine)),
       id_(ClientId::Random()) {
   ctx_.client = id_;
 }
@@ -152,6 +153,7 @@ Status Membership::Beat() {
   PingState state;
   state.mounted_segments = static_cast<uint32_t>(mounted().size());
   pins_.State(state);
+  if (engine_) unreachable_.State(*engine_, state);
   auto pong = master_->Ping(ctx(), state);
   if (pong.code() == Code::kClientNotFound) {
     // A master that does not know our token (it restarted without its metadata log): register

@@ -19,6 +19,7 @@
 
 #include "api/master_api.h"
 #include "client/held_pins.h"
+#include "client/unreachable_holders.h"
 #include "common/log.h"
 #include "common/scheduler.h"
 #include "transfer/local_segments.h"
@@ -35,9 +36,11 @@ Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vecto
 class Membership {
  public:
   // `served`, when given, is the registry the client's transfer server serves from; `endpoint`
-  // is where other processes reach it.
+  // is where other processes reach it; `engine`, the transfer engine whose unreachable holders the
+  // heartbeat reports (none: nothing is reported).
   Membership(const ClientConfig& config, std::shared_ptr<MasterApi> master, std::shared_ptr<LocalSegmentRegistry> local,
-             std::shared_ptr<LocalSegmentRegistry> served, std::string endpoint);
+             std::shared_ptr<LocalSegmentRegistry> served, std::string endpoint,
+             std::shared_ptr<TransferEngine> engine = nullptr);
   ~Membership();
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
@@ -71,6 +74,8 @@ class Membership {
   // The read pins this client's reads hold, named in each heartbeat.
   HeldPins& pins() { return pins_; }
   const HeldPins& pins() const { return pins_; }
+  // The holders this client's transfers could not reach, reported in each heartbeat.
+  UnreachableHolders& unreachable() { return unreachable_; }
   // A segment this client mounted (its memory is ours: the cheapest replica to read).
   bool IsLocal(SegmentId s) const;
   std::vector<SegmentDesc> mounted() const;
@@ -96,6 +101,7 @@ class Membership {
   const std::shared_ptr<LocalSegmentRegistry> local_;
   const std::shared_ptr<LocalSegmentRegistry> served_;
   const std::string endpoint_;
+  const std::shared_ptr<TransferEngine> engine_;
   ClientId id_;
   mutable std::mutex ctx_mu_;           // a leaf
   CallContext ctx_;                     // under ctx_mu_; changes when the client registers again
@@ -111,6 +117,7 @@ class Membership {
   std::atomic<bool> segments_mounted_{true};
   std::atomic<bool> repairs_waiting_{false};
   HeldPins pins_;
+  UnreachableHolders unreachable_;
 };
 
 }  // namespace yb

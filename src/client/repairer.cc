@@ -63,6 +63,7 @@ size_t Repairer::RunOnce(bool force) {
   for (size_t k = 0; k < done.size(); ++k) {
     const RepairTask& t = (*tasks)[owner[k]];
     Status st = std::move(done[k]);
+    members_.unreachable().Note(t.source, st);
     if (st.ok() && t.checksum && sums[owner[k]].Finish(std::vector<Slice>{{reqs[k].local, t.size}}) != *t.checksum) {
       st = Status(Code::kChecksumMismatch,
                   "the copy read from segment " + std::to_string(t.source) + " does not match the value's checksum");

@@ -79,6 +79,20 @@ void ClientRegistry::RefreshAll() {
   for (auto& [id, e] : clients_) e.last_seen = std::max(e.last_seen, now);
 }
 
+std::vector<ClientId> ClientRegistry::Quiet(int64_t quiet_ms, std::vector<QuietChange>* changed) {
+  const TimeMs now = clock_.NowMs();
+  std::vector<ClientId> out;
+  MutexLock lock(mu_);
+  for (auto& [id, e] : clients_) {
+    const int64_t silent = now - e.last_seen;
+    const bool quiet = silent > quiet_ms;
+    if (quiet) out.push_back(id);
+    if (quiet != e.quiet && changed) changed->push_back({id, quiet, silent});
+    e.quiet = quiet;
+  }
+  return out;
+}
+
 bool ClientRegistry::Remove(const ClientId& id) {
   MutexLock lock(mu_);
   return clients_.erase(id) != 0;

@@ -40,6 +40,15 @@ class ClientRegistry {
   std::vector<ClientId> Expire();
   // Counts every known client as seen now (the master could not hear them for a while).
   void RefreshAll();
+  // The known clients silent for longer than `quiet_ms` (short of the TTL: a holder cut off from
+  // the master, or paused), and, in `changed`, those that became quiet or were heard again since
+  // the last call (for the log).
+  struct QuietChange {
+    ClientId id;
+    bool quiet = false;  // true: became quiet; false: heard again
+    int64_t silent_ms = 0;
+  };
+  std::vector<ClientId> Quiet(int64_t quiet_ms, std::vector<QuietChange>* changed);
   // Forgets a client that says it leaves; false when it was not known.
   bool Remove(const ClientId& id);
   size_t size() const;
@@ -52,6 +61,7 @@ class ClientRegistry {
     TimeMs last_seen = 0;
     bool owes_remount = false;
     uint64_t pin_round = 0;
+    bool quiet = false;  // as the last Quiet() found it
   };
   // The entry, its last sign of life now; created (owing nothing) when the client was not known.
   Entry& TouchLocked(const ClientId& id, TimeMs now, bool* inserted) REQUIRES(mu_);

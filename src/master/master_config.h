@@ -35,6 +35,14 @@ struct MasterConfig {
   // repair waits): back with the same memory by then (a partition healed, a process resumed), it
   // keeps every replica; else they are dropped and repaired. -1: client_ttl_sec; 0: dropped at once.
   int64_t client_grace_sec = -1;
+  // A client silent for longer than this (its heartbeats, each second, stopped arriving: cut off
+  // from the master, or paused) is not declared dead yet, but its segments take no new replicas
+  // until it is heard again: a writer could not be sure they still exist by its PutEnd.
+  // -1: half the client_ttl, within 2-3 s.
+  int64_t client_quiet_ms = -1;
+  // How long a client's report that it cannot reach a segment (PingState::unreachable, sent each
+  // second while it lasts) keeps the segment from readers and writers.
+  int64_t unreachable_report_ms = 3000;
   std::string allocation_strategy = "random";   // random | free_ratio_first
   int64_t put_start_discard_timeout_sec = 30;   // after this another writer may take over
   int64_t put_start_release_timeout_sec = 600;  // after this the space is reclaimed

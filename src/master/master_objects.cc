@@ -263,12 +263,16 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   if (m.flags & kHasChecksum) info.checksum = m.checksum;
   info.replicas.reserve(m.n_replicas);
   std::string disk_key;  // what a LOCAL_DISK replica's grant names
+  // Replicas on segments clients report unreachable go to the reader only when no other does.
+  std::vector<ReplicaDesc> unreachable;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
     if (r.status() != ReplicaStatus::kComplete || !segments_.Serving(r.segment())) continue;
     if (r.kind() == ReplicaKind::kLocalDisk && disk_key.empty()) disk_key = DiskKey(tenants_.name(ctx.tenant), key);
-    info.replicas.push_back(Describe(r, m.size, GrantAccess::kRead, disk_key));
+    (segments_.Shunned(r.segment()) ? unreachable : info.replicas)
+        .push_back(Describe(r, m.size, GrantAccess::kRead, disk_key));
   }
+  if (info.replicas.empty()) info.replicas = std::move(unreachable);
   if (info.replicas.empty()) {
     // Its segments are being unmounted, or after our restart their owners have not re-mounted them.
     return Status(Code::kReplicaNotReady, "key " + Quote(key) + " has no replica to read yet");

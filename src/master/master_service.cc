@@ -51,7 +51,7 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
     : config_(config),
       identity_key_(NewGrantKey()),
       clock_(clock),
-      segments_(std::move(strategy), config.allocation_alignment),
+      segments_(std::move(strategy), config.allocation_alignment, &clock_),
       table_(segments_, tenants_, config.object_shards, config.disk_away_copies_limit),
       offload_(config.offload_queue_limit),
       evictor_(table_, segments_, offload_, clock_, config_),
@@ -123,6 +123,16 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState
   r.need_remount = clients_.Ping(ctx.client);
   if (state.pins_stated && state.pins.size() <= kMaxStatedPins && tenants_.Valid(ctx.tenant))
     RenewPins(ctx, state.pins);
+  if (!state.unreachable.empty()) {
+    std::vector<SegmentId> reported(state.unreachable.begin(),
+                                    state.unreachable.begin() +
+                                        static_cast<std::ptrdiff_t>(std::min(state.unreachable.size(), kMaxReportedUnreachable)));
+    for (SegmentId id : segments_.Shun(ctx.client, reported, clock_.NowMs() + config_.unreachable_report_ms)) {
+      YB_LOG_WARN("segment {} reported unreachable by client {}: handed to readers only where no other replica is, "
+                  "and to writers only where no other segment has room, while reports go on",
+                  id, ctx.client.ToString());
+    }
+  }
   {
     MutexLock lock(repair_mu_);
     for (const auto& [id, f] : repairs_) r.repairs += f.client == ctx.client && !f.handed_out;
@@ -277,12 +287,34 @@ uint64_t MasterService::LivenessOnce() {
     }
     return 0;
   }
+  MarkQuietClients(now);
   std::vector<ClientId> dead = clients_.Expire();
   for (const ClientId& c : dead) {
     ForgetClient(c, "silent for over " + std::to_string(config_.client_ttl_sec) + " s, declared dead", GraceMs());
   }
   UnpinForgottenClients();
   return dead.size();
+}
+
+void MasterService::MarkQuietClients(TimeMs now) {
+  std::vector<ClientRegistry::QuietChange> changed;
+  std::vector<ClientId> quiet = clients_.Quiet(QuietMs(), &changed);
+  // Held a little past the next run (every 200 ms in yb-master), so that it lapses soon once heard.
+  segments_.MarkUnheard(quiet, now + std::max<int64_t>(2 * config_.liveness_max_gap_ms, 1000));
+  std::vector<ClientId> heard;
+  for (const auto& c : changed) {
+    if (!c.quiet) heard.push_back(c.id);
+  }
+  segments_.MarkUnheard(heard, 0);
+  for (const auto& c : changed) {
+    if (c.quiet) {
+      YB_LOG_WARN("client {} not heard from for {} ms: its segments take no new replicas until it is (readers still "
+                  "go to them; declared dead after {} s)",
+                  c.id.ToString(), c.silent_ms, config_.client_ttl_sec);
+    } else {
+      YB_LOG_INFO("client {} heard from again: its segments take new replicas", c.id.ToString());
+    }
+  }
 }
 
 void MasterService::ForgetClient(const ClientId& c, const std::string& why, TimeMs grace_ms) {
@@ -366,6 +398,8 @@ MasterStats MasterService::Stats() const {
   st.liveness_gaps = liveness_gaps_.load(std::memory_order_relaxed);
   st.segments = segments_.segment_count();
   st.segments_unconfirmed = segments_.Unconfirmed().size();
+  st.segments_unreachable = segments_.shunned_count();
+  st.segments_unheard = segments_.unheard_count();
   st.capacity = segments_.capacity();
   st.allocated = segments_.allocated();
   st.evicted_objects = evictor_.evicted_objects();

@@ -23,6 +23,7 @@
 // Every lock is annotated (common/thread_annotations.h); scripts/thread_safety.sh checks them.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -55,6 +56,10 @@ struct MasterStats {
   // Segments known but not served from: restored at start and not re-mounted yet, or of a client
   // declared dead, in its grace (--client_grace_sec).
   uint64_t segments_unconfirmed = 0;
+  // Partitions: segments clients report they cannot reach (not handed out while another replica
+  // is), and segments whose owner the master does not hear from (no new replicas).
+  uint64_t segments_unreachable = 0;
+  uint64_t segments_unheard = 0;
   uint64_t capacity = 0;
   uint64_t allocated = 0;
   uint64_t evicted_objects = 0;
@@ -286,6 +291,12 @@ class MasterService final : public MasterApi {
   std::atomic<uint64_t> drops_refused_{0};  // disk-copy drops an owner's full queue did not take
   std::atomic<uint64_t> disk_registered_{0};
   std::atomic<uint64_t> disk_dropped_{0};
+  int64_t QuietMs() const {
+    if (config_.client_quiet_ms >= 0) return config_.client_quiet_ms;
+    return std::clamp<int64_t>(config_.client_ttl_sec * 500, 2000, 3000);
+  }
+  // Marks the segments of clients not heard from for QuietMs() (LivenessOnce).
+  void MarkQuietClients(TimeMs now);
   TimeMs GraceMs() const {
     return (config_.client_grace_sec < 0 ? config_.client_ttl_sec : config_.client_grace_sec) * 1000;
   }

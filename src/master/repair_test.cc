@@ -83,7 +83,7 @@ TEST_F(RepairTest, HeartbeatsNamingNoReadPinLeaveACopysPinInPlace) {
   ASSERT_EQ(master_->RepairOnce(), 1u);
   auto t = (*master_->RepairFetch(c_, 10))[0];
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(master_->Ping(c_, PingState{1, true, {}}).ok());
+    ASSERT_TRUE(master_->Ping(c_, PingState{1, true, {}, {}}).ok());
     master_->RunBackgroundOnce();
   }
   EXPECT_EQ(master_->Stats().stale_pins_released, 0u);

@@ -12,7 +12,11 @@ namespace {
 uint32_t SlotOf(SegmentRef ref) { return ref & 0xFFFF; }
 }  // namespace
 
-SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment)
+namespace {
+const RealClock kSteadyClock;
+}  // namespace
+
+SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment, const Clock* clock)
     : strategy_(std::move(strategy)),
       alignment_(alignment),
       by_slot_(kMaxSegments),
@@ -20,7 +24,9 @@ SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uin
       slot_ref_(std::make_unique<std::atomic<uint32_t>[]>(kMaxSegments)),
       slot_id_(std::make_unique<std::atomic<uint64_t>[]>(kMaxSegments)),
       slot_serving_(std::make_unique<std::atomic<bool>[]>(kMaxSegments)),
-      slot_key_(std::make_unique<std::atomic<uint64_t>[]>(2 * kMaxSegments)) {
+      slot_key_(std::make_unique<std::atomic<uint64_t>[]>(2 * kMaxSegments)),
+      slot_shunned_(std::make_unique<std::atomic<TimeMs>[]>(kMaxSegments)),
+      clock_(clock ? clock : &kSteadyClock) {
   // Slot 0 is never used, so that a zero SegmentRef means "none".
   for (uint32_t i = kMaxSegments - 1; i >= 1; --i) free_slots_.push_back(static_cast<uint16_t>(i));
 }
@@ -38,6 +44,60 @@ bool SegmentManager::Serving(SegmentRef ref) const {
   bool serving = slot_serving_[slot].load(std::memory_order_acquire);
   return serving && slot_ref_[slot].load(std::memory_order_acquire) == ref;
 }
+
+TimeMs SegmentManager::Now() const { return clock_->NowMs(); }
+
+bool SegmentManager::Shunned(SegmentRef ref) const {
+  uint32_t slot = SlotOf(ref);
+  if (slot == 0) return false;
+  const TimeMs now = Now();
+  if (now >= any_shunned_until_.load(std::memory_order_relaxed)) return false;  // the common case: none is
+  return now < slot_shunned_[slot].load(std::memory_order_relaxed) &&
+         slot_ref_[slot].load(std::memory_order_acquire) == ref;
+}
+
+std::vector<SegmentId> SegmentManager::Shun(const ClientId& reporter, const std::vector<SegmentId>& ids,
+                                            TimeMs until) {
+  std::vector<SegmentId> fresh;
+  const TimeMs now = Now();
+  ReaderLock lock(mu_);
+  for (SegmentId id : ids) {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end() || it->second->owner == reporter) continue;
+    Segment& seg = *it->second;
+    const TimeMs was = seg.shunned_until.load(std::memory_order_relaxed);
+    if (was <= now) fresh.push_back(id);
+    if (was < until) {
+      seg.shunned_until.store(until, std::memory_order_relaxed);
+      slot_shunned_[SlotOf(seg.ref)].store(until, std::memory_order_relaxed);
+    }
+    TimeMs any = any_shunned_until_.load(std::memory_order_relaxed);
+    while (any < until && !any_shunned_until_.compare_exchange_weak(any, until, std::memory_order_relaxed)) {
+    }
+  }
+  return fresh;
+}
+
+void SegmentManager::MarkUnheard(const std::vector<ClientId>& owners, TimeMs until) {
+  if (owners.empty()) return;
+  ReaderLock lock(mu_);
+  for (const auto& [id, seg] : by_id_) {
+    if (std::find(owners.begin(), owners.end(), seg->owner) != owners.end()) {
+      seg->unheard_until.store(until, std::memory_order_relaxed);
+    }
+  }
+}
+
+size_t SegmentManager::CountUntil(std::atomic<TimeMs> Segment::*until) const {
+  const TimeMs now = Now();
+  ReaderLock lock(mu_);
+  return static_cast<size_t>(std::count_if(by_id_.begin(), by_id_.end(), [&](const auto& entry) {
+    return now < ((*entry.second).*until).load(std::memory_order_relaxed);
+  }));
+}
+
+size_t SegmentManager::shunned_count() const { return CountUntil(&Segment::shunned_until); }
+size_t SegmentManager::unheard_count() const { return CountUntil(&Segment::unheard_until); }
 
 void SegmentManager::PublishKey(uint32_t slot, const std::string& key) {
   uint64_t words[2] = {0, 0};
@@ -89,6 +149,7 @@ Status SegmentManager::AddLocked(std::shared_ptr<Segment> seg) {
   slot_id_[slot].store(seg->desc.id, std::memory_order_release);
   PublishKey(slot, seg->desc.grant_key);
   slot_serving_[slot].store(seg->confirmed, std::memory_order_release);
+  slot_shunned_[slot].store(0, std::memory_order_relaxed);
   slot_ref_[slot].store(seg->ref, std::memory_order_release);
   by_slot_[slot] = seg;
   capacity_.fetch_add(seg->capacity, std::memory_order_relaxed);
@@ -211,6 +272,7 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std
       const bool was_suspended = seg.suspended_until != 0;
       seg.confirmed = true;
       seg.suspended_until = 0;
+      seg.unheard_until.store(0, std::memory_order_relaxed);  // its owner is talking
       seg.desc.endpoint = desc.endpoint;
       seg.desc.base = desc.base;
       seg.desc.grant_key = desc.grant_key;  // the owner's, which its transfer server checks with
@@ -382,6 +444,7 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
                                                  const std::vector<SegmentId>& avoid, size_t preferred_for) {
   std::vector<Allocation> out;
   if (count == 0 || size == 0) return out;
+  const TimeMs now = Now();
   ReaderLock lock(mu_);
   // Replicas go to distinct names (each a storage process, its own fault domain); to distinct
   // zones (the label an operator gives, --zone) and distinct hosts while there are any: a zone's
@@ -406,8 +469,12 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
     return std::any_of(used_names.begin(), used_names.end(), [&](const std::string* u) { return *u == n; });
   };
   enum Spread { kNewZoneAndHost, kNewZone, kNewHost, kAny };
-  auto try_segment = [&](Segment& seg, Spread spread) {
+  // A segment whose owner the master does not hear from takes nothing; one that clients report
+  // unreachable, only when no other segment takes the object (below).
+  auto try_segment = [&](Segment& seg, Spread spread, bool even_shunned = false) {
     if (out.size() >= count || name_used(seg.desc.name) || seg.draining.load(std::memory_order_relaxed)) return;
+    if (now < seg.unheard_until.load(std::memory_order_relaxed)) return;
+    if (!even_shunned && now < seg.shunned_until.load(std::memory_order_relaxed)) return;
     if (seg.only_tenant && *seg.only_tenant != tenant) return;
     const std::string_view host = HostOf(seg.desc.endpoint);
     if ((spread == kNewZoneAndHost || spread == kNewHost) && taken(used_hosts, host)) return;
@@ -445,6 +512,12 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
       if (candidates[i].free < size) continue;
       try_segment(*list_[i], spread);
       if (out.size() >= count) return out;
+    }
+  }
+  if (out.empty() && now < any_shunned_until_.load(std::memory_order_relaxed)) {
+    for (uint32_t i : order) {
+      if (candidates[i].free >= size) try_segment(*list_[i], kAny, true);
+      if (!out.empty()) break;
     }
   }
   return out;

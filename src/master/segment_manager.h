@@ -46,7 +46,8 @@ struct Allocation {
 
 class SegmentManager {
  public:
-  SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment);
+  // `clock` (null: the steady clock) tells when reports of unreachable segments lapse.
+  SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment, const Clock* clock = nullptr);
 
   // SEGMENT_ALREADY_EXISTS if the id is mounted by another client; mounting the same segment again
   // by its owner is a no-op success. INVALID_PARAMS for a zero size or an empty name. A restored
@@ -92,6 +93,21 @@ class SegmentManager {
   size_t Suspend(const ClientId& owner, TimeMs until);
   // Whether readers may be sent to the segment: mounted, and confirmed if restored. Lock-free.
   bool Serving(SegmentRef ref) const;
+  // Partitions (docs/design.md, "Partitions"). `reporter`'s transfers cannot reach segments `ids`
+  // (its heartbeat says so): until `until` each is handed to readers only when no other replica
+  // of an object is (MasterService), and takes new replicas only when no other segment can (a
+  // report, a client's word, never stops every write). Returns the ids that were not reported
+  // unreachable before; the reporter's own segments are ignored.
+  std::vector<SegmentId> Shun(const ClientId& reporter, const std::vector<SegmentId>& ids, TimeMs until);
+  // Whether clients report the segment unreachable now. Lock-free.
+  bool Shunned(SegmentRef ref) const;
+  // `owners` are not heard from (their heartbeats stopped arriving, short of being declared dead):
+  // their segments take no new replica until `until`, while readers still go to them (a holder cut
+  // off from the master may still serve its clients). `until` 0: they are heard again.
+  void MarkUnheard(const std::vector<ClientId>& owners, TimeMs until);
+  // Segments reported unreachable now, and segments whose owner is not heard from now.
+  size_t shunned_count() const;
+  size_t unheard_count() const;
   void SetSink(MetaSink* sink) { sink_ = sink; }
   // SEGMENT_NOT_FOUND if unknown; ILLEGAL_CLIENT if owned by someone else. Returns the reference
   // the segment had, so that the caller can drop the replicas that name it.
@@ -149,6 +165,8 @@ class SegmentManager {
     bool confirmed = true;              // false while restored or suspended; under mu_ (exclusive to change)
     TimeMs suspended_until = 0;         // while suspended (0: restored); under mu_
     std::atomic<bool> draining{false};  // takes no new replicas (DrainSegment)
+    std::atomic<TimeMs> shunned_until{0};  // reported unreachable by clients until then (Shun)
+    std::atomic<TimeMs> unheard_until{0};  // its owner not heard from until then (MarkUnheard)
     std::optional<TenantIndex> only_tenant;  // a tenant's client's memory; fixed at mount
     mutable Mutex mu;                   // after mu_ (shared) when both are held
     OffsetAllocator alloc GUARDED_BY(mu);
@@ -160,6 +178,8 @@ class SegmentManager {
   };
 
   bool TryAllocateOn(Segment& seg, uint64_t size, Allocation* out);
+  TimeMs Now() const;
+  size_t CountUntil(std::atomic<TimeMs> Segment::*until) const;
   void RebuildListLocked() REQUIRES(mu_);
   // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
   Status AddLocked(std::shared_ptr<Segment> seg) REQUIRES(mu_);
@@ -181,6 +201,9 @@ class SegmentManager {
   std::unique_ptr<std::atomic<uint64_t>[]> slot_id_;
   std::unique_ptr<std::atomic<bool>[]> slot_serving_;
   std::unique_ptr<std::atomic<uint64_t>[]> slot_key_;  // two words per slot: its segment's grant key (0: none)
+  std::unique_ptr<std::atomic<TimeMs>[]> slot_shunned_;  // Segment::shunned_until, by slot
+  std::atomic<TimeMs> any_shunned_until_{0};            // the latest of them: none is shunned after it
+  const Clock* clock_;
   MetaSink* sink_ = nullptr;
   std::atomic<uint64_t> capacity_{0};
   std::atomic<uint64_t> allocated_{0};

@@ -126,6 +126,7 @@ Result<PingResponse> MasterClient::Ping(const CallContext& ctx, const PingState&
     h->set_key(p.key);
     h->set_read_pin(p.read_pin);
   }
+  for (SegmentId s : state.unreachable) q.add_unreachable(s);
   auto r = Call<M::kPing>(q);
   if (!r.ok()) return r.status();
   return PingResponse{r->need_remount(), r->repairs()};

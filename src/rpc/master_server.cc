@@ -128,9 +128,11 @@ Status Admit(MasterApi& api, const net::Peer& peer, const CallContext& ctx, cons
 
 template <>
 void Serve<M::kPing>(MasterApi& api, const CallContext& ctx, const pb::PingRequest& q, pb::PingResponse& r) {
-  PingState state{q.mounted_segments(), q.pins_stated(), {}};
+  PingState state{q.mounted_segments(), q.pins_stated(), {}, {}};
   state.pins.reserve(static_cast<size_t>(q.pins_size()));
   for (const auto& h : q.pins()) state.pins.push_back(HeldPin{h.key(), h.read_pin()});
+  const size_t reported = std::min(static_cast<size_t>(q.unreachable_size()), kMaxReportedUnreachable);
+  state.unreachable.assign(q.unreachable().begin(), q.unreachable().begin() + static_cast<int>(reported));
   auto p = api.Ping(ctx, state);
   ToPb(p.status(), r.mutable_status());
   if (p.ok()) {

@@ -13,6 +13,15 @@ Transport* TransferEngine::Route(SegmentId segment) const {
 
 bool TransferEngine::Reaches(SegmentId segment) const { return Route(segment) != nullptr; }
 
+bool TransferEngine::Unreachable(SegmentId segment) const {
+  const Transport* t = Route(segment);
+  return t && t->Unreachable(segment);
+}
+
+void TransferEngine::Probe(SegmentId segment) {
+  if (Transport* t = Route(segment)) t->Probe(segment);
+}
+
 std::vector<Status> TransferEngine::Submit(const std::vector<TransferRequest>& batch) {
   std::vector<Status> out(batch.size());
   if (transports_.size() == 1 && !batch.empty()) return transports_[0]->Submit(batch);

@@ -17,6 +17,9 @@ class TransferEngine {
   // The transport a segment would use, or nullptr.
   Transport* Route(SegmentId segment) const;
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch);
+  // Transport::Unreachable and Probe of the segment's transport.
+  bool Unreachable(SegmentId segment) const;
+  void Probe(SegmentId segment);
 
  private:
   std::vector<std::shared_ptr<Transport>> transports_;

@@ -47,6 +47,12 @@ class Transport {
   // True when local memory must be registered (RDMA-like); callers then stage through the
   // client's registered buffer.
   virtual bool RequiresRegisteredMemory() const { return false; }
+  // Whether the segment's server is unreachable as far as this transport knows now (connections to
+  // it fail or time out): a holder a client reports to the master (PingState::unreachable).
+  virtual bool Unreachable(SegmentId /*segment*/) const { return false; }
+  // Tries, in the background, to reach the segment's server again if it is unreachable and its next
+  // attempt is due; its outcome is what Unreachable() says next.
+  virtual void Probe(SegmentId /*segment*/) {}
 };
 
 }  // namespace yb

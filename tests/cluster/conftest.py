@@ -113,6 +113,106 @@ def client_metrics(port):
     return {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line and line[0] != "#"}
 
 
+class Hosts:
+    """Hosts in network namespaces ("ybt-NAME"), each on a link of its own to a router (the
+    namespace "ybt-br", its side of host i's link "ybtIbr"), made for a test and removed after it.
+    Host i has the address 10.231.(10+i).2. The router drops, silently as a cut cable does, what
+    one host sends another (cut one way or both) or everything to and from a host (unplug): no
+    error reaches the sender, its packets just go unanswered."""
+
+    def __init__(self, names):
+        self.names = list(names)
+        self.ns = {n: f"ybt-{n}" for n in self.names}
+        self.addr = {n: self.address(i) for i, n in enumerate(self.names)}
+        self.prefix = {n: ["ip", "netns", "exec", self.ns[n]] for n in self.names}
+        self.rules = set()
+
+    @staticmethod
+    def address(i):
+        return f"10.231.{10 + i}.2"
+
+    def __getitem__(self, ns):
+        """The command prefix that runs in namespace `ns` ("ybt-NAME")."""
+        return self.prefix[ns[len("ybt-"):]]
+
+    def _all(self):
+        return list(self.ns.values()) + ["ybt-br"]
+
+    def remove(self):
+        for ns in self._all():
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+    def create(self):
+        if os.geteuid() != 0 or not os.path.exists("/usr/sbin/ip"):
+            pytest.skip("network namespaces need root and iproute2: skipped")
+        self.remove()
+
+        def sh(*args):
+            subprocess.run(list(args), check=True, capture_output=True)
+        try:
+            sh("ip", "netns", "add", "ybt-br")
+            sh("ip", "netns", "exec", "ybt-br", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+            for i, n in enumerate(self.names):
+                ns, gw = self.ns[n], f"10.231.{10 + i}.1"
+                sh("ip", "netns", "add", ns)
+                sh("ip", "link", "add", f"ybt{i}", "netns", ns, "type", "veth", "peer", "name", f"ybt{i}br",
+                   "netns", "ybt-br")
+                sh("ip", "-n", "ybt-br", "addr", "add", f"{gw}/24", "dev", f"ybt{i}br")
+                sh("ip", "-n", "ybt-br", "link", "set", f"ybt{i}br", "up")
+                sh("ip", "-n", ns, "addr", "add", f"{self.addr[n]}/24", "dev", f"ybt{i}")
+                sh("ip", "-n", ns, "link", "set", f"ybt{i}", "up")
+                sh("ip", "-n", ns, "link", "set", "lo", "up")
+                sh("ip", "-n", ns, "route", "add", "default", "via", gw)
+        except subprocess.CalledProcessError as e:
+            self.remove()
+            pytest.skip(f"cannot build network namespaces here: {e.stderr.decode().strip()}")
+        return self
+
+    def _rule(self, add, selector):
+        if add == (selector in self.rules):
+            return
+        subprocess.run(["ip", "-n", "ybt-br", "rule", "add" if add else "del"] + list(selector) + ["blackhole"],
+                       check=True, capture_output=True)
+        (self.rules.add if add else self.rules.discard)(selector)
+
+    def cut(self, a, b, both=True):
+        """Drops what `a` sends to `b` (and, both=True, what `b` sends to `a`)."""
+        for x, y in ((a, b), (b, a)) if both else ((a, b),):
+            self._rule(True, ("from", self.addr[x], "to", self.addr[y]))
+
+    def unplug(self, a):
+        """Drops everything `a` sends and everything sent to it: its cable is out."""
+        self._rule(True, ("from", self.addr[a]))
+        self._rule(True, ("to", self.addr[a]))
+
+    def heal(self):
+        """Every link as it was: no cut, no host unplugged."""
+        for selector in list(self.rules):
+            self._rule(False, selector)
+
+    def run(self, name, args, **kw):
+        return subprocess.run(self.prefix[name] + list(args), **kw)
+
+    def http(self, name, url, timeout=3):
+        """The body of `url` fetched from inside host `name`."""
+        r = self.run(name, ["/usr/bin/python3", "-c",
+                            "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("
+                            f"sys.argv[1], timeout={timeout}).read().decode())", url],
+                     capture_output=True, timeout=timeout + 10)
+        if r.returncode != 0:
+            raise OSError(r.stderr.decode())
+        return r.stdout.decode()
+
+
+@contextlib.contextmanager
+def hosts(names):
+    h = Hosts(names).create()
+    try:
+        yield h
+    finally:
+        h.remove()
+
+
 class Cluster:
     def __init__(self, tmp_path, client_ttl=2, ns_prefix=None, master_host="127.0.0.1", protected_mode=True):
         """protected_mode=False: the daemons serve other hosts without a secret (--protected_mode

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import BIN, Cluster, client_http, client_metrics, daemon_name, free_port, wait_until
+from conftest import BIN, Cluster, Hosts, client_http, client_metrics, daemon_name, free_port, hosts, wait_until
 
 
 def value(n, seed):
@@ -270,42 +270,15 @@ def test_a_client_daemon_answers_health_while_it_waits_for_its_master(tmp_path):
         c.stop()
 
 
-NS = ["ybt-m", "ybt-a", "ybt-b"]
-ADDR = {"ybt-m": "10.231.7.1", "ybt-a": "10.231.7.2", "ybt-b": "10.231.7.3"}
-
-
-def sh(*args):
-    import subprocess
-    subprocess.run(list(args), check=True, capture_output=True)
+ADDR = {"ybt-m": Hosts.address(0), "ybt-a": Hosts.address(1), "ybt-b": Hosts.address(2)}
 
 
 @pytest.fixture
 def netns():
-    """Three hosts in network namespaces joined by a bridge; removed afterwards."""
-    if os.geteuid() != 0 or not os.path.exists("/usr/sbin/ip"):
-        pytest.skip("network namespaces need root and iproute2: skipped")
-    import subprocess
-    for ns in NS + ["ybt-br"]:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-    try:
-        sh("ip", "netns", "add", "ybt-br")
-        sh("ip", "-n", "ybt-br", "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", "ybt-br", "link", "set", "br0", "up")
-        for i, ns in enumerate(NS):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", f"ybt{i}", "netns", ns, "type", "veth", "peer", "name", f"ybt{i}br",
-               "netns", "ybt-br")
-            sh("ip", "-n", "ybt-br", "link", "set", f"ybt{i}br", "master", "br0", "up")
-            sh("ip", "-n", ns, "addr", "add", f"{ADDR[ns]}/24", "dev", f"ybt{i}")
-            sh("ip", "-n", ns, "link", "set", f"ybt{i}", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-    except subprocess.CalledProcessError as e:
-        for ns in NS + ["ybt-br"]:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        pytest.skip(f"cannot build network namespaces here: {e.stderr.decode().strip()}")
-    yield {ns: ["ip", "netns", "exec", ns] for ns in NS}
-    for ns in NS + ["ybt-br"]:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    """Three hosts in network namespaces ("ybt-m", "ybt-a", "ybt-b": netns[name] runs a command
+    there) joined by a router; removed afterwards."""
+    with hosts(["m", "a", "b"]) as h:
+        yield h
 
 
 def test_three_hosts_in_network_namespaces(tmp_path, netns):
@@ -378,7 +351,7 @@ def test_the_master_closes_the_connection_of_a_host_that_was_cut_off(tmp_path, n
         c.start_client("host-b", "16MB", prefix=netns["ybt-b"], host=ADDR["ybt-b"])
         master = netns["ybt-m"]
         assert established_from(master, c.rpc_port, ADDR["ybt-a"]) >= 1
-        sh("ip", "-n", "ybt-br", "link", "set", "ybt1br", "down")  # host-a's cable: frames dropped
+        netns.unplug("a")  # host-a's cable: packets dropped
         wait_until(lambda: established_from(master, c.rpc_port, ADDR["ybt-a"]) == 0, 20,
                    "the master to close the cut-off host's connection")
         assert established_from(master, c.rpc_port, ADDR["ybt-b"]) >= 1
@@ -429,7 +402,7 @@ def test_reads_move_past_a_host_that_was_cut_off(tmp_path, netns):
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp_path / "reader.log", "ab"),
                                   env=dict(os.environ))
         assert reader.stdout.readline().decode().strip() == "ready", (tmp_path / "reader.log").read_text()
-        sh("ip", "-n", "ybt-br", "link", "set", "ybt1br", "down")  # host-a's cable: frames dropped
+        netns.unplug("a")  # host-a's cable: packets dropped
         reader.stdin.write(b"go\n")
         reader.stdin.flush()
         result = json.loads(reader.stdout.readline().decode())
@@ -482,7 +455,7 @@ def test_calls_fail_fast_once_the_master_is_cut_off_and_resume_when_it_returns(t
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp_path / "app.log", "ab"),
                                env=dict(os.environ))
         assert app.stdout.readline().decode().strip() == "ready", (tmp_path / "app.log").read_text()
-        sh("ip", "-n", "ybt-br", "link", "set", "ybt0br", "down")  # the master's cable: frames dropped
+        netns.unplug("m")  # the master's cable: packets dropped
         app.stdin.write(b"go\n")
         app.stdin.flush()
         cut = json.loads(app.stdout.readline().decode())
@@ -490,7 +463,7 @@ def test_calls_fail_fast_once_the_master_is_cut_off_and_resume_when_it_returns(t
         assert all(a < 0 for a in cut["answers"]), (cut, log)
         assert cut["seconds"] < 30, (cut, log)
         assert "Connection timed out" in log, log
-        sh("ip", "-n", "ybt-br", "link", "set", "ybt0br", "up")
+        netns.heal()
         app.stdin.write(b"go\n")
         app.stdin.flush()
         back = json.loads(app.stdout.readline().decode())

@@ -200,6 +200,30 @@ TcpTransport::~TcpTransport() = default;
 
 bool TcpTransport::Reaches(SegmentId segment) const { return resolver_(segment).has_value(); }
 
+bool TcpTransport::Unreachable(SegmentId segment) const {
+  auto endpoint = resolver_(segment);
+  if (!endpoint) return false;
+  std::lock_guard lock(mu_);
+  return unreachable_.count(*endpoint) > 0;
+}
+
+void TcpTransport::Probe(SegmentId segment) {
+  auto endpoint = resolver_(segment);
+  if (!endpoint) return;
+  {
+    std::lock_guard lock(mu_);
+    auto it = unreachable_.find(*endpoint);
+    if (it == unreachable_.end() || Now() < it->second.retry_at || !probing_.insert(*endpoint).second) return;
+  }
+  prober_.Submit([this, endpoint = *endpoint] {
+    Status error;
+    auto c = Connect(endpoint, &error);  // records the outcome
+    if (c) Give(endpoint, std::move(c));
+    std::lock_guard lock(mu_);
+    probing_.erase(endpoint);
+  });
+}
+
 std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoint, bool* pooled, Status* error) {
   {
     std::lock_guard lock(mu_);
@@ -212,6 +236,10 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
     }
     if (!MayConnectLocked(endpoint, Now(), error)) return nullptr;
   }
+  return Connect(endpoint, error);
+}
+
+std::unique_ptr<TcpTransport::Conn> TcpTransport::Connect(const std::string& endpoint, Status* error) {
   auto c = std::make_unique<Conn>();
   const auto until = std::chrono::steady_clock::now() + options_.connect_timeout;
   *error = ConnectTo(names_, endpoint, options_.connect_timeout, options_.io_timeout, options_.unacked_timeout, &c->fd);
@@ -234,8 +262,15 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
 
 bool TcpTransport::MayConnectLocked(const std::string& endpoint, TimeMs now, Status* error) const {
   auto it = unreachable_.find(endpoint);
-  if (it == unreachable_.end() || now >= it->second.retry_at) return true;
-  const Unreachable& u = it->second;
+  if (it == unreachable_.end()) return true;
+  const Unreached& u = it->second;
+  if (probing_.count(endpoint)) {  // a probe is trying it: a caller does not wait for the same answer
+    *error = Status(Code::kTransferFail, "transfer server " + endpoint + " unreachable (" + u.why + "; " +
+                                             std::to_string(u.failures) +
+                                             " failed connection attempts in a row, a probe is trying it now)");
+    return false;
+  }
+  if (now >= u.retry_at) return true;
   *error = Status(Code::kTransferFail,
                   "transfer server " + endpoint + " unreachable (" + u.why + "; " + std::to_string(u.failures) +
                       " failed connection attempts in a row, the next in " + std::to_string(u.retry_at - now) + " ms)");
@@ -252,7 +287,7 @@ void TcpTransport::NoteConnectLocked(const std::string& endpoint, TimeMs now, co
     return;
   }
   if (it == unreachable_.end()) it = unreachable_.try_emplace(endpoint).first;
-  Unreachable& u = it->second;
+  Unreached& u = it->second;
   ++u.failures;
   u.why = result.message();
   const auto pause = u.pause.Next();

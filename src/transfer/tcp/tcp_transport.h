@@ -15,7 +15,9 @@
 // A connection that times out (no answer within io_timeout, or sent bytes unacknowledged for
 // unacked_timeout: a host cut off or powered off sends no reset) counts as such a failure, and
 // takes the endpoint's idle connections with it. Logged the 1st, 2nd, 4th, ... failure in a row,
-// and when it is reached again.
+// and when it is reached again. Probe() makes one such attempt on a thread of its own, so that a
+// client learns that a holder it stopped reading from is back without a reader paying for it;
+// while it is in flight, requests to that endpoint fail at once as during a pause.
 // Thread-safe.
 #pragma once
 
@@ -28,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/backoff.h"
@@ -87,6 +90,8 @@ class TcpTransport final : public Transport {
   ~TcpTransport() override;
   bool Reaches(SegmentId segment) const override;
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
+  bool Unreachable(SegmentId segment) const override;
+  void Probe(SegmentId segment) override;
   // Pooled connections, over every endpoint.
   size_t idle_connections() const;
   // Exchanges that ended because the peer stayed silent past their budget (IoBudget).
@@ -101,6 +106,8 @@ class TcpTransport final : public Transport {
   // A pooled connection to `endpoint` (`*pooled` set) when `pooled` is given and one is idle, else a
   // new one; null with `*error` when it cannot connect.
   std::unique_ptr<Conn> Take(const std::string& endpoint, bool* pooled, Status* error);
+  // A new connection to `endpoint`, its outcome recorded (NoteConnectLocked); null with `*error`.
+  std::unique_ptr<Conn> Connect(const std::string& endpoint, Status* error);
   void Give(const std::string& endpoint, std::unique_ptr<Conn> c);
   // Runs slices (all to one endpoint) on one connection; failures go to `errors` by request.
   void RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
@@ -113,7 +120,7 @@ class TcpTransport final : public Transport {
                   std::vector<Status>& errors, std::mutex& errors_mu, ExchangeFailure* how);
 
   // Connection attempts that failed in a row, by endpoint, and when the next may be made.
-  struct Unreachable {
+  struct Unreached {
     Backoff pause{std::chrono::milliseconds(100), std::chrono::milliseconds(2000), 0, 0};
     uint64_t failures = 0;
     TimeMs retry_at = 0;
@@ -135,9 +142,11 @@ class TcpTransport final : public Transport {
   std::atomic<uint64_t> timeouts_{0};
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<Conn>>> idle_;  // guarded by mu_
-  std::unordered_map<std::string, Unreachable> unreachable_;                  // guarded by mu_
+  std::unordered_map<std::string, Unreached> unreachable_;                    // guarded by mu_
   TimeMs last_sweep_ = 0;                                                     // guarded by mu_
+  std::unordered_set<std::string> probing_;  // endpoints a Probe() is connecting to; guarded by mu_
   ThreadPool pool_;
+  ThreadPool prober_{1};  // last: joined first, while what its probes use is still there
 };
 
 }  // namespace yb::tcp

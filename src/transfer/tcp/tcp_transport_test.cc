@@ -580,6 +580,40 @@ TEST_F(TcpTransportTest, AnUnreachableServerIsNotTriedAgainBeforeItsPause) {
   EXPECT_TRUE(says(read(), "8 failed connection attempts in a row, the next in 2000 ms"));  // the cap
 }
 
+// What a client reports to the master: a server it cannot connect to is unreachable until a
+// probe (made in the background, not before the pause) reaches it again; the probe's connection
+// is pooled for the next transfer.
+TEST_F(TcpTransportTest, AProbeTellsWhenAnUnreachableServerIsBack) {
+  ManualClock clock;
+  const uint16_t port = server_->port();
+  server_->Stop();
+  const std::string ep = "127.0.0.1:" + std::to_string(port);
+  TcpTransport::Options o;
+  o.clock = &clock;
+  TcpTransport transport([ep](SegmentId s) -> std::optional<std::string> {
+    if (s == 5) return ep;
+    return std::nullopt;
+  }, o);
+  EXPECT_FALSE(transport.Unreachable(5));
+  std::vector<uint8_t> buf(4096);
+  EXPECT_FALSE(Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
+  EXPECT_TRUE(transport.Unreachable(5));
+  EXPECT_FALSE(transport.Unreachable(7));  // a segment it has no endpoint for
+  server_ = StartServer([port](TransferServer::Options& so) { so.port = port; });
+  ASSERT_EQ(server_->port(), port);
+  transport.Probe(5);  // within the pause: no attempt
+  EXPECT_TRUE(transport.Unreachable(5));
+  clock.Advance(100);
+  transport.Probe(5);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((transport.Unreachable(5) || transport.idle_connections() == 0) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_FALSE(transport.Unreachable(5));
+  EXPECT_EQ(transport.idle_connections(), 1u);
+  EXPECT_TRUE(Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
+}
+
 // Pooled connections unused for max_idle are closed, including those to an endpoint that is never
 // asked for again (a node that left).
 // A peer that sends a write's header and part of its payload and stops is closed after the stall
