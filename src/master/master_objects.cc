@@ -17,9 +17,11 @@ constexpr int kMaxEvictRounds = 8;             // evictions one Put may trigger 
 constexpr size_t kMaxPatternLength = 4096;      // bytes of a remove_by_regex pattern
 constexpr int64_t kMaxPatternMemory = 8 << 20;  // RE2's budget for the compiled pattern
 
-std::string Quote(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
-
 }  // namespace
+
+std::string Quote(std::string_view key) {
+  return "'" + std::string(key.substr(0, 64)) + (key.size() > 64 ? "..." : "") + "'";
+}
 
 ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size, GrantAccess access,
                                     std::string_view disk_key) const {

@@ -92,6 +92,10 @@ bool MasterService::DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref ob
   }
   if (!there) return true;  // its segment went, and the replica with it
   const bool last = m.n_replicas == 1;
+  if (last) {
+    YB_LOG_WARN("object {} lost: its last replica's segment went while a copy of it was being made",
+                Quote(obj.key().substr(2)));
+  }
   s.DropRepairReplica(obj, target);
   if (last) objects_lost_.fetch_add(1, std::memory_order_relaxed);
   return !last;

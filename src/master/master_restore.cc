@@ -183,8 +183,7 @@ uint64_t MasterService::ExpireRecoveredOnce() {
       YB_LOG_WARN("segment {} of client {} was not re-mounted within {} s of the restart: its replicas are dropped",
                   u.id, u.owner.ToString(), config_.client_ttl_sec);
     }
-    auto ref = segments_.Unmount(u.owner, u.id);
-    if (ref.ok()) DropSegmentEverywhere(*ref);
+    (void)UnmountAndDrop(u.owner, u.id);
     ++dropped;
   }
   if (restart_deadline != 0 && now >= restart_deadline) recovered_deadline_ = 0;  // every restored one judged

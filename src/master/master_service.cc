@@ -154,8 +154,7 @@ Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
     // recovered on it is gone.
     YB_LOG_WARN("segment {} of client {} came back with other memory: its recovered replicas are dropped", seg.id,
                 ctx.client.ToString());
-    auto ref = segments_.Unmount(ctx.client, seg.id);
-    if (ref.ok()) DropSegmentEverywhere(*ref);
+    (void)UnmountAndDrop(ctx.client, seg.id);
   }
   if (!segments_.Contains(seg.id) && segments_.SegmentsOf(ctx.client).size() >= config_.max_segments_per_client) {
     return Status(Code::kInvalidParams, "client " + ctx.client.ToString() + " has " +
@@ -180,8 +179,7 @@ Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
       YB_LOG_WARN("client {} serves at {}, where client {} did: that client's segments named '{}' are gone",
                   ctx.client.ToString(), seg.endpoint, holder->owner.ToString(), seg.name);
       for (SegmentId id : segments_.SegmentsOf(holder->owner)) {
-        auto ref = segments_.Unmount(holder->owner, id);
-        if (ref.ok()) DropSegmentEverywhere(*ref);
+        (void)UnmountAndDrop(holder->owner, id);
       }
     }
   }
@@ -198,15 +196,20 @@ Status MasterService::MountSegments(const CallContext& ctx, const std::vector<Se
   return first_error;
 }
 
-Status MasterService::UnmountSegment(const CallContext& ctx, SegmentId id) {
-  auto ref = segments_.Unmount(ctx.client, id);
+Status MasterService::UnmountSegment(const CallContext& ctx, SegmentId id) { return UnmountAndDrop(ctx.client, id); }
+
+Status MasterService::UnmountAndDrop(const ClientId& owner, SegmentId segment) {
+  auto ref = segments_.Unmount(owner, segment);
   if (!ref.ok()) return ref.status();
-  DropSegmentEverywhere(*ref);
+  DropSegmentEverywhere(*ref, segment);
   return Status::OK();
 }
 
-void MasterService::DropSegmentEverywhere(SegmentRef id) {
+void MasterService::DropSegmentEverywhere(SegmentRef id, SegmentId segment) {
   uint64_t dropped = 0;
+  std::string named;  // the first keys lost, for the log
+  constexpr int kNamed = 16;
+  int n_named = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
     auto s = table_.LockShard(i);
     // The owner keeps its disk copies: they come back when it registers them again.
@@ -215,6 +218,9 @@ void MasterService::DropSegmentEverywhere(SegmentRef id) {
         [&](ObjectTable::Ref obj) {
           const size_t have = obj->CompleteMemoryReplicas();
           if (have < obj->want_replicas) NoteAtRisk(std::string(obj.key()), have);
+        },
+        [&](std::string_view table_key) {
+          if (n_named++ < kNamed) named += (named.empty() ? "" : ", ") + Quote(table_key.substr(2));
         });
   }
   {
@@ -225,7 +231,8 @@ void MasterService::DropSegmentEverywhere(SegmentRef id) {
   }
   if (dropped) {
     objects_lost_.fetch_add(dropped, std::memory_order_relaxed);
-    YB_LOG_WARN("{} objects lost their last replica with an unmount: removed", dropped);
+    YB_LOG_WARN("{} objects lost their last replica with segment {}: removed (lost: {}{})", dropped, segment, named,
+                dropped > kNamed ? ", ..." : "");
   }
 }
 
@@ -335,8 +342,7 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why, Time
                   segs.size());
     }
     for (SegmentId id : segs) {
-      auto ref = segments_.Unmount(c, id);
-      if (ref.ok()) DropSegmentEverywhere(*ref);
+      (void)UnmountAndDrop(c, id);
     }
   }
   ForgetOffloadsOf(c);

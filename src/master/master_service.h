@@ -210,7 +210,10 @@ class MasterService final : public MasterApi {
   // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys,
   // but for objects a lease kept, are superseded.
   uint64_t RemoveMatching(const CallContext& ctx, bool force, const std::function<bool(std::string_view)>& match);
-  void DropSegmentEverywhere(SegmentRef ref);
+  // Unmounts `owner`'s segment and drops every replica on it: objects left with none are lost, and
+  // logged by name (the first ones).
+  Status UnmountAndDrop(const ClientId& owner, SegmentId segment);
+  void DropSegmentEverywhere(SegmentRef ref, SegmentId segment);
   // Unmounts what a client the registry no longer holds (dead, or gone) still has mounted, or with
   // `grace_ms` suspends it for that long (SegmentManager::Suspend), and forgets its offload and
   // repair work; `why` says which, for the log.
@@ -312,6 +315,9 @@ class MasterService final : public MasterApi {
   std::atomic<TimeMs> last_liveness_{0};  // the last LivenessOnce run (0: none yet)
   std::atomic<uint64_t> liveness_gaps_{0};
 };
+
+// A user key for a message: quoted, its first 64 bytes.
+std::string Quote(std::string_view key);
 
 // Table key of a user key: tenant index (2 bytes, big-endian) then the key.
 std::string InternalKey(TenantIndex tenant, std::string_view key);

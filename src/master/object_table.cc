@@ -490,7 +490,8 @@ uint64_t ObjectTable::Locked::UnpinIf(const std::function<bool(const PinKey&, Pi
 // ---- segments
 
 uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy,
-                                          const std::function<void(Ref)>& thinned) {
+                                          const std::function<void(Ref)>& thinned,
+                                          const std::function<void(std::string_view)>& lost) {
   AssertHeld(s_);
   uint64_t dropped = 0;
   for (auto it = s_.objects.begin(); it != s_.objects.end();) {
@@ -516,6 +517,7 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::functio
     t_.tenants_.Release(m.tenant, m.size * gone);  // the segment's memory left with its owner
     const bool readable = std::any_of(keep.begin(), keep.end(),
                                       [](const StoredReplica& r) { return r.status() == ReplicaStatus::kComplete; });
+    if (lost && (keep.empty() || !readable)) lost(it->first);
     if (keep.empty()) {
       (void)m.TakeReplicas();
       Remove(Ref(it, true));

@@ -296,9 +296,11 @@ class ObjectTable {
     // Removes every replica on `segment` (its memory left with its owner: nothing is freed);
     // objects left with none are removed. `on_disk_copy` is called with each object losing a
     // LOCAL_DISK replica, before it changes. Returns objects removed.
-    // `thinned` is called with each object that keeps a replica but lost a MEMORY one.
+    // `thinned` is called with each object that keeps a replica but lost a MEMORY one; `lost` with
+    // the table key of each object removed, before it goes.
     uint64_t DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy = {},
-                         const std::function<void(Ref)>& thinned = {});
+                         const std::function<void(Ref)>& thinned = {},
+                         const std::function<void(std::string_view)>& lost = {});
 
     // ---- the whole shard, for a snapshot and a restart (recorded nowhere)
     // The shard's state as records (its objects, unfinished Puts and away copies), for a snapshot.

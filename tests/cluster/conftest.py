@@ -50,6 +50,17 @@ def small_tmpfs(path, size, mode=None):
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
+def fill(disk, leave):
+    """Fills `disk` with a ballast file until at most `leave` bytes are free."""
+    st = os.statvfs(disk)
+    free = st.f_bavail * st.f_frsize
+    with open(disk / "ballast", "ab") as f:
+        try:
+            f.write(b"\0" * max(0, free - leave))
+        except OSError:
+            pass  # ENOSPC: full, as asked for leave=0
+
+
 def _ephemeral_range():
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, small_tmpfs, wait_until
+from conftest import Cluster, fill, small_tmpfs, wait_until
 
 
 def value(n, seed):
@@ -17,17 +17,6 @@ def small_disk(tmp_path):
     """A 3 MiB tmpfs at tmp_path/meta (root only), unmounted at the end."""
     with small_tmpfs(tmp_path / "meta", "3m", mode="0700") as d:
         yield d
-
-
-def fill(disk, leave):
-    """Fills `disk` with a ballast file until at most `leave` bytes are free."""
-    st = os.statvfs(disk)
-    free = st.f_bavail * st.f_frsize
-    with open(disk / "ballast", "ab") as f:
-        try:
-            f.write(b"\0" * max(0, free - leave))
-        except OSError:
-            pass  # ENOSPC: full, as asked for leave=0
 
 
 def put(c, key, data):
