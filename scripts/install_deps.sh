@@ -13,6 +13,7 @@ PKGS=(
   clang
   etcd-server etcd-client
   systemd
+  python3-yaml python3-kubernetes
 )
 missing=()
 for p in "${PKGS[@]}"; do
