@@ -3,13 +3,13 @@
 // still finds them unreachable (PingState::unreachable), so that the master stops handing them out
 // (docs/design.md, "Partitions"). Each heartbeat asks the transport to probe them in the background;
 // once one answers again (or the transport forgot it), it is no longer reported. Thread-safe; a
-// leaf lock.
+
 #pragma once
 
-#include <mutex>
 #include <unordered_set>
 
 #include "api/master_api.h"
+#include "common/thread_annotations.h"
 #include "transfer/transfer_engine.h"
 
 namespace yb {
@@ -19,13 +19,13 @@ class UnreachableHolders {
   // Records `segment` when `st` says a transfer to it failed for want of a connection.
   void Note(SegmentId segment, const Status& st) {
     if (st.code() != Code::kTransferFail || segment == 0) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (noted_.size() < kMaxReportedUnreachable) noted_.insert(segment);
   }
   // Fills `state.unreachable` with the noted segments `engine` still finds unreachable, asking it
   // to probe each, and forgets the others.
   void State(TransferEngine& engine, PingState& state) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     state.unreachable.clear();
     for (auto it = noted_.begin(); it != noted_.end();) {
       if (!engine.Unreachable(*it)) {
@@ -38,13 +38,13 @@ class UnreachableHolders {
     }
   }
   size_t size() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return noted_.size();
   }
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_set<SegmentId> noted_;
+  mutable Mutex mu_;  // a leaf, but for the engine's transport lock (State asks it under mu_)
+  std::unordered_set<SegmentId> noted_ GUARDED_BY(mu_);
 };
 
 }  // namespace yb

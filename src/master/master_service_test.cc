@@ -297,12 +297,7 @@ TEST_F(MasterServiceTest, UnmountDropsReplicasAndObjectsLeftWithNone) {
   CallContext owner_b = Register(ClientId{2, 2});
   Mount("a", 1 << 20);
   SegmentId b = Mount("b", 1 << 20, owner_b);
-  ReplicateConfig two;
-  two.replica_num = 2;
-  ASSERT_TRUE(Put("both", 100, two).ok());
-  ReplicateConfig on_b;
-  on_b.preferred_segments = {"b"};
-  ASSERT_TRUE(Put("only_b", 100, on_b).ok());
+  PutBothAndOnlyOn("b", "both", "only_b", 100);
   ASSERT_EQ(master_->GetReplicaList(ctx_, "only_b", false)->replicas[0].segment, b);
 
   EXPECT_EQ(master_->UnmountSegment(ctx_, b).code(), Code::kIllegalClient);  // not the owner
@@ -347,12 +342,7 @@ class GraceTest : public MasterServiceTest {
     node_ = Register(ClientId{2, 2});
     ASSERT_TRUE(master_->MountSegment(node_, seg_).ok());
     Mount("other", 1 << 20);  // ctx_'s, for the second replicas
-    ReplicateConfig two;
-    two.replica_num = 2;
-    ASSERT_TRUE(Put("on-both", 1000, two).ok());
-    ReplicateConfig only;
-    only.preferred_segments = {"node"};
-    ASSERT_TRUE(Put("only-on-node", 1000, only).ok());
+    PutBothAndOnlyOn("node", "on-both", "only-on-node", 1000);
     ASSERT_EQ(master_->GetReplicaList(ctx_, "only-on-node", false)->replicas.size(), 1u);
   }
   // The node falls silent past client_ttl while ctx_ keeps pinging.
@@ -784,12 +774,7 @@ class PartitionTest : public MasterServiceTest {
     b_ = Register(ClientId{3, 3});
     seg_a_ = Mount("a", 1 << 20, a_);
     seg_b_ = Mount("b", 1 << 20, b_);
-    ReplicateConfig two;
-    two.replica_num = 2;
-    ASSERT_TRUE(Put("on-both", 1000, two).ok());
-    ReplicateConfig only_a;
-    only_a.preferred_segments = {"a"};
-    ASSERT_TRUE(Put("only-on-a", 1000, only_a).ok());
+    PutBothAndOnlyOn("a", "on-both", "only-on-a", 1000);
   }
   // ctx_ (a reader with no memory of its own) says it cannot reach `seg`.
   void Report(SegmentId seg) {

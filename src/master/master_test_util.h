@@ -49,6 +49,16 @@ class MasterFixture : public ::testing::Test {
     return master_->PutEnd(ctx, key, std::nullopt);
   }
 
+  // Two objects of `size` bytes: `both` with two replicas, and `only` on the segment named `name`.
+  void PutBothAndOnlyOn(const std::string& name, const std::string& both, const std::string& only, uint64_t size) {
+    ReplicateConfig two;
+    two.replica_num = 2;
+    ASSERT_TRUE(Put(both, size, two).ok());
+    ReplicateConfig on;
+    on.preferred_segments = {name};
+    ASSERT_TRUE(Put(only, size, on).ok());
+  }
+
   // A whole read, as a client makes one: the replicas with a read pin, then ReadEnd. It grants the
   // lease and counts as use (a lookup without a pin does neither).
   Status Read(const std::string& key, CallContext ctx = {}) {

@@ -101,6 +101,21 @@ class TcpTransportTest : public ::testing::Test {
     return server;
   }
 
+  // Stops the server, and returns a transport on `clock` that finds segment 5 at its port (and no
+  // other segment anywhere).
+  std::unique_ptr<TcpTransport> StopServer(const Clock& clock) {
+    const std::string ep = "127.0.0.1:" + std::to_string(server_->port());
+    server_->Stop();
+    TcpTransport::Options o;
+    o.clock = &clock;
+    return std::make_unique<TcpTransport>(
+        [ep](SegmentId s) -> std::optional<std::string> {
+          if (s == 5) return ep;
+          return std::nullopt;
+        },
+        o);
+  }
+
   bool GuardsIntact() const {
     for (uint64_t i = 0; i < kGuard; ++i) {
       if (region_->data()[i] != 0xEE || region_->data()[kGuard + kSeg + i] != 0xEE) return false;
@@ -544,11 +559,8 @@ TEST_F(TcpTransportTest, AConnectionThatIsNeverAcceptedFailsAfterTheTimeout) {
 TEST_F(TcpTransportTest, AnUnreachableServerIsNotTriedAgainBeforeItsPause) {
   ManualClock clock;
   const uint16_t port = server_->port();
-  server_->Stop();
-  const std::string ep = "127.0.0.1:" + std::to_string(port);
-  TcpTransport::Options o;
-  o.clock = &clock;
-  TcpTransport transport([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
+  auto stopped = StopServer(clock);
+  TcpTransport& transport = *stopped;
   std::vector<uint8_t> buf(4096);
   auto read = [&] { return Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0]; };
   auto says = [](const Status& st, const std::string& what) {
@@ -586,14 +598,8 @@ TEST_F(TcpTransportTest, AnUnreachableServerIsNotTriedAgainBeforeItsPause) {
 TEST_F(TcpTransportTest, AProbeTellsWhenAnUnreachableServerIsBack) {
   ManualClock clock;
   const uint16_t port = server_->port();
-  server_->Stop();
-  const std::string ep = "127.0.0.1:" + std::to_string(port);
-  TcpTransport::Options o;
-  o.clock = &clock;
-  TcpTransport transport([ep](SegmentId s) -> std::optional<std::string> {
-    if (s == 5) return ep;
-    return std::nullopt;
-  }, o);
+  auto stopped = StopServer(clock);
+  TcpTransport& transport = *stopped;
   EXPECT_FALSE(transport.Unreachable(5));
   std::vector<uint8_t> buf(4096);
   EXPECT_FALSE(Grants{transport}.Submit({{Op::kRead, 5, 0, buf.data(), buf.size()}})[0].ok());
