@@ -2,6 +2,7 @@
 // --config_path names a YAML or JSON file with the same keys (command-line flags win).
 // Serves RPC on --rpc_port and HTTP on --metrics_port: /metrics (Prometheus text), /health,
 // /segments (JSON usage) and /get_all_segments (segment names, as SGLang polls).
+#include <cstdlib>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
@@ -152,7 +153,11 @@ int main(int argc, char** argv) {
                  "one of several masters: etcd elects the leader, the others are hot standbys");
   app.add_option("--etcd_endpoints,--ha_backend_connstring", f.etcd_endpoints,
                  "etcd endpoints for HA, host:port separated by ';'");
-  app.add_option("--cluster_id", f.cluster_id, "cluster name (HA): the etcd keys are mooncake-store/<cluster_id>/...");
+  // As Mooncake's master: the default comes from MC_STORE_CLUSTER_ID, which its clients read too.
+  if (const char* env = std::getenv("MC_STORE_CLUSTER_ID"); env && *env) f.cluster_id = env;
+  app.add_option("--cluster_id", f.cluster_id,
+                 "cluster name (HA): the etcd keys are mooncake-store/<cluster_id>/... (MC_STORE_CLUSTER_ID)")
+      ->capture_default_str();
   app.add_option("--ha_lease_ttl_ms", f.ha_lease_ttl_ms,
                  "the leader's etcd lease: a dead leader is replaced after about this long")
       ->check(CLI::Range(int64_t{1000}, int64_t{60000}));

@@ -41,7 +41,10 @@ struct ClientConfig {
   // holding its password (0600). Empty: plain HTTP, no user.
   std::string etcd_tls_ca, etcd_tls_cert, etcd_tls_key;
   std::string etcd_user, etcd_password_file;
-  std::string protocol = "tcp";                 // "tcp" (RDMA is not available yet)
+  // "tcp". Mooncake's "rdma", "efa" and "nvlink" (the default of callers' configs) run as tcp, with
+  // one warning naming the setting, unless strict_protocol (YB_STRICT_PROTOCOL=1) refuses them.
+  std::string protocol = "tcp";
+  bool strict_protocol = false;
   std::string device_name;
   uint64_t global_segment_size = 0;          // contributed to the pool; 0 for a pure caller
   uint64_t local_buffer_size = 16ULL << 20;  // staging buffer
@@ -102,14 +105,20 @@ struct ClientConfig {
 
 // Fills what the environment sets, for the entry points that have no flags of their own (the C
 // API's setup, Python's setup; the tools read the same names where a flag is not given): `lookup`
-// is std::getenv, or a test's. MC_SLICE_SIZE (Mooncake's), YB_ZONE, YB_ENABLE_CHECKSUM (0 or
-// false turns checksums off), YB_AUTH_SECRET_FILE, YB_TLS_CERT, YB_TLS_KEY, YB_TLS_CA, YB_TENANT.
-// A value that does not parse is logged and left as it was.
+// is std::getenv, or a test's. Mooncake's, as its client reads them: MC_SLICE_SIZE,
+// MC_STORE_CLUSTER_ID (cluster_id), MC_RPC_TIMEOUT_MS (rpc_timeout_ms), MOONCAKE_OFFLOAD_FILE_STORAGE_PATH
+// and MOONCAKE_STORAGE_ROOT_DIR (the SSD tier's directory, when none is set); ours: YB_ZONE,
+// YB_ENABLE_CHECKSUM (0 or false turns checksums off), YB_AUTH_SECRET_FILE, YB_TLS_CERT, YB_TLS_KEY,
+// YB_TLS_CA, YB_TENANT, YB_STRICT_PROTOCOL (docs/compat.md lists each, read or not). A value that
+// does not parse is logged and left as it was.
 void ApplyEnvironment(ClientConfig& config, const std::function<const char*(const char*)>& lookup);
 
 // Checks a configuration as Connect() does: INVALID_PARAMS naming the setting, or NOT_SUPPORTED
-// for a protocol this build cannot run ("rdma": no RDMA device support; "tcp" works).
+// for a protocol this build cannot run ("rdma", "efa", "nvlink" with strict_protocol).
 Status ValidateClientConfig(const ClientConfig& config);
+// The configuration Connect() runs: "rdma", "efa" and "nvlink" become "tcp" (logged once per call,
+// naming the setting) unless strict_protocol.
+ClientConfig EffectiveConfig(const ClientConfig& config);
 
 // What a client holds and has done, for monitoring (yb-client serves it on /metrics).
 struct ClientStats {

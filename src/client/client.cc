@@ -65,8 +65,9 @@ Client::~Client() {
   i.parts.keepalive.reset();  // stops the transfer server, closes the master connection
 }
 
-Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
-  YB_RETURN_IF_ERROR(ValidateClientConfig(config));
+Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& given) {
+  YB_RETURN_IF_ERROR(ValidateClientConfig(given));
+  const ClientConfig config = EffectiveConfig(given);
   if (auto name = EmbeddedClusterName(config.master_server_addr)) {
     EmbeddedConnector connect;
     {

@@ -2,6 +2,7 @@
 // Python, yb-client, yb, a C++ program): every entry point reaches it through Connect().
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <optional>
 
 #include "client/client_internal.h"
@@ -14,6 +15,8 @@ namespace yb {
 namespace {
 
 Status Bad(const std::string& what) { return Status(Code::kInvalidParams, what); }
+
+constexpr long long kMaxRpcTimeoutMs = 24LL * 3600 * 1000;  // what MC_RPC_TIMEOUT_MS < 0 (none) becomes
 
 Status ValidateSsdTier(const ClientConfig& c) {
   const SsdTierConfig& s = c.ssd;
@@ -48,6 +51,27 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
     return std::string(v);
   };
   if (auto v = get("MC_SLICE_SIZE")) c.mc_slice_size = *v;  // as Mooncake's users set it
+  if (auto v = get("MC_STORE_CLUSTER_ID"); v && !v->empty()) c.cluster_id = *v;
+  if (auto v = get("MC_RPC_TIMEOUT_MS"); v && !v->empty()) {
+    // Mooncake: a negative value disables the deadline; here the longest one is kept instead.
+    char* end = nullptr;
+    const long long ms = std::strtoll(v->c_str(), &end, 10);
+    if (end == v->c_str() || *end != '\0') {
+      YB_LOG_WARN("MC_RPC_TIMEOUT_MS='{}' is not a number of milliseconds: rpc_timeout_ms stays {}", *v,
+                  c.rpc_timeout_ms);
+    } else {
+      c.rpc_timeout_ms = ms < 0 || ms > kMaxRpcTimeoutMs ? kMaxRpcTimeoutMs
+                         : ms == 0                      ? c.rpc_timeout_ms
+                                                        : static_cast<uint32_t>(ms);
+    }
+  }
+  if (c.ssd.path.empty()) {
+    if (auto v = get("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"); v && !v->empty()) {
+      c.ssd.path = *v;
+    } else if (auto root = get("MOONCAKE_STORAGE_ROOT_DIR"); root && !root->empty()) {
+      c.ssd.path = *root;
+    }
+  }
   if (auto v = get("YB_ZONE")) c.zone = *v;
   if (auto v = get("YB_AUTH_SECRET_FILE")) c.auth_secret_file = *v;
   if (auto v = get("YB_TLS_CERT")) c.tls_cert = *v;
@@ -70,15 +94,37 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
     }
   };
   flag("YB_PROTECTED_MODE", c.protected_mode, "protected mode");
+  flag("YB_STRICT_PROTOCOL", c.strict_protocol, "refusing protocols this build has no transport for");
   flag("YB_ENABLE_CHECKSUM", c.enable_checksum, "checksumming");
 }
 
-Status ValidateClientConfig(const ClientConfig& c) {
-  if (c.protocol == "rdma") {
-    return Status(Code::kNotSupported,
-                  "protocol 'rdma' is not available (this build has no RDMA transport); use protocol \"tcp\"");
+namespace {
+// Mooncake's protocols that need hardware this build has no transport for.
+bool RunsAsTcp(const std::string& protocol) { return protocol == "rdma" || protocol == "efa" || protocol == "nvlink"; }
+}  // namespace
+
+ClientConfig EffectiveConfig(const ClientConfig& config) {
+  ClientConfig c = config;
+  if (RunsAsTcp(c.protocol) && !c.strict_protocol) {
+    YB_LOG_WARN("protocol '{}' asks for hardware this build has no transport for: running over tcp. Set the "
+                "protocol to \"tcp\" in your configuration (MOONCAKE_PROTOCOL, the JSON's \"protocol\", setup()'s "
+                "argument) to silence this, or YB_STRICT_PROTOCOL=1 to refuse instead",
+                c.protocol);
+    c.protocol = "tcp";
   }
-  if (c.protocol != "tcp") return Bad("protocol '" + c.protocol + "' is unknown; use \"tcp\"");
+  return c;
+}
+
+Status ValidateClientConfig(const ClientConfig& c) {
+  if (RunsAsTcp(c.protocol)) {
+    if (c.strict_protocol) {
+      return Status(Code::kNotSupported, "protocol '" + c.protocol +
+                                             "' is not available (this build has no transport for it) and "
+                                             "YB_STRICT_PROTOCOL refuses a fallback; use protocol \"tcp\"");
+    }
+  } else if (c.protocol != "tcp") {
+    return Bad("protocol '" + c.protocol + "' is unknown; use \"tcp\"");
+  }
   if (c.local_hostname.empty()) return Bad("local_hostname is empty");
   if (c.master_server_addr.empty()) return Bad("master_server_addr is empty");
   if (c.global_segment_size > 0 && c.segment_chunk_size < 4096) {

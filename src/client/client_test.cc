@@ -423,14 +423,61 @@ TEST(ClientConfigTest, TheEnvironmentIsReadInOnePlace) {
   EXPECT_TRUE(c.enable_checksum);
 }
 
+// Mooncake's variables, where its client reads them.
+TEST(ClientConfigTest, MooncakesEnvironmentVariablesAreHonoured) {
+  std::map<std::string, std::string> env{{"MC_STORE_CLUSTER_ID", "team-a"},
+                                         {"MC_RPC_TIMEOUT_MS", "12000"},
+                                         {"MOONCAKE_STORAGE_ROOT_DIR", "/data/root"},
+                                         {"YB_STRICT_PROTOCOL", "1"}};
+  auto lookup = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ClientConfig c;
+  ApplyEnvironment(c, lookup);
+  EXPECT_EQ(c.cluster_id, "team-a");
+  EXPECT_EQ(c.rpc_timeout_ms, 12000u);
+  EXPECT_EQ(c.ssd.path, "/data/root");
+  EXPECT_TRUE(c.strict_protocol);
+  // The offload path wins over the root; a path already configured wins over both.
+  env["MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"] = "/data/offload";
+  ClientConfig d;
+  ApplyEnvironment(d, lookup);
+  EXPECT_EQ(d.ssd.path, "/data/offload");
+  ClientConfig e;
+  e.ssd.path = "/mine";
+  ApplyEnvironment(e, lookup);
+  EXPECT_EQ(e.ssd.path, "/mine");
+  // A negative timeout (Mooncake: none) is the longest one; a word is logged and ignored.
+  env["MC_RPC_TIMEOUT_MS"] = "-1";
+  ApplyEnvironment(e, lookup);
+  EXPECT_EQ(e.rpc_timeout_ms, 24u * 3600 * 1000);
+  env["MC_RPC_TIMEOUT_MS"] = "soon";
+  ApplyEnvironment(e, lookup);
+  EXPECT_EQ(e.rpc_timeout_ms, 24u * 3600 * 1000);
+  env["MC_STORE_CLUSTER_ID"] = "";  // empty: the default stays
+  ClientConfig f;
+  ApplyEnvironment(f, lookup);
+  EXPECT_EQ(f.cluster_id, ClientConfig{}.cluster_id);
+}
+
 // Every entry point (C, Python, the daemons) checks a configuration through this one function.
 TEST(ClientConfigTest, OneValidationForEveryEntryPoint) {
   ClientConfig c;
   EXPECT_TRUE(ValidateClientConfig(c).ok());
-  c.protocol = "rdma";
-  Status rdma = ValidateClientConfig(c);
-  EXPECT_EQ(rdma.code(), Code::kNotSupported);
-  EXPECT_NE(rdma.message().find("\"tcp\""), std::string::npos) << rdma.ToString();
+  // Mooncake's hardware protocols (the callers' default configs) run as tcp; strict, they are refused.
+  for (const char* p : {"rdma", "efa", "nvlink"}) {
+    c.protocol = p;
+    c.strict_protocol = false;
+    EXPECT_TRUE(ValidateClientConfig(c).ok()) << p;
+    EXPECT_EQ(EffectiveConfig(c).protocol, "tcp");
+    c.strict_protocol = true;
+    Status strict = ValidateClientConfig(c);
+    EXPECT_EQ(strict.code(), Code::kNotSupported) << p;
+    EXPECT_NE(strict.message().find("\"tcp\""), std::string::npos) << strict.ToString();
+    EXPECT_EQ(EffectiveConfig(c).protocol, p);
+  }
+  c.strict_protocol = false;
   c.protocol = "udp";
   EXPECT_EQ(ValidateClientConfig(c).code(), Code::kInvalidParams);
   c = ClientConfig{};

@@ -7,7 +7,6 @@ no exceptions for a bad address), tensors shared between processes, and Mooncake
 (init_all, a master started with no flags on port 50051)."""
 import ctypes
 import json
-import logging
 import os
 import struct
 import subprocess
@@ -372,13 +371,18 @@ class VLLMReplay:
 
 
 def test_vllm_store_connector_worker(pool, tmp_path):
-    # vLLM's MooncakeStoreConfig defaults to protocol "rdma": without an RDMA device that fails
-    # setup with a message that names "tcp", the setting that works.
+    # vLLM's MooncakeStoreConfig defaults to protocol "rdma": without an RDMA device it runs over
+    # tcp (one warning that names the setting); with YB_STRICT_PROTOCOL=1 setup fails instead.
     rdma = config_file(tmp_path, "rdma.json", metadata_server="P2PHANDSHAKE",
                        master_server_address=pool.address, global_segment_size=32 << 20,
                        local_buffer_size=16 << 20)
-    with pytest.raises(RuntimeError, match="Initialize MooncakeDistributedStore failed"):
-        VLLMReplay(rdma)
+    VLLMReplay(rdma).store.close()
+    os.environ["YB_STRICT_PROTOCOL"] = "1"
+    try:
+        with pytest.raises(RuntimeError, match="Initialize MooncakeDistributedStore failed"):
+            VLLMReplay(rdma)
+    finally:
+        del os.environ["YB_STRICT_PROTOCOL"]
     path = config_file(tmp_path, "vllm.json", metadata_server="P2PHANDSHAKE", master_server_address=pool.address,
                        protocol="tcp", device_name="", global_segment_size=64 << 20, local_buffer_size=16 << 20)
     producer, consumer = VLLMReplay(path), VLLMReplay(path)
@@ -452,11 +456,39 @@ def test_health_check_reports_an_unreachable_master(pool):
     s.close()
 
 
-def test_rdma_names_tcp(pool, caplog):
+def test_rdma_runs_as_tcp_unless_strict(pool, capfd, caplog, monkeypatch):
     s = MooncakeDistributedStore()
-    with caplog.at_level(logging.ERROR, logger="yuebing"):
-        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 1 << 20, "rdma", "mlx5_0", pool.address) == -1012
-    assert 'use protocol "tcp"' in caplog.text
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 1 << 20, "rdma", "mlx5_0", pool.address) == 0
+    assert s.put("over-tcp", b"x" * 100) == 0 and s.get("over-tcp") == b"x" * 100
+    s.close()
+    err = capfd.readouterr().err
+    assert err.count("running over tcp") == 1 and 'Set the protocol to "tcp"' in err, err
+    monkeypatch.setenv("YB_STRICT_PROTOCOL", "1")
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 1 << 20, "efa", "", pool.address) == -1012
+    assert 'use protocol "tcp"' in caplog.text  # on the yuebing logger, as every setup failure
+
+
+def test_a_non_default_cluster_id_is_reached_through_mc_store_cluster_id(tmp_path, monkeypatch):
+    """SGLang configured by the environment alone (MOONCAKE_PROTOCOL left at its default, rdma)
+    reaching masters started with --cluster_id: Mooncake's clients take it from MC_STORE_CLUSTER_ID."""
+    from test_ha import HaCluster, ETCD
+    if ETCD is None:
+        pytest.skip("etcd is not installed")
+    ha = HaCluster(tmp_path, masters=1)
+    try:
+        ha.start_master(0, extra=["--cluster_id", "team-a"])
+        wait_until(lambda: ha.leader() == 0, 15, "the master to lead")
+        monkeypatch.setenv("MC_STORE_CLUSTER_ID", "team-a")
+        s = MooncakeDistributedStore()
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 16 << 20, 1 << 20, "rdma", "", ha.address) == 0
+        assert s.put("k", b"v" * 64) == 0 and s.get("k") == b"v" * 64
+        s.close()
+        monkeypatch.delenv("MC_STORE_CLUSTER_ID")
+        other = MooncakeDistributedStore()
+        assert other.setup("127.0.0.1", "P2PHANDSHAKE", 0, 1 << 20, "tcp", "", ha.address) != 0
+    finally:
+        ha.stop()
 
 
 def test_buffers_parts_upserts_and_ranges(store):
