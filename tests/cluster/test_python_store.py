@@ -155,14 +155,29 @@ def test_concurrent_use_from_threads(store):
         assert sum(ex.map(work, range(8))) == 8 * 50
 
 
-def test_mooncake_import_shim(store):
+def test_mooncake_import_shim(store, tmp_path):
+    """The shim exports every public name of ours that Mooncake's mooncake.store has, and leaves a
+    real Mooncake's other modules importable (its package extends its path)."""
     shim = os.path.join(os.path.dirname(yuebing.__file__), "..", "shim")
-    sys.path.insert(0, shim)
+    other = tmp_path / "real"  # another install of the `mooncake` package, with a module of its own
+    (other / "mooncake").mkdir(parents=True)
+    (other / "mooncake" / "__init__.py").write_text(
+        "from pkgutil import extend_path\n__path__ = extend_path(__path__, __name__)\n")
+    (other / "mooncake" / "engine.py").write_text("ENGINE = 'theirs'\n")
+    sys.path[:0] = [shim, str(other)]
     try:
-        from mooncake.store import MooncakeDistributedStore as M
-        assert M is MooncakeDistributedStore
+        from mooncake.store import (BufferHandle, MooncakeDistributedStore as M, ReplicaDescriptor,  # noqa: F401
+                                    ReplicateConfig as R, SoftPinAction)
+        assert M is MooncakeDistributedStore and R is ReplicateConfig
+        import mooncake.store
+        assert set(yuebing.__all__) <= set(dir(mooncake.store))
+        from mooncake.engine import ENGINE
+        assert ENGINE == "theirs"
     finally:
         sys.path.remove(shim)
+        sys.path.remove(str(other))
+        for name in [m for m in sys.modules if m == "mooncake" or m.startswith("mooncake.")]:
+            del sys.modules[name]
 
 
 def test_a_storage_node_restarted_on_its_port_is_used_at_once(cluster):

@@ -1,2 +1,7 @@
-"""`from mooncake.store import MooncakeDistributedStore`, served by Yuebing."""
-from yuebing import MooncakeDistributedStore, ReplicateConfig  # noqa: F401
+"""`from mooncake.store import ...`, served by Yuebing: every public name of the `yuebing` module
+that Mooncake's `mooncake.store` has (MooncakeDistributedStore, ReplicateConfig, SoftPinAction,
+ReplicaDescriptor, BufferHandle)."""
+import yuebing
+from yuebing import *  # noqa: F401,F403
+
+__all__ = list(yuebing.__all__)
