@@ -485,6 +485,8 @@ class Store {
               out[i][j][k] = obj.status().mooncake_code();
             } else if (src > obj->size() || n > obj->size() - src) {
               out[i][j][k] = kInvalidParams;  // past the object's end
+            } else if (yb::Status span = c->CheckCallerMemory(static_cast<char*>(mem[i].ptr) + dst, n); !span.ok()) {
+              out[i][j][k] = span.mooncake_code();  // past the end of the registered buffer it starts in
             } else {
               if (n > 0) std::memcpy(static_cast<char*>(mem[i].ptr) + dst, obj->data() + src, n);
               out[i][j][k] = static_cast<int64_t>(n);

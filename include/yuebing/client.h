@@ -208,6 +208,9 @@ class Client {
   Status UnregisterBuffer(void* ptr);
   // Whether [ptr, ptr + size) lies inside one registered buffer.
   bool IsRegistered(const void* ptr, uint64_t size) const;
+  // INVALID_PARAMS when [ptr, ptr + size) starts inside a registered buffer and runs past its end
+  // (every read and write into caller memory is checked so; a caller copying itself asks here).
+  Status CheckCallerMemory(const void* ptr, uint64_t size) const;
 
   // Before this client leaves with its memory: drains its segments (the master copies every object
   // they hold a memory replica of to other nodes, and puts nothing new on them), waiting up to

@@ -64,4 +64,17 @@ bool BufferRegistry::Contains(const void* p, uint64_t len) const {
   return a - it->first <= it->second && len <= it->second - (a - it->first);
 }
 
+Status BufferRegistry::CheckSpan(const void* p, uint64_t len) const {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard lock(mu_);
+  auto it = ranges_.upper_bound(a);
+  if (it == ranges_.begin()) return Status::OK();
+  --it;
+  const uint64_t at = a - it->first;
+  if (at >= it->second || len <= it->second - at) return Status::OK();
+  return Status(Code::kInvalidParams, "a range of " + std::to_string(len) + " bytes at offset " + std::to_string(at) +
+                                          " of a registered buffer of " + std::to_string(it->second) +
+                                          " bytes runs past its end");
+}
+
 }  // namespace yb

@@ -44,6 +44,9 @@ class BufferRegistry {
   Status Register(void* ptr, uint64_t size);
   Status Unregister(void* ptr);
   bool Contains(const void* p, uint64_t len) const;
+  // INVALID_PARAMS when [p, p + len) starts inside a registered buffer and runs past its end (a
+  // caller's offset or size is wrong: the bytes after it are someone else's); OK otherwise.
+  Status CheckSpan(const void* p, uint64_t len) const;
 
  private:
   mutable std::mutex mu_;

@@ -36,6 +36,20 @@ TEST(BufferRegistryTest, RegistersRangesAndRejectsOverlapAndNull) {
   EXPECT_EQ(r.Unregister(buf).code(), Code::kInvalidParams);
 }
 
+// A range that starts in a registered buffer must end in it: past it lies memory the caller did not
+// hand over. Memory outside every registered buffer is the caller's to vouch for.
+TEST(BufferRegistryTest, ARangeStartingInARegisteredBufferMustEndInIt) {
+  BufferRegistry r;
+  alignas(64) static char buf[64];
+  ASSERT_TRUE(r.Register(buf, 32).ok());
+  EXPECT_TRUE(r.CheckSpan(buf, 32).ok());
+  EXPECT_TRUE(r.CheckSpan(buf + 31, 1).ok());
+  Status past = r.CheckSpan(buf + 31, 4);  // Mooncake's test: offset 31, size 4, into 32 bytes
+  EXPECT_EQ(past.code(), Code::kInvalidParams);
+  EXPECT_NE(past.message().find("runs past its end"), std::string::npos) << past.ToString();
+  EXPECT_TRUE(r.CheckSpan(buf + 32, 100).ok());  // not in a registered buffer
+}
+
 TEST(ReplicaOrderTest, LocalMemoryThenMemoryThenLocalDiskThenDisk) {
   std::vector<ReplicaDesc> in = {
       {ReplicaKind::kDisk, ReplicaStatus::kComplete, 1, 0, 1},

@@ -208,6 +208,9 @@ std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>
 Status Client::RegisterBuffer(void* ptr, uint64_t size) { return impl_->data.registered().Register(ptr, size); }
 Status Client::UnregisterBuffer(void* ptr) { return impl_->data.registered().Unregister(ptr); }
 bool Client::IsRegistered(const void* ptr, uint64_t size) const { return impl_->data.registered().Contains(ptr, size); }
+Status Client::CheckCallerMemory(const void* ptr, uint64_t size) const {
+  return impl_->data.registered().CheckSpan(ptr, size);
+}
 
 // ---- metadata and removal: straight to the master
 

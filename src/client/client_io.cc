@@ -16,6 +16,15 @@ Result<uint64_t> SlicesSize(const std::vector<Slice>& slices) {
   return total;
 }
 
+Result<uint64_t> DataPath::CallerSize(const std::vector<Slice>& slices) const {
+  auto total = SlicesSize(slices);
+  if (!total.ok()) return total;
+  for (const auto& s : slices) {
+    if (s.size > 0) YB_RETURN_IF_ERROR(registered_.CheckSpan(s.ptr, s.size));
+  }
+  return total;
+}
+
 void DataPath::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
                               std::vector<TransferRequest>& out, ChecksumSink* checksum) {
   uint64_t pos = 0;

@@ -115,7 +115,7 @@ Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, co
 }
 
 Result<uint64_t> DataPath::Read(const std::string& key, const std::vector<Slice>& slices) {
-  auto total = SlicesSize(slices);
+  auto total = CallerSize(slices);
   if (!total.ok()) return total.status();
   auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
@@ -147,7 +147,7 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
   }
   std::vector<uint64_t> totals(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    auto t = SlicesSize(buffers[i]);
+    auto t = CallerSize(buffers[i]);
     if (!t.ok()) out[i] = t.status();
     totals[i] = t.ok() ? *t : 0;
   }

@@ -28,7 +28,7 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
   std::vector<uint64_t> sizes(n, 0);
   std::vector<size_t> pending;
   for (size_t i = 0; i < n; ++i) {
-    auto sz = SlicesSize(values[i]);
+    auto sz = CallerSize(values[i]);
     if (!sz.ok()) {
       out[i] = sz.status();
     } else if (*sz == 0) {

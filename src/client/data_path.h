@@ -51,6 +51,9 @@ class DataPath {
   std::vector<Result<uint64_t>> BatchRead(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& buffers);
   std::vector<Result<std::string>> BatchReadStrings(const MasterApi::Keys& keys);
 
+  // The caller's slices' total size; INVALID_PARAMS for a null one, an overflow, or a slice that
+  // starts in a registered buffer and runs past its end (no byte is moved then).
+  Result<uint64_t> CallerSize(const std::vector<Slice>& slices) const;
   BufferRegistry& registered() { return registered_; }
   const BufferRegistry& registered() const { return registered_; }
 

@@ -515,6 +515,17 @@ def test_buffers_parts_upserts_and_ranges(store):
                                  [[[5, 0], [8], [0]]], [[[4, 5], [3], [1]]]) == [[[4, 5], [3], [-704]]]
     assert bytes(dst[:4]) == b"body" and bytes(dst[20:25]) == b"head:" and bytes(dst[40:43]) == b"\x03" * 3
     assert store.get_into_ranges([dst.ctypes.data], [["parts"]], [[[0]]], [[[10]]], [[[5]]]) == [[[-600]]]
+    # Into a registered buffer, a range that runs past its end is refused and writes nothing
+    # (Mooncake's session_ranges test: offset 31, size 4, into 32 bytes).
+    guard = np.full(64, 0xEE, np.uint8)
+    assert store.register_buffer(guard.ctypes.data, 32) == 0
+    assert store.get_into_ranges([guard.ctypes.data], [["parts", "parts"]], [[[31], [0]]], [[[0], [0]]],
+                                 [[[4], [4]]]) == [[[-600], [4]]]
+    assert bytes(guard[:4]) == b"head" and all(guard[31:] == 0xEE)
+    assert store.get_into("parts", guard.ctypes.data + 16, 32) == -600  # get_into: 16 bytes past it
+    assert all(guard[16:] == 0xEE)
+    assert store.put_from("past", guard.ctypes.data + 30, 8) == -600  # and a write reads no byte past it
+    assert store.unregister_buffer(guard.ctypes.data) == 0
 
 
 def test_replicate_config_fields(store, pool):
