@@ -124,10 +124,7 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState
   if (state.pins_stated && state.pins.size() <= kMaxStatedPins && tenants_.Valid(ctx.tenant))
     RenewPins(ctx, state.pins);
   if (!state.unreachable.empty()) {
-    std::vector<SegmentId> reported(state.unreachable.begin(),
-                                    state.unreachable.begin() +
-                                        static_cast<std::ptrdiff_t>(std::min(state.unreachable.size(), kMaxReportedUnreachable)));
-    for (SegmentId id : segments_.Shun(ctx.client, reported, clock_.NowMs() + config_.unreachable_report_ms)) {
+    for (SegmentId id : segments_.Shun(ctx.client, state.unreachable, clock_.NowMs() + config_.unreachable_report_ms)) {
       YB_LOG_WARN("segment {} reported unreachable by client {}: handed to readers only where no other replica is, "
                   "and to writers only where no other segment has room, while reports go on",
                   id, ctx.client.ToString());

@@ -10,9 +10,6 @@ namespace yb {
 
 namespace {
 uint32_t SlotOf(SegmentRef ref) { return ref & 0xFFFF; }
-}  // namespace
-
-namespace {
 const RealClock kSteadyClock;
 }  // namespace
 
@@ -61,16 +58,13 @@ std::vector<SegmentId> SegmentManager::Shun(const ClientId& reporter, const std:
   std::vector<SegmentId> fresh;
   const TimeMs now = Now();
   ReaderLock lock(mu_);
-  for (SegmentId id : ids) {
-    auto it = by_id_.find(id);
+  for (size_t i = 0; i < std::min(ids.size(), kMaxReportedUnreachable); ++i) {
+    auto it = by_id_.find(ids[i]);
     if (it == by_id_.end() || it->second->owner == reporter) continue;
-    Segment& seg = *it->second;
-    const TimeMs was = seg.shunned_until.load(std::memory_order_relaxed);
-    if (was <= now) fresh.push_back(id);
-    if (was < until) {
-      seg.shunned_until.store(until, std::memory_order_relaxed);
-      slot_shunned_[SlotOf(seg.ref)].store(until, std::memory_order_relaxed);
-    }
+    std::atomic<TimeMs>& shunned = slot_shunned_[SlotOf(it->second->ref)];
+    const TimeMs was = shunned.load(std::memory_order_relaxed);
+    if (was <= now) fresh.push_back(ids[i]);
+    if (was < until) shunned.store(until, std::memory_order_relaxed);
     TimeMs any = any_shunned_until_.load(std::memory_order_relaxed);
     while (any < until && !any_shunned_until_.compare_exchange_weak(any, until, std::memory_order_relaxed)) {
     }
@@ -88,16 +82,21 @@ void SegmentManager::MarkUnheard(const std::vector<ClientId>& owners, TimeMs unt
   }
 }
 
-size_t SegmentManager::CountUntil(std::atomic<TimeMs> Segment::*until) const {
+size_t SegmentManager::shunned_count() const {
   const TimeMs now = Now();
   ReaderLock lock(mu_);
   return static_cast<size_t>(std::count_if(by_id_.begin(), by_id_.end(), [&](const auto& entry) {
-    return now < ((*entry.second).*until).load(std::memory_order_relaxed);
+    return now < slot_shunned_[SlotOf(entry.second->ref)].load(std::memory_order_relaxed);
   }));
 }
 
-size_t SegmentManager::shunned_count() const { return CountUntil(&Segment::shunned_until); }
-size_t SegmentManager::unheard_count() const { return CountUntil(&Segment::unheard_until); }
+size_t SegmentManager::unheard_count() const {
+  const TimeMs now = Now();
+  ReaderLock lock(mu_);
+  return static_cast<size_t>(std::count_if(by_id_.begin(), by_id_.end(), [&](const auto& entry) {
+    return now < entry.second->unheard_until.load(std::memory_order_relaxed);
+  }));
+}
 
 void SegmentManager::PublishKey(uint32_t slot, const std::string& key) {
   uint64_t words[2] = {0, 0};
@@ -474,7 +473,7 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
   auto try_segment = [&](Segment& seg, Spread spread, bool even_shunned = false) {
     if (out.size() >= count || name_used(seg.desc.name) || seg.draining.load(std::memory_order_relaxed)) return;
     if (now < seg.unheard_until.load(std::memory_order_relaxed)) return;
-    if (!even_shunned && now < seg.shunned_until.load(std::memory_order_relaxed)) return;
+    if (!even_shunned && now < slot_shunned_[SlotOf(seg.ref)].load(std::memory_order_relaxed)) return;
     if (seg.only_tenant && *seg.only_tenant != tenant) return;
     const std::string_view host = HostOf(seg.desc.endpoint);
     if ((spread == kNewZoneAndHost || spread == kNewHost) && taken(used_hosts, host)) return;

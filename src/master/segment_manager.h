@@ -97,7 +97,7 @@ class SegmentManager {
   // (its heartbeat says so): until `until` each is handed to readers only when no other replica
   // of an object is (MasterService), and takes new replicas only when no other segment can (a
   // report, a client's word, never stops every write). Returns the ids that were not reported
-  // unreachable before; the reporter's own segments are ignored.
+  // unreachable before; the reporter's own segments, and ids past kMaxReportedUnreachable, are ignored.
   std::vector<SegmentId> Shun(const ClientId& reporter, const std::vector<SegmentId>& ids, TimeMs until);
   // Whether clients report the segment unreachable now. Lock-free.
   bool Shunned(SegmentRef ref) const;
@@ -165,7 +165,6 @@ class SegmentManager {
     bool confirmed = true;              // false while restored or suspended; under mu_ (exclusive to change)
     TimeMs suspended_until = 0;         // while suspended (0: restored); under mu_
     std::atomic<bool> draining{false};  // takes no new replicas (DrainSegment)
-    std::atomic<TimeMs> shunned_until{0};  // reported unreachable by clients until then (Shun)
     std::atomic<TimeMs> unheard_until{0};  // its owner not heard from until then (MarkUnheard)
     std::optional<TenantIndex> only_tenant;  // a tenant's client's memory; fixed at mount
     mutable Mutex mu;                   // after mu_ (shared) when both are held
@@ -179,7 +178,6 @@ class SegmentManager {
 
   bool TryAllocateOn(Segment& seg, uint64_t size, Allocation* out);
   TimeMs Now() const;
-  size_t CountUntil(std::atomic<TimeMs> Segment::*until) const;
   void RebuildListLocked() REQUIRES(mu_);
   // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
   Status AddLocked(std::shared_ptr<Segment> seg) REQUIRES(mu_);
@@ -201,7 +199,7 @@ class SegmentManager {
   std::unique_ptr<std::atomic<uint64_t>[]> slot_id_;
   std::unique_ptr<std::atomic<bool>[]> slot_serving_;
   std::unique_ptr<std::atomic<uint64_t>[]> slot_key_;  // two words per slot: its segment's grant key (0: none)
-  std::unique_ptr<std::atomic<TimeMs>[]> slot_shunned_;  // Segment::shunned_until, by slot
+  std::unique_ptr<std::atomic<TimeMs>[]> slot_shunned_;  // by slot: reported unreachable until then (Shun)
   std::atomic<TimeMs> any_shunned_until_{0};            // the latest of them: none is shunned after it
   const Clock* clock_;
   MetaSink* sink_ = nullptr;
