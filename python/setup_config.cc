@@ -24,7 +24,7 @@ ClientConfig Config(const std::string& local_hostname, const std::string& metada
   c.device_name = devices;
   c.master_server_addr = master_server_addr;
   c.enable_offload = enable_ssd_offload;
-  c.ssd.path = ssd_offload_path;
+  if (!ssd_offload_path.empty()) c.ssd.path = ssd_offload_path;  // else MOONCAKE_OFFLOAD_FILE_STORAGE_PATH's
   if (tenant_id != "default") c.tenant = tenant_id;
   return c;
 }

@@ -469,6 +469,20 @@ def test_rdma_runs_as_tcp_unless_strict(pool, capfd, caplog, monkeypatch):
     assert 'use protocol "tcp"' in caplog.text  # on the yuebing logger, as every setup failure
 
 
+def test_the_offload_path_comes_from_the_environment_as_mooncakes_client_reads_it(pool, tmp_path, monkeypatch):
+    """enable_ssd_offload without a path: Mooncake's client takes MOONCAKE_OFFLOAD_FILE_STORAGE_PATH."""
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 16 << 20, 1 << 20, "tcp", "", pool.address,
+                   enable_ssd_offload=True) != 0  # nowhere to put it
+    monkeypatch.setenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", str(tmp_path / "ssd"))
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 16 << 20, 1 << 20, "tcp", "", pool.address,
+                   enable_ssd_offload=True) == 0
+    assert s.put("to-disk", b"d" * 4096) == 0 and s.get("to-disk") == b"d" * 4096
+    assert (tmp_path / "ssd").is_dir()
+    s.close()
+
+
 def test_a_non_default_cluster_id_is_reached_through_mc_store_cluster_id(tmp_path, monkeypatch):
     """SGLang configured by the environment alone (MOONCAKE_PROTOCOL left at its default, rdma)
     reaching masters started with --cluster_id: Mooncake's clients take it from MC_STORE_CLUSTER_ID."""
