@@ -200,7 +200,7 @@ class TensorMixin:
         """Each object lands in its buffer ([header][data]); the tensors returned view the data there."""
         if not len(keys) == len(buffer_ptrs) == len(sizes):
             _log.error("batch_get_tensor_into: keys, buffer_ptrs and sizes differ in length")
-            return [None] * len(keys)
+            return [INVALID_PARAMS] * len(keys)  # as Mooncake: the code, not None, for each key
         res = self.batch_get_into(list(keys), list(buffer_ptrs), list(sizes))
         out = []
         for ptr, n in zip(buffer_ptrs, res):

@@ -593,6 +593,8 @@ def test_tensors_written_by_one_process_read_by_another(store, pool):
     into = store.get_tensor_into("t/i64", buf.data_ptr(), 4096)
     assert torch.equal(into, torch.arange(6).reshape(3, 2)) and into.data_ptr() == buf.data_ptr() + 40
     assert store.batch_get_tensor_into(["t/f32", "nope"], [buf.data_ptr(), buf.data_ptr()], [4096, 4096])[1] is None
+    # Lists of different lengths: Mooncake's INVALID_PARAMS for each key, not None.
+    assert store.batch_get_tensor_into(["t/f32", "nope"], [buf.data_ptr()], [4096, 4096]) == [-600, -600]
     assert torch.equal(store.get_tensor_with_tp("t/tp", tp_rank=1, tp_size=2), torch.tensor([[6, 7], [8, 9]]))
     # The layout is Mooncake's: dtype, ndim, shape[4] (-1 past ndim), then the bytes.
     raw = store.get("t/i64")
