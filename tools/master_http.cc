@@ -82,6 +82,9 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
   if (!master) return p.text();  // a standby: no index to report on
   auto st = master->Stats();
   p.Gauge("yb_master_allocated_bytes", "Bytes allocated in mounted segments.", st.allocated);
+  p.Gauge("yb_master_held_bytes",
+          "Freed bytes not handed out again while a grant for them may still be valid (counted in allocated).",
+          st.held);
   p.Gauge("yb_master_capacity_bytes", "Total bytes of mounted segments.", st.capacity);
   p.Gauge("yb_master_keys", "Published objects.", st.keys);
   p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);

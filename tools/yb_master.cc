@@ -249,6 +249,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     so.tenant_secrets = std::move(tenants).value();
+    mc.hold_freed_ranges = true;  // tenants are walled off from each other: so are their old grants
   }
   if (so.tls.enabled() && (f.tls_cert.empty() || f.tls_key.empty())) {
     spdlog::error("TLS: the master serves it, so it needs --tls_cert and --tls_key");

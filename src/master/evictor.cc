@@ -22,9 +22,11 @@ void Evictor::NoteAllocationFailure(uint64_t bytes) {
 
 uint64_t Evictor::RunOnce() {
   double cap = static_cast<double>(segments_.capacity());
-  // Memory that offloads already queued by eviction will free does not count.
-  double used =
-      static_cast<double>(segments_.allocated() - std::min(segments_.allocated(), offload_.evict_pending_bytes()));
+  // Memory that offloads already queued by eviction will free does not count, nor ranges held for
+  // their grants (they come back on their own: evicting to make up for them would chase them).
+  const uint64_t allocated = segments_.allocated();
+  double used = static_cast<double>(allocated -
+                                    std::min(allocated, offload_.evict_pending_bytes() + segments_.held()));
   uint64_t need = 0;
   if (cap > 0 && used > config_.eviction_high_watermark_ratio * cap) {
     need = static_cast<uint64_t>(used - (config_.eviction_high_watermark_ratio - config_.eviction_ratio) * cap);

@@ -65,6 +65,11 @@ struct MasterConfig {
   // Lifetime of the grants (capabilities, docs/security.md) handed out with replicas: a read's, and a
   // write's (at most put_start_discard_timeout_sec, so that a writer taken over cannot write after).
   int64_t grant_ttl_sec = 60;
+  // Tenants are bound to their own secrets (yb-master --tenant_secrets_file), so a tenant's caller
+  // may read and write only its own tenant's objects: a freed range is then not handed to another
+  // tenant while a grant for it may still be valid (GrantHold; docs/security.md). Without it every
+  // caller may reach every tenant's objects and nothing is held.
+  bool hold_freed_ranges = false;
   // Byte quotas of tenants, as the operator configures them (--tenant_quotas); set at start, over
   // what the metadata log kept.
   std::map<std::string, uint64_t> tenant_quotas;

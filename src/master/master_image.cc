@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/grant.h"
+
 namespace yb {
 
 void MasterImage::Apply(const pb::LogRecord& r) {
@@ -36,6 +38,14 @@ void MasterImage::Apply(const pb::LogRecord& r) {
       break;
     case pb::LogRecord::kSegmentGone:
       segments.erase(r.segment_gone());
+      holds.erase(holds.lower_bound({r.segment_gone(), 0}), holds.lower_bound({r.segment_gone() + 1, 0}));
+      break;
+    case pb::LogRecord::kHold:
+      holds[{r.hold().segment(), r.hold().offset()}] = r.hold();
+      if (holds.size() >= holds_prune_at) {  // a standby applies holds for ever: forget the lapsed ones
+        PruneHolds(WallMs());
+        holds_prune_at = std::max<size_t>(1024, 2 * holds.size());
+      }
       break;
     case pb::LogRecord::kTenant:
       tenants[r.tenant().index()] = r.tenant();
@@ -62,6 +72,12 @@ void MasterImage::Emit(const std::function<void(const pb::LogRecord&)>& emit) co
     *rec.mutable_segment() = s;
     emit(rec);
   }
+  const int64_t wall = WallMs();
+  for (const auto& [at, h] : holds) {
+    if (h.until_wall_ms() <= wall) continue;
+    *rec.mutable_hold() = h;
+    emit(rec);
+  }
   for (const auto& [key, o] : objects) {
     *rec.mutable_object() = o;
     emit(rec);
@@ -74,6 +90,10 @@ void MasterImage::Emit(const std::function<void(const pb::LogRecord&)>& emit) co
     *rec.mutable_away() = a;
     emit(rec);
   }
+}
+
+void MasterImage::PruneHolds(int64_t wall_ms) {
+  std::erase_if(holds, [&](const auto& e) { return e.second.until_wall_ms() <= wall_ms; });
 }
 
 std::string MasterImage::Summary() const {

@@ -26,6 +26,11 @@ struct MasterImage {
   std::unordered_map<std::string, pb::LogAway> away;
   uint64_t next_object_id = 1;  // above every object id seen
   std::string identity_key;     // what callers' tokens are signed with ("" before the first)
+  // Freed ranges held until their grants lapse (LogHold), by (segment, offset); lapsed ones are
+  // dropped now and then, and by Load.
+  std::map<std::pair<SegmentId, uint64_t>, pb::LogHold> holds;
+  size_t holds_prune_at = 1024;
+  void PruneHolds(int64_t wall_ms);
 
   void Apply(const pb::LogRecord& r);
   // Calls `emit` with records that rebuild this image when applied to an empty one (a snapshot's

@@ -23,14 +23,16 @@ std::string Quote(std::string_view key) {
   return "'" + std::string(key.substr(0, 64)) + (key.size() > 64 ? "..." : "") + "'";
 }
 
-ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size, GrantAccess access,
-                                    std::string_view disk_key) const {
+ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size, std::optional<GrantAccess> grant,
+                                    std::string_view disk_key, TimeMs spent_ms) const {
   ReplicaDesc d{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
+  if (!grant) return d;
+  const GrantAccess access = *grant;
   int64_t ttl_ms = config_.grant_ttl_sec * 1000;
   if (access == GrantAccess::kWrite && config_.put_start_discard_timeout_sec > 0) {
     ttl_ms = std::min(ttl_ms, config_.put_start_discard_timeout_sec * 1000);
   }
-  const int64_t expires = WallMs() + ttl_ms;
+  const int64_t expires = WallMs() + std::max<TimeMs>(ttl_ms - spent_ms, 0);
   if (r.kind() == ReplicaKind::kLocalDisk) {
     d.grant = segments_.Mint(r.segment(), GrantAccess::kReadObject, 0, size, expires, disk_key);
   } else if (r.kind() == ReplicaKind::kMemory) {
@@ -152,7 +154,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     PendingPut old = s.TakePending(hk);
     MutexLock dl(discarded_mu_);
     discarded_.push_back(Discarded{old.started + config_.put_start_release_timeout_sec * 1000, old.tenant, old.size,
-                                   std::move(old.replicas)});
+                                   std::move(old.replicas), table_.HoldAfter(old.started)});
     return Status::OK();
   };
   {
@@ -160,9 +162,12 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     const PendingPut* mine = s.FindPending(hk);
     if (mine && mine->writer == ctx.client && mine->size == size && mine->upsert == upsert) {
       // The same writer asking again (its first answer was lost with a master that went away): the
-      // reservation it has.
+      // reservation it has, with grants that end when its first ones do (its ranges are held after
+      // a revoke for as long as those may be valid).
       std::vector<ReplicaDesc> descs;
-      for (const auto& r : mine->replicas) descs.push_back(Describe(r, size, GrantAccess::kWrite));
+      for (const auto& r : mine->replicas) {
+        descs.push_back(Describe(r, size, GrantAccess::kWrite, {}, now - mine->started));
+      }
       return descs;
     }
     YB_RETURN_IF_ERROR(check_free(s));
@@ -272,7 +277,7 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
     if (r.status() != ReplicaStatus::kComplete || !segments_.Serving(r.segment())) continue;
     if (r.kind() == ReplicaKind::kLocalDisk && disk_key.empty()) disk_key = DiskKey(tenants_.name(ctx.tenant), key);
     (segments_.Shunned(r.segment()) ? unreachable : info.replicas)
-        .push_back(Describe(r, m.size, GrantAccess::kRead, disk_key));
+        .push_back(Describe(r, m.size, pin ? std::optional(GrantAccess::kRead) : std::nullopt, disk_key));
   }
   if (info.replicas.empty()) info.replicas = std::move(unreachable);
   if (info.replicas.empty()) {

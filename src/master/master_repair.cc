@@ -73,6 +73,7 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   f.deadline = now + config_.repair_task_timeout_sec * 1000;
   s.AddRepairReplica(obj, allocs[0]);
   s.AddReadPin(obj, owner, PinKind::kTask);  // the source's bytes and the new range stay put until it reports
+  s.Touch(obj);  // stamps the source grant's minting (GrantHold)
   MutexLock lock(repair_mu_);
   f.task.task_id = next_repair_id_++;
   repair_tokens_ -= static_cast<double>(m.size);

@@ -1,5 +1,6 @@
 // MasterService: durability. Building the master from a recovered image, writing the image out for
 // a snapshot, and dropping restored segments whose owners did not come back.
+#include <algorithm>
 #include <map>
 
 #include "common/grant.h"
@@ -42,6 +43,26 @@ Status MasterService::Load(const MasterImage& image) {
   };
   for (const auto& [k, o] : image.objects) note(k, false, o.size(), o.replicas());
   for (const auto& [k, p] : image.pending) note(k, true, p.size(), p.replicas());
+  // Freed ranges the old master held while its grants for them could be valid: held as long here,
+  // after every replica's range (a hold that a later object overlaps lapsed before it was reused).
+  const int64_t wall = WallMs();
+  std::map<SegmentId, std::vector<const pb::LogHold*>> holds;
+  for (const auto& [at, h] : image.holds) {
+    if (h.until_wall_ms() <= wall || h.size() == 0) continue;
+    // One that would not fit its segment (a damaged record) is dropped, never the segment with it.
+    auto seg = image.segments.find(h.segment());
+    if (seg == image.segments.end() || h.offset() % config_.allocation_alignment != 0 ||
+        h.size() > seg->second.size() || h.offset() > seg->second.size() - h.size()) {
+      continue;
+    }
+    auto& taken = ranges[h.segment()];
+    const bool overlaps = std::any_of(taken.begin(), taken.end(), [&](const auto& r) {
+      return r.first < h.offset() + h.size() && h.offset() < r.first + r.second;
+    });
+    if (overlaps) continue;
+    taken.emplace_back(h.offset(), h.size());
+    holds[h.segment()].push_back(&h);
+  }
 
   // Restored segments: the reference of each, and the handle of each of its ranges.
   std::map<SegmentId, SegmentRef> refs;
@@ -59,6 +80,11 @@ Status MasterService::Load(const MasterImage& image) {
     refs[id] = restored->ref;
     const auto& own = owners[id];
     for (size_t i = 0; i < own.size(); ++i) nodes[{own[i].key, own[i].pending}][own[i].replica] = restored->nodes[i];
+    const auto& held = holds[id];
+    for (size_t i = 0; i < held.size(); ++i) {
+      segments_.HoldRestored(restored->ref, restored->nodes[own.size() + i], held[i]->offset(),
+                             static_cast<TenantIndex>(held[i]->tenant()), now + (held[i]->until_wall_ms() - wall));
+    }
   }
   // The replicas of a record whose segments came back.
   auto replicas_of = [&](const std::string& key, bool pending,
@@ -162,6 +188,10 @@ void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& 
   }
   for (auto& s : segments_.Records()) {
     *rec.mutable_segment() = std::move(s);
+    emit(rec);
+  }
+  for (auto& h : segments_.HeldRecords()) {
+    *rec.mutable_hold() = std::move(h);
     emit(rec);
   }
   for (size_t i = 0; i < table_.shard_count(); ++i) table_.LockShard(i).Dump(emit);

@@ -51,11 +51,15 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
     : config_(config),
       identity_key_(NewGrantKey()),
       clock_(clock),
+      grant_hold_(clock_, (std::max(config.grant_ttl_sec, config.repair_task_timeout_sec + 5) * 1000) +
+                              kGrantClockMarginMs),
       segments_(std::move(strategy), config.allocation_alignment, &clock_),
       table_(segments_, tenants_, config.object_shards, config.disk_away_copies_limit),
       offload_(config.offload_queue_limit),
       evictor_(table_, segments_, offload_, clock_, config_),
-      clients_(clock_, config.client_ttl_sec * 1000) {}
+      clients_(clock_, config.client_ttl_sec * 1000) {
+  if (config.hold_freed_ranges) table_.SetGrantHold(&grant_hold_);
+}
 
 CallerToken MasterService::TokenFor(const ClientId& client, TenantIndex tenant) const {
   uint8_t head[4 + 8 + 8 + 2] = {'Y', 'B', 'I', 'D'};
@@ -248,7 +252,7 @@ uint64_t MasterService::ReclaimOnce() {
     });
   }
   for (auto& d : due) {
-    table_.FreeReplicas(d.tenant, d.size, d.replicas);
+    table_.FreeReplicas(d.tenant, d.size, d.replicas, d.hold_until);
     ++reclaimed;
   }
   const TimeMs release_ms = config_.put_start_release_timeout_sec * 1000;
@@ -388,6 +392,8 @@ void MasterService::UnpinForgottenClients() {
 }
 
 void MasterService::RunBackgroundOnce() {
+  grant_hold_.Sample(table_.next_access_stamp());
+  segments_.ReleaseHeld();
   ExpireRecoveredOnce();
   LivenessOnce();
   ReclaimOnce();
@@ -405,6 +411,7 @@ MasterStats MasterService::Stats() const {
   st.segments_unheard = segments_.unheard_count();
   st.capacity = segments_.capacity();
   st.allocated = segments_.allocated();
+  st.held = segments_.held();
   st.evicted_objects = evictor_.evicted_objects();
   st.evicted_bytes = evictor_.evicted_bytes();
   st.live_clients = clients_.size();

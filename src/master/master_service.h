@@ -62,6 +62,8 @@ struct MasterStats {
   uint64_t segments_unheard = 0;
   uint64_t capacity = 0;
   uint64_t allocated = 0;
+  // Freed bytes held while a grant for them may be valid (GrantHold; counted in `allocated`).
+  uint64_t held = 0;
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t live_clients = 0;
@@ -195,6 +197,7 @@ class MasterService final : public MasterApi {
     TenantIndex tenant;
     uint64_t size;
     std::vector<StoredReplica> replicas;
+    TimeMs hold_until;  // its ranges' grants may be valid until then
   };
 
   Result<std::vector<ReplicaDesc>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
@@ -203,9 +206,13 @@ class MasterService final : public MasterApi {
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                           const ReplicateConfig& config);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
-  // A replica as a caller sees it, with a grant of `access` to it (a LOCAL_DISK one's names
-  // `disk_key`, the key its owner's SSD tier holds it under).
-  ReplicaDesc Describe(const StoredReplica& r, uint64_t size, GrantAccess access, std::string_view disk_key = {}) const;
+  // A replica as a caller sees it, with a grant of `grant` access to it (a LOCAL_DISK one's names
+  // `disk_key`, the key its owner's SSD tier holds it under), or none. Every grant of an object's
+  // bytes is minted under its shard's lock before the object's access stamp is renewed (Touch,
+  // Publish): what GrantHold bounds its lifetime by.
+  // `spent_ms`: the grant's lifetime is that much shorter (a writer's grants, asked for again).
+  ReplicaDesc Describe(const StoredReplica& r, uint64_t size, std::optional<GrantAccess> grant,
+                       std::string_view disk_key = {}, TimeMs spent_ms = 0) const;
   Status RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now);
   // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys,
   // but for objects a lease kept, are superseded.
@@ -279,6 +286,9 @@ class MasterService final : public MasterApi {
   std::string identity_key_;
   const bool local_first_ = config_.allocation_strategy == "local_first";
   const Clock& clock_;
+  // How long freed ranges are held (grant_hold.h): the longest grant, and the clocks' margin.
+  static constexpr TimeMs kGrantClockMarginMs = 5000;
+  GrantHold grant_hold_;
   SegmentManager segments_;
   TenantRegistry tenants_;
   ObjectTable table_;

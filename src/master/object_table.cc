@@ -206,11 +206,12 @@ void ObjectTable::Locked::Dump(const std::function<void(const pb::LogRecord&)>& 
   }
 }
 
-void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas) {
+void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas,
+                               TimeMs hold_until) {
   uint64_t memory = 0;
   for (const auto& r : replicas) {
     if (r.kind() != ReplicaKind::kMemory) continue;
-    segments_.Free(r.alloc());
+    segments_.Free(r.alloc(), hold_until, tenant);
     ++memory;
   }
   tenants_.Release(tenant, size * memory);
@@ -267,7 +268,7 @@ bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
   AssertHeld(s_);
   auto p = s_.pending.find(k);
   if (p == s_.pending.end()) return false;
-  t_.FreeReplicas(p->second.tenant, p->second.size, p->second.replicas);
+  t_.FreeReplicas(p->second.tenant, p->second.size, p->second.replicas, t_.HoldAfter(p->second.started));
   s_.pending.erase(p);
   LogPendingGone(k.key);
   return true;
@@ -281,7 +282,7 @@ uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const Pen
       ++it;
       continue;
     }
-    t_.FreeReplicas(it->second.tenant, it->second.size, it->second.replicas);
+    t_.FreeReplicas(it->second.tenant, it->second.size, it->second.replicas, t_.HoldAfter(it->second.started));
     LogPendingGone(it->first);
     it = s_.pending.erase(it);
     ++n;
@@ -334,11 +335,12 @@ void ObjectTable::Locked::Remove(Ref r) {
   ObjectMeta& m = r.mut();
   LruUnlink(*r.it_);  // a no-op for an object not on the list
   auto replicas = m.TakeReplicas();
+  const TimeMs hold = t_.HoldAfterStamp(m.last_access);
   if (m.readers > 0) {
-    Zombie z{m.readers, m.tenant, m.size, std::move(replicas)};
+    Zombie z{m.readers, m.tenant, m.size, std::move(replicas), hold};
     s_.zombies.emplace(m.object_id, std::move(z));
   } else {
-    t_.FreeReplicas(m.tenant, m.size, replicas);
+    t_.FreeReplicas(m.tenant, m.size, replicas, hold);
   }
   LogObjectGone(r.key());
   s_.objects.erase(r.it_);
@@ -364,7 +366,7 @@ size_t ObjectTable::Locked::DropReplicasIf(Ref r, const std::function<bool(const
   if (keep.empty()) {
     Remove(r);  // frees what it held
   } else {
-    t_.FreeReplicas(m.tenant, m.size, gone);
+    t_.FreeReplicas(m.tenant, m.size, gone, t_.HoldAfterStamp(m.last_access));
     SetReplicas(r, keep);
   }
   return gone.size();
@@ -438,7 +440,7 @@ bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref 
   }
   auto z = s_.zombies.find(object_id);
   if (z != s_.zombies.end() && --z->second.readers == 0) {
-    t_.FreeReplicas(z->second.tenant, z->second.size, z->second.replicas);
+    t_.FreeReplicas(z->second.tenant, z->second.size, z->second.replicas, z->second.hold_until);
     s_.zombies.erase(z);
   }
   return true;
@@ -480,7 +482,7 @@ uint64_t ObjectTable::Locked::UnpinIf(const std::function<bool(const PinKey&, Pi
     released += count;
     z->second.readers -= count;
     if (z->second.readers == 0) {
-      t_.FreeReplicas(z->second.tenant, z->second.size, z->second.replicas);
+      t_.FreeReplicas(z->second.tenant, z->second.size, z->second.replicas, z->second.hold_until);
       s_.zombies.erase(z);
     }
   }

@@ -31,6 +31,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/thread_annotations.h"
+#include "master/grant_hold.h"
 #include "master/inline_key_map.h"
 #include "master/meta_sink.h"
 #include "master/segment_manager.h"
@@ -175,6 +176,7 @@ struct Zombie {
   TenantIndex tenant = 0;
   uint64_t size = 0;
   std::vector<StoredReplica> replicas;
+  TimeMs hold_until = 0;  // its ranges are held until then once freed (GrantHold)
 };
 
 // A disk copy the master stopped listing while it may still be on its owner's disk: the owner went
@@ -277,6 +279,8 @@ class ObjectTable {
     void ClearOffloadFlags(Ref r, uint8_t bits);
 
     // ---- readers (leases, recency and read pins are rebuilt state, never logged)
+    // Moves the object to the recent end and renews its access stamp, which bounds when its
+    // grants were minted (GrantHold): every read grant of its bytes is minted just before one.
     void Touch(Ref r);
     // The lease lasts at least until `until`.
     void ExtendLease(Ref r, TimeMs until);
@@ -355,8 +359,20 @@ class ObjectTable {
   uint64_t away_untracked() const { return away_untracked_.load(std::memory_order_relaxed); }
 
   // Frees replicas and returns their quota. Only MEMORY replicas hold space and quota. For space
-  // the table no longer lists (a Put taken over); needs no shard lock.
-  void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas);
+  // the table no longer lists (a Put taken over); needs no shard lock. `hold_until`: until when a
+  // grant for them may be valid (SegmentManager::Free holds them till then).
+  void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas,
+                    TimeMs hold_until = 0);
+
+  // Freed ranges are held while a grant for them may be valid (grant_hold.h); without a GrantHold
+  // (the default) they are freed at once. Set before the table is used from several threads.
+  void SetGrantHold(const GrantHold* hold) { hold_ = hold; }
+  // Until when ranges must be held whose latest grant was minted by access stamp `stamp` (an
+  // object's last_access), or at `minted`; 0 without a GrantHold.
+  TimeMs HoldAfterStamp(uint64_t stamp) const { return hold_ ? hold_->UntilAfterStamp(stamp) : 0; }
+  TimeMs HoldAfter(TimeMs minted) const { return hold_ ? hold_->UntilAfter(minted) : 0; }
+  // Every access stamp below this one has been given out (GrantHold::Sample).
+  uint64_t next_access_stamp() const { return access_seq_.load(std::memory_order_relaxed); }
 
   // Where changes are recorded; null (the default): nowhere. Set before the table is used from
   // several threads (after a restart, once the recovered state is loaded).
@@ -372,6 +388,7 @@ class ObjectTable {
   SegmentManager& segments_;
   TenantRegistry& tenants_;
   MetaSink* sink_ = nullptr;
+  const GrantHold* hold_ = nullptr;
   const size_t away_limit_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<uint64_t> next_object_id_{1};

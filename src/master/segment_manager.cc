@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "common/log.h"
 #include "common/segment_name.h"
@@ -373,6 +374,8 @@ Result<SegmentRef> SegmentManager::Unmount(const ClientId& owner, SegmentId id) 
     MutexLock seg_lock(it->second->mu);
     capacity_.fetch_sub(it->second->alloc.capacity(), std::memory_order_relaxed);
     allocated_.fetch_sub(it->second->alloc.capacity() - it->second->alloc.free_bytes(), std::memory_order_relaxed);
+    held_bytes_.fetch_sub(it->second->held_bytes.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);  // its memory goes with its owner
   }
   YB_LOG_INFO("unmounted segment {} '{}'", id, it->second->desc.name);
   SegmentRef ref = it->second->ref;
@@ -428,8 +431,22 @@ bool SegmentManager::Contains(SegmentId id) const {
   return by_id_.count(id) != 0;
 }
 
-bool SegmentManager::TryAllocateOn(Segment& seg, uint64_t size, Allocation* out) {
+bool SegmentManager::TryAllocateOn(Segment& seg, TenantIndex tenant, uint64_t size, Allocation* out) {
   MutexLock lock(seg.mu);
+  if (seg.held_bytes.load(std::memory_order_relaxed) > 0) {
+    // A range this tenant's object held, of the size asked for: its grants let only this tenant's
+    // callers in, who may read and write its new object anyway.
+    const uint64_t rounded = (size + alignment_ - 1) & ~(alignment_ - 1);
+    if (auto it = seg.held.find({tenant, rounded}); it != seg.held.end()) {
+      const Segment::Held h = it->second.back();
+      it->second.pop_back();
+      if (it->second.empty()) seg.held.erase(it);
+      seg.held_bytes.fetch_sub(rounded, std::memory_order_relaxed);
+      held_bytes_.fetch_sub(rounded, std::memory_order_relaxed);
+      *out = Allocation{h.offset, seg.ref, h.node};
+      return true;
+    }
+  }
   auto r = seg.alloc.Allocate(size);
   if (!r) return false;
   seg.free_bytes.store(seg.alloc.free_bytes(), std::memory_order_relaxed);
@@ -480,7 +497,7 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
     if (spread <= kNewZone && taken(used_zones, seg.desc.zone)) return;
     if (std::find(avoided_owners.begin(), avoided_owners.end(), seg.owner) != avoided_owners.end()) return;
     Allocation a;
-    if (TryAllocateOn(seg, size, &a)) {
+    if (TryAllocateOn(seg, tenant, size, &a)) {
       out.push_back(a);
       used_names.push_back(&seg.desc.name);
       used_hosts.push_back(host);
@@ -501,7 +518,9 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
   candidates.clear();
   bool zoned = false;
   for (const auto& seg : list_) {
-    candidates.push_back({seg->capacity, seg->free_bytes.load(std::memory_order_relaxed)});
+    // Held ranges count as room: the tenant that freed them may take them again.
+    candidates.push_back({seg->capacity, seg->free_bytes.load(std::memory_order_relaxed) +
+                                             seg->held_bytes.load(std::memory_order_relaxed)});
     zoned = zoned || !seg->desc.zone.empty();
   }
   strategy_->Order(candidates, order);
@@ -522,19 +541,105 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
   return out;
 }
 
-void SegmentManager::Free(const Allocation& a) {
+bool SegmentManager::HasKey(SegmentRef ref) const {
+  const uint32_t slot = SlotOf(ref);
+  return slot_key_[2 * slot].load(std::memory_order_acquire) != 0 ||
+         slot_key_[2 * slot + 1].load(std::memory_order_acquire) != 0;
+}
+
+void SegmentManager::HoldLocked(Segment& seg, TenantIndex tenant, uint64_t size, Segment::Held h, bool log) {
+  seg.held[{tenant, size}].push_back(h);
+  seg.held_bytes.fetch_add(size, std::memory_order_relaxed);
+  held_bytes_.fetch_add(size, std::memory_order_relaxed);
+  if (!log || !sink_) return;
+  pb::LogRecord rec;
+  pb::LogHold* hold = rec.mutable_hold();
+  hold->set_segment(seg.desc.id);
+  hold->set_offset(h.offset);
+  hold->set_size(size);
+  hold->set_tenant(tenant);
+  hold->set_until_wall_ms(WallMs() + (h.until - Now()));  // a restarted master's clock starts elsewhere
+  sink_->Append(rec);
+}
+
+void SegmentManager::Free(const Allocation& a, TimeMs hold_until, TenantIndex tenant) {
   ReaderLock lock(mu_);
   const auto& slot = by_slot_[SlotOf(a.segment)];
   if (!slot || slot->ref != a.segment) return;  // unmounted: its memory went with it
   Segment& seg = *slot;
   MutexLock seg_lock(seg.mu);
   uint64_t sz = seg.alloc.AllocationSize(a.node);
+  // Only another tenant's callers could misuse an old grant: a segment that takes one tenant's
+  // replicas needs no holding, nor one whose grants mean nothing (mounted without a key).
+  if (hold_until > 0 && sz > 0 && !seg.only_tenant && HasKey(a.segment) && hold_until > Now()) {
+    HoldLocked(seg, tenant, sz, Segment::Held{hold_until, a.node, a.offset}, true);
+    return;
+  }
   if (seg.alloc.Free(a.node)) {
     seg.free_bytes.store(seg.alloc.free_bytes(), std::memory_order_relaxed);
     allocated_.fetch_sub(sz, std::memory_order_relaxed);
   } else {
     YB_LOG_ERROR("free of a range that is not allocated: segment {} offset {}", seg.desc.id, a.offset);
   }
+}
+
+uint64_t SegmentManager::ReleaseHeld() {
+  if (held_bytes_.load(std::memory_order_relaxed) == 0) return 0;
+  const TimeMs now = Now();
+  uint64_t released = 0;
+  ReaderLock lock(mu_);
+  for (const auto& [id, seg] : by_id_) {
+    if (seg->held_bytes.load(std::memory_order_relaxed) == 0) continue;
+    MutexLock seg_lock(seg->mu);
+    for (auto it = seg->held.begin(); it != seg->held.end();) {
+      const uint64_t size = it->first.second;
+      auto& queue = it->second;
+      while (!queue.empty() && queue.front().until <= now) {
+        const uint32_t node = queue.front().node;
+        queue.pop_front();
+        seg->held_bytes.fetch_sub(size, std::memory_order_relaxed);
+        held_bytes_.fetch_sub(size, std::memory_order_relaxed);
+        if (seg->alloc.Free(node)) {
+          allocated_.fetch_sub(size, std::memory_order_relaxed);
+          released += size;
+        }
+      }
+      it = queue.empty() ? seg->held.erase(it) : std::next(it);
+    }
+    seg->free_bytes.store(seg->alloc.free_bytes(), std::memory_order_relaxed);
+  }
+  return released;
+}
+
+void SegmentManager::HoldRestored(SegmentRef ref, uint32_t node, uint64_t offset, TenantIndex tenant, TimeMs until) {
+  ReaderLock lock(mu_);
+  const auto& slot = by_slot_[SlotOf(ref)];
+  if (!slot || slot->ref != ref) return;
+  MutexLock seg_lock(slot->mu);
+  const uint64_t sz = slot->alloc.AllocationSize(node);
+  if (sz > 0) HoldLocked(*slot, tenant, sz, Segment::Held{until, node, offset}, false);
+}
+
+std::vector<pb::LogHold> SegmentManager::HeldRecords() const {
+  std::vector<pb::LogHold> out;
+  if (held_bytes_.load(std::memory_order_relaxed) == 0) return out;
+  const TimeMs now = Now();
+  const int64_t wall = WallMs();
+  ReaderLock lock(mu_);
+  for (const auto& [id, seg] : by_id_) {
+    MutexLock seg_lock(seg->mu);
+    for (const auto& [tenant_size, queue] : seg->held) {
+      for (const auto& h : queue) {
+        pb::LogHold& r = out.emplace_back();
+        r.set_segment(id);
+        r.set_offset(h.offset);
+        r.set_size(tenant_size.second);
+        r.set_tenant(tenant_size.first);
+        r.set_until_wall_ms(wall + (h.until - now));
+      }
+    }
+  }
+  return out;
 }
 
 uint64_t SegmentManager::largest_segment() const {

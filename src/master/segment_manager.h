@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,8 +145,21 @@ class SegmentManager {
   std::vector<Allocation> Allocate(TenantIndex tenant, uint64_t size, size_t count,
                                    const std::vector<std::string>& preferred, const std::vector<SegmentId>& avoid = {},
                                    size_t preferred_for = SIZE_MAX);
-  // Frees a range; a no-op if its segment was unmounted meanwhile.
-  void Free(const Allocation& a);
+  // Frees a range; a no-op if its segment was unmounted meanwhile. With `hold_until` in the future
+  // (GrantHold: a grant for the range may be valid until then) and a segment whose grants mean
+  // something (mounted with a key), the range is held instead: not handed out again before
+  // ReleaseHeld finds its time passed. A held range is recorded (LogHold), so that a restarted or
+  // promoted master holds it too.
+  // `tenant`: whose object the range held (it may take the range again at once).
+  void Free(const Allocation& a, TimeMs hold_until = 0, TenantIndex tenant = 0);
+  // Frees the held ranges whose time has passed. Returns their bytes.
+  uint64_t ReleaseHeld();
+  // After a restart: the range `node` of segment `ref` (restored with it) is held until `until`.
+  void HoldRestored(SegmentRef ref, uint32_t node, uint64_t offset, TenantIndex tenant, TimeMs until);
+  // Every held range as records (for a snapshot).
+  std::vector<pb::LogHold> HeldRecords() const;
+  // Bytes of freed ranges held.
+  uint64_t held() const { return held_bytes_.load(std::memory_order_relaxed); }
 
   uint64_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   uint64_t allocated() const { return allocated_.load(std::memory_order_relaxed); }
@@ -172,11 +187,22 @@ class SegmentManager {
     const uint64_t capacity;  // alloc.capacity(), fixed at mount
     // alloc.free_bytes(), readable without the lock (strategies look at every segment per Put).
     std::atomic<uint64_t> free_bytes{0};
+    // Freed ranges held until their grants lapse (Free with hold_until), by the tenant whose object
+    // they held and their size: that tenant may take one of the same size again at once (its
+    // readers could read its new object anyway), another tenant only once it is released. Each
+    // queue is in the order the ranges were held, their times nearly rising.
+    struct Held {
+      TimeMs until;
+      uint32_t node;
+      uint64_t offset;
+    };
+    std::map<std::pair<TenantIndex, uint64_t>, std::deque<Held>> held GUARDED_BY(mu);
+    std::atomic<uint64_t> held_bytes{0};  // written under mu; read without it by Allocate
     Segment(const SegmentDesc& d, const ClientId& o, uint64_t alignment)
         : desc(d), owner(o), alloc(d.size, alignment), capacity(alloc.capacity()), free_bytes(alloc.free_bytes()) {}
   };
 
-  bool TryAllocateOn(Segment& seg, uint64_t size, Allocation* out);
+  bool TryAllocateOn(Segment& seg, TenantIndex tenant, uint64_t size, Allocation* out);
   TimeMs Now() const;
   void RebuildListLocked() REQUIRES(mu_);
   // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
@@ -184,6 +210,9 @@ class SegmentManager {
   static pb::LogSegment ToLog(const Segment& seg);
   void PublishKey(uint32_t slot, const std::string& key);
   void LogLocked(const Segment& seg) const REQUIRES(mu_);
+  // Holds a range of `seg`, of `size` bytes, for `tenant` (Free, HoldRestored); `log`: append its record.
+  void HoldLocked(Segment& seg, TenantIndex tenant, uint64_t size, Segment::Held h, bool log) REQUIRES(seg.mu);
+  bool HasKey(SegmentRef ref) const;
   std::optional<NameHolder> NameHolderLocked(const ClientId& owner, const std::string& name) const REQUIRES_SHARED(mu_);
 
   std::unique_ptr<AllocationStrategy> strategy_;
@@ -205,6 +234,7 @@ class SegmentManager {
   MetaSink* sink_ = nullptr;
   std::atomic<uint64_t> capacity_{0};
   std::atomic<uint64_t> allocated_{0};
+  std::atomic<uint64_t> held_bytes_{0};
 };
 
 }  // namespace yb
