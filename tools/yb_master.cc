@@ -22,6 +22,7 @@
 #include "ha/meta_log.h"
 #include "master/master_service.h"
 #include "master_http.h"
+#include "net/auth.h"
 #include "net/security.h"
 #include "rpc/master_client.h"
 #include "rpc/master_server.h"
@@ -334,6 +335,12 @@ int main(int argc, char** argv) {
     ho.master = mc;
     ho.log = lo;
     ho.security = security;
+    if (const auto& sec = security->options(); !sec.secret.empty()) {
+      // The leader signs its name in etcd under every key a caller may hold.
+      ho.view_keys = {sec.secret, yb::net::RoleKey(sec.secret, yb::net::Role::kNode),
+                      yb::net::RoleKey(sec.secret, yb::net::Role::kAdmin)};
+      for (const auto& [tenant, key] : sec.tenant_secrets) ho.view_keys.push_back(key);
+    }
     if (auto st = yb::MasterService::Create(mc, scheduler.clock()); !st.ok()) {
       spdlog::error("bad configuration: {}", st.status().ToString());
       return 2;

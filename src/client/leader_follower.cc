@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "net/auth.h"
 
 namespace yb {
 namespace {
@@ -75,7 +76,19 @@ Result<std::shared_ptr<rpc::MasterClient>> LeaderFollower::Leader(const rpc::Mas
   auto view = etcd_.Get(key_);
   if (!view.ok()) return Status(Code::kRpcFail, "cannot find the leader: " + view.status().message());
   if (!*view) return Status(Code::kRpcFail, "no master leads cluster key " + key_ + " yet");
-  const std::string& addr = (*view)->value;
+  // With a secret, only a name a master of this cluster signed (net::CheckView): a forged one is
+  // not connected to.
+  auto named = net::CheckView((*view)->value, key_,
+                              channel_.security ? channel_.security->options().secret : std::string());
+  if (!named.ok()) {
+    static LogBudget budget(1, 10'000);
+    const TimeMs ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+    if (uint64_t held = 0; budget.Allow(ms, &held)) {
+      YB_LOG_ERROR("{}{}", named.status().message(), LogBudget::HeldBack(held));
+    }
+    return Status(Code::kRpcFail, named.status().message());
+  }
+  const std::string& addr = *named;
   if (client_ && addr == leader_) return client_;  // the same leader: it failed, the caller waits and tries again
   auto hp = rpc::ParseHostPort(addr);
   if (!hp.ok()) return Status(Code::kRpcFail, "etcd names the leader '" + addr + "': " + hp.status().message());

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "net/auth.h"
 #include "ha.pb.h"
 #include "ha/log_gate.h"
 #include "rpc/master_client.h"
@@ -148,15 +149,29 @@ void HaMaster::RunOnce() {
   }
   if (*view) {
     const auto& kv = **view;
+    auto named = net::CheckView(kv.value, Key("master_view"), Secret());
+    if (!named.ok()) {
+      // Not a master of this cluster's word: followed by no one, and no ApplyLog is taken from it.
+      {
+        std::lock_guard lock(mu_);
+        leader_.clear();
+        view_leader_.clear();
+      }
+      static LogBudget forged(1, 10'000);
+      if (uint64_t held = 0; forged.Allow(clock_.NowMs(), &held)) {
+        YB_LOG_ERROR("HA: {}{}", named.status().message(), LogBudget::HeldBack(held));
+      }
+      return;
+    }
     epoch_ = std::max<uint64_t>(epoch_.load(), static_cast<uint64_t>(kv.create_revision));
     {
       std::lock_guard lock(mu_);
-      leader_ = kv.value;
-      view_leader_ = kv.value;
+      leader_ = *named;
+      view_leader_ = *named;
       view_epoch_ = static_cast<uint64_t>(kv.create_revision);
     }
     // Our own key from before a restart: its lease is lost with the process; it expires soon.
-    if (kv.value != options_.address) FollowLeader(kv.value);
+    if (*named != options_.address) FollowLeader(*named);
     return;
   }
   if (MayCampaign()) Campaign();
@@ -201,7 +216,9 @@ void HaMaster::Campaign() {
   auto lease = etcd_.Grant(ttl_sec);
   if (!lease.ok()) return;
   const TimeMs granted = clock_.NowMs();
-  auto claim = etcd_.PutIfAbsent(Key("master_view"), options_.address, *lease);
+  // Signed under every key a caller of this cluster may hold, so each can tell it from a forgery.
+  auto claim = etcd_.PutIfAbsent(Key("master_view"), net::SignView(options_.address, Key("master_view"), options_.view_keys),
+                                 *lease);
   if (!claim.ok() || !claim->won) {
     (void)etcd_.Revoke(*lease);
     return;

@@ -58,6 +58,9 @@ class HaMaster final : public MasterApi {
     MetaLog::Options log;
     // TLS and the cluster secret on the connections between masters (null: neither).
     std::shared_ptr<net::Security> security;
+    // The keys the leader signs its name in etcd with (net::SignView): the cluster secret, the role
+    // keys, each tenant's secret. Empty without a secret (the name goes unsigned).
+    std::vector<std::string> view_keys;
   };
   enum class Role { kStandby, kLeader };
 
@@ -130,6 +133,8 @@ class HaMaster final : public MasterApi {
  private:
   HaMaster(Options options, const Clock& clock);
   std::string Key(const char* name) const { return "mooncake-store/" + options_.cluster_id + "/" + name; }
+  // This master's secret ("" without one): what it checks the leader's name in etcd with.
+  std::string Secret() const { return options_.security ? options_.security->options().secret : std::string(); }
   // The master if this one may answer now, else the status to answer with.
   Result<std::shared_ptr<MasterService>> Serving() const;
   void Campaign();

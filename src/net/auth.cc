@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -120,6 +121,54 @@ std::string DataPlaneKey(std::string_view cluster_secret) {
 }
 
 std::string AdminToken(std::string_view admin_key) { return Hex(Hmac(admin_key, "yb-admin-token", {})); }
+
+namespace {
+constexpr std::string_view kViewTag = " yb-view1";
+constexpr size_t kViewMacBytes = 16;
+
+std::string ViewMac(std::string_view key, std::string_view view_key, std::string_view address) {
+  return Hex(Hmac(key, "yb-master-view", {view_key, std::string_view("\0", 1), address})).substr(0, 2 * kViewMacBytes);
+}
+}  // namespace
+
+std::string SignView(std::string_view address, std::string_view view_key, const std::vector<std::string>& keys) {
+  std::string out(address);
+  if (keys.empty()) return out;
+  std::vector<std::string> macs;
+  for (const auto& k : keys) macs.push_back(ViewMac(k, view_key, address));
+  std::sort(macs.begin(), macs.end());  // sorted: which MAC is whose is not told by its place
+  out += kViewTag;
+  for (const auto& m : macs) out += " " + m;
+  return out;
+}
+
+Result<std::string> CheckView(std::string_view value, std::string_view view_key, std::string_view key) {
+  const size_t tag = value.find(kViewTag);
+  const std::string_view address = value.substr(0, tag);
+  if (key.empty()) return std::string(address);
+  if (tag == std::string_view::npos) {
+    return Status(Code::kIllegalClient, "etcd names leader '" + std::string(address.substr(0, 128)) +
+                                            "' without a signature: this process has a secret, so it takes only a "
+                                            "leader that signed its name with it (forged, or a master started "
+                                            "without --auth_secret_file)");
+  }
+  const std::string want = ViewMac(key, view_key, address);
+  std::string_view rest = value.substr(tag + kViewTag.size());
+  bool found = false;
+  while (!rest.empty()) {
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    const size_t end = std::min(rest.find(' '), rest.size());
+    const std::string_view mac = rest.substr(0, end);
+    found |= mac.size() == want.size() && CRYPTO_memcmp(mac.data(), want.data(), want.size()) == 0;
+    rest.remove_prefix(end);
+  }
+  if (!found) {
+    return Status(Code::kIllegalClient, "etcd names leader '" + std::string(address.substr(0, 128)) +
+                                            "' with no signature under this process's secret: ignored (forged, or a "
+                                            "master of another cluster)");
+  }
+  return std::string(address);
+}
 
 std::string_view RoleName(Role role) {
   switch (role) {

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "yuebing/status.h"
 
@@ -78,6 +79,18 @@ std::string DataPlaneKey(std::string_view cluster_secret);
 // the master derives from the cluster secret, and an operator is given).
 std::string AdminToken(std::string_view admin_key);
 Nonce NewNonce();
+
+// ---- the leader's name in etcd (master_view)
+// The value a leader writes under etcd key `view_key` (docs/security.md, "etcd"): its address,
+// then, when the cluster has a secret, " yb-view1" and one MAC per key a caller may hold (the
+// cluster secret, the node and admin role keys, each tenant's secret), each HMAC-SHA256 of the key
+// and the address truncated to 16 bytes, in hex, in a random order. With no keys: the address
+// alone, as Mooncake's master writes it.
+std::string SignView(std::string_view address, std::string_view view_key, const std::vector<std::string>& keys);
+// The address a master_view value names. With `key` (the caller's secret, cluster or role or
+// tenant): only if a MAC under it is there (ILLEGAL_CLIENT otherwise: forged, or written by a
+// master without the secret). Without: the address, signed or not.
+Result<std::string> CheckView(std::string_view value, std::string_view view_key, std::string_view key);
 
 // ---- the messages
 struct Hello {

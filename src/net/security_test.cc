@@ -189,6 +189,32 @@ TEST(SecurityTest, TheDataPlaneKeyIsDerivedFromTheClusterSecret) {
   EXPECT_EQ(AdminToken(kSecret).size(), 64u);
 }
 
+// The leader's name in etcd (issue 30 item 6): signed under every key a caller may hold, checked by
+// each; a forged or altered name, one of another cluster, or an unsigned one is refused by a
+// process with a secret, and read as Mooncake writes it by one without.
+TEST(SecurityTest, TheLeadersNameInEtcdIsSignedForEveryCaller) {
+  const std::string view = "mooncake-store/c/master_view";
+  const std::string node = RoleKey(kSecret, Role::kNode), admin = RoleKey(kSecret, Role::kAdmin);
+  const std::string tenant = "team-a-secret-0123456";
+  const std::string value = SignView("10.0.0.1:50051", view, {kSecret, node, admin, tenant});
+  for (const std::string& key : {std::string(kSecret), node, admin, tenant, std::string()}) {
+    auto named = CheckView(value, view, key);
+    ASSERT_TRUE(named.ok()) << named.status().ToString();
+    EXPECT_EQ(*named, "10.0.0.1:50051");
+  }
+  EXPECT_EQ(CheckView(value, view, "another-secret-0123456").code(), Code::kIllegalClient);
+  EXPECT_EQ(CheckView(value, "mooncake-store/other/master_view", kSecret).code(), Code::kIllegalClient);
+  std::string moved = value;
+  moved.replace(0, 8, "10.6.6.6");  // the same MACs, another address
+  EXPECT_EQ(CheckView(moved, view, kSecret).code(), Code::kIllegalClient);
+  EXPECT_EQ(CheckView("10.6.6.6:1", view, kSecret).code(), Code::kIllegalClient);  // unsigned
+  EXPECT_EQ(*CheckView("10.0.0.1:50051", view, ""), "10.0.0.1:50051");
+  EXPECT_EQ(SignView("10.0.0.1:50051", view, {}), "10.0.0.1:50051");  // no secret: as Mooncake writes it
+  EXPECT_EQ(CheckView(value + " junk", view, kSecret).ok(), true);     // extra words harm nothing
+  EXPECT_FALSE(CheckView("a yb-view1", view, kSecret).ok());
+  EXPECT_FALSE(CheckView(" yb-view1  ", view, kSecret).ok());
+}
+
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(MakeTestCerts(dir_.path()).ok()); }

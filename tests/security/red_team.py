@@ -15,6 +15,7 @@ Deployments, each started by this script and stopped by it (and etcd, for the th
 
 Run: YB_BIN_DIR=build/bin python3 tests/security/red_team.py   (as root, for the namespaces)
 """
+import base64
 import hashlib
 import hmac
 import importlib.util
@@ -331,6 +332,49 @@ def pb_varint(field, value):
             return out
 
 
+def etcd_json(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return json.loads(r.read())
+
+
+def forged_master_view(dep, d, etcd_port):
+    """Whoever can write etcd rewrites the leader's name to an address of its own: neither a client
+    with the secret nor the standby connects there (the name is signed under the secret)."""
+    key = base64.b64encode(b"mooncake-store/mooncake_cluster/master_view").decode()
+    kvs = etcd_json(etcd_port, "kv/range", {"key": key}).get("kvs", [])
+    signed = base64.b64decode(kvs[0]["value"]) if kvs else b""
+    record(dep, "the leader's name in etcd is signed", b" yb-view1 " in signed, signed[:40].decode(errors="replace"))
+    fake = socket.socket()
+    fake.bind(("127.0.0.1", 0))
+    fake.listen(16)
+    fake.settimeout(0.2)
+    forged = f"127.0.0.1:{fake.getsockname()[1]}".encode()
+    try:
+        etcd_json(etcd_port, "kv/put", {"key": key, "value": base64.b64encode(forged).decode(), "ignore_lease": True})
+        r = subprocess.run([f"{BIN}/yb", "--master", f"etcd://127.0.0.1:{etcd_port}", "--auth_secret_file",
+                            d.secret_file, "exist", "k"], capture_output=True, timeout=60)
+        time.sleep(1)  # the standby looks at etcd every 100 ms
+        reached = 0
+        while True:
+            try:
+                conn, _ = fake.accept()
+                conn.close()
+                reached += 1
+            except OSError:
+                break
+        said = b"signature" in r.stderr
+        record(dep, "a forged master_view sends clients and standbys elsewhere", reached == 0 and said,
+               f"{reached} connections to the forged address; client: exit {r.returncode}"
+               + (", 'no signature' said" if said else ""))
+    finally:
+        fake.close()
+        if signed:
+            etcd_json(etcd_port, "kv/put", {"key": key, "value": base64.b64encode(signed).decode(),
+                                            "ignore_lease": True})
+
+
 def attacks_on_the_ha_channel(tmp):
     dep = "secret+HA"
     etcd_bin = shutil.which("etcd")
@@ -401,6 +445,7 @@ def attacks_on_the_ha_channel(tmp):
         time.sleep(1)
         record(dep, "a forged epoch makes the leader step down", roles()[leader] == "leader",
                "the leader still leads" if roles()[leader] == "leader" else "stepped down!")
+        forged_master_view(dep, d, etcd_port)
     except Exception as e:
         record(dep, "the run itself", False, f"{type(e).__name__}: {e}"[:120])
     finally:
