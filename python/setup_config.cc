@@ -67,6 +67,7 @@ Result<FromDictResult> FromDict(const py::dict& d) {
   if (d.contains("zone")) c.zone = str("zone", "");
   if (d.contains("enable_checksum")) c.enable_checksum = flag("enable_checksum", true);
   if (d.contains("protected_mode")) c.protected_mode = flag("protected_mode", true);
+  if (d.contains("wire_macs")) c.wire_macs = flag("wire_macs", true);
   // Security (docs/security.md) and etcd: as yb-client's flags, over YB_AUTH_SECRET_FILE, YB_TLS_*
   // and YB_ETCD_*.
   for (auto [key, field] : {std::pair{"auth_secret_file", &c.auth_secret_file}, std::pair{"tls_cert", &c.tls_cert},

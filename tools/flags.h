@@ -26,7 +26,12 @@ inline CLI::Option* AddSizeOption(CLI::App& app, const std::string& name, uint64
 
 // The security flags every daemon and the CLI share (docs/security.md), bound to the fields they set.
 inline void AddSecurityFlags(CLI::App& app, std::string& auth_secret_file, std::string& tls_cert, std::string& tls_key,
-                             std::string& tls_ca) {
+                             std::string& tls_ca, bool& wire_macs) {
+  app.add_option("--wire_macs", wire_macs,
+                 "with --auth_secret_file and without TLS: every byte after the handshake carries a MAC under a key "
+                 "of its connection, so a host on the path cannot change it unseen; every process of a cluster needs "
+                 "the same setting (YB_WIRE_MACS)")
+      ->capture_default_str();
   app.add_option("--auth_secret_file", auth_secret_file,
                  "file holding the cluster's secret (the same on every node; a tenant's, for a client of one): every "
                  "connection then proves it (YB_AUTH_SECRET_FILE)");

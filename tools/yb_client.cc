@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   app.add_option("--enable_checksum", c.enable_checksum,
                  "record a checksum with this node's writes and check it on reads (YB_ENABLE_CHECKSUM)")
       ->capture_default_str();
-  yb::tools::AddSecurityFlags(app, c.auth_secret_file, c.tls_cert, c.tls_key, c.tls_ca);
+  yb::tools::AddSecurityFlags(app, c.auth_secret_file, c.tls_cert, c.tls_key, c.tls_ca, c.wire_macs);
   yb::tools::AddProtectedModeFlag(app, c.protected_mode);
   yb::tools::AddEtcdFlags(app, c.etcd_tls_ca, c.etcd_tls_cert, c.etcd_tls_key, c.etcd_user, c.etcd_password_file);
   yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });  // flags given win

@@ -62,6 +62,7 @@ struct DaemonFlags {
   // Security (docs/security.md).
   std::string auth_secret_file;
   bool protected_mode = true;
+  bool wire_macs = true;
   bool tenants_may_mount = false;
   std::string tenant_secrets_file;
   std::string tls_cert, tls_key, tls_ca;
@@ -206,7 +207,7 @@ int main(int argc, char** argv) {
                            "free space under --metadata_dir below which the master refuses changes (serving reads) "
                            "and compacts its log, until there is again: room for a snapshot (0: only once a write "
                            "fails)");
-  yb::tools::AddSecurityFlags(app, f.auth_secret_file, f.tls_cert, f.tls_key, f.tls_ca);
+  yb::tools::AddSecurityFlags(app, f.auth_secret_file, f.tls_cert, f.tls_key, f.tls_ca, f.wire_macs);
   yb::tools::AddProtectedModeFlag(app, f.protected_mode);
   yb::tools::AddEtcdFlags(app, f.etcd_tls_ca, f.etcd_tls_cert, f.etcd_tls_key, f.etcd_user, f.etcd_password_file);
   app.add_option("--tenant_secrets_file", f.tenant_secrets_file,
@@ -235,6 +236,7 @@ int main(int argc, char** argv) {
   yb::net::SecurityOptions so;
   so.tls = {f.tls_cert, f.tls_key, f.tls_ca};
   so.protected_mode = f.protected_mode;
+  so.wire_macs = f.wire_macs;
   if (!f.auth_secret_file.empty()) {
     auto secret = yb::net::ReadSecretFile(f.auth_secret_file);
     if (!secret.ok()) {

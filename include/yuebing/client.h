@@ -71,6 +71,9 @@ struct ClientConfig {
   // only processes on its own host and refuses others with a message saying how to proceed. False
   // serves any peer that reaches it (YB_PROTECTED_MODE, setup's "protected_mode").
   bool protected_mode = true;
+  // With a secret and without TLS, every byte after a connection's handshake carries a MAC (docs/
+  // security.md); the whole cluster needs the same setting (YB_WIRE_MACS, setup's "wire_macs").
+  bool wire_macs = true;
   // Whether its servers (transfers, the HTTP endpoints) then serve only this host.
   bool loopback_only() const { return protected_mode && auth_secret_file.empty() && (tls_cert.empty() || tls_ca.empty()); }
   // With a networked master: the address this client's transfer server listens on. The host of

@@ -94,6 +94,7 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
     }
   };
   flag("YB_PROTECTED_MODE", c.protected_mode, "protected mode");
+  flag("YB_WIRE_MACS", c.wire_macs, "MACs on every frame without TLS");
   flag("YB_STRICT_PROTOCOL", c.strict_protocol, "refusing protocols this build has no transport for");
   flag("YB_ENABLE_CHECKSUM", c.enable_checksum, "checksumming");
 }
@@ -159,6 +160,7 @@ Result<std::shared_ptr<net::Security>> ClientSecurity(const ClientConfig& c) {
   }
   o.tls = {c.tls_cert, c.tls_key, c.tls_ca};
   o.protected_mode = c.protected_mode;
+  o.wire_macs = c.wire_macs;
   if (o.secret.empty() && !o.tls.enabled() && o.protected_mode) return net::Security::None();
   return net::Security::Create(std::move(o));
 }

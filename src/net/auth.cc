@@ -212,7 +212,7 @@ std::string EncodeHello(const Hello& hello) {
   std::string out(kHelloSize, '\0');
   std::memcpy(out.data(), kHelloMagic, 4);
   out[4] = static_cast<char>(kVersion);
-  out[5] = static_cast<char>(hello.proof_wanted ? 1 : 0);
+  out[5] = static_cast<char>((hello.proof_wanted ? 1 : 0) | (hello.wire_macs ? 2 : 0));
   std::memcpy(out.data() + 8, hello.nonce.data(), kNonceSize);
   return out;
 }
@@ -224,6 +224,7 @@ std::optional<Hello> DecodeHello(std::string_view in) {
   }
   Hello h;
   h.proof_wanted = (in[5] & 1) != 0;
+  h.wire_macs = (in[5] & 2) != 0;
   std::memcpy(h.nonce.data(), in.data() + 8, kNonceSize);
   return h;
 }

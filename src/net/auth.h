@@ -3,7 +3,8 @@
 //
 // The exchange, after TLS when TLS is on, before anything else on the connection:
 //
-//   server -> client  hello   "YBAU" | u8 version (1) | u8 flags (1: a proof is wanted) | 2 pad
+//   server -> client  hello   "YBAU" | u8 version (1) | u8 flags (1: a proof is wanted; 2: frames
+//                             carry MACs after the exchange, mac_stream.h) | 2 pad
 //                             | server nonce (16)
 //   client -> server  proof   "YBAP" | u8 version | u8 pad | u16 name length | client nonce (16)
 //                             | HMAC-SHA256(key, "yb-auth-client" 0 | server nonce | client nonce | name)
@@ -96,6 +97,7 @@ Result<std::string> CheckView(std::string_view value, std::string_view view_key,
 struct Hello {
   Nonce nonce{};
   bool proof_wanted = false;
+  bool wire_macs = false;  // after the exchange every byte goes in MAC'd records (mac_stream.h)
 };
 std::string EncodeHello(const Hello& hello);
 std::optional<Hello> DecodeHello(std::string_view in);  // exactly kHelloSize bytes

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/resolve.h"
+#include "net/mac_stream.h"
 
 namespace yb::net {
 namespace {
@@ -121,7 +122,7 @@ class HandshakeSession final : public LoopSession {
 
   void Hello() {
     nonce_ = NewNonce();
-    out_ = EncodeHello({nonce_, sec_->auth()});
+    out_ = EncodeHello({nonce_, sec_->auth(), sec_->MacsOn(*stream_)});
     want_write_ = true;  // the client speaks only once it has the hello
     // Without a secret there is nothing to prove: ready once the hello is out.
     state_ = sec_->auth() ? State::kProof : State::kAnswer;
@@ -172,7 +173,8 @@ class HandshakeSession final : public LoopSession {
       if (!out_.empty() || state_ == State::kProof) return true;
       if (state_ == State::kRefuse) return false;
     }
-    // Done: the session proper takes the stream over.
+    // Done: the session proper takes the stream over (in MAC'd records, without TLS).
+    if (peer_.authenticated && sec_->MacsOn(*stream_)) stream_ = MakeMacStream(std::move(stream_), wire_keys_);
     inner_ = make_(std::move(stream_), peer_);
     if (!inner_) return false;
     ShareLoopId(*inner_);
@@ -221,6 +223,7 @@ class HandshakeSession final : public LoopSession {
     peer_.role = *role;
     peer_.tenant = proof->name;
     out_ = EncodeAnswer(true, *role, key, nonce_, *proof);
+    wire_keys_ = DeriveWireKeys(key, nonce_, proof->client, proof->name, /*server_side=*/true);
     state_ = State::kAnswer;
     return true;
   }
@@ -234,6 +237,7 @@ class HandshakeSession final : public LoopSession {
   std::unique_ptr<TlsHandshake> tls_;
   std::unique_ptr<Stream> stream_;
   Nonce nonce_{};
+  WireKeys wire_keys_;
   std::string in_, out_;
   bool want_write_ = false;
   int64_t deadline_ = 0;  // the handshake's (SteadyNowMs), 0: none
@@ -413,6 +417,12 @@ Result<std::unique_ptr<Stream>> Security::Connect(Plane plane, int fd, const std
                       : target + " asks for no proof (it runs without --auth_secret_file): not trusted with ours");
   }
   if (!auth()) return stream;
+  if (hello->wire_macs != MacsOn(*stream)) {
+    return Status(Code::kIllegalClient,
+                  target + (hello->wire_macs ? " puts a MAC on every frame and this client does not"
+                                             : " puts no MAC on frames and this client does") +
+                      ": give both the same --wire_macs (YB_WIRE_MACS), or TLS to both");
+  }
   const Nonce* server_nonce = &hello->nonce;
   const Nonce client_nonce = NewNonce();
   const std::string key = plane == Plane::kControl ? options_.secret : data_key();
@@ -433,6 +443,9 @@ Result<std::unique_ptr<Stream>> Security::Connect(Plane plane, int fd, const std
   }
   if (!AnswerValid(key, *server_nonce, client_nonce, name, *answer)) {
     return Status(Code::kIllegalClient, target + " accepted our proof without proving it knows the secret: refused");
+  }
+  if (MacsOn(*stream)) {
+    stream = MakeMacStream(std::move(stream), DeriveWireKeys(key, *server_nonce, client_nonce, name, false));
   }
   return stream;
 }

@@ -59,6 +59,10 @@ struct SecurityOptions {
   // certificates) serves only peers on its own host (IsAddressOfThisHost) and refuses every other with a
   // message saying how to proceed. False serves anyone who reaches it (the operator's choice).
   bool protected_mode = true;
+  // With a secret and without TLS, every byte after the handshake goes in records that carry a MAC
+  // under a key of the connection (mac_stream.h). Both ends must agree (a server says which in its
+  // hello; a client that differs refuses). Off: integrity rests on the network.
+  bool wire_macs = true;
 };
 
 // What a protected server tells a peer it refuses, and logs.
@@ -75,6 +79,8 @@ class Security : public std::enable_shared_from_this<Security> {
   static std::shared_ptr<Security> None();
 
   bool auth() const { return !options_.secret.empty(); }
+  // Whether a connection with `stream` after its handshake goes in MAC'd records.
+  bool MacsOn(const Stream& stream) const { return auth() && options_.wire_macs && !stream.encrypted(); }
   bool tls() const { return options_.tls.enabled(); }
   // Whether this process's servers check a credential of every peer: a secret, or client
   // certificates signed by our CA (mutual TLS).
