@@ -164,6 +164,25 @@ TEST(SecurityTest, APeerIsWhatItProvedAndAWrongSecretIsRefused) {
   EXPECT_EQ(server.peers().size(), 2u);
 }
 
+// MACs on every frame (the default with a secret, without TLS) need the same setting on both ends:
+// a client that differs from its server refuses, naming the flag; off on both, bytes pass as they are.
+TEST(SecurityTest, BothEndsAgreeOnMacsOnFramesOrTheClientSaysSo) {
+  SecurityOptions on;
+  on.secret = kSecret;
+  SecurityOptions off = on;
+  off.wire_macs = false;
+  EchoServer with_macs(Make(on)), without(Make(off));
+  EXPECT_TRUE(Make(on)->MacsOn(*MakePlainStream(-1)));
+  EXPECT_FALSE(Make(off)->MacsOn(*MakePlainStream(-1)));
+  ASSERT_TRUE(RoundTrip(*Make(on), with_macs.port()).ok());
+  ASSERT_TRUE(RoundTrip(*Make(off), without.port()).ok());
+  for (auto [client, port] : {std::pair{off, with_macs.port()}, std::pair{on, without.port()}}) {
+    auto refused = RoundTrip(*Make(client), port);
+    EXPECT_EQ(refused.code(), Code::kIllegalClient);
+    EXPECT_NE(refused.status().message().find("--wire_macs"), std::string::npos) << refused.status().ToString();
+  }
+}
+
 // A client with a secret and a server that asks for none: a clear error by the deadline.
 TEST(SecurityTest, AServerThatAsksForNoProofIsReported) {
   EchoServer server(Security::None());

@@ -267,6 +267,9 @@ def attacks_with_roles(d):
            r.stderr.decode().strip().splitlines()[-1][:90] if r.returncode else "drained!")
     r = d.yb(["admin-token"], key=d.node_key_file)
     record(dep, "node key computes the admin token", r.returncode != 0, f"exit {r.returncode}")
+    # 10. A host on the path changes one byte the master sends after the handshake: the client sees
+    # the change (the frame's MAC fails) and gives up, instead of acting on an altered answer.
+    tamper_on_the_path(d)
     # 9. A loose secret file: the master refuses to start with it.
     loose = d.tmp / "loose.secret"
     loose.write_text(SECRET + "\n")
@@ -275,6 +278,54 @@ def attacks_with_roles(d):
                         "--metadata_dir", "", "--auth_secret_file", str(loose)], capture_output=True, timeout=20)
     out = (r.stdout + r.stderr).decode()
     record(dep, "a secret file others may read", r.returncode != 0 and "chmod 600" in out, f"exit {r.returncode}")
+
+
+PROXY = '''
+import socket, sys, threading
+listen, target, flip = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", listen)); srv.listen(8)
+def pipe(a, b, at):
+    seen = 0
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data: break
+            if at is not None and seen <= at < seen + len(data):
+                data = bytearray(data); data[at - seen] ^= 0x20; data = bytes(data)
+            seen += len(data)
+            b.sendall(data)
+    except OSError:
+        pass
+    for s in (a, b):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+while True:
+    c, _ = srv.accept()
+    m = socket.create_connection(("127.0.0.1", target))
+    threading.Thread(target=pipe, args=(c, m, None), daemon=True).start()
+    threading.Thread(target=pipe, args=(m, c, flip if flip >= 0 else None), daemon=True).start()
+'''
+
+
+def tamper_on_the_path(d):
+    dep = d.name
+    outcomes = []
+    for flip in (-1, 24 + 40 + 6):  # as it is, then a byte of the first frame after hello (24) and answer (40)
+        port = free_port()
+        proxy = d.spawn(f"proxy-{flip}", [sys.executable, "-c", PROXY, str(port), str(d.rpc_port), str(flip)])
+        time.sleep(0.5)
+        cmd = in_ns(SERVER_NS) + [f"{BIN}/yb", "--master", f"127.0.0.1:{port}", "--auth_secret_file",
+                                  d.secret_file, "exist", "no-such-key"]
+        r = subprocess.run(cmd, capture_output=True, timeout=60)
+        proxy.kill()
+        proxy.wait(10)
+        outcomes.append((r.returncode, r.stdout.decode().strip(), r.stderr.decode().strip()))
+    (ok_rc, ok_out, _), (bad_rc, bad_out, bad_err) = outcomes
+    held = ok_rc == 0 and ok_out == "0" and bad_rc != 0
+    record(dep, "a byte changed on the path (no TLS)", held,
+           f"untouched: exit {ok_rc} '{ok_out}'; changed: exit {bad_rc} "
+           + (bad_err.splitlines()[-1][:60] if bad_err else f"'{bad_out}'"))
 
 
 # ---- the HA channel, with a secret: a real etcd, two masters on this host (loopback), and callers
@@ -354,7 +405,7 @@ def forged_master_view(dep, d, etcd_port):
     try:
         etcd_json(etcd_port, "kv/put", {"key": key, "value": base64.b64encode(forged).decode(), "ignore_lease": True})
         r = subprocess.run([f"{BIN}/yb", "--master", f"etcd://127.0.0.1:{etcd_port}", "--auth_secret_file",
-                            d.secret_file, "exist", "k"], capture_output=True, timeout=60)
+                            d.secret_file, "--wire_macs", "false", "exist", "k"], capture_output=True, timeout=60)
         time.sleep(1)  # the standby looks at etcd every 100 ms
         reached = 0
         while True:
@@ -399,7 +450,10 @@ def attacks_on_the_ha_channel(tmp):
             procs.append(subprocess.Popen(
                 [f"{BIN}/yb-master", "--enable_ha", "true", "--etcd_endpoints", f"127.0.0.1:{etcd_port}",
                  "--rpc_address", "127.0.0.1", "--rpc_port", str(rpc), "--metrics_address", "127.0.0.1",
-                 "--metrics_port", str(http), "--auth_secret_file", d.secret_file],
+                 "--metrics_port", str(http), "--auth_secret_file", d.secret_file,
+                 # The role checks below are tried in raw frames, which this script writes without
+                 # the MACs a secret puts on them by default (tamper_on_the_path tries those).
+                 "--wire_macs", "false"],
                 stdout=open(tmp / f"m{i}" / "master.log", "ab"), stderr=subprocess.STDOUT, cwd=tmp / f"m{i}"))
 
         def health(i):
