@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <vector>
+#include <iterator>
 
 namespace yb::net {
 namespace {
@@ -52,9 +52,13 @@ constexpr size_t kMaxParts = 64;  // payload pieces of one record (an iovec arra
 class MacStream final : public Stream {
  public:
   MacStream(std::unique_ptr<Stream> inner, const WireKeys& keys)
-      : Stream(inner->fd()), inner_(std::move(inner)), send_mac_(keys.send), recv_mac_(keys.recv) {
-    in_.resize(2 * (kHeader + kMaxMacRecord + kMacTagSize));
-  }
+      : Stream(inner->fd()),
+        inner_(std::move(inner)),
+        send_mac_(keys.send),
+        recv_mac_(keys.recv),
+        // Not zeroed: a page is touched only once bytes arrive in it, so the thousands of
+        // connections a master serves cost what their frames fill, not two records each.
+        in_(new uint8_t[kInSize]) {}
 
   ssize_t Send(const iovec* iov, size_t count) override {
     Cursor cur{iov, count};
@@ -114,7 +118,7 @@ class MacStream final : public Stream {
     for (;;) {
       if (plain_ < plain_end_) {
         const size_t k = std::min(n, plain_end_ - plain_);
-        std::memcpy(buf, in_.data() + plain_, k);
+        std::memcpy(buf, in_.get() + plain_, k);
         plain_ += k;
         if (plain_ == plain_end_) start_ = plain_end_ + kMacTagSize;  // the record is spent
         return static_cast<ssize_t>(k);
@@ -131,12 +135,12 @@ class MacStream final : public Stream {
         }
         continue;
       }
-      if (start_ > 0 && (end_ == in_.size() || start_ == end_)) {  // room for the rest of a record
-        std::memmove(in_.data(), in_.data() + start_, end_ - start_);
+      if (start_ > 0 && (end_ == kInSize || start_ == end_)) {  // room for the rest of a record
+        std::memmove(in_.get(), in_.get() + start_, end_ - start_);
         end_ -= start_;
         start_ = 0;
       }
-      const ssize_t r = inner_->Recv(in_.data() + end_, in_.size() - end_);
+      const ssize_t r = inner_->Recv(in_.get() + end_, kInSize - end_);
       if (r == 0) {
         if (end_ > start_) {  // the peer stopped halfway through a record: not a clean end
           errno = EPROTO;
@@ -188,9 +192,14 @@ class MacStream final : public Stream {
     iovec parts[kMaxParts + 2];
     size_t n = 0;
     size_t skip = inflight_sent_;
+    bool fits = true;
     auto add = [&](const uint8_t* p, size_t len) {
       if (skip >= len) {
         skip -= len;
+        return;
+      }
+      if (n == std::size(parts)) {
+        fits = false;
         return;
       }
       parts[n++] = iovec{const_cast<uint8_t*>(p + skip), len - skip};
@@ -205,6 +214,10 @@ class MacStream final : public Stream {
       cur.Skip(take);
     }
     add(tag_, kMacTagSize);
+    if (!fits) {  // the same bytes in far more pieces than the first time: not a caller of ours
+      errno = EINVAL;
+      return -1;
+    }
     const size_t wire = kHeader + inflight_len_ + kMacTagSize;
     const ssize_t w = inner_->Send(parts, n);
     if (w < 0) return -1;
@@ -220,7 +233,7 @@ class MacStream final : public Stream {
   int WholeRecord() const {
     if (end_ - start_ < kHeader) return 0;
     uint32_t len;
-    std::memcpy(&len, in_.data() + start_, kHeader);
+    std::memcpy(&len, in_.get() + start_, kHeader);
     if (len == 0 || len > kMaxMacRecord) return -1;
     return end_ - start_ >= kHeader + len + kMacTagSize ? 1 : 0;
   }
@@ -228,11 +241,11 @@ class MacStream final : public Stream {
   // Checks the whole record at start_ and makes its bytes the ones to hand out.
   bool Open() {
     uint32_t len;
-    std::memcpy(&len, in_.data() + start_, kHeader);
-    iovec part{in_.data() + start_, kHeader + len};
+    std::memcpy(&len, in_.get() + start_, kHeader);
+    iovec part{in_.get() + start_, kHeader + len};
     uint8_t want[kMacTagSize];
     if (!recv_mac_.Tag(recv_seq_++, &part, 1, want)) return false;
-    if (CRYPTO_memcmp(want, in_.data() + start_ + kHeader + len, kMacTagSize) != 0) return false;
+    if (CRYPTO_memcmp(want, in_.get() + start_ + kHeader + len, kMacTagSize) != 0) return false;
     plain_ = start_ + kHeader;
     plain_end_ = plain_ + len;
     return true;
@@ -247,7 +260,8 @@ class MacStream final : public Stream {
   uint8_t header_[kHeader] = {};
   uint8_t tag_[kMacTagSize] = {};
   // Received bytes [start_, end_); a checked record's payload [plain_, plain_end_) within them.
-  std::vector<uint8_t> in_;
+  static constexpr size_t kInSize = 2 * (kHeader + kMaxMacRecord + kMacTagSize);
+  std::unique_ptr<uint8_t[]> in_;
   size_t start_ = 0, end_ = 0, plain_ = 0, plain_end_ = 0;
 };
 
