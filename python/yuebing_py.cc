@@ -50,7 +50,8 @@ struct PyReplicateConfig {
   std::string preferred_segment;  // deprecated single form
   bool prefer_alloc_in_same_node = false;
   SoftPinAction soft_pin_action = SoftPinAction::kPreserve;
-  // Accepted for compatibility: a soft pin lasts the master's --default_kv_soft_pin_ttl.
+  // With ENABLE only (else the write answers -600, as Mooncake's); the pin lasts the master's
+  // --default_kv_soft_pin_ttl whatever it says.
   std::optional<uint64_t> soft_pin_ttl_ms;
 
   yb::ReplicateConfig ToCpp() const {
@@ -58,6 +59,9 @@ struct PyReplicateConfig {
     c.replica_num = replica_num == 0 ? 1 : replica_num;  // a zeroed config means the default, as NULL does
     c.with_soft_pin =
         soft_pin_action == SoftPinAction::kEnable || (soft_pin_action == SoftPinAction::kPreserve && with_soft_pin);
+    // Mooncake refuses a TTL with PRESERVE or DISABLE (INVALID_PARAMS): so does the write.
+    c.soft_pin_ttl_ms = soft_pin_ttl_ms;
+    if (soft_pin_ttl_ms && soft_pin_action != SoftPinAction::kEnable) c.with_soft_pin = false;
     c.with_hard_pin = with_hard_pin;
     c.preferred_segments = preferred_segments;
     if (!preferred_segment.empty()) c.preferred_segments.insert(c.preferred_segments.begin(), preferred_segment);
@@ -217,7 +221,7 @@ class Store {
 
   int Put(const std::string& key, const py::object& value, const PyReplicateConfig& cfg) {
     auto c = Ready("put");
-    if (!c) return kInvalidParams;
+    if (!c || NoStaging("put")) return kInvalidParams;
     ByteView v(value, false, "put");
     py::gil_scoped_release unlocked;
     return c->Put(key, v.data(), v.size(), cfg.ToCpp()).mooncake_code();
@@ -225,7 +229,7 @@ class Store {
 
   int Upsert(const std::string& key, const py::object& value, const PyReplicateConfig& cfg) {
     auto c = Ready("upsert");
-    if (!c) return kInvalidParams;
+    if (!c || NoStaging("upsert")) return kInvalidParams;
     ByteView v(value, false, "upsert");
     py::gil_scoped_release unlocked;
     return c->Upsert(key, {{v.data(), v.size()}}, cfg.ToCpp()).mooncake_code();
@@ -235,7 +239,7 @@ class Store {
   int PutParts(const std::string& key, const py::args& parts, const PyReplicateConfig& cfg, bool upsert) {
     const char* what = upsert ? "upsert_parts" : "put_parts";
     auto c = Ready(what);
-    if (!c) return kInvalidParams;
+    if (!c || NoStaging(what)) return kInvalidParams;
     std::vector<ByteView> views;
     std::vector<yb::Slice> slices;
     views.reserve(parts.size());
@@ -252,7 +256,7 @@ class Store {
                const PyReplicateConfig& cfg, bool upsert) {
     const char* what = upsert ? "upsert_batch" : "put_batch";
     auto c = Ready(what);
-    if (!c) return kInvalidParams;
+    if (!c || NoStaging(what)) return kInvalidParams;
     if (keys.size() != values.size()) return Invalid(std::string(what) + ": keys and values differ in length");
     std::vector<ByteView> views;
     std::vector<std::vector<yb::Slice>> slices;
@@ -644,7 +648,19 @@ class Store {
       http_ = std::move(http);
     }
     client_ = std::move(client);
+    local_buffer_size_ = c.local_buffer_size;
     return 0;
+  }
+
+  // Mooncake copies a Python value through the local buffer before it moves: set up with none
+  // (local_buffer_size 0), such a write fails there (INVALID_PARAMS), and so it does here, though
+  // ours would not need the buffer. Writes from registered memory (put_from, ...) are not affected.
+  bool NoStaging(const char* what) const {
+    if (local_buffer_size_ > 0) return false;
+    LogError(std::string(what) + ": this store was set up with local_buffer_size 0, and a value given as a Python "
+                                 "object is written through the local buffer (as Mooncake's): give setup() one, or "
+                                 "write from a registered buffer (put_from)");
+    return true;
   }
 
   // The client, or null (logged) when setup() has not succeeded or close() ran.
@@ -774,6 +790,7 @@ class Store {
   }
 
   std::shared_ptr<yb::Client> client_;
+  uint64_t local_buffer_size_ = 0;  // setup()'s
   std::unique_ptr<yb::tools::AdminHttp> http_;  // setup's enable_client_http_server
 };
 

@@ -79,6 +79,11 @@ struct ClientConfig {
   // With a networked master: the address this client's transfer server listens on. The host of
   // local_hostname (and its port, if it has one; else any free port) when empty.
   std::string transfer_bind_address;
+  // When neither gives a port: the transfer server (or, without one, the port held for this
+  // client's name) takes one from [client_port_min, client_port_max], as Mooncake's clients do
+  // (MC_STORE_CLIENT_MIN_PORT / MC_STORE_CLIENT_MAX_PORT), and any free port when none there is.
+  uint16_t client_port_min = 12300;
+  uint16_t client_port_max = 14300;
   // Open connections its transfer server takes at most (each costs a descriptor); one more is
   // closed at once and counted.
   int transfer_max_connections = 4096;

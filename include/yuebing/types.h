@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,10 @@ struct ReplicateConfig {
   // The first replica on the writer's own segment, else on another process of its host, as the
   // master's local_first strategy does for every Put (Python's prefer_alloc_in_same_node).
   bool prefer_local = false;
+  // Mooncake's request-level soft-pin TTL, which goes only with a soft pin (its SoftPinAction.ENABLE):
+  // set without with_soft_pin, the write is refused (INVALID_PARAMS). The pin lasts the master's
+  // --default_kv_soft_pin_ttl here whatever it says.
+  std::optional<uint64_t> soft_pin_ttl_ms;
 };
 
 enum class ReplicaKind : uint8_t { kMemory = 0, kLocalDisk = 1, kDisk = 2 };

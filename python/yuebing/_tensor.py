@@ -1,10 +1,15 @@
 """Tensor calls of MooncakeDistributedStore (put_tensor, get_tensor and their batch, _into, pub,
 upsert and tensor-parallel forms), over PyTorch CPU tensors.
 
-An object holds Mooncake's tensor layout: a 40-byte header, then the tensor's bytes in C order.
-The header is little-endian int32 dtype, int32 ndim, int64 shape[4] (dimensions past ndim are -1),
-so a tensor stored by one process (or by Mooncake's client) reads back with its dtype and shape in
-another. Tensors of more than 4 dimensions are refused, as Mooncake refuses them.
+An object holds Mooncake's tensor object (its format since Mooncake PR #1389): a 304-byte header,
+then the tensor's bytes in C order. The header is little-endian:
+  u32 magic 0x4d4f4f4e | u16 version 1 | u16 header size 304 | i32 dtype | i32 ndim
+  | u32 layout (0 full, 1 shard) | u32 flags 0 | u64 data offset 304 | u64 data bytes
+  | i64 global shape[8] | i64 local shape[8] (-1 past ndim) | u32 axis count | u32 0
+  | 4 axes of (i32 kind, axis index, shard rank, shard count, split dim, 0 | i64 local split extent)
+A tensor-parallel shard is a "shard" object whose global shape is the whole tensor's and whose one
+axis says its rank. Objects in Mooncake's earlier format (a 40-byte header: i32 dtype, i32 ndim,
+i64 shape[4]) are read too. Tensors of more than 8 dimensions are refused, as Mooncake refuses them.
 
 Return conventions are Mooncake's: puts answer 0 or a negative code, gets a tensor or None; a bad
 argument is logged and answered with INVALID_PARAMS (-600), not raised.
@@ -14,9 +19,19 @@ import functools
 import logging
 import struct
 
-HEADER = struct.Struct("<ii4q")
-HEADER_BYTES = HEADER.size  # 40
-MAX_DIMS = 4
+MAGIC = 0x4D4F4F4E
+VERSION = 1
+_HEAD = struct.Struct("<IHHiiIIQQ")  # 40 bytes
+_SHAPE = struct.Struct("<8q")
+_AXES = struct.Struct("<II")
+_AXIS = struct.Struct("<iiiiiiq")  # 32 bytes
+MAX_DIMS = 8
+MAX_AXES = 4
+HEADER_BYTES = _HEAD.size + 2 * _SHAPE.size + _AXES.size + MAX_AXES * _AXIS.size  # 304
+LAYOUT_FULL, LAYOUT_SHARD = 0, 1
+AXIS_TP = 1
+OLD_HEADER = struct.Struct("<ii4q")  # Mooncake's format before PR #1389: 40 bytes
+OLD_MAX_DIMS = 4
 INVALID_PARAMS = -600
 
 _log = logging.getLogger("yuebing")
@@ -50,54 +65,94 @@ def _is_tensor(x):
     return type(x).__name__.endswith("Tensor") and hasattr(x, "data_ptr") and hasattr(x, "dtype")
 
 
-def encode_header(tensor):
-    """The 40-byte header of `tensor`, or None (logged) for a tensor Mooncake's layout cannot hold."""
+def _padded(shape):
+    return list(shape) + [-1] * (MAX_DIMS - len(shape))
+
+
+def encode_header(tensor, whole_shape=None, tp=None):
+    """The 304-byte header of `tensor`, or None (logged) for a tensor Mooncake's format cannot hold.
+    `whole_shape` and `tp` (rank, count, split dim): `tensor` is that shard of a tensor of that shape."""
     if not _is_tensor(tensor):
         _log.error("put_tensor: expected a torch.Tensor, got %s", type(tensor).__name__)
         return None
     to_number, _ = _dtype_tables()
     number = to_number.get(tensor.dtype)
     if number is None:
-        _log.error("put_tensor: dtype %s has no number in Mooncake's tensor layout", tensor.dtype)
+        _log.error("put_tensor: dtype %s has no number in Mooncake's tensor format", tensor.dtype)
         return None
     shape = list(tensor.shape)
     if len(shape) > MAX_DIMS:
-        _log.error("put_tensor: %d dimensions; Mooncake's tensor layout holds at most %d", len(shape), MAX_DIMS)
+        _log.error("put_tensor: %d dimensions; Mooncake's tensor format holds at most %d", len(shape), MAX_DIMS)
         return None
     if tensor.device.type != "cpu":
         _log.error("put_tensor: tensor on %s; only CPU tensors are supported", tensor.device)
         return None
-    return HEADER.pack(number, len(shape), *(shape + [-1] * (MAX_DIMS - len(shape))))
+    nbytes = tensor.numel() * tensor.element_size()
+    layout = LAYOUT_FULL if tp is None else LAYOUT_SHARD
+    axes = b""
+    count = 0
+    if tp is not None:
+        rank, size, split_dim = tp
+        axes = _AXIS.pack(AXIS_TP, 0, rank, size, split_dim, 0, shape[split_dim])
+        count = 1
+    axes += bytes(MAX_AXES * _AXIS.size - len(axes))
+    return (_HEAD.pack(MAGIC, VERSION, HEADER_BYTES, number, len(shape), layout, 0, HEADER_BYTES, nbytes)
+            + _SHAPE.pack(*_padded(whole_shape if whole_shape is not None else shape)) + _SHAPE.pack(*_padded(shape))
+            + _AXES.pack(count, 0) + axes)
 
 
-def decode_header(view, what):
-    """(dtype, shape, data bytes) from the start of `view`, or None (logged) when it is no tensor."""
-    if len(view) < HEADER_BYTES:
-        _log.error("%s: object of %d bytes is shorter than a tensor header", what, len(view))
-        return None
-    number, ndim, *dims = HEADER.unpack_from(view, 0)
-    _, to_dtype = _dtype_tables()
-    dtype = to_dtype.get(number)
-    if dtype is None or not 0 <= ndim <= MAX_DIMS or any(d < 0 for d in dims[:ndim]):
-        _log.error("%s: not a tensor object (dtype %d, ndim %d)", what, number, ndim)
-        return None
-    shape = tuple(dims[:ndim])
+def _data_bytes(dtype, shape):
     count = 1
     for d in shape:
         count *= d
-    nbytes = count * _torch().empty((), dtype=dtype).element_size()
-    if nbytes != len(view) - HEADER_BYTES:
-        _log.error("%s: the header says %d data bytes, the object holds %d", what, nbytes, len(view) - HEADER_BYTES)
+    return count * _torch().empty((), dtype=dtype).element_size()
+
+
+def decode_header(view, what):
+    """(dtype, shape, data bytes, data offset) of the tensor object in `view`, in Mooncake's current
+    format or its earlier one, or None (logged) when it is no tensor."""
+    _, to_dtype = _dtype_tables()
+    if len(view) >= 4 and struct.unpack_from("<I", view, 0)[0] == MAGIC:
+        if len(view) < HEADER_BYTES:
+            _log.error("%s: object of %d bytes is shorter than a tensor header", what, len(view))
+            return None
+        (_, version, header_size, number, ndim, layout, _, offset, nbytes) = _HEAD.unpack_from(view, 0)
+        local = _SHAPE.unpack_from(view, _HEAD.size + _SHAPE.size)
+        axis_count = _AXES.unpack_from(view, _HEAD.size + 2 * _SHAPE.size)[0]
+        dtype = to_dtype.get(number)
+        if (version != VERSION or header_size != HEADER_BYTES or dtype is None or not 0 <= ndim <= MAX_DIMS
+                or layout > LAYOUT_SHARD or axis_count > MAX_AXES or not HEADER_BYTES <= offset <= len(view)
+                or nbytes != len(view) - offset or any(d < 0 for d in local[:ndim])):
+            _log.error("%s: not a tensor object (version %d, dtype %d, ndim %d)", what, version, number, ndim)
+            return None
+        shape = tuple(local[:ndim])
+        if _data_bytes(dtype, shape) != nbytes:
+            _log.error("%s: the header says %d data bytes for shape %s", what, nbytes, shape)
+            return None
+        return dtype, shape, nbytes, offset
+    if len(view) < OLD_HEADER.size:
+        _log.error("%s: object of %d bytes is shorter than a tensor header", what, len(view))
         return None
-    return dtype, shape, nbytes
+    number, ndim, *dims = OLD_HEADER.unpack_from(view, 0)
+    dtype = to_dtype.get(number)
+    if dtype is None or not 0 <= ndim <= OLD_MAX_DIMS or any(d < 0 for d in dims[:ndim]):
+        _log.error("%s: not a tensor object (dtype %d, ndim %d)", what, number, ndim)
+        return None
+    shape = tuple(dims[:ndim])
+    nbytes = _data_bytes(dtype, shape)
+    if nbytes != len(view) - OLD_HEADER.size:
+        _log.error("%s: the header says %d data bytes, the object holds %d", what, nbytes,
+                   len(view) - OLD_HEADER.size)
+        return None
+    return dtype, shape, nbytes, OLD_HEADER.size
 
 
-def _view_tensor(buffer, dtype, shape, nbytes):
+def _view_tensor(buffer, dtype, shape, nbytes, offset):
     """A tensor over `buffer`'s bytes after the header (sharing them; it keeps `buffer` alive)."""
     torch = _torch()
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype)
-    flat = torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=HEADER_BYTES)
+    flat = torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=offset)
     return flat.view(dtype).reshape(shape)
 
 
@@ -117,14 +172,18 @@ class TensorMixin:
 
     # ---- writes
 
-    def _write_tensors(self, keys, tensors, config, upsert, what):
+    def _write_tensors(self, keys, tensors, config, upsert, what, shards_of=None):
+        """`shards_of`: (whole shape, split dim): tensors[i] is shard i of len(tensors) of that tensor."""
         if len(keys) != len(tensors):
             _log.error("%s: keys and tensors differ in length", what)
             return [INVALID_PARAMS] * len(keys)
         out = [INVALID_PARAMS] * len(keys)
         go, bufs, sizes, keep = [], [], [], []
         for i, tensor in enumerate(tensors):
-            header = encode_header(tensor)
+            if shards_of is None:
+                header = encode_header(tensor)
+            else:
+                header = encode_header(tensor, shards_of[0], (i, len(tensors), shards_of[1]))
             if header is None:
                 continue
             data = tensor.contiguous()
@@ -233,7 +292,8 @@ class TensorMixin:
                 _log.error("%s: %s cannot be split along dimension %d", what, key, split_dim)
                 out.append(INVALID_PARAMS)
                 continue
-            res = self._write_tensors([tp_key(key, r) for r in range(tp_size)], shards, config, upsert, what)
+            res = self._write_tensors([tp_key(key, r) for r in range(tp_size)], shards, config, upsert, what,
+                                      shards_of=(list(tensor.shape), split_dim))
             out.append(next((r for r in res if r != 0), 0))
         return out
 

@@ -65,6 +65,25 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
                                                         : static_cast<uint32_t>(ms);
     }
   }
+  // Mooncake's range for a client's port; a bad value or range is logged and the default kept.
+  for (auto [name, field] : {std::pair{"MC_STORE_CLIENT_MIN_PORT", &c.client_port_min},
+                             std::pair{"MC_STORE_CLIENT_MAX_PORT", &c.client_port_max}}) {
+    auto v = get(name);
+    if (!v || v->empty()) continue;
+    char* end = nullptr;
+    const long port = std::strtol(v->c_str(), &end, 10);
+    if (end == v->c_str() || *end != '\0' || port < 1 || port > 65535) {
+      YB_LOG_WARN("{}='{}' is not a port: it stays {}", name, *v, *field);
+    } else {
+      *field = static_cast<uint16_t>(port);
+    }
+  }
+  if (c.client_port_min > c.client_port_max) {
+    YB_LOG_WARN("MC_STORE_CLIENT_MIN_PORT {} is above MC_STORE_CLIENT_MAX_PORT {}: the range 12300-14300 is used",
+                c.client_port_min, c.client_port_max);
+    c.client_port_min = 12300;
+    c.client_port_max = 14300;
+  }
   if (c.ssd.path.empty()) {
     if (auto v = get("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"); v && !v->empty()) {
       c.ssd.path = *v;

@@ -5,6 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <optional>
+#include <random>
+#include <vector>
+
 #include "client/client_internal.h"
 #include "client/leader_follower.h"
 #include "client/segment_directory.h"
@@ -37,30 +41,50 @@ struct RemotePlumbing {
   }
 };
 
+// Ports to try, in a random order, from the client's range (Mooncake's 12300-14300 by default), at
+// most kPortTries of them; then 0 (any free port).
+constexpr size_t kPortTries = 32;
+std::vector<uint16_t> PortsToTry(const ClientConfig& c) {
+  std::vector<uint16_t> out;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(c.client_port_min, c.client_port_max);
+  const size_t span = static_cast<size_t>(c.client_port_max - c.client_port_min) + 1;
+  for (size_t i = 0; i < std::min(span, kPortTries); ++i) out.push_back(static_cast<uint16_t>(pick(rng)));
+  out.push_back(0);
+  return out;
+}
+
 // A TCP port of this host held (bound, never listening) for the life of a client that serves no
 // transfers, so that its name "host:port" is unique among the processes of the host, as Mooncake's
-// clients reserve one: callers use it as their identity (get_hostname). 0 when none is free.
-uint16_t ReservePort(int& fd) {
-  fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+// clients reserve one: callers use it as their identity (get_hostname). In the client's range where
+// one is free there; 0 when none is free at all.
+uint16_t ReservePort(const ClientConfig& c, int& fd) {
+  for (uint16_t want : PortsToTry(c)) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(want);
+    socklen_t len = sizeof(a);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      return ntohs(a.sin_port);
+    }
     ::close(fd);
     fd = -1;
-    return 0;
   }
-  return ntohs(a.sin_port);
+  return 0;
 }
 
 // Host and port to listen on for transfers: from transfer_bind_address, else local_hostname.
-Result<std::pair<std::string, uint16_t>> TransferBind(const ClientConfig& c) {
+// No port given: nullopt for the port (Mooncake's range then; an explicit 0 is any free port).
+Result<std::pair<std::string, std::optional<uint16_t>>> TransferBind(const ClientConfig& c) {
   std::string spec = c.transfer_bind_address.empty() ? c.local_hostname : c.transfer_bind_address;
-  if (spec.find(':') == std::string::npos) return std::make_pair(spec, uint16_t{0});
-  return rpc::ParseHostPort(spec, /*allow_port_zero=*/true);
+  if (spec.find(':') == std::string::npos) return std::make_pair(spec, std::optional<uint16_t>());
+  auto hp = rpc::ParseHostPort(spec, /*allow_port_zero=*/true);
+  if (!hp.ok()) return hp.status();
+  return std::make_pair(hp->first, std::optional<uint16_t>(hp->second));
 }
 
 }  // namespace
@@ -105,14 +129,28 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     served = std::make_shared<LocalSegmentRegistry>();
     tcp::TransferServer::Options so;
     so.address = bind->first;
-    so.port = bind->second;
     so.max_connections = config.transfer_max_connections;
     so.max_connections_per_peer = config.transfer_max_connections_per_peer;
     so.keepalive = Keepalive::After(std::chrono::seconds(config.transfer_keepalive_sec));
     so.stall_timeout_ms = static_cast<int>(std::min<uint32_t>(config.transfer_stall_timeout_sec, 86400) * 1000);
     so.security = *security;
-    plumbing->server = std::make_unique<tcp::TransferServer>(served, so);
-    YB_RETURN_IF_ERROR(plumbing->server->Start());
+    // The port given, or the first free one of the client's range (then any).
+    const std::vector<uint16_t> ports = bind->second ? std::vector<uint16_t>{*bind->second} : PortsToTry(config);
+    Status started;
+    for (uint16_t port : ports) {
+      so.port = port;
+      plumbing->server = std::make_unique<tcp::TransferServer>(served, so);
+      started = plumbing->server->Start();
+      if (started.ok()) break;
+      plumbing->server.reset();
+    }
+    YB_RETURN_IF_ERROR(started);
+    if (!bind->second && (plumbing->server->port() < config.client_port_min ||
+                          plumbing->server->port() > config.client_port_max)) {
+      YB_LOG_WARN("no port free in {}-{} (MC_STORE_CLIENT_MIN_PORT / MC_STORE_CLIENT_MAX_PORT): transfers are "
+                  "served on port {}",
+                  config.client_port_min, config.client_port_max, plumbing->server->port());
+    }
     // Others reach us at the bind address, or at local_hostname's host when bound to any address.
     std::string host = bind->first;
     if (host == "0.0.0.0" || host == "::") {
@@ -125,7 +163,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   // it) are two fault domains to the master, and not one that it silently merges.
   ClientConfig effective = config;
   if (!HasPort(config.local_hostname)) {
-    uint16_t port = plumbing->server ? plumbing->server->port() : ReservePort(plumbing->reserved_port_fd);
+    uint16_t port = plumbing->server ? plumbing->server->port() : ReservePort(config, plumbing->reserved_port_fd);
     if (port != 0) effective.local_hostname = config.local_hostname + ":" + std::to_string(port);
   }
   ClientParts parts;

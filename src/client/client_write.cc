@@ -24,6 +24,10 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
   if (values.size() != n) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and values differ in length"));
   }
+  if (config.soft_pin_ttl_ms && !config.with_soft_pin) {
+    return std::vector<Status>(n, Status(Code::kInvalidParams, "a soft-pin TTL goes only with a soft pin "
+                                                                 "(SoftPinAction.ENABLE)"));
+  }
   std::vector<Status> out(n);
   std::vector<uint64_t> sizes(n, 0);
   std::vector<size_t> pending;

@@ -317,7 +317,9 @@ Result<bool> MasterService::ExistKey(const CallContext& ctx, const std::string& 
 
 Status MasterService::RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now) {
   const ObjectMeta& m = obj.meta();
-  if (!force && (m.lease_deadline > now || m.readers > 0)) {
+  // A lease, or a client's read in progress, keeps it; the master's own copies (a repair, an
+  // offload) do not: their bytes stay reserved until they end, as a read's do after a forced Remove.
+  if (!force && (m.lease_deadline > now || (m.readers > 0 && s.ClientReadPins(obj) > 0))) {
     return Status(Code::kObjectHasLease, "object is leased by a reader");
   }
   DropDiskCopiesLocked(s, obj);

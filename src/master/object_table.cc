@@ -446,6 +446,16 @@ bool ObjectTable::Locked::Unpin(const ClientId& client, uint64_t object_id, Ref 
   return true;
 }
 
+uint32_t ObjectTable::Locked::ClientReadPins(Ref r) const {
+  AssertHeld(s_);
+  const uint64_t id = r.meta().object_id;
+  uint32_t n = 0;
+  for (const auto& [key, state] : s_.pins) {
+    if (key.object_id == id && key.kind == PinKind::kRead) n += state.count;
+  }
+  return n;
+}
+
 bool ObjectTable::Locked::RenewReadPins(const ClientId& client, uint64_t object_id, uint64_t round) {
   AssertHeld(s_);
   auto pin = s_.pins.find(PinKey{object_id, client, PinKind::kRead});

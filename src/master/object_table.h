@@ -285,6 +285,9 @@ class ObjectTable {
     // The lease lasts at least until `until`.
     void ExtendLease(Ref r, TimeMs until);
     void SetSoftPinDeadline(Ref r, TimeMs until);
+    // Read pins clients hold on the object (its `readers` less the master's own task pins). Walks
+    // the shard's pins: for the rare caller (a Remove that finds readers).
+    uint32_t ClientReadPins(Ref r) const;
     // Pins the object's bytes for `client` until Unpin; returns the pin's id (the object id).
     uint64_t AddReadPin(Ref r, const ClientId& client, PinKind kind = PinKind::kRead);
     // Ends one pin of `client` on object `object_id` (`live` is the key's object, if any); false

@@ -75,6 +75,32 @@ TEST_F(RepairTest, AnObjectThatLostAReplicaIsCopiedBackByTheTargetsOwner) {
   EXPECT_GT(master_->evictor().EvictBytes(1 << 20), 0u);
 }
 
+// Remove without force once the lease has passed succeeds whatever repair is doing (issue 33:
+// Mooncake's test_replication_failure_tolerance got OBJECT_HAS_LEASE while a copy ran): the copy's
+// range and its source stay reserved until the copy reports, and its report finds the object gone.
+TEST_F(RepairTest, RemoveAfterTheLeaseSucceedsWhileACopyIsInFlight) {
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ASSERT_TRUE(Read("k").ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  ASSERT_EQ(master_->RepairOnce(), 1u);
+  auto tasks = master_->RepairFetch(c_, 10);
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ(master_->Remove(ctx_, "k", false).code(), Code::kObjectHasLease);  // the reader's lease
+  clock_.Advance(config_.default_kv_lease_ttl_ms + 1);
+  ASSERT_TRUE(master_->Remove(ctx_, "k", false).ok());
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(master_->Stats().allocated, 2 * 1024u);  // source and target (aligned) held for the copy
+  auto done = master_->RepairDone(c_, {{(*tasks)[0].task_id, Status::OK()}});
+  EXPECT_EQ(done[0].code(), Code::kObjectNotFound);
+  EXPECT_EQ(master_->Stats().allocated, 0u);
+  // A client's own read still keeps it, as before.
+  ASSERT_TRUE(Put("r", 1000, OnAB()).ok());
+  auto info = master_->GetReplicaList(ctx_, "r", true);
+  ASSERT_TRUE(info.ok());
+  clock_.Advance(config_.default_kv_lease_ttl_ms + 1);
+  EXPECT_EQ(master_->Remove(ctx_, "r", false).code(), Code::kObjectHasLease);
+}
+
 // The pin a copy task holds is the master's, not a read of the target's owner: heartbeats that
 // name no read pin leave it, and the copy, in place.
 TEST_F(RepairTest, HeartbeatsNamingNoReadPinLeaveACopysPinInPlace) {

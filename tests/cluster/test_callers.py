@@ -551,6 +551,29 @@ def test_replicate_config_fields(store, pool):
     assert store.put("pinned", b"p" * 100, cfg) == 0
     assert len(store.get_replica_desc("pinned")) == 1
     assert "replica_num=0" in repr(cfg)
+    # A TTL goes only with ENABLE: with PRESERVE or DISABLE Mooncake answers INVALID_PARAMS, and so do we.
+    for action in (SoftPinAction.PRESERVE, SoftPinAction.DISABLE):
+        bad = ReplicateConfig()
+        bad.soft_pin_action = action
+        bad.soft_pin_ttl_ms = 1000
+        assert store.put("bad-pin", b"x" * 10, bad) == -600
+        assert store.put_batch(["bad-pin"], [b"x"], bad) == -600
+        assert store.is_exist("bad-pin") == 0
+
+
+def test_a_store_without_a_local_buffer_refuses_python_values_as_mooncake_does(pool):
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", pool.address) == 0
+    assert s.put("zero-buffer", b"value") == -600
+    assert s.put_batch(["zero-buffer"], [b"value"]) == -600
+    assert s.put_parts("zero-buffer", b"va", b"lue") == -600
+    assert s.is_exist("zero-buffer") == 0
+    # From registered memory it needs no staging, here as there.
+    buf = np.frombuffer(bytearray(b"registered"), dtype=np.uint8)
+    assert s.register_buffer(buf.ctypes.data, buf.nbytes) == 0
+    assert s.put_from("zero-buffer", buf.ctypes.data, buf.nbytes) == 0
+    assert s.get("zero-buffer") == b"registered"
+    s.close()
 
 
 def test_get_hostname_is_host_port_unique_per_process(pool):
@@ -560,19 +583,22 @@ def test_get_hostname_is_host_port_unique_per_process(pool):
         assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 1 << 20, "tcp", "", pool.address) == 0  # no segment
         names.append(s.get_hostname())
         host, port = names[-1].rsplit(":", 1)
-        assert host == "127.0.0.1" and int(port) > 0
+        assert host == "127.0.0.1" and 12300 <= int(port) <= 14300  # Mooncake's range
     assert names[0] != names[1]
 
 
 TENSOR_WRITER = r"""
-import sys, torch
+import struct, sys, torch
 from yuebing import MooncakeDistributedStore
 s = MooncakeDistributedStore()
 assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", sys.argv[1]) == 0
 assert s.put_tensor("t/bf16", torch.arange(24, dtype=torch.bfloat16).reshape(2, 3, 4)) == 0
-assert s.batch_put_tensor(["t/f32", "t/i64", "t/bool", "t/5d"],
+assert s.batch_put_tensor(["t/f32", "t/i64", "t/bool", "t/9d", "t/5d"],
                           [torch.ones(7) * 0.5, torch.arange(6).reshape(3, 2), torch.tensor([True, False]),
-                           torch.zeros(1, 1, 1, 1, 1)]) == [0, 0, 0, -600]
+                           torch.zeros([1] * 9), torch.arange(6).reshape(1, 1, 2, 1, 3)]) == [0, 0, 0, -600, 0]
+# Mooncake's format before its PR #1389 (40-byte header: dtype, ndim, shape[4]): still read.
+old = struct.pack("<ii4q", 6, 2, 2, 2, -1, -1) + struct.pack("<4i", 1, 2, 3, 4)
+assert s.put("t/old", old) == 0
 assert s.put_tensor_with_tp("t/tp", torch.arange(10).reshape(5, 2), tp_size=2) == 0
 s.close()
 """
@@ -584,21 +610,33 @@ def test_tensors_written_by_one_process_read_by_another(store, pool):
     assert r.returncode == 0, r.stderr
     t = store.get_tensor("t/bf16")
     assert t.dtype == torch.bfloat16 and t.shape == (2, 3, 4) and torch.equal(t, torch.arange(24).reshape(2, 3, 4))
-    f32, i64, b, missing = store.batch_get_tensor(["t/f32", "t/i64", "t/bool", "t/5d"])
+    f32, i64, b, missing, five = store.batch_get_tensor(["t/f32", "t/i64", "t/bool", "t/9d", "t/5d"])
     assert f32.dtype == torch.float32 and torch.equal(f32, torch.ones(7) * 0.5)
     assert i64.shape == (3, 2) and i64.dtype == torch.int64 and b.tolist() == [True, False]
-    assert missing is None
-    # Into a caller buffer: [40-byte header][data]; the tensor views the data there.
+    assert missing is None and torch.equal(five, torch.arange(6).reshape(1, 1, 2, 1, 3))
+    old = store.get_tensor("t/old")
+    assert old.dtype == torch.int32 and old.tolist() == [[1, 2], [3, 4]]
+    # Into a caller buffer: [304-byte header][data]; the tensor views the data there.
     buf = torch.zeros(4096, dtype=torch.uint8)
     into = store.get_tensor_into("t/i64", buf.data_ptr(), 4096)
-    assert torch.equal(into, torch.arange(6).reshape(3, 2)) and into.data_ptr() == buf.data_ptr() + 40
+    assert torch.equal(into, torch.arange(6).reshape(3, 2)) and into.data_ptr() == buf.data_ptr() + 304
     assert store.batch_get_tensor_into(["t/f32", "nope"], [buf.data_ptr(), buf.data_ptr()], [4096, 4096])[1] is None
     # Lists of different lengths: Mooncake's INVALID_PARAMS for each key, not None.
     assert store.batch_get_tensor_into(["t/f32", "nope"], [buf.data_ptr()], [4096, 4096]) == [-600, -600]
     assert torch.equal(store.get_tensor_with_tp("t/tp", tp_rank=1, tp_size=2), torch.tensor([[6, 7], [8, 9]]))
-    # The layout is Mooncake's: dtype, ndim, shape[4] (-1 past ndim), then the bytes.
+    # The format is Mooncake's (PR #1389): magic, version, header size, dtype, ndim, layout, flags,
+    # data offset and bytes, global and local shape[8] (-1 past ndim), the axes; then the bytes.
     raw = store.get("t/i64")
-    assert struct.unpack_from("<ii4q", raw) == (8, 2, 3, 2, -1, -1) and len(raw) == 40 + 48
+    assert len(raw) == 304 + 48
+    assert struct.unpack_from("<IHHiiIIQQ", raw) == (0x4D4F4F4E, 1, 304, 8, 2, 0, 0, 304, 48)
+    assert struct.unpack_from("<8q", raw, 40) == (3, 2, -1, -1, -1, -1, -1, -1) == struct.unpack_from("<8q", raw, 104)
+    assert struct.unpack_from("<II", raw, 168) == (0, 0)
+    # A tensor-parallel shard says so: a shard object of the whole shape, with its rank on a TP axis.
+    shard = store.get("t/tp_tp_1")
+    assert struct.unpack_from("<IHHiiIIQQ", shard)[5] == 1  # layout: shard
+    assert struct.unpack_from("<8q", shard, 40)[:2] == (5, 2) and struct.unpack_from("<8q", shard, 104)[:2] == (2, 2)
+    assert struct.unpack_from("<II", shard, 168)[0] == 1
+    assert struct.unpack_from("<iiiiiiq", shard, 176) == (1, 0, 1, 2, 0, 0, 2)
     assert store.get_tensor("missing") is None
     assert store.put_tensor("not", "a tensor") == -600
     # Upserts replace a tensor whatever its size.
