@@ -187,6 +187,17 @@ TEST_F(ClientTest, ChecksumsAreOnByDefaultAndCatchADamagedChunkOfALargeValue) {
   EXPECT_FALSE(off->Query("unchecked")->checksum.has_value());
 }
 
+// Mooncake's master refuses a soft-pin TTL that does not come with a soft pin: so does every write.
+TEST_F(ClientTest, ASoftPinTtlWithoutASoftPinIsRefused) {
+  ReplicateConfig rc;
+  rc.soft_pin_ttl_ms = 1000;
+  std::string v = Bytes(100, 's');
+  EXPECT_EQ(a_->Put("k", v.data(), v.size(), rc).code(), Code::kInvalidParams);
+  EXPECT_FALSE(*a_->IsExist("k"));
+  rc.with_soft_pin = true;
+  EXPECT_TRUE(a_->Put("k", v.data(), v.size(), rc).ok());
+}
+
 TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
   for (SegmentId s : ClientInternal::segments(*a_)) fault_->FailSegment(s);
   for (SegmentId s : ClientInternal::segments(*b_)) fault_->FailSegment(s);
@@ -459,6 +470,21 @@ TEST(ClientConfigTest, MooncakesEnvironmentVariablesAreHonoured) {
   ClientConfig f;
   ApplyEnvironment(f, lookup);
   EXPECT_EQ(f.cluster_id, ClientConfig{}.cluster_id);
+  // The range a client's port is taken from: Mooncake's by default, its variables, and a bad value
+  // or an upside-down range logged and left at the default.
+  EXPECT_EQ(f.client_port_min, 12300);
+  EXPECT_EQ(f.client_port_max, 14300);
+  env["MC_STORE_CLIENT_MIN_PORT"] = "20000";
+  env["MC_STORE_CLIENT_MAX_PORT"] = "20010";
+  ClientConfig g;
+  ApplyEnvironment(g, lookup);
+  EXPECT_EQ(g.client_port_min, 20000);
+  EXPECT_EQ(g.client_port_max, 20010);
+  env["MC_STORE_CLIENT_MAX_PORT"] = "70000";
+  ClientConfig h;
+  ApplyEnvironment(h, lookup);
+  EXPECT_EQ(h.client_port_max, 14300);  // not a port: the default; and then min > max: both defaults
+  EXPECT_EQ(h.client_port_min, 12300);
 }
 
 // Every entry point (C, Python, the daemons) checks a configuration through this one function.
