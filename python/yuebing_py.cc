@@ -425,28 +425,31 @@ class Store {
       const std::vector<std::vector<std::vector<uint64_t>>>& all_src_offsets,
       const std::vector<std::vector<std::vector<uint64_t>>>& all_sizes) {
     const char* what = "get_into_ranges";
+    // Mooncake's shape: one code per destination offset of each key of each buffer, each
+    // INVALID_PARAMS until its fragment is read. Lists that differ at the top fail the whole call;
+    // a key whose offsets and sizes differ in length fails alone (its codes stay).
     std::vector<std::vector<std::vector<int64_t>>> out(buffers.size());
-    // The shape is checked first: each fragment gets a code, even when nothing can be read.
-    bool shaped = all_keys.size() == buffers.size() && all_dst_offsets.size() == buffers.size() &&
-                  all_src_offsets.size() == buffers.size() && all_sizes.size() == buffers.size();
-    for (size_t i = 0; shaped && i < buffers.size(); ++i) {
-      const size_t nk = all_keys[i].size();
-      shaped = all_dst_offsets[i].size() == nk && all_src_offsets[i].size() == nk && all_sizes[i].size() == nk;
-      for (size_t j = 0; shaped && j < nk; ++j) {
-        shaped = all_dst_offsets[i][j].size() == all_sizes[i][j].size() &&
-                 all_src_offsets[i][j].size() == all_sizes[i][j].size();
-      }
-    }
+    const bool top = all_keys.size() == buffers.size() && all_dst_offsets.size() == buffers.size() &&
+                     all_src_offsets.size() == buffers.size() && all_sizes.size() == buffers.size();
+    std::vector<std::vector<bool>> shaped(buffers.size());
     for (size_t i = 0; i < buffers.size(); ++i) {
       const size_t nk = i < all_keys.size() ? all_keys[i].size() : 0;
       out[i].resize(nk);
+      shaped[i].assign(nk, false);
+      const bool keys_match = top && all_dst_offsets[i].size() == nk && all_src_offsets[i].size() == nk &&
+                              all_sizes[i].size() == nk;
       for (size_t j = 0; j < nk; ++j) {
-        const size_t nf = i < all_sizes.size() && j < all_sizes[i].size() ? all_sizes[i][j].size() : 1;
+        const size_t nf = i < all_dst_offsets.size() && j < all_dst_offsets[i].size() ? all_dst_offsets[i][j].size() : 0;
         out[i][j].assign(nf, kInvalidParams);
+        shaped[i][j] = keys_match && all_src_offsets[i][j].size() == nf && all_sizes[i][j].size() == nf;
+        if (!shaped[i][j]) {
+          LogError(std::string(what) + ": buffer " + std::to_string(i) + ", key " + std::to_string(j) +
+                   ": offsets and sizes differ in length");
+        }
       }
     }
-    if (!shaped) {
-      LogError(std::string(what) + ": buffers, keys, offsets and sizes differ in shape");
+    if (!top) {
+      LogError(std::string(what) + ": buffers, keys, offsets and sizes differ in length");
       return out;
     }
     auto c = Ready(what);
@@ -457,6 +460,7 @@ class Store {
     for (size_t i = 0; i < buffers.size(); ++i) {
       uint64_t end = 0;
       for (size_t j = 0; j < all_keys[i].size(); ++j) {
+        if (!shaped[i][j]) continue;
         for (size_t k = 0; k < all_sizes[i][j].size(); ++k) {
           end = std::max(end, all_dst_offsets[i][j][k] + all_sizes[i][j][k]);
         }
@@ -466,9 +470,9 @@ class Store {
     std::vector<std::string> distinct;
     {
       std::set<std::string> seen;
-      for (const auto& ks : all_keys) {
-        for (const auto& k : ks) {
-          if (seen.insert(k).second) distinct.push_back(k);
+      for (size_t i = 0; i < all_keys.size(); ++i) {
+        for (size_t j = 0; j < all_keys[i].size(); ++j) {
+          if (shaped[i][j] && seen.insert(all_keys[i][j]).second) distinct.push_back(all_keys[i][j]);
         }
       }
     }
@@ -480,6 +484,7 @@ class Store {
       for (size_t d = 0; d < distinct.size(); ++d) by_key[distinct[d]] = &objects[d];
       for (size_t i = 0; i < buffers.size(); ++i) {
         for (size_t j = 0; j < all_keys[i].size(); ++j) {
+          if (!shaped[i][j]) continue;
           const yb::Result<std::string>& obj = *by_key[all_keys[i][j]];
           for (size_t k = 0; k < all_sizes[i][j].size(); ++k) {
             const uint64_t src = all_src_offsets[i][j][k], dst = all_dst_offsets[i][j][k], n = all_sizes[i][j][k];

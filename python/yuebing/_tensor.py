@@ -317,6 +317,31 @@ class TensorMixin:
         return self._put_with_tp(list(base_keys), list(tensors_list), config or _default_config(), False, tp_size,
                                  split_dim, "batch_pub_tensor_with_tp")
 
+    # A whole tensor object ([header][data]) in caller memory, split and stored as every rank's shard
+    # (with tp_size 1: stored as it is).
+    def put_tensor_with_tp_from(self, key, buffer_ptr, size, tp_rank=0, tp_size=1, split_dim=0):
+        return self.batch_put_tensor_with_tp_from([key], [buffer_ptr], [size], tp_rank, tp_size, split_dim)[0]
+
+    def batch_put_tensor_with_tp_from(self, base_keys, buffer_ptrs, sizes, tp_rank=0, tp_size=1, split_dim=0):
+        what = "batch_put_tensor_with_tp_from"
+        if not len(base_keys) == len(buffer_ptrs) == len(sizes):
+            _log.error("%s: base_keys, buffer_ptrs and sizes differ in length", what)
+            return [INVALID_PARAMS] * len(base_keys)
+        if tp_size <= 1:
+            return self.batch_put_tensor_from(list(base_keys), list(buffer_ptrs), list(sizes))
+        keys, tensors, where, out = [], [], [], [INVALID_PARAMS] * len(base_keys)
+        for i, (key, ptr, size) in enumerate(zip(base_keys, buffer_ptrs, sizes)):
+            view = _address_view(ptr, size)
+            meta = decode_header(memoryview(view), what)
+            if meta is None:
+                continue
+            keys.append(key)
+            tensors.append(_view_tensor(view, *meta))
+            where.append(i)
+        for i, r in zip(where, self._put_with_tp(keys, tensors, _default_config(), False, tp_size, split_dim, what)):
+            out[i] = r
+        return out
+
     def get_tensor_with_tp(self, key, tp_rank=0, tp_size=1, split_dim=0):
         return self.get_tensor(key if tp_size <= 1 else tp_key(key, tp_rank))
 

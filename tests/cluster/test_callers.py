@@ -529,6 +529,11 @@ def test_buffers_parts_upserts_and_ranges(store):
                                  [[[5, 0], [8], [0]]], [[[4, 5], [3], [1]]]) == [[[4, 5], [3], [-704]]]
     assert bytes(dst[:4]) == b"body" and bytes(dst[20:25]) == b"head:" and bytes(dst[40:43]) == b"\x03" * 3
     assert store.get_into_ranges([dst.ctypes.data], [["parts"]], [[[0]]], [[[10]]], [[[5]]]) == [[[-600]]]
+    # Mooncake's shapes: a code per destination offset; a key whose lists differ in length fails
+    # alone, the others are read.
+    assert store.get_into_ranges([dst.ctypes.data], [["parts", "wm", "parts"]], [[[0], [], [8]]],
+                                 [[[0, 1], [], [0]]], [[[], [], [2]]]) == [[[-600], [], [2]]]
+    assert store.get_into_ranges([dst.ctypes.data], [["parts"], ["wm"]], [[[0]]], [[[0]]], [[[1]]]) == [[[-600]]]
     # Into a registered buffer, a range that runs past its end is refused and writes nothing
     # (Mooncake's session_ranges test: offset 31, size 4, into 32 bytes).
     guard = np.full(64, 0xEE, np.uint8)
@@ -624,6 +629,16 @@ def test_tensors_written_by_one_process_read_by_another(store, pool):
     # Lists of different lengths: Mooncake's INVALID_PARAMS for each key, not None.
     assert store.batch_get_tensor_into(["t/f32", "nope"], [buf.data_ptr()], [4096, 4096]) == [-600, -600]
     assert torch.equal(store.get_tensor_with_tp("t/tp", tp_rank=1, tp_size=2), torch.tensor([[6, 7], [8, 9]]))
+    # A whole tensor object in caller memory, split and stored as every rank's shard (Mooncake's
+    # put_tensor_with_tp_from), and a batch of them.
+    whole = store.get_tensor_into("t/i64", buf.data_ptr(), 4096)
+    n = 304 + whole.numel() * whole.element_size()
+    assert store.put_tensor_with_tp_from("t/from", buf.data_ptr(), n, tp_rank=1, tp_size=2, split_dim=1) == 0
+    assert [t.tolist() for t in store.batch_get_tensor_with_tp(["t/from"], tp_rank=0, tp_size=2)] == [[[0], [2], [4]]]
+    assert store.get_tensor_with_tp("t/from", tp_rank=1, tp_size=2).tolist() == [[1], [3], [5]]
+    assert store.batch_put_tensor_with_tp_from(["t/from2", "t/bad"], [buf.data_ptr(), buf.data_ptr()], [n, 7],
+                                               tp_size=3) == [0, -600]
+    assert store.get_tensor_with_tp("t/from2", tp_rank=2, tp_size=3).tolist() == [[4, 5]]
     # The format is Mooncake's (PR #1389): magic, version, header size, dtype, ndim, layout, flags,
     # data offset and bytes, global and local shape[8] (-1 past ndim), the axes; then the bytes.
     raw = store.get("t/i64")
