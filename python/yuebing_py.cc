@@ -53,6 +53,10 @@ struct PyReplicateConfig {
   // With ENABLE only (else the write answers -600, as Mooncake's); the pin lasts the master's
   // --default_kv_soft_pin_ttl whatever it says.
   std::optional<uint64_t> soft_pin_ttl_ms;
+  // Mooncake's routing groups, one per key of a write (empty: none). Accepted and kept, so that
+  // callers that group their keys (SGLang, Mooncake's structured object store) run; a group's
+  // objects are placed as any others (not together) here.
+  std::optional<std::vector<std::string>> group_ids;
 
   yb::ReplicateConfig ToCpp() const {
     yb::ReplicateConfig c;
@@ -841,6 +845,7 @@ PYBIND11_MODULE(_yuebing, m) {
       .def_readwrite("prefer_alloc_in_same_node", &PyReplicateConfig::prefer_alloc_in_same_node)
       .def_readwrite("soft_pin_action", &PyReplicateConfig::soft_pin_action)
       .def_readwrite("soft_pin_ttl_ms", &PyReplicateConfig::soft_pin_ttl_ms)
+      .def_readwrite("group_ids", &PyReplicateConfig::group_ids)
       .def("__repr__", [](const PyReplicateConfig& c) {
         return "ReplicateConfig(replica_num=" + std::to_string(c.replica_num) +
                ", with_soft_pin=" + (c.with_soft_pin ? "True" : "False") +

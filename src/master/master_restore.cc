@@ -47,7 +47,8 @@ Status MasterService::Load(const MasterImage& image) {
   // after every replica's range (a hold that a later object overlaps lapsed before it was reused).
   const int64_t wall = WallMs();
   std::map<SegmentId, std::vector<const pb::LogHold*>> holds;
-  for (const auto& [at, h] : image.holds) {
+  for (const auto& held_at : image.holds) {
+    const pb::LogHold& h = held_at.second;  // (a lambda below cannot capture a structured binding in clang)
     if (h.until_wall_ms() <= wall || h.size() == 0) continue;
     // One that would not fit its segment (a damaged record) is dropped, never the segment with it.
     auto seg = image.segments.find(h.segment());

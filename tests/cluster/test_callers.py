@@ -556,6 +556,12 @@ def test_replicate_config_fields(store, pool):
     assert store.put("pinned", b"p" * 100, cfg) == 0
     assert len(store.get_replica_desc("pinned")) == 1
     assert "replica_num=0" in repr(cfg)
+    # Routing groups (SGLang and Mooncake's structured object store set them): accepted and kept.
+    grouped = ReplicateConfig()
+    assert grouped.group_ids is None
+    grouped.group_ids = ["layer-group"]
+    assert grouped.group_ids == ["layer-group"]
+    assert store.put("grouped", b"g" * 10, grouped) == 0 and store.get("grouped") == b"g" * 10
     # A TTL goes only with ENABLE: with PRESERVE or DISABLE Mooncake answers INVALID_PARAMS, and so do we.
     for action in (SoftPinAction.PRESERVE, SoftPinAction.DISABLE):
         bad = ReplicateConfig()
