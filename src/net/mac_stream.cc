@@ -140,13 +140,6 @@ class MacStream final : public Stream {
         end_ -= start_;
         start_ = 0;
       }
-      // While records come large (a transfer's payload), one the caller has room for goes straight
-      // into its memory and is checked there, instead of through our buffer and a copy.
-      if (streaming_ && n >= kMaxMacRecord / 2) {
-        const ssize_t d = Direct(static_cast<uint8_t*>(buf), n);
-        if (d != kNotDirect) return d;
-        // It does not fit: through our buffer, as any record.
-      }
       const ssize_t r = inner_->Recv(in_.get() + end_, kInSize - end_);
       if (r == 0) {
         if (end_ > start_) {  // the peer stopped halfway through a record: not a clean end
@@ -236,71 +229,6 @@ class MacStream final : public Stream {
     return static_cast<ssize_t>(inflight_len_);
   }
 
-  static constexpr ssize_t kNotDirect = -2;
-
-  // Reads the next record into `buf` (its header alone first, so that no payload lands in our
-  // buffer) and checks it there: its length, or -1 (errno: EPROTO for a bad record, else the
-  // socket's), 0 at a clean end, or kNotDirect when it does not fit `n` (its header is then
-  // buffered). Bytes read before the record is whole go back into our buffer, so that a later call
-  // with another buffer carries on.
-  ssize_t Direct(uint8_t* buf, size_t n) {
-    if (start_ > 0) {  // room for the header after what is here (at most part of one record)
-      std::memmove(in_.get(), in_.get() + start_, end_ - start_);
-      end_ -= start_;
-      start_ = 0;
-    }
-    while (end_ - start_ < kHeader) {
-      const ssize_t r = inner_->Recv(in_.get() + end_, kHeader - (end_ - start_));
-      if (r == 0) {
-        if (end_ > start_) errno = EPROTO;
-        return end_ > start_ ? -1 : 0;
-      }
-      if (r < 0) return -1;
-      end_ += static_cast<size_t>(r);
-    }
-    uint32_t len;
-    std::memcpy(&len, in_.get() + start_, kHeader);
-    if (len == 0 || len > kMaxMacRecord) {
-      errno = EPROTO;
-      return -1;
-    }
-    if (len > n) return kNotDirect;
-    uint8_t header[kHeader], tag[kMacTagSize];
-    std::memcpy(header, in_.get() + start_, kHeader);
-    const size_t have = end_ - start_ - kHeader;  // less than the record (else it was taken whole)
-    size_t got = std::min<size_t>(have, len), tag_got = have - got;
-    std::memcpy(buf, in_.get() + start_ + kHeader, got);
-    std::memcpy(tag, in_.get() + start_ + kHeader + got, tag_got);
-    start_ = end_ = plain_ = plain_end_ = 0;
-    auto put_back = [&](ssize_t r) {
-      const int err = errno;
-      std::memcpy(in_.get(), header, kHeader);
-      std::memcpy(in_.get() + kHeader, buf, got);
-      std::memcpy(in_.get() + kHeader + got, tag, tag_got);
-      end_ = kHeader + got + tag_got;
-      errno = r == 0 ? EPROTO : err;  // an end halfway through a record is not a clean one
-      return ssize_t{-1};
-    };
-    while (got < len) {
-      const ssize_t r = inner_->Recv(buf + got, len - got);
-      if (r <= 0) return put_back(r);
-      got += static_cast<size_t>(r);
-    }
-    while (tag_got < kMacTagSize) {
-      const ssize_t r = inner_->Recv(tag + tag_got, kMacTagSize - tag_got);
-      if (r <= 0) return put_back(r);
-      tag_got += static_cast<size_t>(r);
-    }
-    iovec parts[2] = {{header, kHeader}, {buf, len}};
-    uint8_t want[kMacTagSize];
-    if (!recv_mac_.Tag(recv_seq_++, parts, 2, want) || CRYPTO_memcmp(want, tag, kMacTagSize) != 0) {
-      errno = EPROTO;
-      return -1;
-    }
-    streaming_ = len >= kMaxMacRecord / 2;
-    return static_cast<ssize_t>(len);
-  }
-
   // 1: a whole record is buffered; 0: not yet; -1: its header is malformed.
   int WholeRecord() const {
     if (end_ - start_ < kHeader) return 0;
@@ -320,7 +248,6 @@ class MacStream final : public Stream {
     if (CRYPTO_memcmp(want, in_.get() + start_ + kHeader + len, kMacTagSize) != 0) return false;
     plain_ = start_ + kHeader;
     plain_end_ = plain_ + len;
-    streaming_ = len >= kMaxMacRecord / 2;
     return true;
   }
 
@@ -336,7 +263,6 @@ class MacStream final : public Stream {
   static constexpr size_t kInSize = 2 * (kHeader + kMaxMacRecord + kMacTagSize);
   std::unique_ptr<uint8_t[]> in_;
   size_t start_ = 0, end_ = 0, plain_ = 0, plain_end_ = 0;
-  bool streaming_ = false;  // the last record was a large one (Direct)
 };
 
 }  // namespace

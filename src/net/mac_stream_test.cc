@@ -11,7 +11,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace yb::net {
@@ -120,58 +119,6 @@ TEST(MacStreamTest, AChangedDroppedReplayedOrForeignRecordEndsTheConnection) {
     }
     EXPECT_EQ(r, -1) << "attack " << attack;
     EXPECT_EQ(errno, EPROTO) << "attack " << attack;
-  }
-}
-
-// Large records read into the caller's memory straight (after the first) and checked there: bytes
-// exact on a blocking socket, and a byte changed in such a record refused all the same.
-TEST(MacStreamTest, LargeRecordsGoStraightIntoTheReadersMemoryAndAreCheckedThere) {
-  for (bool tamper : {false, true}) {
-    Pair a, b;
-    for (int f : {b.fd[1]}) ::fcntl(f, F_SETFL, ::fcntl(f, F_GETFL) & ~O_NONBLOCK);
-    auto writer = MakeMacStream(MakePlainStream(a.fd[0]), Keys(false));
-    auto reader = MakeMacStream(MakePlainStream(b.fd[1]), Keys(true));
-    std::mt19937 rng(11);
-    std::string data(4 * kMaxMacRecord, '\0');
-    for (auto& ch : data) ch = static_cast<char>(rng());
-    // Through the path by hand: the writer's records, one byte of the third changed if asked.
-    std::string wire;
-    size_t sent = 0;
-    while (sent < data.size()) {
-      ssize_t w = writer->Send(data.data() + sent, data.size() - sent);
-      if (w > 0) sent += static_cast<size_t>(w);
-      char buf[65536];
-      ssize_t r;
-      while ((r = ::read(a.fd[1], buf, sizeof(buf))) > 0) wire.append(buf, static_cast<size_t>(r));
-    }
-    ASSERT_EQ(wire.size(), data.size() + 4 * (4 + kMacTagSize));
-    if (tamper) wire[2 * (4 + kMaxMacRecord + kMacTagSize) + 4 + 1000] ^= 1;
-    std::thread feed([&] {
-      for (size_t off = 0; off < wire.size();) {
-        ssize_t w = ::send(b.fd[0], wire.data() + off, std::min<size_t>(wire.size() - off, 7000), MSG_NOSIGNAL);
-        if (w > 0) off += static_cast<size_t>(w);
-        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;  // the reader gave up
-      }
-      ::shutdown(b.fd[0], SHUT_WR);
-    });
-    std::string got, into(data.size(), '\0');
-    int error = 0;
-    while (got.size() < data.size()) {
-      ssize_t r = reader->Recv(into.data(), into.size());
-      if (r <= 0) {
-        error = r < 0 ? errno : 0;
-        break;
-      }
-      got.append(into.data(), static_cast<size_t>(r));
-    }
-    ::shutdown(b.fd[1], SHUT_RDWR);  // a reader that gave up reads no more: the feed stops
-    feed.join();
-    if (tamper) {
-      EXPECT_EQ(got, data.substr(0, 2 * kMaxMacRecord));  // the two before it, then the refusal
-      EXPECT_EQ(error, EPROTO);
-    } else {
-      EXPECT_EQ(got, data);
-    }
   }
 }
 
