@@ -485,15 +485,18 @@ def test_the_offload_path_comes_from_the_environment_as_mooncakes_client_reads_i
 
 def test_a_non_default_cluster_id_is_reached_through_mc_store_cluster_id(tmp_path, monkeypatch):
     """SGLang configured by the environment alone (MOONCAKE_PROTOCOL left at its default, rdma)
-    reaching masters started with --cluster_id: Mooncake's clients take it from MC_STORE_CLUSTER_ID."""
+    reaching a master of another cluster id: Mooncake's clients and its master take it from
+    MC_STORE_CLUSTER_ID, and so do ours (the master started with the variable and no flag)."""
     from test_ha import HaCluster, ETCD
     if ETCD is None:
         pytest.skip("etcd is not installed")
     ha = HaCluster(tmp_path, masters=1)
     try:
-        ha.start_master(0, extra=["--cluster_id", "team-a"])
-        wait_until(lambda: ha.leader() == 0, 15, "the master to lead")
         monkeypatch.setenv("MC_STORE_CLUSTER_ID", "team-a")
+        ha.start_master(0)
+        wait_until(lambda: ha.leader() == 0, 15, "the master to lead")
+        assert b"mooncake-store/team-a/master_view" in ha.etcdctl("get", "--prefix", "mooncake-store/",
+                                                                   "--keys-only").stdout
         s = MooncakeDistributedStore()
         assert s.setup("127.0.0.1", "P2PHANDSHAKE", 16 << 20, 1 << 20, "rdma", "", ha.address) == 0
         assert s.put("k", b"v" * 64) == 0 and s.get("k") == b"v" * 64
