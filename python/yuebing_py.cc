@@ -121,9 +121,25 @@ class BufferHandle {
   std::string bytes_;
 };
 
+// Mooncake's buffer descriptor: where a memory replica's bytes are, as its holder serves them.
+struct PyBufferDescriptor {
+  uint64_t size = 0;
+  uint64_t buffer_address = 0;  // in the holder's address space (its segment's base + offset)
+  std::string transport_endpoint;
+};
+struct PyMemoryDescriptor {
+  PyBufferDescriptor buffer_descriptor;
+};
+struct PyDiskDescriptor {
+  std::string file_path;  // "": a holder's SSD tier keeps it in its buckets, not a file of its own
+  uint64_t object_size = 0;
+};
+
 // One replica as get_replica_desc reports it.
 struct PyReplicaDescriptor {
   yb::ReplicaDesc d;
+  PyMemoryDescriptor memory;  // a memory replica's, with its holder's endpoint and address
+  PyDiskDescriptor disk;
   static const char* KindName(yb::ReplicaKind k) {
     switch (k) {
       case yb::ReplicaKind::kMemory:
@@ -544,8 +560,29 @@ class Store {
       py::gil_scoped_release unlocked;
       q = c->Query(key);
     }
-    if (q.ok()) {
-      for (const auto& r : q->replicas) out.push_back(PyReplicaDescriptor{r});
+    if (!q.ok()) return out;
+    // Where each holder serves its segments, for the memory descriptors (one listing per call).
+    std::map<yb::SegmentId, const yb::SegmentUsage*> by_id;
+    yb::Result<std::vector<yb::SegmentUsage>> segments(std::vector<yb::SegmentUsage>{});
+    {
+      py::gil_scoped_release unlocked;
+      segments = c->ListSegments();
+    }
+    if (segments.ok()) {
+      for (const auto& u : *segments) by_id[u.desc.id] = &u;
+    }
+    for (const auto& r : q->replicas) {
+      PyReplicaDescriptor d{r, {}, {}};
+      if (r.kind == yb::ReplicaKind::kMemory) {
+        d.memory.buffer_descriptor.size = r.size;
+        if (auto it = by_id.find(r.segment); it != by_id.end()) {
+          d.memory.buffer_descriptor.buffer_address = it->second->desc.base + r.offset;
+          d.memory.buffer_descriptor.transport_endpoint = it->second->desc.endpoint;
+        }
+      } else {
+        d.disk.object_size = r.size;
+      }
+      out.push_back(std::move(d));
     }
     return out;
   }
@@ -813,7 +850,35 @@ PYBIND11_MODULE(_yuebing, m) {
   m.def(
       "set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
       py::arg("level"), "trace, debug, info, warn, error or off");
+  py::class_<PyBufferDescriptor>(m, "Descriptor")
+      .def(py::init<>())
+      .def_readwrite("size", &PyBufferDescriptor::size)
+      .def_readwrite("buffer_address", &PyBufferDescriptor::buffer_address)
+      .def_readwrite("transport_endpoint", &PyBufferDescriptor::transport_endpoint)
+      .def("__repr__", [](const PyBufferDescriptor& d) {
+        return "<Descriptor size=" + std::to_string(d.size) + " buffer_address=" + std::to_string(d.buffer_address) +
+               " transport_endpoint=" + d.transport_endpoint + ">";
+      });
+  py::class_<PyMemoryDescriptor>(m, "MemoryDescriptor")
+      .def_readwrite("buffer_descriptor", &PyMemoryDescriptor::buffer_descriptor);
+  py::class_<PyDiskDescriptor>(m, "DiskDescriptor")
+      .def_readwrite("file_path", &PyDiskDescriptor::file_path)
+      .def_readwrite("object_size", &PyDiskDescriptor::object_size);
   py::class_<PyReplicaDescriptor>(m, "ReplicaDescriptor")
+      .def(
+          "get_memory_descriptor",
+          [](const PyReplicaDescriptor& r) -> const PyMemoryDescriptor& {
+            if (r.d.kind != yb::ReplicaKind::kMemory) throw std::runtime_error("not a memory replica");
+            return r.memory;
+          },
+          py::return_value_policy::reference_internal)
+      .def(
+          "get_disk_descriptor",
+          [](const PyReplicaDescriptor& r) -> const PyDiskDescriptor& {
+            if (r.d.kind == yb::ReplicaKind::kMemory) throw std::runtime_error("not a disk replica");
+            return r.disk;
+          },
+          py::return_value_policy::reference_internal)
       .def("is_memory_replica", [](const PyReplicaDescriptor& r) { return r.d.kind == yb::ReplicaKind::kMemory; })
       .def("is_disk_replica", [](const PyReplicaDescriptor& r) { return r.d.kind != yb::ReplicaKind::kMemory; })
       .def("is_local_disk_replica",

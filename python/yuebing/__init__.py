@@ -4,7 +4,8 @@
 return conventions of Mooncake's classes, so code written for `mooncake.store` runs on Yuebing
 (docs/compat.md). The tensor calls (put_tensor, get_tensor, ...) need PyTorch, imported on first use.
 """
-from ._yuebing import BufferHandle, ReplicaDescriptor, ReplicateConfig, SoftPinAction, set_log_level
+from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, ReplicaDescriptor, ReplicateConfig,
+                       SoftPinAction, set_log_level)
 from ._yuebing import MooncakeDistributedStore as _Store
 from ._tensor import TensorMixin
 
@@ -13,5 +14,5 @@ class MooncakeDistributedStore(TensorMixin, _Store):
     """A client of a Yuebing cluster (or of a master in this process), Mooncake's interface."""
 
 
-__all__ = ["BufferHandle", "MooncakeDistributedStore", "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction",
-           "set_log_level"]
+__all__ = ["BufferHandle", "Descriptor", "DiskDescriptor", "MemoryDescriptor", "MooncakeDistributedStore",
+           "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "set_log_level"]

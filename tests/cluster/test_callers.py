@@ -559,6 +559,12 @@ def test_replicate_config_fields(store, pool):
     assert store.put("pinned", b"p" * 100, cfg) == 0
     assert len(store.get_replica_desc("pinned")) == 1
     assert "replica_num=0" in repr(cfg)
+    # Mooncake's descriptor accessors: a memory replica's holder endpoint and address.
+    [desc] = store.get_replica_desc("pinned")
+    mem = desc.get_memory_descriptor().buffer_descriptor
+    assert mem.size == 100 and mem.buffer_address > 0 and mem.transport_endpoint.count(":") == 1
+    with pytest.raises(RuntimeError):
+        desc.get_disk_descriptor()
     # Routing groups (SGLang and Mooncake's structured object store set them): accepted and kept.
     grouped = ReplicateConfig()
     assert grouped.group_ids is None

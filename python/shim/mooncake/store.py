@@ -1,6 +1,6 @@
 """`from mooncake.store import ...`, served by Yuebing: every public name of the `yuebing` module
 that Mooncake's `mooncake.store` has (MooncakeDistributedStore, ReplicateConfig, SoftPinAction,
-ReplicaDescriptor, BufferHandle)."""
+ReplicaDescriptor with its MemoryDescriptor / DiskDescriptor / Descriptor, BufferHandle)."""
 import yuebing
 from yuebing import *  # noqa: F401,F403
 
