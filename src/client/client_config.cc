@@ -79,10 +79,11 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
     }
   }
   if (c.client_port_min > c.client_port_max) {
-    YB_LOG_WARN("MC_STORE_CLIENT_MIN_PORT {} is above MC_STORE_CLIENT_MAX_PORT {}: the range 12300-14300 is used",
-                c.client_port_min, c.client_port_max);
-    c.client_port_min = 12300;
-    c.client_port_max = 14300;
+    const ClientConfig defaults;
+    YB_LOG_WARN("MC_STORE_CLIENT_MIN_PORT {} is above MC_STORE_CLIENT_MAX_PORT {}: the range {}-{} is used",
+                c.client_port_min, c.client_port_max, defaults.client_port_min, defaults.client_port_max);
+    c.client_port_min = defaults.client_port_min;
+    c.client_port_max = defaults.client_port_max;
   }
   if (c.ssd.path.empty()) {
     if (auto v = get("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"); v && !v->empty()) {

@@ -83,20 +83,19 @@ void SegmentManager::MarkUnheard(const std::vector<ClientId>& owners, TimeMs unt
   }
 }
 
-size_t SegmentManager::shunned_count() const {
+size_t SegmentManager::CountUntil(const std::function<TimeMs(const Segment&)>& until) const {
   const TimeMs now = Now();
   ReaderLock lock(mu_);
-  return static_cast<size_t>(std::count_if(by_id_.begin(), by_id_.end(), [&](const auto& entry) {
-    return now < slot_shunned_[SlotOf(entry.second->ref)].load(std::memory_order_relaxed);
-  }));
+  return static_cast<size_t>(
+      std::count_if(by_id_.begin(), by_id_.end(), [&](const auto& entry) { return now < until(*entry.second); }));
+}
+
+size_t SegmentManager::shunned_count() const {
+  return CountUntil([this](const Segment& seg) { return slot_shunned_[SlotOf(seg.ref)].load(std::memory_order_relaxed); });
 }
 
 size_t SegmentManager::unheard_count() const {
-  const TimeMs now = Now();
-  ReaderLock lock(mu_);
-  return static_cast<size_t>(std::count_if(by_id_.begin(), by_id_.end(), [&](const auto& entry) {
-    return now < entry.second->unheard_until.load(std::memory_order_relaxed);
-  }));
+  return CountUntil([](const Segment& seg) { return seg.unheard_until.load(std::memory_order_relaxed); });
 }
 
 void SegmentManager::PublishKey(uint32_t slot, const std::string& key) {
@@ -547,18 +546,24 @@ bool SegmentManager::HasKey(SegmentRef ref) const {
          slot_key_[2 * slot + 1].load(std::memory_order_acquire) != 0;
 }
 
+pb::LogHold SegmentManager::ToLogHold(SegmentId segment, TenantIndex tenant, uint64_t size, const Segment::Held& h,
+                                      TimeMs now, int64_t wall_ms) {
+  pb::LogHold r;
+  r.set_segment(segment);
+  r.set_offset(h.offset);
+  r.set_size(size);
+  r.set_tenant(tenant);
+  r.set_until_wall_ms(wall_ms + (h.until - now));  // a restarted master's clock starts elsewhere
+  return r;
+}
+
 void SegmentManager::HoldLocked(Segment& seg, TenantIndex tenant, uint64_t size, Segment::Held h, bool log) {
   seg.held[{tenant, size}].push_back(h);
   seg.held_bytes.fetch_add(size, std::memory_order_relaxed);
   held_bytes_.fetch_add(size, std::memory_order_relaxed);
   if (!log || !sink_) return;
   pb::LogRecord rec;
-  pb::LogHold* hold = rec.mutable_hold();
-  hold->set_segment(seg.desc.id);
-  hold->set_offset(h.offset);
-  hold->set_size(size);
-  hold->set_tenant(tenant);
-  hold->set_until_wall_ms(WallMs() + (h.until - Now()));  // a restarted master's clock starts elsewhere
+  *rec.mutable_hold() = ToLogHold(seg.desc.id, tenant, size, h, Now(), WallMs());
   sink_->Append(rec);
 }
 
@@ -629,14 +634,7 @@ std::vector<pb::LogHold> SegmentManager::HeldRecords() const {
   for (const auto& [id, seg] : by_id_) {
     MutexLock seg_lock(seg->mu);
     for (const auto& [tenant_size, queue] : seg->held) {
-      for (const auto& h : queue) {
-        pb::LogHold& r = out.emplace_back();
-        r.set_segment(id);
-        r.set_offset(h.offset);
-        r.set_size(tenant_size.second);
-        r.set_tenant(tenant_size.first);
-        r.set_until_wall_ms(wall + (h.until - now));
-      }
+      for (const auto& h : queue) out.push_back(ToLogHold(id, tenant_size.first, tenant_size.second, h, now, wall));
     }
   }
   return out;

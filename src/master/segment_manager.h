@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -204,6 +205,10 @@ class SegmentManager {
 
   bool TryAllocateOn(Segment& seg, TenantIndex tenant, uint64_t size, Allocation* out);
   TimeMs Now() const;
+  // Mounted segments whose `until` is still ahead.
+  size_t CountUntil(const std::function<TimeMs(const Segment&)>& until) const;
+  static pb::LogHold ToLogHold(SegmentId segment, TenantIndex tenant, uint64_t size, const Segment::Held& h, TimeMs now,
+                               int64_t wall_ms);
   void RebuildListLocked() REQUIRES(mu_);
   // Takes a free slot for `seg` and publishes it for IdOf; NO_AVAILABLE_HANDLE when none is left.
   Status AddLocked(std::shared_ptr<Segment> seg) REQUIRES(mu_);

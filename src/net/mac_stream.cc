@@ -61,7 +61,7 @@ class MacStream final : public Stream {
         in_(new uint8_t[kInSize]) {}
 
   ssize_t Send(const iovec* iov, size_t count) override {
-    Cursor cur{iov, count};
+    Cursor cur(iov, count);
     size_t consumed = 0;
     if (inflight_) {
       // The record begun last time: the caller's bytes start with its payload again.
@@ -158,14 +158,14 @@ class MacStream final : public Stream {
  private:
   // A position in the caller's iovec array.
   struct Cursor {
+    Cursor(const iovec* v, size_t n) : iov(v), count(n) {
+      for (size_t i = 0; i < n; ++i) remaining += v[i].iov_len;
+    }
     const iovec* iov;
     size_t count;
-    size_t off = 0;  // into iov[0]
-    size_t left() const {
-      size_t s = 0;
-      for (size_t i = 0; i < count; ++i) s += iov[i].iov_len;
-      return s - off;
-    }
+    size_t off = 0;        // into iov[0]
+    size_t remaining = 0;  // bytes from here to the end (kept, not summed again per record)
+    size_t left() const { return remaining; }
     size_t here() {
       while (count > 0 && off == iov[0].iov_len) {
         ++iov;
@@ -180,6 +180,7 @@ class MacStream final : public Stream {
         const size_t h = here();
         const size_t t = std::min(h, k);
         off += t;
+        remaining -= t;
         k -= t;
         if (h == 0) break;
       }
