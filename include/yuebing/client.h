@@ -211,14 +211,22 @@ class Client {
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force = false);
   Result<uint64_t> RemoveAll(bool force = false);
 
-  // Memory the application registers for zero-copy transfers (put_from / get_into).
+  // Memory the application registers for zero-copy transfers (put_from / get_into). Any address
+  // this API takes may be GPU memory where the CUDA driver is installed: the client finds out from
+  // the driver and moves such bytes through pinned host memory; the CPU never touches them.
   Status RegisterBuffer(void* ptr, uint64_t size);
   Status UnregisterBuffer(void* ptr);
   // Whether [ptr, ptr + size) lies inside one registered buffer.
   bool IsRegistered(const void* ptr, uint64_t size) const;
   // INVALID_PARAMS when [ptr, ptr + size) starts inside a registered buffer and runs past its end
-  // (every read and write into caller memory is checked so; a caller copying itself asks here).
+  // (every read and write into caller memory is checked so; a caller copying itself asks here), or
+  // when it starts in a GPU allocation and runs past that allocation's end.
   Status CheckCallerMemory(const void* ptr, uint64_t size) const;
+  // Copies n bytes between caller memory of any kind (host, or GPU memory through the driver's
+  // copies): for a caller that moves bytes itself, such as the Python binding's byte ranges.
+  static Status CopyMemory(void* dst, const void* src, uint64_t n);
+  // Whether the address is GPU memory (false without a CUDA driver).
+  static bool IsDeviceMemory(const void* ptr);
 
   // Before this client leaves with its memory: drains its segments (the master copies every object
   // they hold a memory replica of to other nodes, and puts nothing new on them), waiting up to

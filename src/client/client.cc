@@ -209,7 +209,12 @@ Status Client::RegisterBuffer(void* ptr, uint64_t size) { return impl_->data.reg
 Status Client::UnregisterBuffer(void* ptr) { return impl_->data.registered().Unregister(ptr); }
 bool Client::IsRegistered(const void* ptr, uint64_t size) const { return impl_->data.registered().Contains(ptr, size); }
 Status Client::CheckCallerMemory(const void* ptr, uint64_t size) const {
-  return impl_->data.registered().CheckSpan(ptr, size);
+  return impl_->data.CallerSize({{const_cast<void*>(ptr), size}}).status();
+}
+Status Client::CopyMemory(void* dst, const void* src, uint64_t n) { return DeviceMemory::Get().Copy(dst, src, n); }
+bool Client::IsDeviceMemory(const void* ptr) {
+  auto where = DeviceMemory::Get().Locate(ptr, 1);
+  return !where.ok() || *where != nullptr;
 }
 
 // ---- metadata and removal: straight to the master

@@ -1,6 +1,7 @@
 // DataPath: moving bytes between caller slices and replicas.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "client/data_path.h"
 
@@ -19,8 +20,11 @@ Result<uint64_t> SlicesSize(const std::vector<Slice>& slices) {
 Result<uint64_t> DataPath::CallerSize(const std::vector<Slice>& slices) const {
   auto total = SlicesSize(slices);
   if (!total.ok()) return total;
+  const DeviceMemory& dm = DeviceMemory::Get();
   for (const auto& s : slices) {
-    if (s.size > 0) YB_RETURN_IF_ERROR(registered_.CheckSpan(s.ptr, s.size));
+    if (s.size == 0) continue;
+    YB_RETURN_IF_ERROR(registered_.CheckSpan(s.ptr, s.size));
+    if (dm.available()) YB_RETURN_IF_ERROR(dm.Locate(s.ptr, s.size).status());
   }
   return total;
 }
@@ -35,7 +39,17 @@ void DataPath::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica
   }
 }
 
+bool DataPath::OnDevice(const std::vector<Slice>& slices) {
+  const DeviceMemory& dm = DeviceMemory::Get();
+  if (!dm.available()) return false;
+  return std::any_of(slices.begin(), slices.end(), [&](const Slice& s) {
+    auto where = dm.Locate(s.ptr, s.size);
+    return s.size > 0 && (!where.ok() || *where);  // an error: the staged move reports it
+  });
+}
+
 bool DataPath::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
+  if (OnDevice(slices)) return true;
   Transport* t = engine_->Route(replica.segment);
   if (!t || !t->RequiresRegisteredMemory()) return false;
   return std::any_of(slices.begin(), slices.end(), [&](const Slice& s) {
@@ -45,31 +59,156 @@ bool DataPath::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>
 
 Status DataPath::Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
                       ChecksumSink* checksum) {
-  if (!NeedsStaging(replica, slices)) {
-    std::vector<TransferRequest> reqs;
-    AppendRequests(op, replica, slices, reqs, checksum);
-    for (auto& st : engine_->Submit(reqs)) YB_RETURN_IF_ERROR(st);
-    return Status::OK();
-  }
-  // Stage in pieces of at most half the staging buffer, so two movers can share it.
-  uint64_t piece_max = std::max<uint64_t>(staging_->capacity() / 2, 64);
-  uint64_t off = replica.offset;
-  for (const auto& s : slices) {
-    for (uint64_t done = 0; done < s.size;) {
-      uint64_t n = std::min(piece_max, s.size - done);
-      auto lease = staging_->Allocate(n);
-      if (!lease) return Status(Code::kNoAvailableHandle, "staging buffer (local_buffer_size) is too small or full");
-      auto* user = static_cast<uint8_t*>(s.ptr) + done;
-      if (op == TransferRequest::Op::kWrite) std::memcpy(lease->ptr, user, n);
-      Status st = engine_->Submit({{op, replica.segment, off, lease->ptr, n, nullptr, replica.grant}})[0];
-      if (st.ok() && op == TransferRequest::Op::kRead) std::memcpy(user, lease->ptr, n);
-      staging_->Free(*lease);
-      YB_RETURN_IF_ERROR(st);
-      done += n;
-      off += n;
+  if (NeedsStaging(replica, slices)) return MoveStaged(op, replica, slices, checksum);
+  std::vector<TransferRequest> reqs;
+  AppendRequests(op, replica, slices, reqs, checksum);
+  for (auto& st : engine_->Submit(reqs)) YB_RETURN_IF_ERROR(st);
+  return Status::OK();
+}
+
+namespace {
+
+// The piece a move through device memory stages at a time: a whole number of checksum chunks (each
+// chunk is hashed as its piece moves, never read again from the caller's memory), about a quarter
+// of the object so that the device copy of one piece overlaps the transfer of the next.
+constexpr uint64_t kDevicePieceMin = 256ULL << 10;
+constexpr uint64_t kDevicePieceMax = 4ULL << 20;
+
+uint64_t DevicePiece(uint64_t total) {
+  const uint64_t quarter = (total / 4 + kChecksumChunk - 1) / kChecksumChunk * kChecksumChunk;
+  return std::clamp(quarter, kDevicePieceMin, kDevicePieceMax);
+}
+
+// Calls fn(slice index, pointer, length) for each part of the caller's slices that holds object
+// bytes [pos, pos + n), in order; stops at the first error.
+template <typename Fn>
+Status ForEachFragment(const std::vector<Slice>& slices, uint64_t pos, uint64_t n, Fn fn) {
+  uint64_t start = 0;
+  for (size_t i = 0; i < slices.size() && n > 0; ++i) {
+    const uint64_t end = start + slices[i].size;
+    if (end > pos) {
+      const uint64_t off = pos - start, take = std::min(n, slices[i].size - off);
+      YB_RETURN_IF_ERROR(fn(i, static_cast<uint8_t*>(slices[i].ptr) + off, take));
+      pos += take;
+      n -= take;
     }
+    start = end;
   }
   return Status::OK();
+}
+
+}  // namespace
+
+// A move through host staging slots, piece by piece. Two slots alternate: while one piece moves
+// over the transport, the other's copy between the slot and the caller's memory runs (the driver's
+// async copies for device memory; memcpy otherwise). The slots are the pinned ones of a device
+// stager when any slice is device memory, else two ranges of the registered staging buffer.
+Status DataPath::MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                            ChecksumSink* checksum) {
+  auto total = SlicesSize(slices);
+  if (!total.ok()) return total.status();
+  DeviceMemory& dm = DeviceMemory::Get();
+  std::vector<DeviceMemory::Context> where(slices.size(), nullptr);
+  DeviceMemory::Context ctx = nullptr;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    auto c = dm.Locate(slices[i].ptr, slices[i].size);
+    if (!c.ok()) return c.status();
+    where[i] = *c;
+    if (*c && ctx && *c != ctx) {
+      return Status(Code::kInvalidParams, "one value's buffers are in the memory of two devices");
+    }
+    if (*c) ctx = *c;
+  }
+  uint8_t* slot[2] = {nullptr, nullptr};
+  uint64_t piece = 0;
+  DeviceMemory::StagerPtr stager;
+  std::optional<StagingBuffer::Lease> lease[2];
+  struct FreeLeases {
+    StagingBuffer& staging;
+    std::optional<StagingBuffer::Lease>* lease;
+    ~FreeLeases() {
+      for (int i = 0; i < 2; ++i) {
+        if (lease[i]) staging.Free(*lease[i]);
+      }
+    }
+  } free_leases{*staging_, lease};
+  if (ctx) {
+    piece = DevicePiece(*total);
+    auto got = dm.Acquire(ctx, kDevicePieceMax);
+    if (!got.ok()) return got.status();
+    stager = std::move(got).value();
+    slot[0] = stager->slot(0);
+    slot[1] = stager->slot(1);
+  } else {
+    // A quarter of the staging buffer each: two movers can share it.
+    piece = std::min(*total, std::max<uint64_t>(staging_->capacity() / 4, 64));
+    for (int i = 0; i < 2; ++i) {
+      lease[i] = staging_->Allocate(piece);
+      if (!lease[i]) return Status(Code::kNoAvailableHandle, "staging buffer (local_buffer_size) is too small or full");
+      slot[i] = lease[i]->ptr;
+    }
+  }
+  std::optional<DeviceMemory::Bind> bound;
+  if (ctx) {
+    bound.emplace(dm, ctx);
+    YB_RETURN_IF_ERROR(bound->status());
+  }
+  // Caller memory -> slot, and slot -> caller memory, for object bytes [pos, pos + n).
+  auto stage_in = [&](uint64_t pos, uint64_t n, uint8_t* to) {
+    uint64_t at = 0;
+    return ForEachFragment(slices, pos, n, [&](size_t i, uint8_t* p, uint64_t len) {
+      Status st = Status::OK();
+      if (where[i]) {
+        st = stager->ToHostAsync(to + at, p, len);
+      } else {
+        std::memcpy(to + at, p, len);
+      }
+      at += len;
+      return st;
+    });
+  };
+  auto stage_out = [&](uint64_t pos, uint64_t n, const uint8_t* from) {
+    uint64_t at = 0;
+    return ForEachFragment(slices, pos, n, [&](size_t i, uint8_t* p, uint64_t len) {
+      Status st = Status::OK();
+      if (where[i]) {
+        st = stager->ToDeviceAsync(p, from + at, len);
+      } else {
+        std::memcpy(p, from + at, len);
+      }
+      at += len;
+      return st;
+    });
+  };
+  auto wait = [&] { return stager ? stager->Wait() : Status::OK(); };
+  auto transfer = [&](uint64_t pos, uint64_t n, uint8_t* local) {
+    return engine_->Submit(
+        {{op, replica.segment, replica.offset + pos, local, n, nullptr, replica.grant, checksum, pos}})[0];
+  };
+  const uint64_t pieces = (*total + piece - 1) / piece;
+  auto length = [&](uint64_t k) { return std::min(piece, *total - k * piece); };
+  Status st = Status::OK();
+  if (op == TransferRequest::Op::kWrite) {
+    st = stage_in(0, length(0), slot[0]);
+    if (Status w = wait(); st.ok()) st = w;
+    for (uint64_t k = 0; st.ok() && k < pieces; ++k) {
+      // The next piece comes off the device while this one goes out.
+      Status next = k + 1 < pieces ? stage_in((k + 1) * piece, length(k + 1), slot[(k + 1) % 2]) : Status::OK();
+      st = transfer(k * piece, length(k), slot[k % 2]);
+      Status w = wait();
+      if (st.ok()) st = !next.ok() ? next : w;
+    }
+  } else {
+    for (uint64_t k = 0; st.ok() && k < pieces; ++k) {
+      // This piece arrives while the last one goes onto the device.
+      st = transfer(k * piece, length(k), slot[k % 2]);
+      Status w = wait();
+      if (st.ok()) st = w;
+      if (st.ok()) st = stage_out(k * piece, length(k), slot[k % 2]);
+    }
+  }
+  if (Status w = wait(); st.ok()) st = w;  // no copy may still use a slot once it is given back
+  return st;
 }
 
 }  // namespace yb

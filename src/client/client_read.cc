@@ -62,20 +62,23 @@ Result<std::string> BufferFor(uint64_t size) {
 Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices,
                               ChecksumSink* checksum) {
   const std::string disk_key = DiskKey(config_.tenant, key);
-  // The object comes whole: straight into a single slice, else through a buffer and scattered.
+  // The object comes whole: straight into a single slice of host memory, else through a buffer
+  // and scattered (device memory with the driver's copies; its checksum taken from the buffer).
+  const bool device = OnDevice(slices);
   std::string buffer;
-  void* dst = slices.size() == 1 ? slices[0].ptr : nullptr;
+  void* dst = slices.size() == 1 && !device ? slices[0].ptr : nullptr;
   if (!dst) {
     buffer.resize(replica.size);
     dst = buffer.data();
   }
-  TransferRequest r{
-      TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key, replica.grant, checksum, 0};
+  TransferRequest r{TransferRequest::Op::kReadObject, replica.segment, 0, dst, replica.size, &disk_key, replica.grant,
+                    device ? nullptr : checksum, 0};
   YB_RETURN_IF_ERROR(engine_->Submit({r})[0]);
+  if (device && checksum) checksum->Moved(0, buffer.data(), buffer.size());
   if (!buffer.empty()) {
     uint64_t off = 0;
     for (const auto& s : slices) {
-      std::memcpy(s.ptr, buffer.data() + off, s.size);
+      YB_RETURN_IF_ERROR(DeviceMemory::Get().Copy(s.ptr, buffer.data() + off, s.size));
       off += s.size;
     }
   }

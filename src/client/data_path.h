@@ -1,6 +1,7 @@
 // DataPath: a client's reads and writes of object bytes. It asks the master where (PutStart,
 // GetReplicaList), moves the bytes itself through the transfer engine (staging through the local
-// buffer when a transport needs registered memory and the caller's memory is not), and publishes
+// buffer when a transport needs registered memory and the caller's memory is not, and through
+// pinned host slots when the caller's memory is a GPU's: device_memory.h), and publishes
 // or releases (PutEnd / PutRevoke, ReadEnd). It owns the staging buffer, the registry of the
 // caller's registered buffers and the SSD tier (the Offloader) when the client has one.
 //
@@ -19,6 +20,7 @@
 
 #include "api/master_api.h"
 #include "client/buffers.h"
+#include "client/device_memory.h"
 #include "client/client_internal.h"
 #include "client/membership.h"
 #include "client/offloader.h"
@@ -89,7 +91,13 @@ class DataPath {
   // is given the bytes as they move (a staged copy gives none: Finish hashes them).
   Status Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
               ChecksumSink* checksum = nullptr);
+  // Through host staging slots: when a slice is device memory, or the transport needs registered
+  // memory and a slice is not.
   bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
+  Status MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+                    ChecksumSink* checksum);
+  // Whether any slice is device memory (or one the driver cannot place: the staged move says why).
+  static bool OnDevice(const std::vector<Slice>& slices);
   // Requests for a whole object over `slices`, appended to `out`.
   static void AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
                              std::vector<TransferRequest>& out, ChecksumSink* checksum = nullptr);
