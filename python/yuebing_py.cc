@@ -394,8 +394,9 @@ class Store {
             } else if (yb::Status span = c->CheckCallerMemory(static_cast<char*>(mem[i].ptr) + dst, n); !span.ok()) {
               out[i][j][k] = span.mooncake_code();  // past the end of the registered buffer it starts in
             } else {
-              if (n > 0) std::memcpy(static_cast<char*>(mem[i].ptr) + dst, obj->data() + src, n);
-              out[i][j][k] = static_cast<int64_t>(n);
+              // The buffer may be a GPU's: the driver's copy, never a CPU store there.
+              yb::Status copied = yb::Client::CopyMemory(static_cast<char*>(mem[i].ptr) + dst, obj->data() + src, n);
+              out[i][j][k] = copied.ok() ? static_cast<int64_t>(n) : copied.mooncake_code();
             }
           }
         }
@@ -727,6 +728,26 @@ PYBIND11_MODULE(_yuebing, m) {
   m.def(
       "set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
       py::arg("level"), "trace, debug, info, warn, error or off");
+  // For the tensor helpers (_tensor.py), which must not touch GPU memory from the CPU.
+  m.def(
+      "_is_device_memory", [](uintptr_t ptr) { return yb::Client::IsDeviceMemory(reinterpret_cast<void*>(ptr)); },
+      py::arg("ptr"), "whether the address is GPU memory (false without a CUDA driver)");
+  m.def(
+      "_read_memory",
+      [](uintptr_t ptr, uint64_t size) -> py::object {
+        std::string out(size, '\0');
+        yb::Status st;
+        {
+          py::gil_scoped_release unlocked;
+          st = yb::Client::CopyMemory(out.data(), reinterpret_cast<void*>(ptr), size);
+        }
+        if (!st.ok()) {
+          LogError("reading " + std::to_string(size) + " bytes at an address: " + st.ToString());
+          return py::none();
+        }
+        return py::bytes(out);
+      },
+      py::arg("ptr"), py::arg("size"), "a copy of the bytes at an address, host or GPU memory; None on an error");
   py::class_<PyBufferDescriptor>(m, "Descriptor")
       .def(py::init<>())
       .def_readwrite("size", &PyBufferDescriptor::size)

@@ -24,6 +24,7 @@ VERSION = 1
 _HEAD = struct.Struct("<IHHiiIIQQ")  # 40 bytes
 _SHAPE = struct.Struct("<8q")
 _AXES = struct.Struct("<II")
+_MAGIC_WORD = struct.Struct("<I")
 _AXIS = struct.Struct("<iiiiiiq")  # 32 bytes
 MAX_DIMS = 8
 MAX_AXES = 4
@@ -84,8 +85,9 @@ def encode_header(tensor, whole_shape=None, tp=None):
     if len(shape) > MAX_DIMS:
         _log.error("put_tensor: %d dimensions; Mooncake's tensor format holds at most %d", len(shape), MAX_DIMS)
         return None
-    if tensor.device.type != "cpu":
-        _log.error("put_tensor: tensor on %s; only CPU tensors are supported", tensor.device)
+    if tensor.device.type not in ("cpu", "cuda"):
+        # CUDA memory is found by the client through the driver and moved through pinned host memory.
+        _log.error("put_tensor: tensor on %s; only CPU and CUDA tensors are supported", tensor.device)
         return None
     nbytes = tensor.numel() * tensor.element_size()
     layout = LAYOUT_FULL if tp is None else LAYOUT_SHARD
@@ -108,17 +110,20 @@ def _data_bytes(dtype, shape):
     return count * _torch().empty((), dtype=dtype).element_size()
 
 
-def decode_header(view, what):
+def decode_header(view, what, total=None):
     """(dtype, shape, data bytes, data offset) of the tensor object in `view`, in Mooncake's current
-    format or its earlier one, or None (logged) when it is no tensor."""
+    format or its earlier one, or None (logged) when it is no tensor. `total`: the object's size when
+    `view` holds only its first bytes (an object in GPU memory, whose header alone was copied)."""
     _, to_dtype = _dtype_tables()
-    if len(view) >= 4 and struct.unpack_from("<I", view, 0)[0] == MAGIC:
+    if total is not None:
+        view = _Prefix(view, total)
+    if len(view) >= 4 and _unpack_from(_MAGIC_WORD, view, 0)[0] == MAGIC:
         if len(view) < HEADER_BYTES:
             _log.error("%s: object of %d bytes is shorter than a tensor header", what, len(view))
             return None
-        (_, version, header_size, number, ndim, layout, _, offset, nbytes) = _HEAD.unpack_from(view, 0)
-        local = _SHAPE.unpack_from(view, _HEAD.size + _SHAPE.size)
-        axis_count = _AXES.unpack_from(view, _HEAD.size + 2 * _SHAPE.size)[0]
+        (_, version, header_size, number, ndim, layout, _, offset, nbytes) = _unpack_from(_HEAD, view, 0)
+        local = _unpack_from(_SHAPE, view, _HEAD.size + _SHAPE.size)
+        axis_count = _unpack_from(_AXES, view, _HEAD.size + 2 * _SHAPE.size)[0]
         dtype = to_dtype.get(number)
         if (version != VERSION or header_size != HEADER_BYTES or dtype is None or not 0 <= ndim <= MAX_DIMS
                 or layout > LAYOUT_SHARD or axis_count > MAX_AXES or not HEADER_BYTES <= offset <= len(view)
@@ -133,7 +138,7 @@ def decode_header(view, what):
     if len(view) < OLD_HEADER.size:
         _log.error("%s: object of %d bytes is shorter than a tensor header", what, len(view))
         return None
-    number, ndim, *dims = OLD_HEADER.unpack_from(view, 0)
+    number, ndim, *dims = _unpack_from(OLD_HEADER, view, 0)
     dtype = to_dtype.get(number)
     if dtype is None or not 0 <= ndim <= OLD_MAX_DIMS or any(d < 0 for d in dims[:ndim]):
         _log.error("%s: not a tensor object (dtype %d, ndim %d)", what, number, ndim)
@@ -145,6 +150,39 @@ def decode_header(view, what):
                    len(view) - OLD_HEADER.size)
         return None
     return dtype, shape, nbytes, OLD_HEADER.size
+
+
+class _Prefix:
+    """The first bytes of an object of `total` bytes: len() is the object's, unpacking reads the prefix."""
+
+    def __init__(self, data, total):
+        self.data, self.total = bytes(data), total
+
+    def __len__(self):
+        return self.total
+
+    def __getitem__(self, item):
+        return self.data[item]
+
+
+def _unpack_from(fmt, view, offset=0):
+    return fmt.unpack_from(view.data if isinstance(view, _Prefix) else view, offset)
+
+
+def _device_tensor(ptr, dtype, shape, nbytes, offset, what):
+    """A CUDA tensor over GPU memory at `ptr` (the object) from `offset`, sharing it; None (logged)
+    where this torch has no CUDA."""
+    torch = _torch()
+    if not torch.cuda.is_available():
+        _log.error("%s: the buffer is GPU memory but this torch has no CUDA: no tensor can view it", what)
+        return None
+
+    class _Cuda:
+        __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr + offset, False),
+                                    "version": 3}
+
+    flat = torch.as_tensor(_Cuda(), device="cuda")
+    return flat.view(dtype).reshape(shape)
 
 
 def _view_tensor(buffer, dtype, shape, nbytes, offset):
@@ -265,10 +303,15 @@ class TensorMixin:
         for ptr, n in zip(buffer_ptrs, res):
             if n < 0:
                 out.append(None)
-                continue
-            view = _address_view(ptr, n)
-            meta = decode_header(memoryview(view), "get_tensor_into")
-            out.append(None if meta is None else _view_tensor(view, *meta))
+            elif isinstance(ptr, int) and _is_device_memory(ptr):
+                # GPU memory: only the header is copied out to read; the tensor views the device's bytes.
+                head = _read_memory(ptr, min(n, HEADER_BYTES))
+                meta = None if head is None else decode_header(head, "get_tensor_into", total=n)
+                out.append(None if meta is None else _device_tensor(ptr, *meta, "get_tensor_into"))
+            else:
+                view = _address_view(ptr, n)
+                meta = decode_header(memoryview(view), "get_tensor_into")
+                out.append(None if meta is None else _view_tensor(view, *meta))
         return out
 
     # ---- tensor parallelism: a tensor split along split_dim into tp_size shards, KEY_tp_RANK
@@ -331,7 +374,14 @@ class TensorMixin:
             return self.batch_put_tensor_from(list(base_keys), list(buffer_ptrs), list(sizes))
         keys, tensors, where, out = [], [], [], [INVALID_PARAMS] * len(base_keys)
         for i, (key, ptr, size) in enumerate(zip(base_keys, buffer_ptrs, sizes)):
-            view = _address_view(ptr, size)
+            # An object in GPU memory is split on the host: it is copied out whole first.
+            if isinstance(ptr, int) and _is_device_memory(ptr):
+                copied = _read_memory(ptr, size)
+                if copied is None:
+                    continue
+                view = bytearray(copied)
+            else:
+                view = _address_view(ptr, size)
             meta = decode_header(memoryview(view), what)
             if meta is None:
                 continue
@@ -354,6 +404,16 @@ class TensorMixin:
     def batch_get_tensor_with_tp_into(self, base_keys, buffer_ptrs, sizes, tp_rank=0, tp_size=1, split_dim=0):
         return self.batch_get_tensor_into([k if tp_size <= 1 else tp_key(k, tp_rank) for k in base_keys],
                                           buffer_ptrs, sizes)
+
+
+def _is_device_memory(ptr):
+    from ._yuebing import _is_device_memory as is_device
+    return is_device(ptr)
+
+
+def _read_memory(ptr, size):
+    from ._yuebing import _read_memory as read
+    return read(ptr, size)
 
 
 def _default_config():

@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("yuebing")
 from yuebing import MooncakeDistributedStore, ReplicateConfig, SoftPinAction  # noqa: E402
 from conftest import BIN, Cluster, c_api_env, client_http, free_port, wait_until  # noqa: E402
+from fake_cuda import Cache, HostMemory  # noqa: E402
 
 LIB = os.path.join(BIN, "..", "lib", "libyuebing.so")
 
@@ -256,6 +257,11 @@ class SGLangReplay:
 
 @pytest.mark.parametrize("is_mla", [False, True])
 def test_sglang_hicache_backend(pool, tmp_path, is_mla):
+    run_sglang_backend(pool, tmp_path, is_mla, HostMemory())
+
+
+def run_sglang_backend(pool, tmp_path, is_mla, memory):
+    """The replay with each rank's host KV pool in `memory` (host, or fake device memory)."""
     path = config_file(tmp_path, "hicache.json", local_hostname="127.0.0.1", metadata_server="P2PHANDSHAKE",
                        global_segment_size=128 << 20, protocol="tcp", device_name="",
                        master_server_address=pool.address, master_metrics_port=pool.http_port, check_server=True)
@@ -264,25 +270,24 @@ def test_sglang_hicache_backend(pool, tmp_path, is_mla):
     page_bytes, pages = 64 << 10, 32
     ranks = []
     for rank in range(2):  # two TP ranks, each its own client with half the segment
-        host_pool = torch.zeros(page_bytes * pages, dtype=torch.uint8)
+        host_pool = Cache(memory, (page_bytes * pages,), 1)
         http = free_port()
         ranks.append((SGLangReplay(config, rank, 2, host_pool, page_bytes, is_mla, http), host_pool, http))
     page_keys = [uuid.uuid4().hex for _ in range(8)]  # page hashes
-    shared = torch.randint(0, 255, (8 * page_bytes,), dtype=torch.uint8)
+    shared = os.urandom(8 * page_bytes)
     for rank, (r, host_pool, _) in enumerate(ranks):
         # MHA: each rank holds its own heads; MLA: every rank holds the same latent KV, one set of keys.
-        host_pool[:8 * page_bytes] = shared if is_mla else torch.randint(0, 255, (8 * page_bytes,),
-                                                                           dtype=torch.uint8)
+        memory.write(host_pool.data_ptr(), shared if is_mla else os.urandom(8 * page_bytes))
         assert r.batch_exists(page_keys) == (8 if is_mla and rank > 0 else 0)
         assert r.batch_set_v1(page_keys[:6], list(range(6))) == [True] * 6
         assert r.batch_set_v1(page_keys[:8], list(range(8))) == [True] * 8  # the first 6 exist: skipped
         assert r.batch_exists(page_keys + ["never-written"]) == 8
     for rank, (r, host_pool, _) in enumerate(ranks):
-        saved = host_pool[:8 * page_bytes].clone()
-        host_pool.zero_()
+        saved = memory.read(host_pool.data_ptr(), 8 * page_bytes)
+        memory.write(host_pool.data_ptr(), bytes(host_pool.nbytes()))
         # Loaded into other pages of the host pool (prefetch), then compared page by page.
         assert r.batch_get_v1(page_keys, list(range(16, 24))) == [True] * 8
-        assert torch.equal(host_pool[16 * page_bytes:24 * page_bytes], saved)
+        assert memory.read(host_pool.data_ptr() + 16 * page_bytes, 8 * page_bytes) == saved
         if not is_mla:  # each rank's pages under its own keys
             other = ranks[1 - rank][0].mha_suffix
             assert r.store.is_exist(f"{page_keys[0]}_{other}_k") == 1
@@ -314,18 +319,19 @@ def vllm_key(block_hash, tp_rank=0):
 class VLLMReplay:
     """MooncakeStoreWorker: FlashAttention layout, (2, num_blocks, block, heads, dim) per layer."""
 
-    def __init__(self, config_path):
+    def __init__(self, config_path, memory=None):
         with open(config_path) as f:
             cfg = json.load(f)
         self.store = MooncakeDistributedStore()
+        self.memory = memory or HostMemory()
         ret = self.store.setup("127.0.0.1", cfg.get("metadata_server", ""), cfg.get("global_segment_size"),
                                cfg.get("local_buffer_size"), cfg.get("protocol", "rdma"), cfg.get("device_name", ""),
                                cfg.get("master_server_address", ""))
         if ret != 0:
             raise RuntimeError("Initialize MooncakeDistributedStore failed.")
         self.replicate_config = ReplicateConfig()
-        self.kv_caches = [torch.zeros(2, NUM_BLOCKS, BLOCK_TOKENS, HEADS, HEAD_DIM, dtype=torch.float16)
-                          for _ in range(LAYERS)]
+        # float16 caches (host, or fake device memory: the engine's GPU KV caches).
+        self.kv_caches = [Cache(self.memory, (2, NUM_BLOCKS, BLOCK_TOKENS, HEADS, HEAD_DIM), 2) for _ in range(LAYERS)]
         # register_kv_caches: one region per cache storage; K and V segments per layer.
         self.segments, self.block_lens = [], []
         for cache in self.kv_caches:
@@ -367,7 +373,8 @@ class VLLMReplay:
         return self.store.batch_get_into_multi_buffers(keys, [v[0] for v in values], [v[1] for v in values])
 
     def block(self, block_id):
-        return torch.stack([c[:, block_id] for c in self.kv_caches])
+        """The block's bytes in every layer's K and V, read as the engine's memory allows."""
+        return b"".join(self.memory.read(base + block_id * n, n) for base, n in zip(self.segments, self.block_lens))
 
 
 def test_vllm_store_connector_worker(pool, tmp_path):
@@ -383,11 +390,16 @@ def test_vllm_store_connector_worker(pool, tmp_path):
             VLLMReplay(rdma)
     finally:
         del os.environ["YB_STRICT_PROTOCOL"]
+    run_vllm_worker(pool, tmp_path, HostMemory)
+
+
+def run_vllm_worker(pool, tmp_path, memory):
+    """Two workers' save, lookup and load with their KV caches in `memory()` (host, or fake device)."""
     path = config_file(tmp_path, "vllm.json", metadata_server="P2PHANDSHAKE", master_server_address=pool.address,
                        protocol="tcp", device_name="", global_segment_size=64 << 20, local_buffer_size=16 << 20)
-    producer, consumer = VLLMReplay(path), VLLMReplay(path)
+    producer, consumer = VLLMReplay(path, memory()), VLLMReplay(path, memory())
     for c in producer.kv_caches:
-        c.copy_(torch.randn(c.shape).to(torch.float16))
+        producer.memory.write(c.data_ptr(), os.urandom(c.nbytes()))
     hashes = [f"{i:032x}" for i in range(10)]
     assert producer.save(hashes[:6], list(range(6))) == [0] * 6
     assert producer.save(hashes, list(range(10))) == [0] * 4  # dedup: only the 4 new blocks
@@ -396,7 +408,8 @@ def test_vllm_store_connector_worker(pool, tmp_path):
     expected = sum(producer.block_lens)
     assert consumer.load(hashes, targets, tier_log=True) == [expected] * 10
     for src, dst in zip(range(10), targets):
-        assert torch.equal(consumer.block(dst), producer.block(src))
+        assert consumer.block(dst) == producer.block(src)
+    assert consumer.block(40) == bytes(expected)  # untouched blocks stay zero
     assert consumer.load(["e" * 32], [40])[0] < 0  # a miss is a per-key negative value
     producer.store.close()
     consumer.store.close()
