@@ -38,6 +38,7 @@
 
 #include "api/master_api.h"
 #include "common/cpus.h"
+#include "device_case.h"
 #include "event_callers.h"
 #include "master.pb.h"
 #include "rpc/master_client.h"
@@ -352,16 +353,22 @@ json Latency(std::vector<double>& us) {
   return {{"p50_us", pct(0.50)}, {"p99_us", pct(0.99)}};
 }
 
-json DataBench(const std::string& master, double seconds, const Iperf3* iperf, const std::vector<uint64_t>& sizes,
-               bool checksum) {
+// The data cases' client: a pure caller (every byte crosses TCP to another process), set up from
+// the environment as a caller's process would be (YB_AUTH_SECRET_FILE, YB_TLS_*, MC_SLICE_SIZE).
+yb::ClientConfig CallerConfig(const std::string& master, bool checksum) {
   yb::ClientConfig c;
-  // YB_AUTH_SECRET_FILE, YB_TLS_*, MC_SLICE_SIZE: as a caller's process would be set up.
   yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
   c.enable_checksum = checksum;
   c.local_hostname = "127.0.0.1";
   c.master_server_addr = master;
-  c.global_segment_size = 0;  // a pure caller: every byte crosses TCP to another process
+  c.global_segment_size = 0;
   c.local_buffer_size = 64ULL << 20;
+  return c;
+}
+
+json DataBench(const std::string& master, double seconds, const Iperf3* iperf, const std::vector<uint64_t>& sizes,
+               bool checksum) {
+  const yb::ClientConfig c = CallerConfig(master, checksum);
   auto connected = yb::Client::Connect(c);
   if (!connected.ok()) {
     spdlog::error("cannot connect: {}", connected.status().ToString());
@@ -542,6 +549,8 @@ int main(int argc, char** argv) {
   bool per_cpu = false;
   bool checksum = yb::ClientConfig{}.enable_checksum;
   std::vector<std::string> value_sizes{"4096", "65536", "1MB", "4MB"};
+  bool device = false;
+  std::vector<std::string> device_sizes{"1MB", "4MB"};
   app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
   app.add_option("--value_sizes", value_sizes, "put/get value sizes (\"64KB\", bytes)")->delimiter(',');
   app.add_option("--enable_checksum", checksum, "record and check checksums in the put/get benchmark");
@@ -558,6 +567,10 @@ int main(int argc, char** argv) {
   app.add_flag("--per_cpu_callers", per_cpu,
                "event-loop cases: one caller thread per CPU, each pinned and holding its share of the connections "
                "(cases named ..._per_cpu); for a master run with --rpc_pin_threads");
+  app.add_flag("--device_memory", device,
+               "also put and get values held in GPU memory against host memory (needs the CUDA driver, or "
+               "LD_LIBRARY_PATH=<build>/fake_cuda)");
+  app.add_option("--device_value_sizes", device_sizes, "value sizes of the --device_memory case")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   NoopRpcServer noop;
   bool have_noop = !skip_meta && noop.Start(per_cpu);               // forks: before any thread
@@ -599,19 +612,26 @@ int main(int argc, char** argv) {
     }
     out["master_rpc_ops_per_s"] = meta;
   }
-  std::vector<uint64_t> sizes;
-  for (const auto& v : value_sizes) {
-    auto s = yb::ParseSize(v);
-    if (!s.ok() || *s == 0) {
-      std::fprintf(stderr, "--value_sizes: '%s' is not a size\n", v.c_str());
-      return 2;
+  auto parse_sizes = [](const std::vector<std::string>& values, const char* flag) -> std::optional<std::vector<uint64_t>> {
+    std::vector<uint64_t> sizes;
+    for (const auto& v : values) {
+      auto s = yb::ParseSize(v);
+      if (!s.ok() || *s == 0) {
+        std::fprintf(stderr, "%s: '%s' is not a size\n", flag, v.c_str());
+        return std::nullopt;
+      }
+      sizes.push_back(*s);
     }
-    sizes.push_back(*s);
-  }
+    return sizes;
+  };
+  auto sizes = parse_sizes(value_sizes, "--value_sizes");
+  auto dev_sizes = parse_sizes(device_sizes, "--device_value_sizes");
+  if (!sizes || !dev_sizes) return 2;
   if (!skip_data) {
-    out["put_get_over_tcp"] = DataBench(master, seconds, iperf_error.empty() ? &iperf : nullptr, sizes, checksum);
+    out["put_get_over_tcp"] = DataBench(master, seconds, iperf_error.empty() ? &iperf : nullptr, *sizes, checksum);
     out["checksums"] = checksum;
   }
+  if (device) out["device_memory_vs_host"] = yb_bench::DeviceBench(CallerConfig(master, checksum), seconds, *dev_sizes);
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

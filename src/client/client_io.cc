@@ -68,16 +68,11 @@ Status DataPath::Move(TransferRequest::Op op, const ReplicaDesc& replica, const 
 
 namespace {
 
-// The piece a move through device memory stages at a time: a whole number of checksum chunks (each
-// chunk is hashed as its piece moves, never read again from the caller's memory), about a quarter
-// of the object so that the device copy of one piece overlaps the transfer of the next.
-constexpr uint64_t kDevicePieceMin = 256ULL << 10;
-constexpr uint64_t kDevicePieceMax = 4ULL << 20;
-
-uint64_t DevicePiece(uint64_t total) {
-  const uint64_t quarter = (total / 4 + kChecksumChunk - 1) / kChecksumChunk * kChecksumChunk;
-  return std::clamp(quarter, kDevicePieceMin, kDevicePieceMax);
-}
+// The piece a move through device memory stages at a time (the pinned slots' size): a whole number
+// of checksum chunks, so each chunk is hashed as its piece moves, never read again from the
+// caller's memory. A read hands each chunk on to the device as it lands, so one piece overlaps
+// itself; a write copies the next piece off the device while the current one goes out.
+constexpr uint64_t kDevicePiece = 4ULL << 20;
 
 // Calls fn(slice index, pointer, length) for each part of the caller's slices that holds object
 // bytes [pos, pos + n), in order; stops at the first error.
@@ -133,8 +128,8 @@ Status DataPath::MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, 
     }
   } free_leases{*staging_, lease};
   if (ctx) {
-    piece = DevicePiece(*total);
-    auto got = dm.Acquire(ctx, kDevicePieceMax);
+    piece = std::min(*total, kDevicePiece);
+    auto got = dm.Acquire(ctx, kDevicePiece);
     if (!got.ok()) return got.status();
     stager = std::move(got).value();
     slot[0] = stager->slot(0);
@@ -198,12 +193,45 @@ Status DataPath::MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, 
       Status w = wait();
       if (st.ok()) st = !next.ok() ? next : w;
     }
+  } else if (stager) {
+    // Each chunk goes on to the device as soon as it lands (the transport's threads queue the
+    // copies on the stager's stream) while the rest of the piece is still arriving.
+    class Onward : public LandingObserver {
+     public:
+      Onward(const DeviceMemory& dm, DeviceMemory::Context ctx, const std::function<Status(uint64_t, uint64_t,
+                                                                                          const uint8_t*)>& out)
+          : dm_(dm), ctx_(ctx), out_(out) {}
+      void Landed(uint64_t pos, const void* p, uint64_t n) override {
+        DeviceMemory::Bind bound(dm_, ctx_);
+        Status st = bound.status().ok() ? out_(pos, n, static_cast<const uint8_t*>(p)) : bound.status();
+        if (st.ok()) return;
+        std::lock_guard lock(mu_);
+        if (first_error_.ok()) first_error_ = st;
+      }
+      Status error() {
+        std::lock_guard lock(mu_);
+        return first_error_;
+      }
+
+     private:
+      const DeviceMemory& dm_;
+      DeviceMemory::Context ctx_;
+      const std::function<Status(uint64_t, uint64_t, const uint8_t*)>& out_;
+      Mutex mu_;
+      Status first_error_ GUARDED_BY(mu_);
+    };
+    const std::function<Status(uint64_t, uint64_t, const uint8_t*)> out = stage_out;
+    for (uint64_t k = 0; st.ok() && k < pieces; ++k) {
+      Onward onward(dm, ctx, out);
+      st = engine_->Submit({{op, replica.segment, replica.offset + k * piece, slot[k % 2], length(k), nullptr,
+                             replica.grant, checksum, k * piece, &onward}})[0];
+      Status w = wait();
+      if (st.ok()) st = onward.error();
+      if (st.ok()) st = w;
+    }
   } else {
     for (uint64_t k = 0; st.ok() && k < pieces; ++k) {
-      // This piece arrives while the last one goes onto the device.
       st = transfer(k * piece, length(k), slot[k % 2]);
-      Status w = wait();
-      if (st.ok()) st = w;
       if (st.ok()) st = stage_out(k * piece, length(k), slot[k % 2]);
     }
   }

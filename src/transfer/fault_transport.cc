@@ -52,6 +52,7 @@ std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRe
         // after the damage.
         if (batch[i].op == TransferRequest::Op::kRead && corrupt_.count(batch[i].segment)) {
           pass.back().checksum = nullptr;
+          pass.back().landed = nullptr;
         }
       }
     }
@@ -63,9 +64,9 @@ std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRe
     const auto& r = pass[j];
     if (inner[j].ok() && r.op == TransferRequest::Op::kRead && r.length > 0 && corrupt_.count(r.segment)) {
       static_cast<uint8_t*>(r.local)[0] ^= 0xFF;
-      if (const auto& original = batch[where[j]]; original.checksum) {
-        original.checksum->Moved(original.object_pos, original.local, original.length);
-      }
+      const auto& original = batch[where[j]];
+      if (original.checksum) original.checksum->Moved(original.object_pos, original.local, original.length);
+      if (original.landed) original.landed->Landed(original.object_pos, original.local, original.length);
     }
   }
   return out;

@@ -28,17 +28,18 @@ Status ReadObjectFrom(const LocalSegmentRegistry& registry, const TransferReques
                   "object on disk has " + std::to_string(*n) + " bytes, expected " + std::to_string(r.length));
   }
   if (r.checksum) r.checksum->Moved(r.object_pos, r.local, r.length);
+  if (r.landed) r.landed->Landed(r.object_pos, r.local, r.length);
   return Status::OK();
 }
 
 namespace {
 
 // Copies a request's bytes; with a checksum sink, chunk by chunk, each hashed while in cache (a
-// read's after it is copied, a write's before).
+// read's after it is copied, a write's before); a read's observer is told of each chunk copied.
 void Copy(const TransferRequest& r, uint8_t* remote) {
   auto* local = static_cast<uint8_t*>(r.local);
   const bool read = r.op == TransferRequest::Op::kRead;
-  if (!r.checksum) {
+  if (!r.checksum && !(read && r.landed)) {
     read ? std::memcpy(local, remote, r.length) : std::memcpy(remote, local, r.length);
     return;
   }
@@ -47,7 +48,8 @@ void Copy(const TransferRequest& r, uint8_t* remote) {
     const uint64_t n = std::min(r.length - done, kChecksumChunk - pos % kChecksumChunk);
     if (read) {
       std::memcpy(local + done, remote + done, n);
-      r.checksum->Moved(pos, local + done, n);
+      if (r.checksum) r.checksum->Moved(pos, local + done, n);
+      if (r.landed) r.landed->Landed(pos, local + done, n);
     } else {
       r.checksum->Moved(pos, local + done, n);
       std::memcpy(remote + done, local + done, n);

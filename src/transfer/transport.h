@@ -15,6 +15,16 @@
 
 namespace yb {
 
+// Told of a read's bytes as they land in local memory, a chunk at a time: what a mover that copies
+// them on (into GPU memory) starts on while the rest is still arriving. Called from any thread, from
+// several at once for distinct chunks.
+class LandingObserver {
+ public:
+  virtual ~LandingObserver() = default;
+  // `n` bytes of the object from position `pos` are now at `p`.
+  virtual void Landed(uint64_t pos, const void* p, uint64_t n) = 0;
+};
+
 struct TransferRequest {
   // read: segment -> local; write: local -> segment; read_object: a whole object, by key, from the
   // SSD tier of the client owning `segment` (a LOCAL_DISK replica) -> local.
@@ -33,6 +43,8 @@ struct TransferRequest {
   // them or right before it sends them: the object's checksum is computed while the bytes move.
   ChecksumSink* checksum = nullptr;
   uint64_t object_pos = 0;
+  // kRead: told of each chunk (whole checksum chunks where it can) once it has landed.
+  LandingObserver* landed = nullptr;
 };
 
 class Transport {

@@ -471,19 +471,21 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
     }
     if (s.piece.op != TransferRequest::Op::kWrite) {
       if (resp.length != s.piece.length) return Status(Code::kTransferFail, "short read from " + endpoint);
-      // Received a checksum chunk at a time, each hashed as it lands.
+      // Received a checksum chunk at a time, each hashed (and handed on) as it lands.
       auto* dst = static_cast<uint8_t*>(s.piece.local);
       ChecksumSink* sink = s.piece.checksum;
+      LandingObserver* observer = s.piece.landed;
       for (uint64_t got = 0; got < s.piece.length;) {
         const uint64_t at = s.piece.object_pos + got;
-        const uint64_t step =
-            sink ? std::min(s.piece.length - got, kChecksumChunk - at % kChecksumChunk) : s.piece.length - got;
+        const uint64_t step = sink || observer ? std::min(s.piece.length - got, kChecksumChunk - at % kChecksumChunk)
+                                               : s.piece.length - got;
         const uint64_t have = std::min<uint64_t>(len - pos, step);
         std::memcpy(dst + got, in.data() + pos, have);
         pos += have;
         if (have < step) RecvAll(*conn.stream, dst + got + have, step - have, ec);
         if (ec) return failed("reading from " + endpoint + ": " + ec.message());
         if (sink) sink->Moved(at, dst + got, step);
+        if (observer) observer->Landed(at, dst + got, step);
         got += step;
       }
     }

@@ -173,6 +173,34 @@ TEST_F(TcpTransportTest, ChecksumsAreComputedAsTheBytesMove) {
   EXPECT_EQ(split.Finish(whole_out), want);
 }
 
+// A read's landing observer is told of every byte once, after it landed, in whole checksum chunks
+// where the request allows: what lets a mover copy them on to a GPU while the rest arrives.
+TEST_F(TcpTransportTest, ALandingObserverSeesEveryByteOnceAfterItLanded) {
+  std::vector<uint8_t> in((1 << 20) + 777), out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7 + 3);
+  ASSERT_TRUE(transport_->Submit({{Op::kWrite, 5, 4096, in.data(), in.size()}})[0].ok());
+  struct Recorder : LandingObserver {
+    void Landed(uint64_t pos, const void* p, uint64_t n) override {
+      std::lock_guard lock(mu);
+      seen.emplace_back(pos, std::vector<uint8_t>(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n));
+    }
+    std::mutex mu;
+    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> seen;
+  } recorder;
+  TransferRequest r{Op::kRead, 5, 4096, out.data(), out.size(), nullptr, {}, nullptr, 1000};
+  r.landed = &recorder;
+  ASSERT_TRUE(transport_->Submit({r})[0].ok());
+  std::sort(recorder.seen.begin(), recorder.seen.end());
+  uint64_t next = 1000;
+  for (const auto& [pos, bytes] : recorder.seen) {
+    ASSERT_EQ(pos, next);  // no gap, no byte twice
+    EXPECT_LE(bytes.size(), kChecksumChunk);
+    EXPECT_EQ(std::memcmp(bytes.data(), in.data() + (pos - 1000), bytes.size()), 0);
+    next += bytes.size();
+  }
+  EXPECT_EQ(next, 1000 + in.size());
+}
+
 // Each slice is one request on the wire: slices longer than the server's bound are refused, and
 // MC_SLICE_SIZE's value is the size that is sent.
 TEST_F(TcpTransportTest, TheSliceSizeIsTheRequestSizeOnTheWire) {
