@@ -205,11 +205,11 @@ Status DataPath::MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, 
         DeviceMemory::Bind bound(dm_, ctx_);
         Status st = bound.status().ok() ? out_(pos, n, static_cast<const uint8_t*>(p)) : bound.status();
         if (st.ok()) return;
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (first_error_.ok()) first_error_ = st;
       }
       Status error() {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         return first_error_;
       }
 

@@ -235,7 +235,7 @@ Result<DeviceMemory::StagerPtr> DeviceMemory::Acquire(Context ctx, uint64_t slot
   if (!api_) return Status(Code::kInternal, "no CUDA driver");
   std::unique_ptr<Stager> s;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = idle_.begin(); it != idle_.end(); ++it) {
       if ((*it)->ctx_ == ctx && (*it)->slot_size_ >= slot_size) {
         s = std::move(*it);
@@ -255,7 +255,7 @@ Result<DeviceMemory::StagerPtr> DeviceMemory::Acquire(Context ctx, uint64_t slot
 void DeviceMemory::Release(Stager* s) {
   std::unique_ptr<Stager> owned(s);
   constexpr size_t kMaxIdle = 8;  // pinned memory is the machine's: keep what a few movers use
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(owned));
 }
 

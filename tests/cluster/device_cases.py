@@ -1,5 +1,6 @@
 """The caller replays and every address-taking call with their buffers in fake device memory
 (tests/fake_cuda): the CPU cannot touch it, so a pass means no path dereferenced a device address.
+With YB_REAL_CUDA=1 (scripts/gpu_check.sh) the same cases run on the machine's driver and GPU.
 Run by test_device_memory.py in a process whose library path puts the fake driver first (the
 client looks for libcuda.so.1 once per process); not collected on its own (not a test_ file)."""
 import os
@@ -12,7 +13,7 @@ pytest.importorskip("torch")
 pytest.importorskip("yuebing")
 from yuebing import MooncakeDistributedStore, ReplicateConfig, _yuebing  # noqa: E402
 from conftest import BIN, c_api_env  # noqa: E402
-from fake_cuda import DeviceMemory, FakeCuda, fake_cuda_env  # noqa: E402
+from fake_cuda import DeviceMemory, FakeCuda, fake_cuda_env, real_cuda  # noqa: E402
 from test_callers import pool, run_sglang_backend, run_vllm_worker  # noqa: E402,F401
 
 LIB = os.path.join(BIN, "..", "lib", "libyuebing.so")
@@ -22,7 +23,7 @@ LIB = os.path.join(BIN, "..", "lib", "libyuebing.so")
 def cuda():
     c = FakeCuda()
     probe = c.alloc(4096)
-    assert _yuebing._is_device_memory(probe), "the client did not load the fake driver (LD_LIBRARY_PATH)"
+    assert _yuebing._is_device_memory(probe), "the client did not load the driver (for the fake: LD_LIBRARY_PATH)"
     c.free(probe)
     return c
 
@@ -31,8 +32,9 @@ def test_vllm_worker_with_kv_caches_in_device_memory(cuda, pool, tmp_path):
     before = cuda.counters()
     run_vllm_worker(pool, tmp_path, lambda: DeviceMemory(cuda))
     after = cuda.counters()
-    assert after["async_copies"] > before["async_copies"]  # through the pinned slots, on a stream
-    assert after["live_streams"] <= 8 * 2  # pooled: two clients' idle stagers at most
+    if after is not None:  # the fake counts what the client did
+        assert after["async_copies"] > before["async_copies"]  # through the pinned slots, on a stream
+        assert after["live_streams"] <= 8  # pooled (one process: the store's stagers are shared)
 
 
 @pytest.mark.parametrize("is_mla", [False, True])
@@ -154,7 +156,8 @@ print("C API device check passed")
 
 def test_c_api_with_device_memory(cuda, pool):
     here = os.path.dirname(os.path.abspath(__file__))
+    env = c_api_env() if real_cuda() else fake_cuda_env(c_api_env())
     r = subprocess.run([sys.executable, "-c", C_DEVICE, LIB, pool.address, here], capture_output=True, text=True,
-                       timeout=60, env=fake_cuda_env(c_api_env(), PYTHONPATH=here))
+                       timeout=60, env=env)
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "C API device check passed" in r.stdout

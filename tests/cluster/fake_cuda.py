@@ -27,11 +27,17 @@ class _Counters(ctypes.Structure):
         "streams_created", "live_streams")]
 
 
+def real_cuda():
+    """Whether the device tests run against the machine's own driver and GPU (scripts/gpu_check.sh)."""
+    return os.environ.get("YB_REAL_CUDA") == "1"
+
+
 class FakeCuda:
-    """Allocation and copies through the fake driver; the tests' own calls (the client makes its own)."""
+    """Allocation and copies through the driver API: the fake's (or, with YB_REAL_CUDA=1, the real
+    libcuda.so.1, which has the same entry points); the tests' own calls (the client makes its own)."""
 
     def __init__(self):
-        lib = ctypes.CDLL(os.path.join(FAKE_DIR, "libcuda.so.1"))
+        lib = ctypes.CDLL("libcuda.so.1" if real_cuda() else os.path.join(FAKE_DIR, "libcuda.so.1"))
         u64, vp, sz = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t
         lib.cuMemAlloc_v2.argtypes = [ctypes.POINTER(u64), sz]
         lib.cuMemFree_v2.argtypes = [u64]
@@ -39,7 +45,9 @@ class FakeCuda:
         lib.cuMemcpyDtoH_v2.argtypes = [vp, u64, sz]
         lib.cuDevicePrimaryCtxRetain.argtypes = [ctypes.POINTER(vp), ctypes.c_int]
         lib.cuCtxSetCurrent.argtypes = [vp]
-        lib.fake_cuda_counters.argtypes = [ctypes.POINTER(_Counters)]
+        self.fake = hasattr(lib, "fake_cuda_counters")
+        if self.fake:
+            lib.fake_cuda_counters.argtypes = [ctypes.POINTER(_Counters)]
         self.lib = lib
         assert lib.cuInit(0) == 0
         self.ctx = vp()
@@ -70,6 +78,9 @@ class FakeCuda:
         return out.raw
 
     def counters(self):
+        """What the fake saw (None with a real driver)."""
+        if not self.fake:
+            return None
         c = _Counters()
         self.lib.fake_cuda_counters(ctypes.byref(c))
         return {name: getattr(c, name) for name, _ in c._fields_}
