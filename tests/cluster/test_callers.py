@@ -510,8 +510,17 @@ def test_a_non_default_cluster_id_is_reached_through_mc_store_cluster_id(tmp_pat
         wait_until(lambda: ha.leader() == 0, 15, "the master to lead")
         assert b"mooncake-store/team-a/master_view" in ha.etcdctl("get", "--prefix", "mooncake-store/",
                                                                    "--keys-only").stdout
+        # SGLang's MooncakeStoreConfig.load_from_env: only MOONCAKE_MASTER (and a smaller segment than
+        # its 4gb default) set; hostname, metadata server, protocol "rdma" and device at its defaults.
+        monkeypatch.setenv("MOONCAKE_MASTER", ha.address)
+        monkeypatch.setenv("MOONCAKE_GLOBAL_SEGMENT_SIZE", str(16 << 20))
+        env = os.environ.get
+        segment = env("MOONCAKE_GLOBAL_SEGMENT_SIZE", "4gb").strip().lower()
+        segment = int(segment[:-2]) << 30 if segment.endswith("gb") else int(segment)
         s = MooncakeDistributedStore()
-        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 16 << 20, 1 << 20, "rdma", "", ha.address) == 0
+        assert s.setup(env("MOONCAKE_LOCAL_HOSTNAME", env("LOCAL_HOSTNAME", "localhost")),
+                       env("MOONCAKE_TE_META_DATA_SERVER", "P2PHANDSHAKE"), segment, 16 * 1024 * 1024,
+                       env("MOONCAKE_PROTOCOL", "rdma"), env("MOONCAKE_DEVICE", ""), env("MOONCAKE_MASTER")) == 0
         assert s.put("k", b"v" * 64) == 0 and s.get("k") == b"v" * 64
         s.close()
         monkeypatch.delenv("MC_STORE_CLUSTER_ID")
