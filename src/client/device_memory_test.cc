@@ -10,6 +10,7 @@
 #include "client/client_internal.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
+#include "common/temp_dir.h"
 #include "master/master_service.h"
 #include "transfer/fault_transport.h"
 #include "transfer/memcpy_transport.h"
@@ -324,6 +325,55 @@ TEST_F(DeviceMemoryTest, StagersArePooled) {
   const FakeCudaCounters c = driver_.Counters();
   EXPECT_LE(c.live_streams, 8u);
   EXPECT_LE(c.live_registrations, 16u);
+}
+
+// An object whose only replica is on another client's SSD tier, read into device memory: the
+// whole object comes through a host buffer and is copied on by the driver, its checksum taken
+// from that buffer.
+TEST_F(DeviceMemoryTest, ADiskReplicaIsReadIntoDeviceMemory) {
+  TempDir dir("yb-device-ssd");
+  MasterConfig mc;
+  mc.random_seed = 3;
+  mc.liveness_max_gap_ms = 0;
+  mc.enable_offload = true;
+  clients_.clear();
+  master_ = std::shared_ptr<MasterService>(MasterService::Create(mc, clock_).value().release());
+  local_ = std::make_shared<LocalSegmentRegistry>();
+  engine_ = std::make_shared<TransferEngine>();
+  engine_->AddTransport(std::make_shared<MemcpyTransport>(local_));
+  ClientConfig c;
+  c.local_hostname = "disk-node";
+  c.global_segment_size = 1 << 20;
+  c.local_buffer_size = 1 << 16;
+  c.enable_offload = true;
+  c.ssd.path = dir.path() + "/disk-node";
+  ClientParts p;
+  p.master = master_;
+  p.local_segments = local_;
+  p.engine = engine_;
+  p.scheduler = &scheduler_;
+  auto owner = ClientInternal::Create(c, p);
+  ASSERT_TRUE(owner.ok()) << owner.status().ToString();
+  clients_.push_back(std::move(owner).value());
+  Client* reader = NewClient("reader");
+  const std::string v = Bytes(300000, 2);
+  ReplicateConfig there;
+  there.preferred_segments = {"disk-node"};
+  ASSERT_TRUE(clients_[0]->Put("ssd", v.data(), v.size(), there).ok());
+  ASSERT_EQ(ClientInternal::RunOffloadOnce(*clients_[0]), 1u);
+  clock_.AdvanceSec(11);
+  master_->evictor().EvictBytes(1ULL << 40);
+  auto q = reader->Query("ssd");
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->replicas.size(), 1u);
+  ASSERT_EQ(q->replicas[0].kind, ReplicaKind::kLocalDisk);
+  void* one = Device(v.size());
+  ASSERT_TRUE(reader->Get("ssd", one, v.size()).ok());
+  EXPECT_EQ(driver_.Read(one, v.size()), v);
+  void* head = Device(1000);
+  std::string rest(v.size() - 1000, '\0');
+  ASSERT_TRUE(reader->Get("ssd", std::vector<Slice>{{head, 1000}, {rest.data(), rest.size()}}).ok());
+  EXPECT_EQ(driver_.Read(head, 1000) + rest, v);
 }
 
 }  // namespace
