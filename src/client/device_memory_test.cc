@@ -32,6 +32,7 @@ class FakeDriver {
     lib_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!lib_) lib_ = dlopen("libcuda.so.1", RTLD_NOW);
     counters_ = reinterpret_cast<void (*)(FakeCudaCounters*)>(dlsym(lib_, "fake_cuda_counters"));
+    fail_ = reinterpret_cast<void (*)(int)>(dlsym(lib_, "fake_cuda_fail_copies"));
     init_ = reinterpret_cast<int (*)(unsigned)>(dlsym(lib_, "cuInit"));
     retain_ = reinterpret_cast<int (*)(void**, int)>(dlsym(lib_, "cuDevicePrimaryCtxRetain"));
     set_ = reinterpret_cast<int (*)(void*)>(dlsym(lib_, "cuCtxSetCurrent"));
@@ -70,6 +71,8 @@ class FakeDriver {
     EXPECT_EQ(get_(&ctx), 0);
     return ctx;
   }
+  // Every copy fails from now on (true) or works again (false): a device that faulted.
+  void FailCopies(bool fail) { fail_(fail ? 1 : 0); }
   FakeCudaCounters Counters() {
     FakeCudaCounters c{};
     counters_(&c);
@@ -88,6 +91,7 @@ class FakeDriver {
   };
   void* lib_ = nullptr;
   void (*counters_)(FakeCudaCounters*) = nullptr;
+  void (*fail_)(int) = nullptr;
   int (*init_)(unsigned) = nullptr;
   int (*retain_)(void**, int) = nullptr;
   int (*set_)(void*) = nullptr;
@@ -374,6 +378,31 @@ TEST_F(DeviceMemoryTest, ADiskReplicaIsReadIntoDeviceMemory) {
   std::string rest(v.size() - 1000, '\0');
   ASSERT_TRUE(reader->Get("ssd", std::vector<Slice>{{head, 1000}, {rest.data(), rest.size()}}).ok());
   EXPECT_EQ(driver_.Read(head, 1000) + rest, v);
+}
+
+// A device that faults mid-way (every driver copy failing): puts and gets answer an error, the
+// store keeps what it had, and once the device works again the same calls succeed.
+TEST_F(DeviceMemoryTest, ADeviceThatFaultsFailsTheCallNotTheStore) {
+  const std::string v = Bytes(2 << 20, 7);
+  void* src = Device(v.size());
+  driver_.Fill(src, v);
+  ASSERT_TRUE(a_->Put("kept", src, v.size()).ok());
+  void* dst = Device(v.size());
+  driver_.FailCopies(true);
+  Status put = a_->Put("new", src, v.size());
+  auto got = b_->Get("kept", dst, v.size());
+  std::vector<Status> batch = a_->BatchPut({"b1", "b2"}, {{{src, 1000}}, {{src, 2000}}});
+  driver_.FailCopies(false);
+  EXPECT_FALSE(put.ok());
+  EXPECT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("illegal memory access"), std::string::npos) << got.status().ToString();
+  for (const auto& st : batch) EXPECT_FALSE(st.ok());
+  EXPECT_EQ(b_->Get("new").code(), Code::kObjectNotFound);  // revoked, not half-written
+  EXPECT_EQ(b_->Get("b1").code(), Code::kObjectNotFound);
+  EXPECT_EQ(*b_->Get("kept"), v);
+  ASSERT_TRUE(b_->Get("kept", dst, v.size()).ok());
+  EXPECT_EQ(driver_.Read(dst, v.size()), v);
+  ASSERT_TRUE(a_->Put("new", src, v.size()).ok());
 }
 
 }  // namespace

@@ -14,7 +14,8 @@
 //
 // FAKE_CUDA_DEVICES (default 2, at most 4): how many devices cuInit finds; 0 makes cuInit answer
 // CUDA_ERROR_NO_DEVICE (a driver installed on a machine without a GPU).
-// fake_cuda_counters() tells a test what was used (async copies, synchronous ones, registrations).
+// fake_cuda_counters() tells a test what was used (async copies, synchronous ones, registrations);
+// fake_cuda_fail_copies(1) makes every copy fail, as after a device fault.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stddef.h>
@@ -39,6 +40,7 @@ enum {
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
 };
@@ -90,6 +92,15 @@ struct FakeCudaCounters {
   uint64_t live_streams;
 };
 static struct FakeCudaCounters g_counters;
+static int g_fail_copies;  // fake_cuda_fail_copies(): every copy answers CUDA_ERROR_ILLEGAL_ADDRESS
+
+// A device that went bad (an Xid, a reset): from now on (1) or again (0), every copy between host
+// and device fails as a real driver's would after a fault, and touches no byte.
+void fake_cuda_fail_copies(int fail) {
+  pthread_mutex_lock(&g_mu);
+  g_fail_copies = fail;
+  pthread_mutex_unlock(&g_mu);
+}
 
 void fake_cuda_counters(struct FakeCudaCounters* out) {
   pthread_mutex_lock(&g_mu);
@@ -137,6 +148,15 @@ static CUresult ReadyWithContext(void) {
   CUresult r = Ready();
   if (r != CUDA_SUCCESS) return r;
   return t_current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult CopyReady(void) {
+  CUresult r = ReadyWithContext();
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&g_mu);
+  int fail = g_fail_copies;
+  pthread_mutex_unlock(&g_mu);
+  return fail ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 // ---- initialization, devices, contexts
@@ -417,7 +437,7 @@ static CUresult CopyNow(void* dst, const void* src, size_t n, uint64_t* directio
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
-  CUresult r = ReadyWithContext();
+  CUresult r = CopyReady();
   if (r != CUDA_SUCCESS) return r;
   uint8_t* to = Shadow(dst, n);
   if (!to || (n && !src)) return CUDA_ERROR_INVALID_VALUE;
@@ -425,7 +445,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
 }
 
 CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
-  CUresult r = ReadyWithContext();
+  CUresult r = CopyReady();
   if (r != CUDA_SUCCESS) return r;
   const uint8_t* from = Shadow(src, n);
   if (!from || (n && !dst)) return CUDA_ERROR_INVALID_VALUE;
@@ -463,7 +483,7 @@ static CUresult Enqueue(struct FakeStream* s, void* dst, const void* src, size_t
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
-  CUresult r = ReadyWithContext();
+  CUresult r = CopyReady();
   if (r != CUDA_SUCCESS) return r;
   uint8_t* to = Shadow(dst, n);
   if (!to || (n && !src)) return CUDA_ERROR_INVALID_VALUE;
@@ -471,7 +491,7 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstre
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
-  CUresult r = ReadyWithContext();
+  CUresult r = CopyReady();
   if (r != CUDA_SUCCESS) return r;
   const uint8_t* from = Shadow(src, n);
   if (!from || (n && !dst)) return CUDA_ERROR_INVALID_VALUE;
@@ -491,6 +511,7 @@ CUresult cuGetErrorString(CUresult error, const char** out) {
     case CUDA_ERROR_INVALID_DEVICE: *out = "invalid device ordinal"; break;
     case CUDA_ERROR_INVALID_CONTEXT: *out = "invalid device context"; break;
     case CUDA_ERROR_INVALID_HANDLE: *out = "invalid resource handle"; break;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: *out = "an illegal memory access was encountered"; break;
     case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: *out = "part or all of the requested memory range is already mapped"; break;
     case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: *out = "pointer does not correspond to a registered memory region"; break;
     default: *out = NULL; return CUDA_ERROR_INVALID_VALUE;
