@@ -405,6 +405,99 @@ class Store {
     return out;
   }
 
+  // ---- sessions: layer-wise loads and stores (DataPath's sessions)
+
+  std::vector<int> GetSessionStart(const std::vector<std::string>& keys) {
+    auto c = Ready("batch_get_session_start");
+    if (!c) return Fill(keys.size());
+    py::gil_scoped_release unlocked;
+    return Codes(c->GetSessionStart(keys));
+  }
+
+  int GetSessionEnd(const std::vector<std::string>& keys) {
+    auto c = Ready("batch_get_session_end");
+    if (!c) return kInvalidParams;
+    py::gil_scoped_release unlocked;
+    c->GetSessionEnd(keys);
+    return 0;
+  }
+
+  std::vector<int> PutSessionStart(const std::vector<std::string>& keys, const std::vector<uint64_t>& sizes,
+                                   const PyReplicateConfig& cfg) {
+    auto c = Ready("batch_put_session_start");
+    if (!c) return Fill(keys.size());
+    if (!SameLength(keys.size(), sizes.size(), sizes.size(), "batch_put_session_start")) return Fill(keys.size());
+    yb::ReplicateConfig config = cfg.ToCpp();
+    py::gil_scoped_release unlocked;
+    return Codes(c->PutSessionStart(keys, sizes, config));
+  }
+
+  std::vector<int> PutSessionFinish(const std::vector<std::string>& keys, bool publish) {
+    auto c = Ready(publish ? "batch_put_session_end" : "batch_put_session_revoke");
+    if (!c) return Fill(keys.size());
+    py::gil_scoped_release unlocked;
+    return Codes(publish ? c->PutSessionEnd(keys) : c->PutSessionRevoke(keys));
+  }
+  std::vector<int> PutSessionEnd(const std::vector<std::string>& keys) { return PutSessionFinish(keys, true); }
+  std::vector<int> PutSessionRevoke(const std::vector<std::string>& keys) { return PutSessionFinish(keys, false); }
+
+  // The ranged calls: per key, its buffers, sizes and object offsets; the bytes moved or a code.
+  std::vector<int> SessionRanges(const std::vector<std::string>& keys,
+                                 const std::vector<std::vector<py::object>>& all_buffers,
+                                 const std::vector<std::vector<uint64_t>>& all_sizes,
+                                 const std::vector<std::vector<uint64_t>>& all_offsets, bool read) {
+    const char* what = read ? "batch_get_into_multi_buffer_ranges" : "batch_put_from_multi_buffer_ranges";
+    auto c = Ready(what);
+    if (!c) return Fill(keys.size());
+    if (!SameLength(keys.size(), all_buffers.size(), all_sizes.size(), what) ||
+        !SameLength(keys.size(), all_offsets.size(), all_offsets.size(), what)) {
+      return Fill(keys.size());
+    }
+    std::vector<Memory> keep;
+    std::vector<int> codes;
+    auto slices = ToSlices(all_buffers, all_sizes, read, what, keep, codes);
+    std::vector<int> out(keys.size(), 0);
+    std::vector<size_t> go;
+    std::vector<std::string> go_keys;
+    std::vector<std::vector<yb::Slice>> go_slices;
+    std::vector<std::vector<uint64_t>> go_offsets;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (codes[i] == 0 && all_offsets[i].size() != all_buffers[i].size()) {
+        codes[i] = Invalid(std::string(what) + ": buffers and offsets of key " + std::to_string(i) +
+                           " differ in length");
+      }
+      if (codes[i] != 0) {
+        out[i] = codes[i];
+        continue;
+      }
+      go.push_back(i);
+      go_keys.push_back(keys[i]);
+      go_slices.push_back(std::move(slices[i]));
+      go_offsets.push_back(all_offsets[i]);
+    }
+    if (go.empty()) return out;
+    std::vector<yb::Result<uint64_t>> res;
+    {
+      py::gil_scoped_release unlocked;
+      res = read ? c->GetSessionRanges(go_keys, go_slices, go_offsets)
+                 : c->PutSessionRanges(go_keys, go_slices, go_offsets);
+    }
+    for (size_t k = 0; k < go.size(); ++k) out[go[k]] = static_cast<int>(SizeOrCode(res[k]));
+    return out;
+  }
+  std::vector<int> GetIntoMultiBufferRanges(const std::vector<std::string>& keys,
+                                            const std::vector<std::vector<py::object>>& all_buffers,
+                                            const std::vector<std::vector<uint64_t>>& all_sizes,
+                                            const std::vector<std::vector<uint64_t>>& all_src_offsets) {
+    return SessionRanges(keys, all_buffers, all_sizes, all_src_offsets, true);
+  }
+  std::vector<int> PutFromMultiBufferRanges(const std::vector<std::string>& keys,
+                                            const std::vector<std::vector<py::object>>& all_buffers,
+                                            const std::vector<std::vector<uint64_t>>& all_sizes,
+                                            const std::vector<std::vector<uint64_t>>& all_dst_offsets) {
+    return SessionRanges(keys, all_buffers, all_sizes, all_dst_offsets, false);
+  }
+
   // ---- metadata and removal
 
   int IsExist(const std::string& key) {
@@ -905,6 +998,16 @@ PYBIND11_MODULE(_yuebing, m) {
            py::arg("all_sizes"), py::arg("prefer_alloc_in_same_node") = false)
       .def("get_into_ranges", &S::GetIntoRanges, py::arg("buffer_ptrs"), py::arg("all_keys"),
            py::arg("all_dst_offsets"), py::arg("all_src_offsets"), py::arg("all_sizes"))
+      .def("batch_get_session_start", &S::GetSessionStart, py::arg("keys"))
+      .def("batch_get_into_multi_buffer_ranges", &S::GetIntoMultiBufferRanges, py::arg("keys"),
+           py::arg("all_buffer_ptrs"), py::arg("all_sizes"), py::arg("all_src_offsets"))
+      .def("batch_get_session_end", &S::GetSessionEnd, py::arg("keys"))
+      .def("batch_put_session_start", &S::PutSessionStart, py::arg("keys"), py::arg("sizes"),
+           py::arg("config") = PR())
+      .def("batch_put_from_multi_buffer_ranges", &S::PutFromMultiBufferRanges, py::arg("keys"),
+           py::arg("all_buffer_ptrs"), py::arg("all_sizes"), py::arg("all_dst_offsets"))
+      .def("batch_put_session_end", &S::PutSessionEnd, py::arg("keys"))
+      .def("batch_put_session_revoke", &S::PutSessionRevoke, py::arg("keys"))
       .def("is_exist", &S::IsExist, py::arg("key"))
       .def("batch_is_exist", &S::BatchIsExist, py::arg("keys"))
       .def("get_size", &S::GetSize, py::arg("key"))

@@ -211,6 +211,26 @@ class Client {
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force = false);
   Result<uint64_t> RemoveAll(bool force = false);
 
+  // Sessions: layer-wise loads and stores of whole objects, one master call to start and one to
+  // end, each layer's ranges in between transfers only (Mooncake's batch_get_session_* and
+  // batch_put_session_*). A get session pins its objects (no eviction, no removal) until it ends;
+  // its ranges read buffers[i][j].size bytes from offset offsets[i][j] of key i. A put session
+  // reserves its objects; its ranges write at those offsets; the end publishes them (without a
+  // checksum: the writer never holds the whole value), the revoke frees them. One session per key
+  // per client; a range past the object's end is INVALID_PARAMS before a byte moves.
+  std::vector<Status> GetSessionStart(const std::vector<std::string>& keys);
+  std::vector<Result<uint64_t>> GetSessionRanges(const std::vector<std::string>& keys,
+                                                 const std::vector<std::vector<Slice>>& buffers,
+                                                 const std::vector<std::vector<uint64_t>>& offsets);
+  void GetSessionEnd(const std::vector<std::string>& keys);
+  std::vector<Status> PutSessionStart(const std::vector<std::string>& keys, const std::vector<uint64_t>& sizes,
+                                      const ReplicateConfig& config = {});
+  std::vector<Result<uint64_t>> PutSessionRanges(const std::vector<std::string>& keys,
+                                                 const std::vector<std::vector<Slice>>& buffers,
+                                                 const std::vector<std::vector<uint64_t>>& offsets);
+  std::vector<Status> PutSessionEnd(const std::vector<std::string>& keys);
+  std::vector<Status> PutSessionRevoke(const std::vector<std::string>& keys);
+
   // Memory the application registers for zero-copy transfers (put_from / get_into). Any address
   // this API takes may be GPU memory where the CUDA driver is installed: the client finds out from
   // the driver and moves such bytes through pinned host memory; the CPU never touches them.

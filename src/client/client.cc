@@ -205,6 +205,31 @@ std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>
   return impl_->data.BatchReadStrings(keys);
 }
 
+std::vector<Status> Client::GetSessionStart(const std::vector<std::string>& keys) {
+  return impl_->data.GetSessionStart(keys);
+}
+std::vector<Result<uint64_t>> Client::GetSessionRanges(const std::vector<std::string>& keys,
+                                                       const std::vector<std::vector<Slice>>& buffers,
+                                                       const std::vector<std::vector<uint64_t>>& offsets) {
+  return impl_->data.GetSessionRanges(keys, buffers, offsets);
+}
+void Client::GetSessionEnd(const std::vector<std::string>& keys) { impl_->data.GetSessionEnd(keys); }
+std::vector<Status> Client::PutSessionStart(const std::vector<std::string>& keys, const std::vector<uint64_t>& sizes,
+                                            const ReplicateConfig& config) {
+  return impl_->data.PutSessionStart(keys, sizes, config);
+}
+std::vector<Result<uint64_t>> Client::PutSessionRanges(const std::vector<std::string>& keys,
+                                                       const std::vector<std::vector<Slice>>& buffers,
+                                                       const std::vector<std::vector<uint64_t>>& offsets) {
+  return impl_->data.PutSessionRanges(keys, buffers, offsets);
+}
+std::vector<Status> Client::PutSessionEnd(const std::vector<std::string>& keys) {
+  return impl_->data.PutSessionEnd(keys);
+}
+std::vector<Status> Client::PutSessionRevoke(const std::vector<std::string>& keys) {
+  return impl_->data.PutSessionRevoke(keys);
+}
+
 Status Client::RegisterBuffer(void* ptr, uint64_t size) { return impl_->data.registered().Register(ptr, size); }
 Status Client::UnregisterBuffer(void* ptr) { return impl_->data.registered().Unregister(ptr); }
 bool Client::IsRegistered(const void* ptr, uint64_t size) const { return impl_->data.registered().Contains(ptr, size); }

@@ -142,6 +142,104 @@ TEST_F(ClientTest, FailedReplicaReadMovesToTheNextReplica) {
   EXPECT_EQ(b_->Get("k").code(), Code::kTransferFail);
 }
 
+// A layer-wise load: one start, each layer's ranges of every object, one end. The objects are
+// pinned meanwhile (a remove without force is refused), and released at the end.
+TEST_F(ClientTest, AGetSessionReadsLayerRangesAndPinsItsObjects) {
+  constexpr size_t kLayers = 8, kLayer = 1000;
+  const std::vector<std::string> keys{"s0", "s1"};
+  std::vector<std::string> values;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    values.push_back(Bytes(kLayers * kLayer, static_cast<char>('a' + i)));
+    ASSERT_TRUE(a_->Put(keys[i], values[i].data(), values[i].size()).ok());
+  }
+  auto started = b_->GetSessionStart({"s0", "s1", "missing"});
+  EXPECT_TRUE(started[0].ok() && started[1].ok());
+  EXPECT_EQ(started[2].code(), Code::kObjectNotFound);
+  std::vector<std::string> got(keys.size(), std::string(kLayers * kLayer, '\0'));
+  for (size_t l = kLayers; l-- > 0;) {  // any order
+    std::vector<std::vector<Slice>> bufs;
+    std::vector<std::vector<uint64_t>> offsets;
+    for (auto& g : got) {
+      bufs.push_back({{g.data() + l * kLayer, kLayer}});
+      offsets.push_back({l * kLayer});
+    }
+    auto r = b_->GetSessionRanges(keys, bufs, offsets);
+    ASSERT_TRUE(r[0].ok() && r[1].ok()) << r[0].status().ToString();
+    EXPECT_EQ(*r[0], kLayer);
+  }
+  EXPECT_EQ(got, values);
+  // Two ranges of one key at once, and the checks: past the end, lists that differ, no session.
+  std::string two(20, '\0');
+  auto r = b_->GetSessionRanges({"s1"}, {{{two.data(), 10}, {two.data() + 10, 10}}}, {{5, kLayers * kLayer - 10}});
+  ASSERT_TRUE(r[0].ok());
+  EXPECT_EQ(two, values[1].substr(5, 10) + values[1].substr(kLayers * kLayer - 10));
+  EXPECT_EQ(b_->GetSessionRanges({"s1"}, {{{two.data(), 20}}}, {{kLayers * kLayer - 10}})[0].code(),
+            Code::kInvalidParams);
+  EXPECT_EQ(b_->GetSessionRanges({"s1"}, {{{two.data(), 20}}}, {{}})[0].code(), Code::kInvalidParams);
+  EXPECT_EQ(b_->GetSessionRanges({"missing"}, {{{two.data(), 20}}}, {{0}})[0].code(), Code::kInvalidParams);
+  EXPECT_EQ(a_->Remove("s0").code(), Code::kObjectHasLease);  // pinned by the session
+  b_->GetSessionEnd(keys);
+  EXPECT_EQ(b_->GetSessionRanges({"s0"}, {{{two.data(), 20}}}, {{0}})[0].code(), Code::kInvalidParams);
+  clock_.AdvanceSec(11);  // past the read's lease
+  EXPECT_TRUE(a_->Remove("s0").ok());
+}
+
+TEST_F(ClientTest, AGetSessionRangeFallsToTheNextReplica) {
+  std::string v = Bytes(4096, 'f');
+  ReplicateConfig two;
+  two.replica_num = 2;
+  ASSERT_TRUE(a_->Put("f", v.data(), v.size(), two).ok());
+  ASSERT_TRUE(b_->GetSessionStart({"f"})[0].ok());
+  auto q = b_->Query("f");
+  ASSERT_TRUE(q.ok());
+  fault_->FailSegment(q->replicas[0].segment);
+  std::string got(100, '\0');
+  auto r = b_->GetSessionRanges({"f"}, {{{got.data(), 100}}}, {{3000}});
+  ASSERT_TRUE(r[0].ok()) << r[0].status().ToString();
+  EXPECT_EQ(got, v.substr(3000, 100));
+  fault_->FailSegment(q->replicas[1].segment);
+  EXPECT_EQ(b_->GetSessionRanges({"f"}, {{{got.data(), 100}}}, {{0}})[0].code(), Code::kTransferFail);
+  b_->GetSessionEnd({"f"});
+}
+
+// A layer-wise store: the object is reserved at the start, invisible until the end, written
+// range by range to every replica; a revoke frees it.
+TEST_F(ClientTest, APutSessionWritesLayerRangesThenPublishes) {
+  constexpr size_t kLayers = 4, kLayer = 3000;
+  const std::string v = Bytes(kLayers * kLayer, 'p');
+  ReplicateConfig two;
+  two.replica_num = 2;
+  auto started = a_->PutSessionStart({"p", "q"}, {v.size(), v.size()}, two);
+  ASSERT_TRUE(started[0].ok() && started[1].ok());
+  EXPECT_EQ(a_->PutSessionStart({"p"}, {v.size()})[0].code(), Code::kInvalidParams);  // open already
+  for (size_t l = 0; l < kLayers; ++l) {
+    auto r = a_->PutSessionRanges({"p"}, {{{const_cast<char*>(v.data()) + l * kLayer, kLayer}}}, {{l * kLayer}});
+    ASSERT_TRUE(r[0].ok()) << r[0].status().ToString();
+    EXPECT_EQ(*r[0], kLayer);
+    EXPECT_EQ(b_->Get("p").code(), Code::kReplicaNotReady);  // not before the end
+  }
+  EXPECT_EQ(a_->PutSessionRanges({"p"}, {{{const_cast<char*>(v.data()), 10}}}, {{v.size() - 5}})[0].code(),
+            Code::kInvalidParams);
+  EXPECT_EQ(a_->PutSessionRanges({"none"}, {{{const_cast<char*>(v.data()), 10}}}, {{0}})[0].code(),
+            Code::kInvalidParams);
+  auto ended = a_->PutSessionEnd({"p", "none"});
+  EXPECT_TRUE(ended[0].ok());
+  EXPECT_EQ(ended[1].code(), Code::kInvalidParams);
+  EXPECT_EQ(*b_->Get("p"), v);
+  auto q = b_->Query("p");
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->replicas.size(), 2u);
+  fault_->FailSegment(q->replicas[0].segment);
+  EXPECT_EQ(*b_->Get("p"), v);  // every replica got every range
+  fault_->Clear();
+  EXPECT_EQ(a_->PutSessionRanges({"p"}, {{{const_cast<char*>(v.data()), 10}}}, {{0}})[0].code(),
+            Code::kInvalidParams);  // ended: no more writes
+  EXPECT_TRUE(a_->PutSessionRevoke({"q"})[0].ok());
+  EXPECT_EQ(b_->Get("q").code(), Code::kObjectNotFound);
+  EXPECT_TRUE(a_->PutSessionStart({"q"}, {10})[0].ok());  // the key is free again
+  EXPECT_TRUE(a_->PutSessionRevoke({"q"})[0].ok());
+}
+
 TEST_F(ClientTest, ChecksumCatchesCorruptionAndTriesTheNextReplica) {
   Client* c = NewClient("node-c", 1 << 20, /*checksum=*/true);
   std::string v = Bytes(4096, 'c');

@@ -14,8 +14,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/master_api.h"
@@ -59,6 +61,23 @@ class DataPath {
   BufferRegistry& registered() { return registered_; }
   const BufferRegistry& registered() const { return registered_; }
 
+  // ---- sessions (client_sessions.cc): Mooncake's layer-wise loads and stores, one master call
+  // to start and one to end, the ranges in between transfers only.
+  std::vector<Status> GetSessionStart(const MasterApi::Keys& keys);
+  // Per key: the bytes of its ranges (buffers[i][j] gets offsets[i][j] onwards of the object).
+  std::vector<Result<uint64_t>> GetSessionRanges(const MasterApi::Keys& keys,
+                                                 const std::vector<std::vector<Slice>>& buffers,
+                                                 const std::vector<std::vector<uint64_t>>& offsets);
+  void GetSessionEnd(const MasterApi::Keys& keys);
+  std::vector<Status> PutSessionStart(const MasterApi::Keys& keys, const std::vector<uint64_t>& sizes,
+                                      const ReplicateConfig& config);
+  // Per key: the bytes written to each replica (buffers[i][j] lands at offsets[i][j] of the object).
+  std::vector<Result<uint64_t>> PutSessionRanges(const MasterApi::Keys& keys,
+                                                 const std::vector<std::vector<Slice>>& buffers,
+                                                 const std::vector<std::vector<uint64_t>>& offsets);
+  std::vector<Status> PutSessionEnd(const MasterApi::Keys& keys);
+  std::vector<Status> PutSessionRevoke(const MasterApi::Keys& keys);
+
   // ---- the SSD tier
   // Opens it, serves it under this client's segments (in `local` and `served`), registers what it
   // holds with the master, and runs its rounds on `scheduler`.
@@ -94,6 +113,12 @@ class DataPath {
   // Through host staging slots: when a slice is device memory, or the transport needs registered
   // memory and a slice is not.
   bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
+  // Ranges of objects: slices[j] <-> offsets[j] onwards of each replica, staged ones moved here,
+  // the others appended to `batch`.
+  Status MoveRanges(TransferRequest::Op op, const std::vector<ReplicaDesc>& replicas, const std::vector<Slice>& slices,
+                    const std::vector<uint64_t>& offsets, std::vector<TransferRequest>& batch);
+  // Seals put sessions, waits for their range writes, then ends (publish) or revokes them.
+  std::vector<Status> FinishPutSessions(const MasterApi::Keys& keys, bool publish);
   Status MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
                     ChecksumSink* checksum);
   // Whether any slice is device memory (or one the driver cannot place: the staged move says why).
@@ -118,6 +143,23 @@ class DataPath {
   // master drops its segments. Counted here and logged at debug level; the transport says once
   // per peer that it became unreachable, and once that it is back.
   std::atomic<uint64_t> replica_read_failures_{0}, replica_write_failures_{0};
+
+  // Open sessions, by key (Mooncake keys them so too: one session per key per client).
+  struct GetSession {
+    uint64_t size = 0;
+    uint64_t pin = 0;                   // the master's read pin, released at the end
+    std::vector<ReplicaDesc> replicas;  // memory replicas, best first
+  };
+  struct PutSession {
+    uint64_t size = 0;
+    std::vector<ReplicaDesc> replicas;  // every replica the master reserved
+    int inflight = 0;                   // range writes under way
+    bool sealed = false;                // ending or revoking: no new range write
+  };
+  Mutex sessions_mu_;
+  std::condition_variable_any sessions_cv_;
+  std::unordered_map<std::string, GetSession> get_sessions_ GUARDED_BY(sessions_mu_);
+  std::unordered_map<std::string, PutSession> put_sessions_ GUARDED_BY(sessions_mu_);
 };
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.

@@ -86,6 +86,25 @@ def test_every_address_taking_call_with_device_memory(cuda, store):
     assert store.unregister_buffer(src) == 0 and store.unregister_buffer(dst) == 0
 
 
+def test_sessions_with_device_memory(cuda, store):
+    layers, page, keys = 4, 100_000, ["s/a", "s/b"]
+    data = os.urandom(layers * page)
+    src, dst = cuda.alloc(layers * page), cuda.alloc(layers * page * len(keys))
+    cuda.write(src, data)
+    assert store.batch_put_session_start(keys, [layers * page] * 2) == [0, 0]
+    for layer in range(layers):
+        assert store.batch_put_from_multi_buffer_ranges(keys, [[src + layer * page]] * 2, [[page]] * 2,
+                                                        [[layer * page]] * 2) == [page, page]
+    assert store.batch_put_session_end(keys) == [0, 0]
+    assert store.batch_get_session_start(keys) == [0, 0]
+    for layer in reversed(range(layers)):
+        ptrs = [[dst + (k * layers + layer) * page] for k in range(len(keys))]
+        assert store.batch_get_into_multi_buffer_ranges(keys, ptrs, [[page]] * 2,
+                                                        [[layer * page]] * 2) == [page, page]
+    assert store.batch_get_session_end(keys) == 0
+    assert cuda.read(dst, layers * page) == data and cuda.read(dst + layers * page, layers * page) == data
+
+
 def test_tensor_calls_with_device_memory(cuda, store):
     import torch
     t = torch.arange(24, dtype=torch.float32).reshape(4, 6)
