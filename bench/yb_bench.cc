@@ -39,6 +39,7 @@
 #include "api/master_api.h"
 #include "common/cpus.h"
 #include "device_case.h"
+#include "session_case.h"
 #include "event_callers.h"
 #include "master.pb.h"
 #include "rpc/master_client.h"
@@ -550,6 +551,7 @@ int main(int argc, char** argv) {
   bool checksum = yb::ClientConfig{}.enable_checksum;
   std::vector<std::string> value_sizes{"4096", "65536", "1MB", "4MB"};
   bool device = false;
+  int session_layers = 0;
   std::vector<std::string> device_sizes{"1MB", "4MB"};
   app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
   app.add_option("--value_sizes", value_sizes, "put/get value sizes (\"64KB\", bytes)")->delimiter(',');
@@ -571,6 +573,10 @@ int main(int argc, char** argv) {
                "also put and get values held in GPU memory against host memory (needs the CUDA driver, or "
                "LD_LIBRARY_PATH=<build>/fake_cuda)");
   app.add_option("--device_value_sizes", device_sizes, "value sizes of the --device_memory case")->delimiter(',');
+  app.add_option("--session_layers", session_layers,
+                 "also load 8 objects of this many 64 KiB layers through a get session against as many plain "
+                 "batch gets of per-layer objects (0: skip)")
+      ->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
   NoopRpcServer noop;
   bool have_noop = !skip_meta && noop.Start(per_cpu);               // forks: before any thread
@@ -632,6 +638,10 @@ int main(int argc, char** argv) {
     out["checksums"] = checksum;
   }
   if (device) out["device_memory_vs_host"] = yb_bench::DeviceBench(CallerConfig(master, checksum), seconds, *dev_sizes);
+  if (session_layers > 0) {
+    out["session_load_vs_batch_gets"] =
+        yb_bench::SessionBench(CallerConfig(master, checksum), session_layers, 8, 64ULL << 10);
+  }
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }
