@@ -31,9 +31,8 @@ struct PyReplicateConfig {
   // With ENABLE only (else the write answers -600, as Mooncake's); the pin lasts the master's
   // --default_kv_soft_pin_ttl whatever it says.
   std::optional<uint64_t> soft_pin_ttl_ms;
-  // Mooncake's routing groups, one per key of a write (empty: none). Accepted and kept, so that
-  // callers that group their keys (SGLang, Mooncake's structured object store) run; a group's
-  // objects are placed as any others (not together) here.
+  // Mooncake's routing groups, one per key of a write (None: none): a group's objects go first to
+  // the segment its last one went to, where they fit (the master's GroupHomes).
   std::optional<std::vector<std::string>> group_ids;
 
   yb::ReplicateConfig ToCpp() const {
@@ -48,6 +47,7 @@ struct PyReplicateConfig {
     c.preferred_segments = preferred_segments;
     if (!preferred_segment.empty()) c.preferred_segments.insert(c.preferred_segments.begin(), preferred_segment);
     c.prefer_local = prefer_alloc_in_same_node;
+    if (group_ids) c.group_ids = *group_ids;
     return c;
   }
 };

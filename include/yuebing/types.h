@@ -47,6 +47,10 @@ struct ReplicateConfig {
   // set without with_soft_pin, the write is refused (INVALID_PARAMS). The pin lasts the master's
   // --default_kv_soft_pin_ttl here whatever it says.
   std::optional<uint64_t> soft_pin_ttl_ms;
+  // Mooncake's routing groups: empty, or one group id per key of the call ("" for none). The first
+  // replica of an object of a group goes to the segment that holds the group's last placed object
+  // when it has room (a layer's or a request's blocks together), else where any other would.
+  std::vector<std::string> group_ids;
 };
 
 enum class ReplicaKind : uint8_t { kMemory = 0, kLocalDisk = 1, kDisk = 2 };

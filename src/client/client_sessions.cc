@@ -181,6 +181,9 @@ std::vector<Status> DataPath::PutSessionStart(const MasterApi::Keys& keys, const
                                               const ReplicateConfig& config) {
   const size_t n = keys.size();
   if (sizes.size() != n) return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and sizes differ in length"));
+  if (!config.group_ids.empty() && config.group_ids.size() != n) {
+    return std::vector<Status>(n, Status(Code::kInvalidParams, "group_ids and keys differ in length"));
+  }
   std::vector<Status> out(n);
   MasterApi::Keys start_keys;
   std::vector<uint64_t> start_sizes;
@@ -200,7 +203,7 @@ std::vector<Status> DataPath::PutSessionStart(const MasterApi::Keys& keys, const
     }
   }
   if (start_keys.empty()) return out;
-  auto starts = master().BatchPutStart(ctx(), start_keys, start_sizes, config, WriteMode::kPut);
+  auto starts = master().BatchPutStart(ctx(), start_keys, start_sizes, ForKeys(config, where), WriteMode::kPut);
   {
     MutexLock lock(sessions_mu_);
     for (size_t j = 0; j < start_keys.size(); ++j) {

@@ -18,11 +18,23 @@ Status SameSizeIsSuccess(MasterApi& master, const CallContext& ctx, const std::s
 
 }  // namespace
 
+ReplicateConfig ForKeys(const ReplicateConfig& config, const std::vector<size_t>& which) {
+  if (config.group_ids.empty()) return config;
+  ReplicateConfig out = config;
+  out.group_ids.clear();
+  for (size_t i : which) out.group_ids.push_back(config.group_ids[i]);
+  return out;
+}
+
 std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
                                     const ReplicateConfig& config, WriteMode mode) {
   const size_t n = keys.size();
   if (values.size() != n) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and values differ in length"));
+  }
+  if (!config.group_ids.empty() && config.group_ids.size() != n) {
+    return std::vector<Status>(n, Status(Code::kInvalidParams, "group_ids name " + std::to_string(config.group_ids.size()) +
+                                                                   " groups for " + std::to_string(n) + " keys"));
   }
   if (config.soft_pin_ttl_ms && !config.with_soft_pin) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "a soft-pin TTL goes only with a soft pin "
@@ -69,7 +81,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
     start_keys.push_back(keys[i]);
     start_sizes.push_back(sizes[i]);
   }
-  auto starts = master().BatchPutStart(ctx(), start_keys, start_sizes, config, mode);
+  auto starts = master().BatchPutStart(ctx(), start_keys, start_sizes, ForKeys(config, pending), mode);
 
   // Copy every replica of every started key in one batch (or one by one when staging is needed).
   std::vector<TransferRequest> reqs;

@@ -162,6 +162,9 @@ class DataPath {
   std::unordered_map<std::string, PutSession> put_sessions_ GUARDED_BY(sessions_mu_);
 };
 
+// `config` for the keys `which` (indices) of its call: their group ids, when it names any.
+ReplicateConfig ForKeys(const ReplicateConfig& config, const std::vector<size_t>& which);
+
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.
 Result<uint64_t> SlicesSize(const std::vector<Slice>& slices);
 

@@ -25,7 +25,11 @@ std::vector<Result<std::vector<ReplicaDesc>>> MasterService::BatchPutStart(const
                                                                            WriteMode mode) {
   using R = Result<std::vector<ReplicaDesc>>;
   if (sizes.size() != keys.size()) return SizeMismatch<R>(keys.size(), "sizes");
-  return ForEachKey<R>(keys, [&](size_t i) { return StartWrite(ctx, keys[i], sizes[i], config, mode); });
+  return ForEachKey<R>(keys, [&](size_t i) -> R {
+    auto group = GroupOf(config, keys.size(), i);
+    if (!group.ok()) return group.status();
+    return StartWrite(ctx, keys[i], sizes[i], config, mode, *group);
+  });
 }
 
 std::vector<Status> MasterService::BatchPutEnd(const CallContext& ctx, const Keys& keys,

@@ -61,8 +61,22 @@ Status MasterService::CheckKey(const CallContext& ctx, const std::string& key) c
   return Status::OK();
 }
 
+Result<std::string> MasterService::GroupOf(const ReplicateConfig& config, size_t count, size_t index) {
+  if (config.group_ids.empty()) return std::string();
+  if (config.group_ids.size() != count) {
+    return Status(Code::kInvalidParams, std::to_string(config.group_ids.size()) + " group ids for " +
+                                            std::to_string(count) + " keys: one per key");
+  }
+  const std::string& group = config.group_ids[index];
+  if (group.size() > kMaxKeyLength) {
+    return Status(Code::kInvalidParams, "a group id of " + std::to_string(group.size()) + " bytes exceeds " +
+                                            std::to_string(kMaxKeyLength));
+  }
+  return group;
+}
+
 Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
-                                                       const ReplicateConfig& config) {
+                                                       const ReplicateConfig& config, const std::string& group) {
   uint64_t n = tenants_.ChargeUpTo(tenant, size, config.replica_num);
   if (n == 0) {
     return Status(Code::kTenantQuotaExceeded, "tenant '" + tenants_.name(tenant) + "' quota of " +
@@ -71,7 +85,15 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
   const std::vector<std::string>* preferred = &config.preferred_segments;
   std::vector<std::string> local;
   size_t preferred_for = SIZE_MAX;
-  if ((local_first_ || config.prefer_local) && config.preferred_segments.empty()) {
+  std::string home = group.empty() || !config.preferred_segments.empty() ? std::string()
+                                                                         : group_homes_.Home(tenant, group);
+  if (!home.empty()) {
+    // The group's objects together: the first replica where the group's last one went, if it fits
+    // there (else placed as if no group were named); the others as usual.
+    local.push_back(std::move(home));
+    preferred = &local;
+    preferred_for = 1;
+  } else if ((local_first_ || config.prefer_local) && config.preferred_segments.empty()) {
     // Mooncake's local_first: the first replica on the writer's own segment, else on another
     // process of its host; the others placed as usual (distinct hosts first).
     segments_.AppendNamesAndHostsOf(writer, local);
@@ -96,6 +118,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
   if (allocs.empty()) {
     return Status(Code::kNoAvailableHandle, "no segment has " + std::to_string(size) + " free bytes");
   }
+  if (!group.empty()) group_homes_.Set(tenant, group, segments_.NameOf(allocs[0].segment));
   if (allocs.size() < config.replica_num) {
     under_replicated_puts_.fetch_add(1, std::memory_order_relaxed);
     missing_replicas_.fetch_add(config.replica_num - allocs.size(), std::memory_order_relaxed);
@@ -105,7 +128,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
 
 Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ctx, const std::string& key,
                                                            uint64_t size, const ReplicateConfig& config,
-                                                           WriteMode mode) {
+                                                           WriteMode mode, const std::string& group) {
   const bool upsert = mode == WriteMode::kUpsert;
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   if (size == 0) return Status(Code::kInvalidParams, "object size is 0");
@@ -172,7 +195,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     }
     YB_RETURN_IF_ERROR(check_free(s));
   }
-  auto allocs = Reserve(ctx.tenant, ctx.client, size, config);
+  auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group);
   if (!allocs.ok()) return allocs.status();
   std::vector<StoredReplica> replicas;
   std::vector<ReplicaDesc> descs;
@@ -194,12 +217,16 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
 
 Result<std::vector<ReplicaDesc>> MasterService::PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
                                                          const ReplicateConfig& config) {
-  return StartWrite(ctx, key, size, config, WriteMode::kPut);
+  auto group = GroupOf(config, 1, 0);
+  if (!group.ok()) return group.status();
+  return StartWrite(ctx, key, size, config, WriteMode::kPut, *group);
 }
 
 Result<std::vector<ReplicaDesc>> MasterService::UpsertStart(const CallContext& ctx, const std::string& key,
                                                             uint64_t size, const ReplicateConfig& config) {
-  return StartWrite(ctx, key, size, config, WriteMode::kUpsert);
+  auto group = GroupOf(config, 1, 0);
+  if (!group.ok()) return group.status();
+  return StartWrite(ctx, key, size, config, WriteMode::kUpsert, *group);
 }
 
 Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) {

@@ -36,6 +36,7 @@
 #include "api/master_api.h"
 #include "common/clock.h"
 #include "common/thread_annotations.h"
+#include "master/group_homes.h"
 #include "master/client_registry.h"
 #include "master/evictor.h"
 #include "master/master_config.h"
@@ -200,11 +201,16 @@ class MasterService final : public MasterApi {
     TimeMs hold_until;  // its ranges' grants may be valid until then
   };
 
+  // `group`: the key's routing group ("" for none).
   Result<std::vector<ReplicaDesc>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
-                                              const ReplicateConfig& config, WriteMode mode);
+                                              const ReplicateConfig& config, WriteMode mode,
+                                              const std::string& group);
   Status MountOne(const CallContext& ctx, const SegmentDesc& seg);
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
-                                          const ReplicateConfig& config);
+                                          const ReplicateConfig& config, const std::string& group);
+  // The routing group of key `index` of a call of `count` keys: "" when the config names none;
+  // INVALID_PARAMS when its group_ids do not name one per key, or one is too long.
+  static Result<std::string> GroupOf(const ReplicateConfig& config, size_t count, size_t index);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
   // A replica as a caller sees it, with a grant of `grant` access to it (a LOCAL_DISK one's names
   // `disk_key`, the key its owner's SSD tier holds it under), or none. Every grant of an object's
@@ -295,6 +301,7 @@ class MasterService final : public MasterApi {
   OffloadQueues offload_;
   Evictor evictor_;
   ClientRegistry clients_;
+  GroupHomes group_homes_;  // where each routing group's objects go first
   Mutex discarded_mu_;  // taken with or without a shard's accessor held; calls nothing while held
   std::vector<Discarded> discarded_ GUARDED_BY(discarded_mu_);
   std::atomic<uint64_t> offloaded_{0};

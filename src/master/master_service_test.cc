@@ -578,6 +578,62 @@ TEST_F(MasterServiceTest, TenantQuotasBoundBytesAndNamespacesKeys) {
   EXPECT_TRUE(Exists("x"));
 }
 
+// Mooncake's routing groups: a group's objects go to the segment of its last one while they fit
+// there, whatever segment the strategy would pick; a full home sends the next elsewhere, which
+// becomes the group's home. Explicit preferred segments win over the group.
+TEST_F(MasterServiceTest, AGroupsObjectsLandTogetherWhereTheyFit) {
+  std::vector<CallContext> owners;
+  for (int i = 0; i < 4; ++i) {
+    owners.push_back(Register(ClientId{10, static_cast<uint64_t>(i + 1)}));
+    Mount("seg" + std::to_string(i), 64 << 10, owners.back());
+  }
+  auto segment_of = [&](const std::string& key) {
+    auto info = master_->GetReplicaList(ctx_, key, false);
+    EXPECT_TRUE(info.ok()) << key;
+    return info.ok() ? info->replicas[0].segment : SegmentId{0};
+  };
+  ReplicateConfig g;
+  g.group_ids = {"g"};
+  ASSERT_TRUE(Put("g0", 4096, g).ok());
+  const SegmentId home = segment_of("g0");
+  for (int i = 1; i < 16; ++i) {
+    ASSERT_TRUE(Put("g" + std::to_string(i), 4096, g).ok());
+    EXPECT_EQ(segment_of("g" + std::to_string(i)), home) << i;  // 16 x 4 KiB: all fit in 64 KiB
+  }
+  // Without a group the same puts spread (the strategy balances segments): the group placed them.
+  std::set<SegmentId> spread;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(Put("free" + std::to_string(i), 512).ok());
+    spread.insert(segment_of("free" + std::to_string(i)));
+  }
+  EXPECT_GT(spread.size(), 1u);
+  // A batch names one group per key; "" is none.
+  ReplicateConfig batch;
+  batch.group_ids = {"g", "", "g"};
+  auto starts = master_->BatchPutStart(ctx_, {"b0", "b1", "b2"}, {100, 100, 100}, batch);
+  ASSERT_TRUE(starts[0].ok() && starts[1].ok() && starts[2].ok());
+  // The home is full (16 x 4 KiB, plus the batch's): the group's next object goes elsewhere, and
+  // the group follows it there.
+  ASSERT_TRUE(Put("g-next", 4096, g).ok());
+  const SegmentId moved = segment_of("g-next");
+  EXPECT_NE(moved, home);
+  ASSERT_TRUE(Put("g-after", 100, g).ok());
+  EXPECT_EQ(segment_of("g-after"), moved);
+  // Explicit preferred segments win; group ids that do not name one per key are refused.
+  ReplicateConfig pinned = g;
+  pinned.preferred_segments = {"seg3"};
+  ASSERT_TRUE(Put("g-pinned", 100, pinned).ok());
+  auto listed = master_->ListSegments();
+  ASSERT_TRUE(listed.ok());
+  for (const auto& u : *listed) {
+    if (u.desc.name == "seg3") EXPECT_EQ(segment_of("g-pinned"), u.desc.id);
+  }
+  ReplicateConfig two = g;
+  two.group_ids = {"g", "h"};
+  EXPECT_EQ(Put("bad", 100, two).code(), Code::kInvalidParams);
+  EXPECT_EQ(master_->BatchPutStart(ctx_, {"x", "y"}, {1, 1}, g)[1].code(), Code::kInvalidParams);
+}
+
 TEST_F(MasterServiceTest, BatchCallsAnswerEachKeyOnItsOwn) {
   Mount("a", 1 << 20);
   ASSERT_TRUE(Put("exists", 100).ok());

@@ -419,6 +419,12 @@ bool SegmentManager::OwnerOf(SegmentRef ref, ClientId* owner) const {
   return true;
 }
 
+std::string SegmentManager::NameOf(SegmentRef ref) const {
+  ReaderLock lock(mu_);
+  const auto& slot = by_slot_[SlotOf(ref)];
+  return slot && slot->ref == ref ? slot->desc.name : std::string();
+}
+
 SegmentRef SegmentManager::RefOf(SegmentId id, const ClientId& owner) const {
   ReaderLock lock(mu_);
   auto it = by_id_.find(id);

@@ -129,6 +129,8 @@ class SegmentManager {
   size_t CountServing(const ClientId& owner) const;
   // The owner of a mounted segment; false when the reference is stale.
   bool OwnerOf(SegmentRef ref, ClientId* owner) const;
+  // The segment's name (its owner's: what preferred segments name), or "" when it is gone.
+  std::string NameOf(SegmentRef ref) const;
   // The reference of segment `id` if `owner` mounted it, else kNoSegment.
   SegmentRef RefOf(SegmentId id, const ClientId& owner) const;
   bool Contains(SegmentId id) const;

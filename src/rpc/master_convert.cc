@@ -30,6 +30,7 @@ ReplicateConfig FromPb(const pb::ReplicateConfig& c) {
   r.with_soft_pin = c.with_soft_pin();
   r.with_hard_pin = c.with_hard_pin();
   r.preferred_segments.assign(c.preferred_segments().begin(), c.preferred_segments().end());
+  r.group_ids.assign(c.group_ids().begin(), c.group_ids().end());
   r.avoid_segments.assign(c.avoid_segments().begin(), c.avoid_segments().end());
   r.prefer_local = c.prefer_local();
   return r;
@@ -41,6 +42,7 @@ void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
   out->set_with_hard_pin(c.with_hard_pin);
   out->set_prefer_local(c.prefer_local);
   for (const auto& s : c.preferred_segments) out->add_preferred_segments(s);
+  for (const auto& g : c.group_ids) out->add_group_ids(g);
   for (SegmentId s : c.avoid_segments) out->add_avoid_segments(s);
 }
 

@@ -90,3 +90,27 @@ def test_session_errors_are_per_key_codes(store):
     assert store.batch_put_session_revoke(["e/p"]) == [0]
     assert store.batch_put_session_end(["e/p"]) == [-600]  # gone
     assert store.is_exist("e/p") == 0
+
+
+def test_a_groups_objects_land_together_over_rpc(cluster):
+    """ReplicateConfig.group_ids crosses the RPC to the master, which places a group's objects on
+    one segment while they fit (three storage nodes: ungrouped ones spread)."""
+    cluster.start_master()
+    for name in ("g-a", "g-b", "g-c"):
+        cluster.start_client(name, size="64MB")
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", cluster.address) == 0
+    grouped = ReplicateConfig()
+    grouped.group_ids = ["layer-7"] * 12
+    keys = [f"grp/{i}" for i in range(12)]
+    assert s.batch_put_from_multi_buffers(keys, [[b"x" * 1000]] * 12, [[1000]] * 12, grouped) == [0] * 12
+    assert len({s.get_replica_desc(k)[0].segment for k in keys}) == 1
+    one = ReplicateConfig()
+    one.group_ids = ["layer-7"]
+    assert s.put("grp/late", b"y" * 1000, one) == 0
+    assert s.get_replica_desc("grp/late")[0].segment == s.get_replica_desc(keys[0])[0].segment
+    assert s.batch_put_from_multi_buffers(["grp/bad1", "grp/bad2"], [[b"z"], [b"z"]], [[1], [1]], one) == [-600, -600]
+    free = [f"free/{i}" for i in range(12)]
+    assert s.batch_put_from_multi_buffers(free, [[b"x" * 1000]] * 12, [[1000]] * 12) == [0] * 12
+    assert len({s.get_replica_desc(k)[0].segment for k in free}) > 1
+    s.close()
