@@ -124,36 +124,40 @@ std::vector<Result<uint64_t>> DataPath::GetSessionRanges(const MasterApi::Keys& 
   // Every key's ranges in one batch; a key that failed there is read again from its next replicas.
   std::vector<TransferRequest> batch;
   std::vector<size_t> owner;
+  std::vector<Status> failed(n);  // the first attempt's error, per key
+  auto note = [&](size_t i, SegmentId segment, const Status& st) {
+    members_.unreachable().Note(segment, st);
+    if (failed[i].ok()) failed[i] = st;
+  };
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok()) continue;
-    if (Status st = MoveRanges(TransferRequest::Op::kRead, sources[i], buffers[i], offsets[i], batch); !st.ok()) {
-      out[i] = st;
-    }
+    // Ranges that are staged (GPU memory, a transport that needs registered memory) move here.
+    Status st = MoveRanges(TransferRequest::Op::kRead, sources[i], buffers[i], offsets[i], batch);
+    if (!st.ok()) note(i, sources[i][0].segment, st);
     owner.resize(batch.size(), i);
   }
-  std::vector<bool> failed(n, false);
   auto results = engine_->Submit(batch);
   for (size_t k = 0; k < results.size(); ++k) {
-    if (results[k].ok()) continue;
-    members_.unreachable().Note(batch[k].segment, results[k]);
-    failed[owner[k]] = true;
+    if (!results[k].ok()) note(owner[k], batch[k].segment, results[k]);
   }
+  // A key whose best replica failed is read again from its next ones, one at a time.
   for (size_t i = 0; i < n; ++i) {
-    if (!failed[i]) continue;
+    if (failed[i].ok()) continue;
+    replica_read_failures_.fetch_add(1, std::memory_order_relaxed);
     std::vector<ReplicaDesc> rest;
     {
       MutexLock lock(sessions_mu_);
       if (auto it = get_sessions_.find(keys[i]); it != get_sessions_.end()) rest = it->second.replicas;
     }
-    Status st(Code::kTransferFail, "no replica of the object could be read");
+    Status st = failed[i];
     for (size_t r = 1; r < rest.size() && !st.ok(); ++r) {
       std::vector<TransferRequest> again;
       st = MoveRanges(TransferRequest::Op::kRead, {rest[r]}, buffers[i], offsets[i], again);
       for (const Status& s : engine_->Submit(again)) {
         if (st.ok() && !s.ok()) st = s;
       }
+      if (!st.ok()) members_.unreachable().Note(rest[r].segment, st);
     }
-    replica_read_failures_.fetch_add(1, std::memory_order_relaxed);
     if (!st.ok()) out[i] = st;
   }
   return out;

@@ -144,8 +144,9 @@ class DeviceMemoryTest : public ::testing::Test {
     master_ = std::shared_ptr<MasterService>(MasterService::Create(mc, clock_).value().release());
     local_ = std::make_shared<LocalSegmentRegistry>();
     engine_ = std::make_shared<TransferEngine>();
-    engine_->AddTransport(std::make_shared<FaultInjectingTransport>(std::make_shared<MemcpyTransport>(local_),
-                                                                    transport_needs_registration));
+    fault_ = std::make_shared<FaultInjectingTransport>(std::make_shared<MemcpyTransport>(local_),
+                                                       transport_needs_registration);
+    engine_->AddTransport(fault_);
     a_ = NewClient("node-a");
     b_ = NewClient("node-b");
   }
@@ -177,6 +178,7 @@ class DeviceMemoryTest : public ::testing::Test {
   std::shared_ptr<MasterService> master_;
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<TransferEngine> engine_;
+  std::shared_ptr<FaultInjectingTransport> fault_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::vector<void*> allocated_;
   Client* a_ = nullptr;
@@ -403,6 +405,41 @@ TEST_F(DeviceMemoryTest, ADeviceThatFaultsFailsTheCallNotTheStore) {
   ASSERT_TRUE(b_->Get("kept", dst, v.size()).ok());
   EXPECT_EQ(driver_.Read(dst, v.size()), v);
   ASSERT_TRUE(a_->Put("new", src, v.size()).ok());
+}
+
+// Sessions with GPU memory: layer ranges written from and read into device memory (staged), and a
+// range whose best replica fails is read from the next one.
+TEST_F(DeviceMemoryTest, SessionRangesMoveDeviceMemoryAndFallToTheNextReplica) {
+  constexpr size_t kLayers = 4, kLayer = 300000;
+  const std::string v = Bytes(kLayers * kLayer, 3);
+  char* src = static_cast<char*>(Device(v.size()));
+  driver_.Fill(src, v);
+  ReplicateConfig two;
+  two.replica_num = 2;
+  ASSERT_TRUE(a_->PutSessionStart({"s"}, {v.size()}, two)[0].ok());
+  for (size_t l = 0; l < kLayers; ++l) {
+    auto r = a_->PutSessionRanges({"s"}, {{{src + l * kLayer, kLayer}}}, {{l * kLayer}});
+    ASSERT_TRUE(r[0].ok()) << r[0].status().ToString();
+  }
+  ASSERT_TRUE(a_->PutSessionEnd({"s"})[0].ok());
+  ASSERT_EQ(*b_->Get("s"), v);
+  ASSERT_TRUE(b_->GetSessionStart({"s"})[0].ok());
+  char* dst = static_cast<char*>(Device(v.size()));
+  auto q = b_->Query("s");
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->replicas.size(), 2u);
+  for (size_t l = 0; l < kLayers; ++l) {
+    // Layer 2 with the first replica failing, layer 3 with the second: the best one fails once.
+    if (l >= 2) {
+      fault_->Clear();
+      fault_->FailSegment(q->replicas[l - 2].segment);
+    }
+    auto r = b_->GetSessionRanges({"s"}, {{{dst + l * kLayer, kLayer}}}, {{l * kLayer}});
+    ASSERT_TRUE(r[0].ok()) << l << ": " << r[0].status().ToString();
+  }
+  EXPECT_EQ(driver_.Read(dst, v.size()), v);
+  EXPECT_GE(b_->Stats().replica_read_failures, 1u);
+  b_->GetSessionEnd({"s"});
 }
 
 }  // namespace
