@@ -626,7 +626,9 @@ TEST_F(MasterServiceTest, AGroupsObjectsLandTogetherWhereTheyFit) {
   auto listed = master_->ListSegments();
   ASSERT_TRUE(listed.ok());
   for (const auto& u : *listed) {
-    if (u.desc.name == "seg3") EXPECT_EQ(segment_of("g-pinned"), u.desc.id);
+    if (u.desc.name == "seg3") {
+      EXPECT_EQ(segment_of("g-pinned"), u.desc.id);
+    }
   }
   ReplicateConfig two = g;
   two.group_ids = {"g", "h"};
