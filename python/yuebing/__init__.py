@@ -7,10 +7,11 @@ return conventions of Mooncake's classes, so code written for `mooncake.store` r
 from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, ReplicaDescriptor, ReplicateConfig,
                        SoftPinAction, set_log_level)
 from ._yuebing import MooncakeDistributedStore as _Store
+from ._safetensors import SafetensorsMixin
 from ._tensor import TensorMixin
 
 
-class MooncakeDistributedStore(TensorMixin, _Store):
+class MooncakeDistributedStore(SafetensorsMixin, TensorMixin, _Store):
     """A client of a Yuebing cluster (or of a master in this process), Mooncake's interface."""
 
 

@@ -751,3 +751,34 @@ def test_mooncake_defaults_init_all_and_port_50051(tmp_path):
     finally:
         master.kill()
         master.wait(10)
+
+
+def test_safetensors_helpers_write_and_read_the_format(store, tmp_path):
+    """save_tensor_to_safetensor / load_tensor_from_safetensor (Mooncake's arguments and codes); the
+    file is the safetensors format (read back by hand here: Debian has no safetensors package)."""
+    t = torch.arange(12, dtype=torch.bfloat16).reshape(3, 4)
+    assert store.put_tensor("st/w", t) == 0
+    path = tmp_path / "w.safetensors"
+    assert store.save_tensor_to_safetensor("st/w", str(path)) == 0
+    raw = path.read_bytes()
+    (n,) = struct.unpack_from("<Q", raw)
+    assert n % 8 == 0
+    header = json.loads(raw[8:8 + n])
+    assert header == {"st/w": {"dtype": "BF16", "shape": [3, 4], "data_offsets": [0, 24]}}
+    assert raw[8 + n:] == t.view(torch.uint8).numpy().tobytes()
+    assert store.save_tensor_to_safetensor("st/missing", str(tmp_path / "x")) == -1100
+    # A file as another writer makes it: metadata, two tensors, padding; the named entry is stored.
+    a, b = torch.ones(2, 3, dtype=torch.float32), torch.arange(5, dtype=torch.int64)
+    head = json.dumps({"__metadata__": {"format": "pt"},
+                       "a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                       "b": {"dtype": "I64", "shape": [5], "data_offsets": [24, 64]}}).encode()
+    head += b" " * (-len(head) % 8)
+    other = tmp_path / "other.safetensors"
+    other.write_bytes(struct.pack("<Q", len(head)) + head + a.numpy().tobytes() + b.numpy().tobytes())
+    got = store.load_tensor_from_safetensor("b", str(other))
+    assert torch.equal(got, b) and torch.equal(store.get_tensor("b"), b)
+    assert torch.equal(store.load_tensor_from_safetensor("st/first", str(other)), a)  # no such entry: the first
+    assert store.load_tensor_from_safetensor("st/none", str(tmp_path / "absent")) is None
+    (tmp_path / "junk").write_bytes(b"\xff" * 16)
+    assert store.load_tensor_from_safetensor("st/junk", str(tmp_path / "junk")) is None
+    assert store.is_exist("st/junk") == 0
