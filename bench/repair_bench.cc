@@ -105,7 +105,7 @@ json Window(uint64_t bytes, uint64_t gets, double seconds) {
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-repair-bench: re-replication throughput beside a foreground read load, as JSON"};
-  std::string master = "127.0.0.1:50051", master_http = "127.0.0.1:9003";
+  std::string master = yb::kDefaultMasterAddress, master_http = "127.0.0.1:9003";
   uint64_t fill_bytes = 1ULL << 30, value_size = 1ULL << 20;
   int readers_n = 2, victim_pid = 0;
   double seconds = 5;

@@ -542,7 +542,7 @@ double MemcpyGBps() {
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-bench: cluster and machine benchmarks, printed as JSON"};
-  std::string master = "127.0.0.1:50051";
+  std::string master = yb::kDefaultMasterAddress;
   double seconds = 1.5;
   bool skip_iperf = false, skip_meta = false, skip_data = false;
   std::string meta_cases = ".";

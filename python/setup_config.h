@@ -15,7 +15,7 @@ namespace yb::py_setup {
 // What Mooncake's Python setup() assumes for arguments left out, where it differs from a C++
 // client's defaults (ClientConfig): it contributes 16 MiB, and looks for a master on this host.
 inline constexpr uint64_t kPyGlobalSegmentSize = 16ULL << 20;
-inline constexpr const char* kPyMasterServerAddr = "127.0.0.1:50051";
+inline constexpr const char* kPyMasterServerAddr = yb::kDefaultMasterAddress;
 inline constexpr int kPyClientHttpPort = 9300;
 // init_all's: Mooncake's (a 1 GiB staging buffer, the master on this host).
 inline constexpr uint64_t kInitAllLocalBufferSize = 1ULL << 30;

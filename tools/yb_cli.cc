@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   CLI::App app{"yb: put, get, remove and inspect objects of a Yuebing cluster"};
   app.fallthrough();  // the global options (--master, --auth_secret_file, ...) may follow the subcommand too
   yb::ClientConfig c;
-  std::string master = "127.0.0.1:50051", key, file, value, out;
+  std::string master = yb::kDefaultMasterAddress, key, file, value, out;
   int replicas = 1;
   bool force = false;
   app.add_option("--master", master, "yb-master host:port, or etcd://host:port[;host:port] for the leader of several");

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   // mooncake_client flags (a 4 GB segment, transfers on 0.0.0.0:50052), the memory faulted in at
   // start for steady latency.
   yb::ClientConfig c;
-  c.master_server_addr = "127.0.0.1:50051";
+  c.master_server_addr = yb::kDefaultMasterAddress;
   c.global_segment_size = 4ULL << 30;
   c.prefault_segment = true;
   std::string host = "0.0.0.0", log_level = "info", metrics_address = "0.0.0.0";

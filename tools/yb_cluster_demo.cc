@@ -15,7 +15,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"yb-cluster-demo: write or read demo objects through a Yuebing cluster"};
-  std::string master = "127.0.0.1:50051", role, size_text = "1MB", name;
+  std::string master = yb::kDefaultMasterAddress, role, size_text = "1MB", name;
   int objects = 64;
   app.add_option("--master", master, "yb-master host:port");
   app.add_option("--role", role, "write | read")->required()->check(CLI::IsMember({"write", "read"}));

@@ -27,13 +27,14 @@
 #include "rpc/master_client.h"
 #include "rpc/master_server.h"
 #include "stop_signals.h"
+#include "yuebing/types.h"
 
 namespace {
 
 // The daemon's settings beside the master's own (MasterConfig, whose fields the other flags set).
 struct DaemonFlags {
   std::string rpc_address = "0.0.0.0";
-  int rpc_port = 50051;
+  int rpc_port = yb::kDefaultMasterPort;
   int rpc_thread_num = 0;
   bool rpc_pin_threads = yb::rpc::RpcServer::Options{}.pin_to_cpus;
   int rpc_max_connections = yb::rpc::RpcServer::Options{}.max_connections;

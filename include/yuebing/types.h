@@ -28,6 +28,11 @@ inline constexpr size_t kMaxZoneLength = 64;  // SegmentDesc::zone
 // A host or segment name, and a transfer endpoint ("host:port"), at most.
 inline constexpr size_t kMaxHostNameLength = 256;
 
+// Mooncake's default: where a client looks for the master when none is named, and the port
+// yb-master listens on unless told otherwise.
+inline constexpr uint16_t kDefaultMasterPort = 50051;
+inline constexpr const char* kDefaultMasterAddress = "127.0.0.1:50051";
+
 using SegmentId = uint64_t;
 
 // How many copies of an object to keep, and whether to protect it from eviction.

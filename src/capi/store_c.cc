@@ -29,7 +29,7 @@ struct StoreHandle {
 constexpr int kInvalid = -600;  // INVALID_PARAMS: a bad argument
 constexpr int kNull = -1;       // a NULL store or key, as Mooncake answers it
 // Where a NULL master_server_addr, and init_all, look for the master: Mooncake's default.
-constexpr const char* kDefaultMaster = "127.0.0.1:50051";
+constexpr const char* kDefaultMaster = yb::kDefaultMasterAddress;
 // health_check's answers, as Mooncake's.
 constexpr int kHealthy = 0;
 constexpr int kNotInitialized = 1;
