@@ -1,6 +1,6 @@
-// The values the Python binding hands to and takes from Python (yuebing_py.cc): Mooncake's
-// ReplicateConfig and replica descriptors, buffer-protocol views of caller memory, and the owned
-// bytes get_buffer answers.
+// The values the Python binding hands to and takes from Python (yuebing_py.cc): Mooncake's return
+// codes, ReplicateConfig and replica descriptors, buffer-protocol views of caller memory, and the
+// owned bytes get_buffer answers.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -16,6 +16,33 @@
 namespace yb::py_values {
 
 namespace py = pybind11;
+
+// ---- Mooncake's return conventions: codes, not exceptions; errors logged on "yuebing".
+inline constexpr int kInvalidParams = -600;  // INVALID_PARAMS
+// health_check's answers, as Mooncake's.
+inline constexpr int kHealthy = 0;
+inline constexpr int kNotInitialized = 1;
+inline constexpr int kMasterUnreachable = 2;
+
+inline void LogError(const std::string& message) {
+  py::module_::import("logging").attr("getLogger")("yuebing").attr("error")(message);
+}
+
+inline int Error(const yb::Status& st) {
+  LogError(st.ToString());
+  return st.mooncake_code();
+}
+
+inline std::vector<int> Codes(const std::vector<yb::Status>& res) {
+  std::vector<int> out;
+  out.reserve(res.size());
+  for (const auto& s : res) out.push_back(s.mooncake_code());
+  return out;
+}
+
+inline int64_t SizeOrCode(const yb::Result<uint64_t>& r) {
+  return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
+}
 
 // Mooncake's SoftPinAction: what a write does to the object's soft pin.
 enum class SoftPinAction : uint8_t { kPreserve = 0, kEnable = 1, kDisable = 2 };

@@ -36,32 +36,6 @@ namespace {
 
 using namespace yb::py_values;  // NOLINT: the binding's own value types
 
-constexpr int kInvalidParams = -600;  // INVALID_PARAMS
-// health_check's answers, as Mooncake's.
-constexpr int kHealthy = 0;
-constexpr int kNotInitialized = 1;
-constexpr int kMasterUnreachable = 2;
-
-void LogError(const std::string& message) {
-  py::module_::import("logging").attr("getLogger")("yuebing").attr("error")(message);
-}
-
-int Error(const yb::Status& st) {
-  LogError(st.ToString());
-  return st.mooncake_code();
-}
-
-std::vector<int> Codes(const std::vector<yb::Status>& res) {
-  std::vector<int> out;
-  out.reserve(res.size());
-  for (const auto& s : res) out.push_back(s.mooncake_code());
-  return out;
-}
-
-int64_t SizeOrCode(const yb::Result<uint64_t>& r) {
-  return r.ok() ? static_cast<int64_t>(*r) : r.status().mooncake_code();
-}
-
 class Store {
  public:
   ~Store() {

@@ -49,7 +49,10 @@ bool DataPath::OnDevice(const std::vector<Slice>& slices) {
 }
 
 bool DataPath::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
-  if (OnDevice(slices)) return true;
+  return OnDevice(slices) || NeedsRegistration(replica, slices);
+}
+
+bool DataPath::NeedsRegistration(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
   Transport* t = engine_->Route(replica.segment);
   if (!t || !t->RequiresRegisteredMemory()) return false;
   return std::any_of(slices.begin(), slices.end(), [&](const Slice& s) {

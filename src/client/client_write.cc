@@ -107,9 +107,10 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
       sums[j].Reset(sizes[i]);
       sum = &sums[j];
     }
+    const bool device = OnDevice(values[i]);  // asked once per value, not per replica
     for (const auto& r : *starts[j]) {
-      if (NeedsStaging(r, values[i])) {
-        if (Status st = Move(TransferRequest::Op::kWrite, r, values[i], sum); !st.ok()) note(j, r.segment, st);
+      if (device || NeedsRegistration(r, values[i])) {
+        if (Status st = MoveStaged(TransferRequest::Op::kWrite, r, values[i], sum); !st.ok()) note(j, r.segment, st);
       } else {
         AppendRequests(TransferRequest::Op::kWrite, r, values[i], reqs, sum);
         req_owner.resize(reqs.size(), j);

@@ -113,6 +113,8 @@ class DataPath {
   // Through host staging slots: when a slice is device memory, or the transport needs registered
   // memory and a slice is not.
   bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
+  // The transport to the replica needs registered memory and a slice is not in it.
+  bool NeedsRegistration(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
   // Ranges of objects: slices[j] <-> offsets[j] onwards of each replica, staged ones moved here,
   // the others appended to `batch`.
   Status MoveRanges(TransferRequest::Op op, const std::vector<ReplicaDesc>& replicas, const std::vector<Slice>& slices,

@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("yuebing")
-from yuebing import MooncakeDistributedStore, ReplicateConfig, _yuebing  # noqa: E402
+from yuebing import ReplicateConfig, _yuebing  # noqa: E402
 from conftest import BIN, c_api_env  # noqa: E402
 from fake_cuda import DeviceMemory, FakeCuda, fake_cuda_env, real_cuda  # noqa: E402
-from test_callers import pool, run_sglang_backend, run_vllm_worker  # noqa: E402,F401
+from test_callers import pool, run_sglang_backend, run_vllm_worker, store  # noqa: E402,F401
 
 LIB = os.path.join(BIN, "..", "lib", "libyuebing.so")
 
@@ -40,14 +40,6 @@ def test_vllm_worker_with_kv_caches_in_device_memory(cuda, pool, tmp_path):
 @pytest.mark.parametrize("is_mla", [False, True])
 def test_sglang_backend_with_its_pool_in_device_memory(cuda, pool, tmp_path, is_mla):
     run_sglang_backend(pool, tmp_path, is_mla, DeviceMemory(cuda))
-
-
-@pytest.fixture
-def store(pool):
-    s = MooncakeDistributedStore()
-    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 32 << 20, 16 << 20, "tcp", "", pool.address) == 0
-    yield s
-    s.close()
 
 
 def test_every_address_taking_call_with_device_memory(cuda, store):
