@@ -24,6 +24,7 @@
 
 #include "admin_http.h"
 #include "client_http.h"
+#include "py_tasks.h"
 #include "py_values.h"
 #include "setup_config.h"
 #include "common/units.h"
@@ -600,6 +601,12 @@ class Store {
     return c ? c->hostname() : std::string();
   }
 
+  // The client, or null (logged) when setup() has not succeeded or close() ran.
+  std::shared_ptr<yb::Client> Ready(const char* what) {
+    if (!client_) LogError(std::string(what) + ": the store is not set up (call setup() first)");
+    return client_;
+  }
+
  private:
   // What both setups configure: the environment first (as Mooncake's users set it: YB_*, MC_*),
   // then the arguments. tenant_id "default" leaves YB_TENANT's, if set.
@@ -654,11 +661,6 @@ class Store {
     return true;
   }
 
-  // The client, or null (logged) when setup() has not succeeded or close() ran.
-  std::shared_ptr<yb::Client> Ready(const char* what) {
-    if (!client_) LogError(std::string(what) + ": the store is not set up (call setup() first)");
-    return client_;
-  }
 
   static int Invalid(const std::string& message) {
     LogError(message);
@@ -893,7 +895,8 @@ PYBIND11_MODULE(_yuebing, m) {
       });
   using PR = PyReplicateConfig;
   using S = Store;
-  py::class_<Store>(m, "MooncakeDistributedStore")
+  auto store = py::class_<Store>(m, "MooncakeDistributedStore");
+  store
       .def(py::init<>())
       .def("setup", &S::Setup, py::arg("local_hostname"), py::arg("metadata_server"),
            py::arg("global_segment_size") = yb::py_setup::kPyGlobalSegmentSize,
@@ -994,4 +997,5 @@ PYBIND11_MODULE(_yuebing, m) {
       .def("register_buffer", &S::RegisterBuffer, py::arg("buffer_ptr"), py::arg("size"))
       .def("unregister_buffer", &S::UnregisterBuffer, py::arg("buffer_ptr"))
       .def("get_hostname", &S::GetHostname);
+  yb::py_tasks::Bind(m, store, [](S& s, const char* what) { return s.Ready(what); });
 }

@@ -185,6 +185,10 @@ int main(int argc, char** argv) {
                  "re-replication: seconds a client has to report a copy before it is given up and made again")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--task_timeout_sec", mc.task_timeout_sec,
+                 "copy and move tasks (create_copy_task, create_move_task): seconds one may take before it fails")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max_segments_per_client", mc.max_segments_per_client,
                  "segments one client may have mounted at once (a node mounts its memory in segment_chunk_size "
                  "chunks); one more is refused")

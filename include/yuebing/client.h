@@ -205,6 +205,13 @@ class Client {
   // The segments of the cluster, with their owners and usage.
   Result<std::vector<SegmentUsage>> ListSegments();
 
+  // Copy and move tasks (Mooncake's create_copy_task, create_move_task, query_task): the master has
+  // the targets' owners copy the key's object into the segments named (a move then drops the
+  // source's replica); the task's progress is asked for by its id. They survive a master restart.
+  Result<TaskId> CreateCopyTask(const std::string& key, const std::vector<std::string>& targets);
+  Result<TaskId> CreateMoveTask(const std::string& key, const std::string& source, const std::string& target);
+  Result<TaskInfo> QueryTask(const TaskId& id);
+
   // Removal.
   Status Remove(const std::string& key, bool force = false);
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force = false);

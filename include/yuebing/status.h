@@ -50,10 +50,12 @@ enum class Code : uint8_t {
   kUnableOffload = 31,  // the object cannot go down to the SSD tier
   kEtcdOperationError = 32,  // etcd could not be reached or refused the operation
   kUnavailableInCurrentStatus = 33,  // this master is not the leader (a standby, or one that stepped down)
+  kTaskNotFound = 34,                // no copy or move task with that id (never made, or forgotten)
+  kTaskPendingLimitExceeded = 35,    // too many copy and move tasks unfinished: retry later
 };
 
 // Number of codes; the table in status.cc has one row per code.
-inline constexpr int kNumCodes = 34;
+inline constexpr int kNumCodes = 36;
 
 // Name of a code, e.g. "OBJECT_NOT_FOUND" (Mooncake's spelling).
 std::string_view CodeName(Code code);

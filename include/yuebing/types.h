@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -144,6 +145,28 @@ struct TransferServerStats {
   uint64_t written_bytes = 0;
   uint64_t disk_reads = 0;  // whole objects read from the SSD tier for a peer, and their bytes
   uint64_t disk_read_bytes = 0;
+};
+
+// A copy or move task (Mooncake's create_copy_task / create_move_task / query_task): the master has
+// the target segments' owners copy a key's object into their segments, as re-replication does, and
+// for a move then drops the source's replica. Tasks are in the metadata log: one a master restart or
+// a failover interrupts is carried on by the master that follows.
+struct TaskId {
+  uint64_t hi = 0, lo = 0;  // Mooncake's UUID pair; (0, 0): none
+  bool empty() const { return hi == 0 && lo == 0; }
+  auto operator<=>(const TaskId&) const = default;
+};
+enum class TaskType : uint8_t { kCopy = 0, kMove = 1 };  // Mooncake's REPLICA_COPY, REPLICA_MOVE
+enum class TaskStatus : uint8_t { kPending = 0, kProcessing = 1, kSuccess = 2, kFailed = 3 };
+
+struct TaskInfo {
+  TaskId id;
+  TaskType type = TaskType::kCopy;
+  TaskStatus status = TaskStatus::kPending;
+  int64_t created_ms = 0;  // Unix time in milliseconds
+  int64_t updated_ms = 0;
+  ClientId assigned_client;  // the client making the copy now, or the last one
+  std::string message;          // why it failed, or what it did
 };
 
 }  // namespace yb

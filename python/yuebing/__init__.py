@@ -4,8 +4,8 @@
 return conventions of Mooncake's classes, so code written for `mooncake.store` runs on Yuebing
 (docs/compat.md). The tensor calls (put_tensor, get_tensor, ...) need PyTorch, imported on first use.
 """
-from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, ReplicaDescriptor, ReplicateConfig,
-                       SoftPinAction, set_log_level)
+from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, QueryTaskResponse,
+                       ReplicaDescriptor, ReplicateConfig, SoftPinAction, TaskStatus, TaskType, set_log_level)
 from ._yuebing import MooncakeDistributedStore as _Store
 from ._safetensors import SafetensorsMixin
 from ._tensor import TensorMixin
@@ -16,4 +16,5 @@ class MooncakeDistributedStore(SafetensorsMixin, TensorMixin, _Store):
 
 
 __all__ = ["BufferHandle", "Descriptor", "DiskDescriptor", "MemoryDescriptor", "MooncakeDistributedStore",
-           "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "set_log_level"]
+           "QueryTaskResponse", "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "TaskStatus", "TaskType",
+           "set_log_level"]

@@ -143,6 +143,17 @@ struct RepairResult {
   Status status;  // OK: every byte is in place
 };
 
+// A copy or move task (TaskId, TaskInfo in yuebing/types.h) as a caller asks for it.
+struct TaskSpec {
+  // Chosen by the caller (random), so that a call made again after a lost answer finds the task it
+  // made instead of making a second; empty: the master picks one.
+  TaskId id;
+  TaskType type = TaskType::kCopy;
+  std::string key;
+  std::string source;                // kMove: the segment (by name) whose replica moves
+  std::vector<std::string> targets;  // segment names; kMove: exactly one
+};
+
 // A Put's start: a new key (PutStart), or a replacement of an existing value (UpsertStart).
 enum class WriteMode : uint8_t { kPut, kUpsert };
 
@@ -230,6 +241,14 @@ class MasterApi {
   // (OBJECT_ALREADY_EXISTS): the caller should forget its copy.
   virtual std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                               const std::vector<DiskObject>& objects) = 0;
+  // ---- copy and move tasks (TaskSpec): of the caller's tenant's objects, into any mounted segment
+  // that takes that tenant's replicas. OBJECT_NOT_FOUND for a key with no object; INVALID_PARAMS for
+  // no target, a target or source that is not a mounted segment, a move onto its own source or from a
+  // segment that holds no replica of it; UNAVAILABLE_IN_CURRENT_STATUS for a draining target;
+  // TASK_PENDING_LIMIT_EXCEEDED while too many are unfinished.
+  virtual Result<TaskId> CreateTask(const CallContext& ctx, const TaskSpec& spec) = 0;
+  // TASK_NOT_FOUND for an id this master does not know (or another tenant's task).
+  virtual Result<TaskInfo> QueryTask(const CallContext& ctx, const TaskId& id) = 0;
   // Drops the caller's LOCAL_DISK replicas of these disk keys (its SSD tier evicts them); an object
   // left without replicas is removed. Unknown keys are not an error.
   virtual std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) = 0;

@@ -223,6 +223,15 @@ std::vector<Status> LeaderFollower::RepairDone(const CallContext& ctx, const std
   return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.RepairDone(ctx, results); }, results.size());
 }
 
+// Made again on a new leader with the same id: the task the first attempt made, if it did, is found.
+Result<TaskId> LeaderFollower::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
+  return WithLeader<Result<TaskId>>([&](MasterApi& m) { return m.CreateTask(ctx, spec); });
+}
+
+Result<TaskInfo> LeaderFollower::QueryTask(const CallContext& ctx, const TaskId& id) {
+  return WithLeader<Result<TaskInfo>>([&](MasterApi& m) { return m.QueryTask(ctx, id); });
+}
+
 std::vector<Status> LeaderFollower::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                                     const std::vector<DiskObject>& objects) {
   return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.AddDiskReplicas(ctx, segment, objects); },

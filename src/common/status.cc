@@ -62,6 +62,8 @@ constexpr std::array<CodeRow, kNumCodes> kTable = {{
     {Code::kUnableOffload, "UNABLE_OFFLOAD", -1300},
     {Code::kEtcdOperationError, "ETCD_OPERATION_ERROR", -1000, Retry::kUnavailable},
     {Code::kUnavailableInCurrentStatus, "UNAVAILABLE_IN_CURRENT_STATUS", -1010, Retry::kUnavailable},
+    {Code::kTaskNotFound, "TASK_NOT_FOUND", -1400},
+    {Code::kTaskPendingLimitExceeded, "TASK_PENDING_LIMIT_EXCEEDED", -1401, Retry::kLater},
 }};
 
 constexpr bool TableInEnumOrder() {

@@ -622,6 +622,12 @@ Result<std::vector<RepairTask>> HaMaster::RepairFetch(const CallContext& ctx, ui
 std::vector<Status> HaMaster::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
   YB_SERVE_OR(ForEveryKey<Status>(results.size(), m.status()), RepairDone(ctx, results));
 }
+Result<TaskId> HaMaster::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
+  YB_SERVE_OR(m.status(), CreateTask(ctx, spec));
+}
+Result<TaskInfo> HaMaster::QueryTask(const CallContext& ctx, const TaskId& id) {
+  YB_SERVE_OR(m.status(), QueryTask(ctx, id));
+}
 std::vector<Status> HaMaster::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                               const std::vector<DiskObject>& objects) {
   YB_SERVE_OR(ForEveryKey<Status>(objects.size(), m.status()), AddDiskReplicas(ctx, segment, objects));

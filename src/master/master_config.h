@@ -62,6 +62,9 @@ struct MasterConfig {
   // segment (0: off), and how long a client has to report a copy before it is given up and redone.
   uint64_t repair_bandwidth = 256ULL << 20;
   int64_t repair_task_timeout_sec = 30;
+  // Copy and move tasks (MasterApi::CreateTask): how long one may take before it fails (Mooncake's
+  // DEFAULT_PROCESSING_TASK_TIMEOUT_SEC); counted again from a restart or failover.
+  int64_t task_timeout_sec = 300;
   // Lifetime of the grants (capabilities, docs/security.md) handed out with replicas: a read's, and a
   // write's (at most put_start_discard_timeout_sec, so that a writer taken over cannot write after).
   int64_t grant_ttl_sec = 60;

@@ -50,6 +50,12 @@ void MasterImage::Apply(const pb::LogRecord& r) {
     case pb::LogRecord::kTenant:
       tenants[r.tenant().index()] = r.tenant();
       break;
+    case pb::LogRecord::kTask:
+      tasks[{r.task().id().hi(), r.task().id().lo()}] = r.task();
+      break;
+    case pb::LogRecord::kTaskGone:
+      tasks.erase({r.task_gone().hi(), r.task_gone().lo()});
+      break;
     case pb::LogRecord::kIdentityKey:
       identity_key = r.identity_key();
       break;
@@ -90,6 +96,10 @@ void MasterImage::Emit(const std::function<void(const pb::LogRecord&)>& emit) co
     *rec.mutable_away() = a;
     emit(rec);
   }
+  for (const auto& [id, t] : tasks) {
+    *rec.mutable_task() = t;
+    emit(rec);
+  }
 }
 
 void MasterImage::PruneHolds(int64_t wall_ms) {
@@ -98,7 +108,8 @@ void MasterImage::PruneHolds(int64_t wall_ms) {
 
 std::string MasterImage::Summary() const {
   return std::to_string(objects.size()) + " objects, " + std::to_string(pending.size()) + " unfinished Puts, " +
-         std::to_string(segments.size()) + " segments, " + std::to_string(tenants.size()) + " tenants";
+         std::to_string(segments.size()) + " segments, " + std::to_string(tenants.size()) + " tenants, " +
+         std::to_string(tasks.size()) + " copy and move tasks";
 }
 
 }  // namespace yb

@@ -24,6 +24,7 @@ struct MasterImage {
   std::unordered_map<std::string, pb::LogObject> objects;  // by table key
   std::unordered_map<std::string, pb::LogPending> pending;
   std::unordered_map<std::string, pb::LogAway> away;
+  std::map<std::pair<uint64_t, uint64_t>, pb::LogTask> tasks;  // copy and move tasks, by id
   uint64_t next_object_id = 1;  // above every object id seen
   std::string identity_key;     // what callers' tokens are signed with ("" before the first)
   // Freed ranges held until their grants lapse (LogHold), by (segment, offset); lapsed ones are

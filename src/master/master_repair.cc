@@ -51,34 +51,44 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   if (!source) return RepairStart::kLater;  // its holders have not re-mounted since our restart
   auto allocs = segments_.Allocate(TenantOfTableKey(table_key), m.size, 1, {}, avoid);
   if (allocs.empty()) return RepairStart::kLater;  // no other process has room now
+  if (!BeginCopyLocked(s, obj, *source, allocs[0], now, TaskId{})) return RepairStart::kLater;
+  MutexLock lock(repair_mu_);
+  repair_tokens_ -= static_cast<double>(m.size);
+  return RepairStart::kStarted;
+}
+
+std::optional<ClientId> MasterService::BeginCopyLocked(ObjectTable::Locked& s, ObjectTable::Ref obj,
+                                                       const StoredReplica& source, const Allocation& target, TimeMs now,
+                                                       const TaskId& user_task) {
+  const ObjectMeta& m = obj.meta();
   ClientId owner;
-  if (!segments_.OwnerOf(allocs[0].segment, &owner)) {
-    segments_.Free(allocs[0]);
-    return RepairStart::kLater;
+  if (!segments_.OwnerOf(target.segment, &owner)) {
+    segments_.Free(target);
+    return std::nullopt;
   }
   RepairInFlight f;
   f.task.size = m.size;
-  f.task.source = segments_.IdOf(source->segment());
-  f.task.source_offset = source->offset();
+  f.task.source = segments_.IdOf(source.segment());
+  f.task.source_offset = source.offset();
   // Read access for as long as the copy may take: past it the task is given up and redone anyway.
-  f.task.source_grant = segments_.Mint(source->segment(), GrantAccess::kRead, source->offset(), m.size,
+  f.task.source_grant = segments_.Mint(source.segment(), GrantAccess::kRead, source.offset(), m.size,
                                        WallMs() + (config_.repair_task_timeout_sec + 5) * 1000);
-  f.task.target = segments_.IdOf(allocs[0].segment);
-  f.task.target_offset = allocs[0].offset;
+  f.task.target = segments_.IdOf(target.segment);
+  f.task.target_offset = target.offset;
   if (m.flags & kHasChecksum) f.task.checksum = m.checksum;
-  f.table_key = table_key;
+  f.table_key = std::string(obj.key());
   f.object_id = m.object_id;
   f.client = owner;
-  f.target = allocs[0];
+  f.target = target;
   f.deadline = now + config_.repair_task_timeout_sec * 1000;
-  s.AddRepairReplica(obj, allocs[0]);
+  f.user_task = user_task;
+  s.AddRepairReplica(obj, target);
   s.AddReadPin(obj, owner, PinKind::kTask);  // the source's bytes and the new range stay put until it reports
   s.Touch(obj);  // stamps the source grant's minting (GrantHold)
   MutexLock lock(repair_mu_);
   f.task.task_id = next_repair_id_++;
-  repair_tokens_ -= static_cast<double>(m.size);
   repairs_.emplace(f.task.task_id, std::move(f));
-  return RepairStart::kStarted;
+  return owner;
 }
 
 bool MasterService::DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, const Allocation& target) {
@@ -103,10 +113,11 @@ bool MasterService::DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref ob
 }
 
 uint64_t MasterService::RepairOnce() {
-  if (config_.repair_bandwidth == 0) return 0;
   const TimeMs now = clock_.NowMs();
+  // Copies of tasks too: they run whether or not re-replication does.
   CancelRepairsIf([now](const ClientId&, TimeMs deadline) { return deadline <= now; },
                   "not reported within --repair_task_timeout_sec");
+  if (config_.repair_bandwidth == 0) return 0;
   std::vector<std::pair<size_t, std::string>> batch;
   {
     MutexLock lock(repair_mu_);
@@ -181,6 +192,7 @@ void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& cli
       MutexLock lock(repair_mu_);
       repair_keys_.erase(f.table_key);
     }
+    if (!f.user_task.empty()) tasks_.CopyEnded(f.user_task, Status(Code::kTransferFail, "a copy was " + std::string(why)));
     if (same && DropRepairLocked(s, obj, f.target)) NoteAtRisk(f.table_key, obj->CompleteMemoryReplicas());
   }
 }
@@ -262,17 +274,23 @@ std::vector<Status> MasterService::RepairDone(const CallContext& ctx, const std:
     auto obj = s.Find(hk);
     const bool same = obj && obj->object_id == f.object_id;
     (void)s.Unpin(ctx.client, f.object_id, same ? obj : ObjectTable::Ref(), PinKind::kTask);
+    const bool for_task = !f.user_task.empty();
     if (!same) {  // removed or replaced meanwhile: its zombie held the range, freed with the pin
       out.emplace_back(Code::kObjectNotFound, "the object was removed or replaced during its copy");
+      if (for_task) tasks_.CopyEnded(f.user_task, out.back());
       continue;
     }
     if (res.status.ok() && s.CompleteReplica(obj, f.target)) {
-      repaired_.fetch_add(1, std::memory_order_relaxed);
-      repair_bytes_.fetch_add(f.task.size, std::memory_order_relaxed);
+      if (!for_task) {
+        repaired_.fetch_add(1, std::memory_order_relaxed);
+        repair_bytes_.fetch_add(f.task.size, std::memory_order_relaxed);
+      }
       out.push_back(Status::OK());
+      if (for_task) tasks_.CopyEnded(f.user_task, Status::OK());
     } else {
       if (failed++ == 0) first_failure = res.status.ok() ? "its new replica went meanwhile" : res.status.ToString();
       out.push_back(res.status.ok() ? Status(Code::kSegmentNotFound, "the new replica's segment went") : Status::OK());
+      if (for_task) tasks_.CopyEnded(f.user_task, res.status.ok() ? out.back() : res.status);
       if (!DropRepairLocked(s, obj, f.target)) continue;  // that was all it had left
     }
     // Another copy if it is still short (several replicas lost, or this one failed).

@@ -156,10 +156,12 @@ Status MasterService::Load(const MasterImage& image) {
     const HashedKey hk(k);
     table_.Lock(hk).RestoreAway(hk, std::move(copies));
   }
+  for (const auto& [id, t] : image.tasks) tasks_.Restore(t, now + config_.task_timeout_sec * 1000);
   table_.RaiseNextObjectId(image.next_object_id);
   recovered_deadline_ = now + config_.client_ttl_sec * 1000;
-  YB_LOG_INFO("restart: {} objects, {} unfinished Puts on {} segments restored ({} objects without a segment left)",
-              objects, image.pending.size(), refs.size(), lost);
+  YB_LOG_INFO("restart: {} objects, {} unfinished Puts on {} segments restored ({} objects without a segment left); "
+              "{} copy and move tasks, {} of them unfinished (carried on)",
+              objects, image.pending.size(), refs.size(), lost, image.tasks.size(), tasks_.unfinished());
   return Status::OK();
 }
 
@@ -172,6 +174,7 @@ void MasterService::SetSink(MetaSink* sink) {
   tenants_.SetSink(sink);
   segments_.SetSink(sink);
   table_.SetSink(sink);
+  tasks_.SetSink(sink);
 }
 
 void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& emit) {
@@ -196,6 +199,7 @@ void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& 
     emit(rec);
   }
   for (size_t i = 0; i < table_.shard_count(); ++i) table_.LockShard(i).Dump(emit);
+  tasks_.Dump(emit);
 }
 
 uint64_t MasterService::ExpireRecoveredOnce() {

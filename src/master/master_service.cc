@@ -399,6 +399,7 @@ void MasterService::RunBackgroundOnce() {
   ReclaimOnce();
   evictor_.RunOnce();
   RepairOnce();
+  TasksOnce();
 }
 
 MasterStats MasterService::Stats() const {

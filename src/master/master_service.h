@@ -45,6 +45,7 @@
 #include "master/object_table.h"
 #include "master/offload_queues.h"
 #include "master/segment_manager.h"
+#include "master/task_table.h"
 #include "master/tenants.h"
 
 namespace yb {
@@ -130,6 +131,8 @@ class MasterService final : public MasterApi {
   std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
   Result<std::vector<RepairTask>> RepairFetch(const CallContext& ctx, uint32_t max) override;
   std::vector<Status> RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) override;
+  Result<TaskId> CreateTask(const CallContext& ctx, const TaskSpec& spec) override;
+  Result<TaskInfo> QueryTask(const CallContext& ctx, const TaskId& id) override;
   std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                       const std::vector<DiskObject>& objects) override;
   std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
@@ -183,6 +186,9 @@ class MasterService final : public MasterApi {
   // One round of re-replication: copies queued for at-risk objects within --repair_bandwidth, and
   // copies not reported in time given up. Returns the copies started.
   uint64_t RepairOnce();
+  // One round of copy and move tasks: each unfinished one with no copy in flight is looked at again
+  // (its copies started, its move's source dropped, or it ends). Returns the tasks looked at.
+  uint64_t TasksOnce();
 
   Evictor& evictor() { return evictor_; }
   MasterStats Stats() const;
@@ -281,7 +287,15 @@ class MasterService final : public MasterApi {
     Allocation target;
     TimeMs deadline = 0;
     bool handed_out = false;
+    TaskId user_task;  // the copy or move task it is for; empty: a repair
   };
+  // Starts a copy of `obj` from `source` into `target` (reserved for it) by the target's owner: a
+  // PROCESSING replica until it reports. Returns the owner; nothing (and `target` freed) when its
+  // segment has none now.
+  std::optional<ClientId> BeginCopyLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, const StoredReplica& source,
+                                          const Allocation& target, TimeMs now, const TaskId& user_task);
+  // Copy and move tasks (master_tasks.cc): one step of an unfinished task with no copy in flight.
+  void StepTask(const UserTask& t, TimeMs now);
 
   // The token that proves a caller's id and tenant (SipHash under identity_key_).
   CallerToken TokenFor(const ClientId& client, TenantIndex tenant) const;
@@ -302,6 +316,7 @@ class MasterService final : public MasterApi {
   Evictor evictor_;
   ClientRegistry clients_;
   GroupHomes group_homes_;  // where each routing group's objects go first
+  TaskTable tasks_;         // copy and move tasks; its lock after a shard's and repair_mu_
   Mutex discarded_mu_;  // taken with or without a shard's accessor held; calls nothing while held
   std::vector<Discarded> discarded_ GUARDED_BY(discarded_mu_);
   std::atomic<uint64_t> offloaded_{0};

@@ -546,6 +546,36 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
   return out;
 }
 
+SegmentManager::NameState SegmentManager::StateOfName(const std::string& name, TenantIndex tenant) const {
+  ReaderLock lock(mu_);
+  NameState state = NameState::kNone;
+  for (const auto& [id, seg] : by_id_) {
+    if (!SegmentNameMatches(seg->desc.name, name) || (seg->only_tenant && *seg->only_tenant != tenant)) continue;
+    if (!seg->confirmed) {
+      state = std::max(state, NameState::kAway);
+    } else if (!seg->draining.load(std::memory_order_relaxed)) {
+      return NameState::kTakes;
+    } else {
+      state = NameState::kDraining;
+    }
+  }
+  return state;
+}
+
+std::optional<Allocation> SegmentManager::AllocateOn(TenantIndex tenant, uint64_t size, const std::string& name) {
+  if (size == 0) return std::nullopt;
+  const TimeMs now = Now();
+  ReaderLock lock(mu_);
+  for (const auto& seg : list_) {
+    if (!SegmentNameMatches(seg->desc.name, name) || seg->draining.load(std::memory_order_relaxed)) continue;
+    if (now < seg->unheard_until.load(std::memory_order_relaxed)) continue;
+    if (seg->only_tenant && *seg->only_tenant != tenant) continue;
+    Allocation a;
+    if (TryAllocateOn(*seg, tenant, size, &a)) return a;
+  }
+  return std::nullopt;
+}
+
 bool SegmentManager::HasKey(SegmentRef ref) const {
   const uint32_t slot = SlotOf(ref);
   return slot_key_[2 * slot].load(std::memory_order_acquire) != 0 ||

@@ -148,6 +148,15 @@ class SegmentManager {
   std::vector<Allocation> Allocate(TenantIndex tenant, uint64_t size, size_t count,
                                    const std::vector<std::string>& preferred, const std::vector<SegmentId>& avoid = {},
                                    size_t preferred_for = SIZE_MAX);
+  // Whether segments named `name` (SegmentNameMatches) can take `tenant`'s replicas now: kNone when
+  // none is mounted for it (another tenant's memory counts as none), kAway when those there are wait
+  // for their owner (restored after a restart, or suspended), kDraining when every one is draining,
+  // kTakes else. For copy and move tasks, which name their targets.
+  enum class NameState { kNone, kAway, kDraining, kTakes };
+  NameState StateOfName(const std::string& name, TenantIndex tenant) const;
+  // Reserves `size` bytes for `tenant` on a segment named `name` that takes replicas now (confirmed,
+  // not draining, its owner heard from), or nothing.
+  std::optional<Allocation> AllocateOn(TenantIndex tenant, uint64_t size, const std::string& name);
   // Frees a range; a no-op if its segment was unmounted meanwhile. With `hold_until` in the future
   // (GrantHold: a grant for the range may be valid until then) and a segment whose grants mean
   // something (mounted with a key), the range is held instead: not handed out again before

@@ -283,6 +283,37 @@ std::vector<Status> MasterClient::RepairDone(const CallContext& ctx, const std::
   return Statuses(Call<M::kRepairDone>(q), results.size());
 }
 
+Result<TaskId> MasterClient::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
+  pb::CreateTaskRequest q;
+  SetContext(ctx, q);
+  ToPb(spec.id, q.mutable_id());
+  q.set_type(static_cast<uint32_t>(spec.type));
+  q.set_key(spec.key);
+  q.set_source(spec.source);
+  for (const auto& t : spec.targets) q.add_targets(t);
+  auto r = Call<M::kCreateTask>(q);
+  if (!r.ok()) return r.status();
+  return FromPb(r->id());
+}
+
+Result<TaskInfo> MasterClient::QueryTask(const CallContext& ctx, const TaskId& id) {
+  pb::QueryTaskRequest q;
+  SetContext(ctx, q);
+  ToPb(id, q.mutable_id());
+  auto r = Call<M::kQueryTask>(q);
+  if (!r.ok()) return r.status();
+  if (r->type() > static_cast<uint32_t>(TaskType::kMove) || r->state() > static_cast<uint32_t>(TaskStatus::kFailed)) {
+    return Status(Code::kInternal, "the master answered an unknown task type or state");
+  }
+  return TaskInfo{FromPb(r->id()),
+                  static_cast<TaskType>(r->type()),
+                  static_cast<TaskStatus>(r->state()),
+                  r->created_ms(),
+                  r->updated_ms(),
+                  ClientId{r->assigned_hi(), r->assigned_lo()},
+                  r->message()};
+}
+
 std::vector<Status> MasterClient::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                                   const std::vector<DiskObject>& objects) {
   pb::AddDiskReplicasRequest q;

@@ -56,6 +56,8 @@ class MasterClient final : public MasterApi {
   std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
   Result<std::vector<RepairTask>> RepairFetch(const CallContext& ctx, uint32_t max) override;
   std::vector<Status> RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) override;
+  Result<TaskId> CreateTask(const CallContext& ctx, const TaskSpec& spec) override;
+  Result<TaskInfo> QueryTask(const CallContext& ctx, const TaskId& id) override;
   std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
                                       const std::vector<DiskObject>& objects) override;
   std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;

@@ -211,4 +211,11 @@ void ToPb(const RepairResult& r, pb::RepairResult* p) {
   ToPb(r.status, p->mutable_status());
 }
 
+TaskId FromPb(const pb::TaskId& p) { return TaskId{p.hi(), p.lo()}; }
+
+void ToPb(const TaskId& id, pb::TaskId* out) {
+  out->set_hi(id.hi);
+  out->set_lo(id.lo);
+}
+
 }  // namespace yb::rpc

@@ -32,6 +32,8 @@ RepairTask FromPb(const pb::RepairTask& t);
 void ToPb(const RepairTask& t, pb::RepairTask* out);
 RepairResult FromPb(const pb::RepairResult& r);
 void ToPb(const RepairResult& r, pb::RepairResult* out);
+TaskId FromPb(const pb::TaskId& p);
+void ToPb(const TaskId& id, pb::TaskId* out);
 
 template <typename Field, typename T = decltype(FromPb(std::declval<const typename Field::value_type&>()))>
 std::vector<T> FromPbList(const Field& field) {

@@ -41,7 +41,9 @@ namespace yb::rpc {
   X(19, RepairFetch, RepairFetchRequest, RepairFetchResponse)          \
   X(20, RepairDone, RepairDoneRequest, StatusesResponse)              \
   X(21, DrainSegment, DrainSegmentRequest, DrainSegmentResponse)      \
-  X(22, UndrainSegment, DrainSegmentRequest, StatusResponse)
+  X(22, UndrainSegment, DrainSegmentRequest, StatusResponse)          \
+  X(23, CreateTask, CreateTaskRequest, CreateTaskResponse)            \
+  X(24, QueryTask, QueryTaskRequest, QueryTaskResponse)
 
 enum class MasterMethod : uint16_t {
 #define YB_METHOD_ENUM(id, name, req, resp) k##name = id,

@@ -99,7 +99,7 @@ Status RoleMay(const net::Peer& peer, bool tenants_may_mount) {
 // A mount is judged by the master (a remount that changes nothing recorded is taken).
 constexpr bool ChangeCall(M m) {
   return !(m == M::kRegisterClient || m == M::kPing || m == M::kListSegments || m == M::kGetReplicaList ||
-           m == M::kReadEnd || m == M::kExistKey || m == M::kMountSegments);
+           m == M::kReadEnd || m == M::kExistKey || m == M::kMountSegments || m == M::kQueryTask);
 }
 
 template <M m>
@@ -272,6 +272,35 @@ template <>
 void Serve<M::kRepairDone>(MasterApi& api, const CallContext& ctx, const pb::RepairDoneRequest& q,
                            pb::StatusesResponse& r) {
   PutStatuses(api.RepairDone(ctx, FromPbList(q.results())), r);
+}
+
+template <>
+void Serve<M::kCreateTask>(MasterApi& api, const CallContext& ctx, const pb::CreateTaskRequest& q,
+                           pb::CreateTaskResponse& r) {
+  if (q.type() > static_cast<uint32_t>(TaskType::kMove)) {
+    ToPb(Status(Code::kInvalidParams, "unknown task type " + std::to_string(q.type())), r.mutable_status());
+    return;
+  }
+  TaskSpec spec{FromPb(q.id()), static_cast<TaskType>(q.type()), q.key(), q.source(), KeysOf(q.targets())};
+  auto id = api.CreateTask(ctx, spec);
+  ToPb(id.status(), r.mutable_status());
+  if (id.ok()) ToPb(*id, r.mutable_id());
+}
+
+template <>
+void Serve<M::kQueryTask>(MasterApi& api, const CallContext& ctx, const pb::QueryTaskRequest& q,
+                          pb::QueryTaskResponse& r) {
+  auto t = api.QueryTask(ctx, FromPb(q.id()));
+  ToPb(t.status(), r.mutable_status());
+  if (!t.ok()) return;
+  ToPb(t->id, r.mutable_id());
+  r.set_type(static_cast<uint32_t>(t->type));
+  r.set_state(static_cast<uint32_t>(t->status));
+  r.set_created_ms(t->created_ms);
+  r.set_updated_ms(t->updated_ms);
+  r.set_assigned_hi(t->assigned_client.hi);
+  r.set_assigned_lo(t->assigned_client.lo);
+  r.set_message(t->message);
 }
 
 template <>

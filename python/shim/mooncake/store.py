@@ -1,6 +1,7 @@
 """`from mooncake.store import ...`, served by Yuebing: every public name of the `yuebing` module
 that Mooncake's `mooncake.store` has (MooncakeDistributedStore, ReplicateConfig, SoftPinAction,
-ReplicaDescriptor with its MemoryDescriptor / DiskDescriptor / Descriptor, BufferHandle)."""
+ReplicaDescriptor with its MemoryDescriptor / DiskDescriptor / Descriptor, BufferHandle,
+TaskType, TaskStatus and QueryTaskResponse for copy and move tasks)."""
 import yuebing
 from yuebing import *  # noqa: F401,F403
 

@@ -1,0 +1,115 @@
+// Copy and move tasks in Python, with Mooncake's names and conventions (docs/compat.md):
+// create_copy_task(key, targets) and create_move_task(key, source, target) answer (task id, code),
+// the id a pair of ints (Mooncake's UUID), (0, 0) with a failure; query_task(task_id) answers
+// (QueryTaskResponse or None, code). TaskType, TaskStatus and QueryTaskResponse are Mooncake's.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "py_values.h"
+#include "yuebing/client.h"
+
+namespace yb::py_tasks {
+
+namespace py = pybind11;
+using Uuid = std::pair<uint64_t, uint64_t>;
+
+struct QueryTaskResponse {
+  Uuid id;
+  TaskType type = TaskType::kCopy;
+  TaskStatus status = TaskStatus::kPending;
+  int64_t created_at_ms_epoch = 0;
+  int64_t last_updated_at_ms_epoch = 0;
+  Uuid assigned_client;
+  std::string message;
+};
+
+inline py::tuple Created(const Result<TaskId>& id) {
+  if (!id.ok()) return py::make_tuple(Uuid{0, 0}, py_values::Error(id.status()));
+  return py::make_tuple(Uuid{id->hi, id->lo}, 0);
+}
+
+// Binds the types on `m` and the three calls on the store class `cls`; `ready(store, what)` is the
+// store's client, or null (logged) when it is not set up.
+template <typename Cls, typename Ready>
+void Bind(py::module_& m, Cls& cls, Ready ready) {
+  using Store = typename Cls::type;
+  py::enum_<TaskType>(m, "TaskType")
+      .value("REPLICA_COPY", TaskType::kCopy)
+      .value("REPLICA_MOVE", TaskType::kMove)
+      .export_values();
+  py::enum_<TaskStatus>(m, "TaskStatus")
+      .value("PENDING", TaskStatus::kPending)
+      .value("PROCESSING", TaskStatus::kProcessing)
+      .value("SUCCESS", TaskStatus::kSuccess)
+      .value("FAILED", TaskStatus::kFailed)
+      .export_values();
+  using Q = QueryTaskResponse;
+  py::class_<Q>(m, "QueryTaskResponse")
+      .def(py::init<>())
+      .def_readonly("id", &Q::id)
+      .def_readonly("type", &Q::type)
+      .def_readonly("status", &Q::status)
+      .def_readonly("created_at_ms_epoch", &Q::created_at_ms_epoch)
+      .def_readonly("last_updated_at_ms_epoch", &Q::last_updated_at_ms_epoch)
+      .def_readonly("assigned_client", &Q::assigned_client)
+      .def_readonly("message", &Q::message)
+      .def("__repr__", [](const Q& q) {
+        return "QueryTaskResponse(id=(" + std::to_string(q.id.first) + ", " + std::to_string(q.id.second) +
+               "), type=" + std::to_string(static_cast<int>(q.type)) +
+               ", status=" + std::to_string(static_cast<int>(q.status)) +
+               ", created_at=" + std::to_string(q.created_at_ms_epoch) +
+               ", last_updated_at=" + std::to_string(q.last_updated_at_ms_epoch) + ", message=\"" + q.message +
+               "\")";
+      });
+  cls.def(
+         "create_copy_task",
+         [ready](Store& s, const std::string& key, const std::vector<std::string>& targets) {
+           auto c = ready(s, "create_copy_task");
+           if (!c) return py::make_tuple(Uuid{0, 0}, py_values::kInvalidParams);
+           Result<TaskId> id(Status(Code::kInternal, ""));
+           {
+             py::gil_scoped_release unlocked;
+             id = c->CreateCopyTask(key, targets);
+           }
+           return Created(id);
+         },
+         py::arg("key"), py::arg("targets"))
+      .def(
+          "create_move_task",
+          [ready](Store& s, const std::string& key, const std::string& source, const std::string& target) {
+            auto c = ready(s, "create_move_task");
+            if (!c) return py::make_tuple(Uuid{0, 0}, py_values::kInvalidParams);
+            Result<TaskId> id(Status(Code::kInternal, ""));
+            {
+              py::gil_scoped_release unlocked;
+              id = c->CreateMoveTask(key, source, target);
+            }
+            return Created(id);
+          },
+          py::arg("key"), py::arg("source"), py::arg("target"))
+      .def(
+          "query_task",
+          [ready](Store& s, const Uuid& task_id) {
+            auto c = ready(s, "query_task");
+            if (!c) return py::make_tuple(py::none(), py_values::kInvalidParams);
+            Result<TaskInfo> t(Status(Code::kInternal, ""));
+            {
+              py::gil_scoped_release unlocked;
+              t = c->QueryTask(TaskId{task_id.first, task_id.second});
+            }
+            if (!t.ok()) return py::make_tuple(py::none(), py_values::Error(t.status()));
+            Q q{{t->id.hi, t->id.lo}, t->type,    t->status, t->created_ms, t->updated_ms,
+                {t->assigned_client.hi, t->assigned_client.lo}, t->message};
+            return py::make_tuple(py::cast(q), 0);
+          },
+          py::arg("task_id"));
+}
+
+}  // namespace yb::py_tasks
