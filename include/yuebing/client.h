@@ -211,6 +211,11 @@ class Client {
   Result<TaskId> CreateCopyTask(const std::string& key, const std::vector<std::string>& targets);
   Result<TaskId> CreateMoveTask(const std::string& key, const std::string& source, const std::string& target);
   Result<TaskInfo> QueryTask(const TaskId& id);
+  // Mooncake's batch_replica_clear: of `keys`, the objects no one uses now (no read lease or read in
+  // progress, not written within the lease TTL) lose their memory replicas on the segment named
+  // `segment_name`, or with "" are removed. Returns the keys cleared.
+  Result<std::vector<std::string>> BatchReplicaClear(const std::vector<std::string>& keys,
+                                                     const std::string& segment_name = "");
 
   // Removal.
   Status Remove(const std::string& key, bool force = false);

@@ -222,6 +222,11 @@ class MasterApi {
   // Never renews a lease nor changes recency: probes cannot keep objects from eviction.
   virtual std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) = 0;
   virtual std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) = 0;
+  // Mooncake's batch_replica_clear: of these keys, the objects no one uses now (no read lease or read
+  // in progress, not written within the lease TTL, no copy being made of them) lose their MEMORY
+  // replicas on the segment named `segment_name` (an object left without replicas goes), or with
+  // "" are removed. Returns the keys cleared; the others (missing, in use, nothing there) are left.
+  virtual Result<Keys> BatchReplicaClear(const CallContext& ctx, const Keys& keys, const std::string& segment_name) = 0;
   // Removes the caller's tenant's objects whose key `pattern` (ECMAScript, searched) matches, or
   // every one of them without a pattern. Returns how many were removed.
   virtual Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern,

@@ -303,6 +303,11 @@ Result<TaskId> Client::CreateMoveTask(const std::string& key, const std::string&
                                             TaskSpec{NewTaskId(), TaskType::kMove, key, source, {target}});
 }
 
+Result<std::vector<std::string>> Client::BatchReplicaClear(const std::vector<std::string>& keys,
+                                                           const std::string& segment_name) {
+  return impl_->members.master().BatchReplicaClear(impl_->members.ctx(), keys, segment_name);
+}
+
 Result<TaskInfo> Client::QueryTask(const TaskId& id) { return impl_->members.master().QueryTask(impl_->members.ctx(), id); }
 
 }  // namespace yb

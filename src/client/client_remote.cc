@@ -122,6 +122,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
                                                            *transport_options));
 
   std::string endpoint{kLocalEndpoint};
+  std::string renamed;  // local_hostname with the port actually served, when its own was taken
   std::shared_ptr<LocalSegmentRegistry> served;
   if (config.global_segment_size > 0) {
     auto bind = TransferBind(config);
@@ -134,8 +135,15 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     so.keepalive = Keepalive::After(std::chrono::seconds(config.transfer_keepalive_sec));
     so.stall_timeout_ms = static_cast<int>(std::min<uint32_t>(config.transfer_stall_timeout_sec, 86400) * 1000);
     so.security = *security;
-    // The port given, or the first free one of the client's range (then any).
-    const std::vector<uint16_t> ports = bind->second ? std::vector<uint16_t>{*bind->second} : PortsToTry(config);
+    // The port given, or the first free one of the client's range (then any). A port that only
+    // local_hostname gives and another process (or another store of this one) holds: the range's,
+    // as Mooncake's clients find theirs under P2PHANDSHAKE; an explicit transfer_bind_address is
+    // bound as it is or not at all.
+    const bool port_from_name = bind->second && *bind->second != 0 && config.transfer_bind_address.empty();
+    std::vector<uint16_t> ports = bind->second ? std::vector<uint16_t>{*bind->second} : PortsToTry(config);
+    if (port_from_name) {
+      for (uint16_t p : PortsToTry(config)) ports.push_back(p);
+    }
     Status started;
     for (uint16_t port : ports) {
       so.port = port;
@@ -145,6 +153,12 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
       plumbing->server.reset();
     }
     YB_RETURN_IF_ERROR(started);
+    if (port_from_name && plumbing->server->port() != *bind->second) {
+      renamed = bind->first + ":" + std::to_string(plumbing->server->port());
+      YB_LOG_WARN("port {} of local_hostname '{}' is taken (by another client of this host): transfers are served "
+                  "on port {}, and this client's name is '{}' (get_hostname)",
+                  *bind->second, config.local_hostname, plumbing->server->port(), renamed);
+    }
     if (!bind->second && (plumbing->server->port() < config.client_port_min ||
                           plumbing->server->port() > config.client_port_max)) {
       YB_LOG_WARN("no port free in {}-{} (MC_STORE_CLIENT_MIN_PORT / MC_STORE_CLIENT_MAX_PORT): transfers are "
@@ -162,7 +176,9 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   // carries no port gets the transfer server's, so that two daemons on one host (both named after
   // it) are two fault domains to the master, and not one that it silently merges.
   ClientConfig effective = config;
-  if (!HasPort(config.local_hostname)) {
+  if (!renamed.empty()) {
+    effective.local_hostname = renamed;
+  } else if (!HasPort(config.local_hostname)) {
     uint16_t port = plumbing->server ? plumbing->server->port() : ReservePort(config, plumbing->reserved_port_fd);
     if (port != 0) effective.local_hostname = config.local_hostname + ":" + std::to_string(port);
   }

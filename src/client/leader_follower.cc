@@ -223,6 +223,11 @@ std::vector<Status> LeaderFollower::RepairDone(const CallContext& ctx, const std
   return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.RepairDone(ctx, results); }, results.size());
 }
 
+Result<MasterApi::Keys> LeaderFollower::BatchReplicaClear(const CallContext& ctx, const Keys& keys,
+                                                          const std::string& segment_name) {
+  return WithLeader<Result<Keys>>([&](MasterApi& m) { return m.BatchReplicaClear(ctx, keys, segment_name); });
+}
+
 // Made again on a new leader with the same id: the task the first attempt made, if it did, is found.
 Result<TaskId> LeaderFollower::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
   return WithLeader<Result<TaskId>>([&](MasterApi& m) { return m.CreateTask(ctx, spec); });

@@ -41,6 +41,7 @@ class MockMaster : public MasterApi {
   MOCK_METHOD(Status, UndrainSegment, (const CallContext&, SegmentId), (override));
   MOCK_METHOD(Result<std::vector<RepairTask>>, RepairFetch, (const CallContext&, uint32_t), (override));
   MOCK_METHOD(std::vector<Status>, RepairDone, (const CallContext&, const std::vector<RepairResult>&), (override));
+  MOCK_METHOD(Result<Keys>, BatchReplicaClear, (const CallContext&, const Keys&, const std::string&), (override));
   MOCK_METHOD(Result<TaskId>, CreateTask, (const CallContext&, const TaskSpec&), (override));
   MOCK_METHOD(Result<TaskInfo>, QueryTask, (const CallContext&, const TaskId&), (override));
   MOCK_METHOD(std::vector<Status>, AddDiskReplicas, (const CallContext&, SegmentId, const std::vector<DiskObject>&),

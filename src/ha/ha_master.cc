@@ -622,6 +622,10 @@ Result<std::vector<RepairTask>> HaMaster::RepairFetch(const CallContext& ctx, ui
 std::vector<Status> HaMaster::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
   YB_SERVE_OR(ForEveryKey<Status>(results.size(), m.status()), RepairDone(ctx, results));
 }
+Result<MasterApi::Keys> HaMaster::BatchReplicaClear(const CallContext& ctx, const Keys& keys,
+                                                    const std::string& segment_name) {
+  YB_SERVE_OR(m.status(), BatchReplicaClear(ctx, keys, segment_name));
+}
 Result<TaskId> HaMaster::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
   YB_SERVE_OR(m.status(), CreateTask(ctx, spec));
 }

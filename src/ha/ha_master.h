@@ -121,6 +121,7 @@ class HaMaster final : public MasterApi {
                                    const std::vector<uint64_t>& read_pins) override;
   std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
   std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
+  Result<Keys> BatchReplicaClear(const CallContext& ctx, const Keys& keys, const std::string& segment_name) override;
   Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
   Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
   std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;

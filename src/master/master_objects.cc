@@ -260,6 +260,7 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   // No lease at publication: nobody reads the value yet, and a lease here would let a burst of
   // writes faster than the lease TTL make a full pool refuse writes.
   meta.lease_deadline = now;
+  meta.flags |= kUnread;
   meta.object_id = table_.NextObjectId();
   for (auto& r : put.replicas) r.set_status(ReplicaStatus::kComplete);
   meta.want_replicas = static_cast<uint32_t>(std::min<size_t>(put.replicas.size(), 255));
@@ -415,6 +416,50 @@ Result<uint64_t> MasterService::RemoveWhere(const CallContext& ctx, const std::o
       ctx, force, [&](std::string_view k) { return RE2::PartialMatch(re2::StringPiece(k.data(), k.size()), re); });
   YB_LOG_INFO("removed {} objects matching '{}'", n, *pattern);
   return n;
+}
+
+}  // namespace yb
+
+namespace yb {
+
+// Mooncake's batch_replica_clear. Mooncake lets only the object's writer clear it; here any client
+// of its tenant may, as any may Remove it (docs/compat.md).
+Result<MasterApi::Keys> MasterService::BatchReplicaClear(const CallContext& ctx, const Keys& keys,
+                                                         const std::string& segment_name) {
+  if (!tenants_.Valid(ctx.tenant)) return Status(Code::kTenantNotRegistered, "unknown tenant index");
+  const TimeMs now = clock_.NowMs();
+  Keys cleared;
+  for (const auto& key : keys) {
+    if (!CheckKey(ctx, key).ok()) continue;
+    const TableKey tk(ctx.tenant, key);
+    auto s = table_.Lock(tk.hashed);
+    auto obj = s.Find(tk.hashed);
+    if (!obj) continue;
+    const ObjectMeta& m = obj.meta();
+    // In use: a reader's lease or read, a write within the lease TTL, a copy being made of it.
+    const bool written_lately = (m.flags & kUnread) && m.lease_deadline + config_.default_kv_lease_ttl_ms > now;
+    if (m.lease_deadline > now || written_lately || m.readers > 0) continue;
+    bool copying = false;
+    for (size_t i = 0; i < m.n_replicas; ++i) copying = copying || m.replica(i).status() != ReplicaStatus::kComplete;
+    if (copying) continue;
+    if (segment_name.empty()) {
+      if (RemoveLocked(s, obj, false, now).ok()) cleared.push_back(key);
+      continue;
+    }
+    auto on_segment = [&](const StoredReplica& r) {
+      return r.kind() == ReplicaKind::kMemory && segments_.NameOf(r.segment()) == segment_name;
+    };
+    size_t there = 0;
+    for (size_t i = 0; i < m.n_replicas; ++i) there += on_segment(m.replica(i));
+    if (there == 0) continue;
+    if (there == m.n_replicas) {
+      if (RemoveLocked(s, obj, false, now).ok()) cleared.push_back(key);  // nothing would be left
+      continue;
+    }
+    s.DropReplicasIf(obj, on_segment);
+    cleared.push_back(key);
+  }
+  return cleared;
 }
 
 }  // namespace yb

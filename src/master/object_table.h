@@ -75,6 +75,9 @@ enum ObjectFlags : uint8_t {
   kNoOffload = 16,        // an offload failed: not queued again, evicted like an object without an SSD tier
   kDiskCopyPending = 32,  // an eager offload is queued or running and no disk copy exists yet
   kDiskChecksum = 64,     // `checksum` was computed by an offload (readers are not given it)
+  // Not read since it was published: `lease_deadline` holds the publication time (a write counts as
+  // a use for batch_replica_clear, never for Remove). Not recorded.
+  kUnread = 128,
 };
 
 // One published object. Kept small: the table holds tens of millions of these.
@@ -437,6 +440,7 @@ inline ObjectTable::Ref ObjectTable::Locked::Find(const HashedKey& k) {
 
 inline void ObjectTable::Locked::ExtendLease(Ref r, TimeMs until) {
   r.mut().lease_deadline = std::max(r.meta().lease_deadline, until);
+  r.mut().flags &= static_cast<uint8_t>(~kUnread);
 }
 
 inline void ObjectTable::Locked::SetSoftPinDeadline(Ref r, TimeMs until) { r.mut().soft_pin_deadline = until; }

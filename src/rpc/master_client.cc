@@ -283,6 +283,17 @@ std::vector<Status> MasterClient::RepairDone(const CallContext& ctx, const std::
   return Statuses(Call<M::kRepairDone>(q), results.size());
 }
 
+Result<MasterApi::Keys> MasterClient::BatchReplicaClear(const CallContext& ctx, const Keys& keys,
+                                                        const std::string& segment_name) {
+  pb::ReplicaClearRequest q;
+  SetContext(ctx, q);
+  for (const auto& k : keys) q.add_keys(k);
+  q.set_segment_name(segment_name);
+  auto r = Call<M::kBatchReplicaClear>(q);
+  if (!r.ok()) return r.status();
+  return Keys(r->cleared().begin(), r->cleared().end());
+}
+
 Result<TaskId> MasterClient::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
   pb::CreateTaskRequest q;
   SetContext(ctx, q);

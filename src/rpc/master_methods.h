@@ -43,7 +43,8 @@ namespace yb::rpc {
   X(21, DrainSegment, DrainSegmentRequest, DrainSegmentResponse)      \
   X(22, UndrainSegment, DrainSegmentRequest, StatusResponse)          \
   X(23, CreateTask, CreateTaskRequest, CreateTaskResponse)            \
-  X(24, QueryTask, QueryTaskRequest, QueryTaskResponse)
+  X(24, QueryTask, QueryTaskRequest, QueryTaskResponse)              \
+  X(25, BatchReplicaClear, ReplicaClearRequest, ReplicaClearResponse)
 
 enum class MasterMethod : uint16_t {
 #define YB_METHOD_ENUM(id, name, req, resp) k##name = id,

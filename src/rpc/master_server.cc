@@ -275,6 +275,15 @@ void Serve<M::kRepairDone>(MasterApi& api, const CallContext& ctx, const pb::Rep
 }
 
 template <>
+void Serve<M::kBatchReplicaClear>(MasterApi& api, const CallContext& ctx, const pb::ReplicaClearRequest& q,
+                                  pb::ReplicaClearResponse& r) {
+  auto cleared = api.BatchReplicaClear(ctx, KeysOf(q.keys()), q.segment_name());
+  ToPb(cleared.status(), r.mutable_status());
+  if (!cleared.ok()) return;
+  for (const auto& k : *cleared) r.add_cleared(k);
+}
+
+template <>
 void Serve<M::kCreateTask>(MasterApi& api, const CallContext& ctx, const pb::CreateTaskRequest& q,
                            pb::CreateTaskResponse& r) {
   if (q.type() > static_cast<uint32_t>(TaskType::kMove)) {

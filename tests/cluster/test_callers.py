@@ -11,6 +11,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 
@@ -627,6 +628,56 @@ def test_get_hostname_is_host_port_unique_per_process(pool):
         host, port = names[-1].rsplit(":", 1)
         assert host == "127.0.0.1" and 12300 <= int(port) <= 14300  # Mooncake's range
     assert names[0] != names[1]
+
+
+def test_a_taken_port_in_local_hostname_moves_to_a_free_one(pool, caplog):
+    """Two stores given one "host:port" (Mooncake's test_batch_replica_clear sets one up twice in a
+    process): the second serves on a free port of Mooncake's range, named after it, with a warning,
+    where it used to fail setup with -600."""
+    port = free_port()
+    stores = [MooncakeDistributedStore() for _ in range(2)]
+    for s in stores:
+        assert s.setup(f"127.0.0.1:{port}", "P2PHANDSHAKE", 4 << 20, 1 << 20, "tcp", "", pool.address) == 0
+    names = [s.get_hostname() for s in stores]
+    assert names[0] == f"127.0.0.1:{port}" and names[1] != names[0], names
+    assert 12300 <= int(names[1].rsplit(":", 1)[1]) <= 14300
+    cfg = ReplicateConfig()
+    cfg.preferred_segment = names[1]
+    assert stores[0].put("taken-port", b"v" * 1000, cfg) == 0
+    assert [d.get_memory_descriptor().buffer_descriptor.transport_endpoint
+            for d in stores[0].get_replica_desc("taken-port")] == [names[1]]
+    assert stores[0].get("taken-port") == b"v" * 1000
+    for s in stores:
+        s.close()
+
+
+def test_batch_replica_clear_leaves_what_is_in_use(cluster):
+    """Mooncake's batch_replica_clear: objects read or written within the lease TTL, or being read,
+    stay; the others go whole, or lose their replica on the segment named."""
+    ttl = 1.0
+    cluster.start_master(extra=["--default_kv_lease_ttl", "1000"])
+    a, b = MooncakeDistributedStore(), MooncakeDistributedStore()
+    for s in (a, b):
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 8 << 20, 4 << 20, "tcp", "", cluster.address) == 0
+    two = ReplicateConfig()
+    two.replica_num = 2
+    assert a.put("clear/old", b"o" * 100, two) == 0
+    assert a.put("clear/read", b"r" * 100) == 0
+    assert a.put("clear/both", b"b" * 100, two) == 0
+    time.sleep(ttl + 0.3)
+    assert a.put("clear/new", b"n" * 100) == 0
+    assert a.get("clear/read") == b"r" * 100  # a read's lease
+    assert a.batch_replica_clear([]) == []
+    assert sorted(a.batch_replica_clear(["clear/old", "clear/read", "clear/new", "clear/none"])) == ["clear/old"]
+    assert a.is_exist("clear/old") == 0 and a.get("clear/new") == b"n" * 100
+    # On one segment: that replica goes, the other serves.
+    assert a.batch_replica_clear(["clear/both"], segment_name="nowhere:1") == []
+    assert a.batch_replica_clear(["clear/both"], segment_name=b.get_hostname()) == ["clear/both"]
+    assert [d.get_memory_descriptor().buffer_descriptor.transport_endpoint
+            for d in a.get_replica_desc("clear/both")] == [a.get_hostname()]
+    assert b.get("clear/both") == b"b" * 100
+    for s in (a, b):
+        s.close()
 
 
 TENSOR_WRITER = r"""

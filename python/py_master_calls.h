@@ -1,7 +1,9 @@
-// Copy and move tasks in Python, with Mooncake's names and conventions (docs/compat.md):
-// create_copy_task(key, targets) and create_move_task(key, source, target) answer (task id, code),
-// the id a pair of ints (Mooncake's UUID), (0, 0) with a failure; query_task(task_id) answers
-// (QueryTaskResponse or None, code). TaskType, TaskStatus and QueryTaskResponse are Mooncake's.
+// The Python calls that only ask the master, with Mooncake's names and conventions
+// (docs/compat.md): copy and move tasks (create_copy_task(key, targets) and
+// create_move_task(key, source, target) answer (task id, code), the id a pair of ints (Mooncake's
+// UUID), (0, 0) with a failure; query_task(task_id) answers (QueryTaskResponse or None, code);
+// TaskType, TaskStatus and QueryTaskResponse are Mooncake's), and batch_replica_clear(keys,
+// segment_name="") answering the keys cleared ([] on any failure).
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -15,7 +17,7 @@
 #include "py_values.h"
 #include "yuebing/client.h"
 
-namespace yb::py_tasks {
+namespace yb::py_master_calls {
 
 namespace py = pybind11;
 using Uuid = std::pair<uint64_t, uint64_t>;
@@ -35,7 +37,7 @@ inline py::tuple Created(const Result<TaskId>& id) {
   return py::make_tuple(Uuid{id->hi, id->lo}, 0);
 }
 
-// Binds the types on `m` and the three calls on the store class `cls`; `ready(store, what)` is the
+// Binds the types on `m` and the calls on the store class `cls`; `ready(store, what)` is the
 // store's client, or null (logged) when it is not set up.
 template <typename Cls, typename Ready>
 void Bind(py::module_& m, Cls& cls, Ready ready) {
@@ -109,7 +111,25 @@ void Bind(py::module_& m, Cls& cls, Ready ready) {
                 {t->assigned_client.hi, t->assigned_client.lo}, t->message};
             return py::make_tuple(py::cast(q), 0);
           },
-          py::arg("task_id"));
+          py::arg("task_id"))
+      .def(
+          "batch_replica_clear",
+          [ready](Store& s, const std::vector<std::string>& keys, const std::string& segment_name) {
+            std::vector<std::string> out;
+            auto c = ready(s, "batch_replica_clear");
+            if (!c) return out;
+            Result<std::vector<std::string>> cleared(Status(Code::kInternal, ""));
+            {
+              py::gil_scoped_release unlocked;
+              cleared = c->BatchReplicaClear(keys, segment_name);
+            }
+            if (!cleared.ok()) {
+              py_values::Error(cleared.status());
+              return out;
+            }
+            return *cleared;
+          },
+          py::arg("keys"), py::arg("segment_name") = "");
 }
 
-}  // namespace yb::py_tasks
+}  // namespace yb::py_master_calls
