@@ -2,8 +2,9 @@
 // (docs/compat.md): copy and move tasks (create_copy_task(key, targets) and
 // create_move_task(key, source, target) answer (task id, code), the id a pair of ints (Mooncake's
 // UUID), (0, 0) with a failure; query_task(task_id) answers (QueryTaskResponse or None, code);
-// TaskType, TaskStatus and QueryTaskResponse are Mooncake's), and batch_replica_clear(keys,
-// segment_name="") answering the keys cleared ([] on any failure).
+// TaskType, TaskStatus and QueryTaskResponse are Mooncake's), batch_replica_clear(keys,
+// segment_name="") answering the keys cleared ([] on any failure); and _local_buffer_size(), the
+// default bound of a BufferPool (yuebing/_buffer_pool.py).
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -129,7 +130,8 @@ void Bind(py::module_& m, Cls& cls, Ready ready) {
             }
             return *cleared;
           },
-          py::arg("keys"), py::arg("segment_name") = "");
+          py::arg("keys"), py::arg("segment_name") = "")
+      .def("_local_buffer_size", [](const Store& s) { return s.local_buffer_size_; });  // for BufferPool
 }
 
 }  // namespace yb::py_master_calls

@@ -606,6 +606,7 @@ class Store {
     if (!client_) LogError(std::string(what) + ": the store is not set up (call setup() first)");
     return client_;
   }
+  uint64_t local_buffer_size_ = 0;  // setup()'s (BufferPool's default bound)
 
  private:
   // What both setups configure: the environment first (as Mooncake's users set it: YB_*, MC_*),
@@ -660,7 +661,6 @@ class Store {
                                  "write from a registered buffer (put_from)");
     return true;
   }
-
 
   static int Invalid(const std::string& message) {
     LogError(message);
@@ -783,7 +783,6 @@ class Store {
   }
 
   std::shared_ptr<yb::Client> client_;
-  uint64_t local_buffer_size_ = 0;  // setup()'s
   std::unique_ptr<yb::tools::AdminHttp> http_;  // setup's enable_client_http_server
 };
 

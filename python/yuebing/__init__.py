@@ -7,14 +7,18 @@ return conventions of Mooncake's classes, so code written for `mooncake.store` r
 from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, QueryTaskResponse,
                        ReplicaDescriptor, ReplicateConfig, SoftPinAction, TaskStatus, TaskType, set_log_level)
 from ._yuebing import MooncakeDistributedStore as _Store
+from ._buffer_pool import BufferLease, BufferPool, RegisteredBufferLease, RegisteredBufferPool
 from ._safetensors import SafetensorsMixin
 from ._tensor import TensorMixin
+from ._tensor import deserialize_tensor as _deserialize_tensor  # noqa: F401 (Mooncake's private helpers)
+from ._tensor import serialize_tensor as _serialize_tensor  # noqa: F401
+from ._tensor import tensor_metadata_size as _tensor_metadata_size  # noqa: F401
 
 
 class MooncakeDistributedStore(SafetensorsMixin, TensorMixin, _Store):
     """A client of a Yuebing cluster (or of a master in this process), Mooncake's interface."""
 
 
-__all__ = ["BufferHandle", "Descriptor", "DiskDescriptor", "MemoryDescriptor", "MooncakeDistributedStore",
-           "QueryTaskResponse", "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "TaskStatus", "TaskType",
-           "set_log_level"]
+__all__ = ["BufferHandle", "BufferLease", "BufferPool", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
+           "MooncakeDistributedStore", "QueryTaskResponse", "RegisteredBufferLease", "RegisteredBufferPool",
+           "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "TaskStatus", "TaskType", "set_log_level"]

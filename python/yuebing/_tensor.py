@@ -194,6 +194,32 @@ def _view_tensor(buffer, dtype, shape, nbytes, offset):
     return flat.view(dtype).reshape(shape)
 
 
+# ---- Mooncake's private codec helpers (mooncake.store._serialize_tensor, _tensor_metadata_size,
+# _deserialize_tensor), which its structured object store calls to lay tensors out itself.
+
+def serialize_tensor(tensor):
+    """(header bytes, data address, data bytes, owner): the tensor object of `tensor` without its
+    data copied; `owner` (the tensor, made contiguous) keeps the data alive."""
+    header = encode_header(tensor)
+    if header is None:
+        raise ValueError("unsupported tensor for Mooncake tensor serialization")
+    owner = tensor if tensor.is_contiguous() else tensor.contiguous()
+    return header, owner.data_ptr(), owner.numel() * owner.element_size(), owner
+
+
+def tensor_metadata_size():
+    return HEADER_BYTES
+
+
+def deserialize_tensor(payload):
+    """The tensor of a whole tensor object ([header][data], either format), owning a copy."""
+    buf = bytearray(payload)
+    meta = decode_header(memoryview(buf), "_deserialize_tensor")
+    if meta is None:
+        raise ValueError("invalid serialized Mooncake tensor payload")
+    return _view_tensor(buf, *meta)
+
+
 def shard_range(dim, rank, count):
     """(start, length) of shard `rank` of `count` along a dimension of size `dim`: the first
     dim % count shards get one more element."""

@@ -680,6 +680,58 @@ def test_batch_replica_clear_leaves_what_is_in_use(cluster):
         s.close()
 
 
+def test_buffer_pool_leases_registered_buffers_as_mooncakes_does(store):
+    """mooncake.store.BufferPool (Mooncake's structured object store leases its zero-copy buffers
+    from it): leases are registered (put_from / get_into straight from them), reused by size class,
+    bounded, and the pool refuses to close under a lease."""
+    from yuebing import BufferPool
+    pool = BufferPool(store, max_bytes=1 << 20, min_size_class=4096, alignment=4096)  # raised to 16 MiB:
+    # at least the store's local buffer, as Mooncake's
+    lease = pool.acquire(3000)
+    assert lease.size == 3000
+    view = lease.buffer
+    view[:] = bytes(range(256)) * 11 + bytes(184)
+    view.release()
+    assert store.put_from("pool/k", lease.ptr, 3000) == 0
+    with pool.acquire(3000) as into:
+        assert into.ptr != lease.ptr
+        assert store.get_into("pool/k", into.ptr, into.size) == 3000
+        assert bytes(into.buffer) == bytes(range(256)) * 11 + bytes(184)
+        into_ptr = into.ptr
+    again = pool.acquire(4000)  # the same size class: the region just given back
+    assert again.ptr == into_ptr
+    with pytest.raises(RuntimeError, match="exceeds pool capacity"):
+        pool.acquire(32 << 20)
+    big = pool.acquire(8 << 20)
+    with pytest.raises(RuntimeError, match="exhausted"):
+        pool.acquire(8 << 20, block=False)
+    with pytest.raises(RuntimeError, match="timed out"):
+        pool.acquire(8 << 20, timeout=0.05)
+    with pytest.raises(RuntimeError, match="active leases"):
+        pool.close()
+    for held in (lease, again, big):
+        held.release()
+    pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.acquire(10)
+
+
+def test_mooncakes_private_tensor_codec_helpers(store):
+    """mooncake.store._serialize_tensor / _tensor_metadata_size / _deserialize_tensor, which
+    Mooncake's structured object store lays tensors out with: the same object put_tensor writes."""
+    import yuebing as mc  # the shim's mooncake.store re-exports these three
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)[:, 1:]  # not contiguous
+    header, ptr, nbytes, owner = mc._serialize_tensor(t)
+    assert len(header) == mc._tensor_metadata_size() == 304 and nbytes == 36
+    whole = bytes(header) + ctypes.string_at(ptr, nbytes)
+    assert torch.equal(mc._deserialize_tensor(whole), t)
+    assert store.put_tensor("codec/t", t) == 0
+    assert store.get("codec/t") == whole
+    with pytest.raises(ValueError):
+        mc._deserialize_tensor(b"not a tensor")
+    del owner
+
+
 TENSOR_WRITER = r"""
 import struct, sys, torch
 from yuebing import MooncakeDistributedStore

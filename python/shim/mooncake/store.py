@@ -4,5 +4,7 @@ ReplicaDescriptor with its MemoryDescriptor / DiskDescriptor / Descriptor, Buffe
 TaskType, TaskStatus and QueryTaskResponse for copy and move tasks)."""
 import yuebing
 from yuebing import *  # noqa: F401,F403
+# Mooncake's private tensor codec helpers, which its structured object store looks up here.
+from yuebing import _deserialize_tensor, _serialize_tensor, _tensor_metadata_size  # noqa: F401
 
 __all__ = list(yuebing.__all__)
