@@ -24,7 +24,7 @@
 
 #include "admin_http.h"
 #include "client_http.h"
-#include "py_master_calls.h"
+#include "py_extra_calls.h"
 #include "py_values.h"
 #include "setup_config.h"
 #include "common/units.h"
@@ -996,5 +996,5 @@ PYBIND11_MODULE(_yuebing, m) {
       .def("register_buffer", &S::RegisterBuffer, py::arg("buffer_ptr"), py::arg("size"))
       .def("unregister_buffer", &S::UnregisterBuffer, py::arg("buffer_ptr"))
       .def("get_hostname", &S::GetHostname);
-  yb::py_master_calls::Bind(m, store, [](S& s, const char* what) { return s.Ready(what); });
+  yb::py_extra_calls::Bind(m, store, [](S& s, const char* what) { return s.Ready(what); });
 }

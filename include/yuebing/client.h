@@ -266,6 +266,14 @@ class Client {
   // re-replication on (yb-master --repair_bandwidth > 0) and room on other nodes.
   Status Drain(std::chrono::milliseconds timeout);
 
+  // Memory contributed at run time (Mooncake's allocate_and_mount_segment / unmount_and_free_segment):
+  // `size` more bytes mounted as segments (their ids); and segments of this client unmounted, after
+  // draining them for up to `grace` (their objects copied elsewhere first, where re-replication runs),
+  // their memory freed once no transfer uses it. A segment that is not this client's:
+  // SEGMENT_NOT_FOUND (the others are unmounted all the same).
+  Result<std::vector<SegmentId>> AllocateAndMountSegment(uint64_t size);
+  Status UnmountAndFreeSegments(const std::vector<SegmentId>& ids, std::chrono::milliseconds grace);
+
   // OK while the master answers.
   Status HealthCheck();
   const std::string& hostname() const;

@@ -1,4 +1,5 @@
 // Client: creation and teardown, and the public calls, each handed to its half.
+#include <algorithm>
 #include <random>
 
 #include "client/client_impl.h"
@@ -122,6 +123,31 @@ Status Client::Drain(std::chrono::milliseconds timeout) {
       YB_LOG_INFO("client '{}': draining, {} objects still to be copied elsewhere", name, remaining);
     }
   });
+}
+
+Result<std::vector<SegmentId>> Client::AllocateAndMountSegment(uint64_t size) {
+  auto mounted = impl_->members.AllocateAndMount(size);
+  if (!mounted.ok()) return mounted.status();
+  std::vector<SegmentId> ids;
+  for (const auto& d : *mounted) ids.push_back(d.id);
+  YB_LOG_INFO("client '{}': {} more bytes mounted as {} segments", impl_->config.local_hostname, size, ids.size());
+  return ids;
+}
+
+Status Client::UnmountAndFreeSegments(const std::vector<SegmentId>& ids, std::chrono::milliseconds grace) {
+  Membership& m = impl_->members;
+  std::vector<SegmentId> ours;
+  for (const auto& d : m.mounted()) {
+    if (std::find(ids.begin(), ids.end(), d.id) != ids.end()) ours.push_back(d.id);
+  }
+  if (grace.count() > 0 && !ours.empty()) {
+    Status drained = DrainSegments(m.master(), m.ctx(), ours, grace, [](uint64_t) {});
+    if (!drained.ok()) {
+      YB_LOG_WARN("client '{}': unmounting {} segments after a {} ms grace: {}", impl_->config.local_hostname,
+                  ours.size(), grace.count(), drained.ToString());
+    }
+  }
+  return m.Unmount(ids);
 }
 
 Status Client::HealthCheck() {

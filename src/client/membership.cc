@@ -1,5 +1,6 @@
 #include "client/membership.h"
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -69,34 +70,83 @@ Status Membership::MountPool() {
                                        " a global segment of " + std::to_string(config_.global_segment_size) +
                                        " bytes: not that much memory free?");
   }
-  std::mt19937_64 rng(std::random_device{}() ^ id_.lo);
+  auto mounted = MountRegion(pool_);
+  if (!mounted.ok()) UnmountPool();
+  return mounted.status();
+}
+
+Result<std::vector<SegmentDesc>> Membership::MountRegion(const std::shared_ptr<MappedRegion>& region) {
+  std::mt19937_64 rng(std::random_device{}() ^ id_.lo ^ reinterpret_cast<uint64_t>(region->data()));
   // This mapping of the memory: a master that restarted keeps the objects of segments re-mounted
   // with it, and drops those of a client that came back with fresh memory.
   const uint64_t incarnation = rng() | 1;
-  for (uint64_t off = 0; off < config_.global_segment_size; off += config_.segment_chunk_size) {
-    uint64_t size = std::min(config_.segment_chunk_size, config_.global_segment_size - off);
+  std::vector<SegmentDesc> out;
+  for (uint64_t off = 0; off < region->size(); off += config_.segment_chunk_size) {
+    uint64_t size = std::min(config_.segment_chunk_size, region->size() - off);
     // The segment's grant key: the master mints with it what our transfer server lets others move.
     SegmentDesc d{rng() | 1,
                   config_.local_hostname,
-                  reinterpret_cast<uint64_t>(pool_->data() + off),
+                  reinterpret_cast<uint64_t>(region->data() + off),
                   size,
                   endpoint_,
                   incarnation,
                   config_.zone,
                   NewGrantKey()};
-    local_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size, d.grant_key});
-    if (served_) served_->Add(d.id, LocalSegment{pool_, pool_->data() + off, size, d.grant_key});
+    local_->Add(d.id, LocalSegment{region, region->data() + off, size, d.grant_key});
+    if (served_) served_->Add(d.id, LocalSegment{region, region->data() + off, size, d.grant_key});
     Status st = master_->MountSegment(ctx(), d);
     if (!st.ok()) {
       local_->Remove(d.id);
       if (served_) served_->Remove(d.id);
-      UnmountPool();
+      std::vector<SegmentId> ids;
+      for (const auto& m : out) ids.push_back(m.id);
+      (void)Unmount(ids);
       return st;
     }
     std::lock_guard lock(mu_);
     mounted_.push_back(d);
+    out.push_back(d);
   }
-  return Status::OK();
+  return out;
+}
+
+Result<std::vector<SegmentDesc>> Membership::AllocateAndMount(uint64_t size) {
+  if (!served_) {
+    return Status(Code::kNotSupported,
+                  "this client serves no transfers (set up with global_segment_size 0): memory it mounted could not "
+                  "be reached by others");
+  }
+  if (size == 0) return Status(Code::kInvalidParams, "a segment of 0 bytes");
+  auto region = MappedRegion::Map(size, config_.prefault_segment);
+  if (!region) {
+    return Status(Code::kInternal, "cannot map " + std::to_string(size) + " bytes: not that much memory free?");
+  }
+  return MountRegion(region);
+}
+
+Status Membership::Unmount(const std::vector<SegmentId>& ids) {
+  Status first;
+  for (SegmentId id : ids) {
+    bool ours = false;
+    {
+      std::lock_guard lock(mu_);
+      auto it = std::find_if(mounted_.begin(), mounted_.end(), [&](const SegmentDesc& d) { return d.id == id; });
+      if (it != mounted_.end()) {
+        mounted_.erase(it);
+        ours = true;
+      }
+    }
+    if (!ours) {
+      if (first.ok()) first = Status(Code::kSegmentNotFound, "segment " + std::to_string(id) + " is not this client's");
+      continue;
+    }
+    Status st = master_->UnmountSegment(ctx(), id);
+    if (!st.ok() && st.code() != Code::kSegmentNotFound && first.ok()) first = st;
+    // Its memory goes when the last transfer holding it ends (LocalSegment keeps the region).
+    local_->Remove(id);
+    if (served_) served_->Remove(id);
+  }
+  return first;
 }
 
 bool Membership::UnmountPool() {

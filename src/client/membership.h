@@ -55,6 +55,14 @@ class Membership {
   Status MountPool();
   // Unmounts every segment; false when the master could not be reached.
   bool UnmountPool();
+  // More memory at run time (Mooncake's allocate_and_mount_segment): `size` bytes mapped and mounted
+  // as segments of segment_chunk_size; none mounted on failure. NOT_SUPPORTED for a client that
+  // serves no transfers.
+  Result<std::vector<SegmentDesc>> AllocateAndMount(uint64_t size);
+  // Unmounts these segments of this client (the master drops their replicas); their memory is freed
+  // once no transfer uses it. SEGMENT_NOT_FOUND for one that is not this client's (the others are
+  // unmounted all the same).
+  Status Unmount(const std::vector<SegmentId>& ids);
   // Tells the master this client leaves (after UnmountPool). Logged, never fatal.
   void Leave();
   // One heartbeat: ping; register and re-mount if asked; run the re-mount hook if it is owed.
@@ -93,6 +101,8 @@ class Membership {
 
  private:
   ClientRegistration Registration() const;
+  // Mounts `region` as segments of segment_chunk_size; on failure none of them stays mounted.
+  Result<std::vector<SegmentDesc>> MountRegion(const std::shared_ptr<MappedRegion>& region);
   // Records whether a heartbeat reached the master; logs when it stops and starts doing so.
   void Note(const Status& ping);
 

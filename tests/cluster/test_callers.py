@@ -716,6 +716,30 @@ def test_buffer_pool_leases_registered_buffers_as_mooncakes_does(store):
         pool.acquire(10)
 
 
+def test_memory_mounted_and_unmounted_at_run_time(cluster):
+    """allocate_and_mount_segment / unmount_and_free_segment (Mooncake's store service resizes a
+    node's contribution with them): the new memory takes objects that did not fit before, readable
+    from another process; unmounting drops what only it held."""
+    cluster.start_master()
+    node, reader = MooncakeDistributedStore(), MooncakeDistributedStore()
+    assert node.setup("127.0.0.1", "P2PHANDSHAKE", 4 << 20, 16 << 20, "tcp", "", cluster.address) == 0
+    assert reader.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", cluster.address) == 0
+    big = bytes(range(256)) * (6 << 12)  # 6 MiB: more than the first segment
+    assert node.put("grown/big", big) != 0
+    r = node.allocate_and_mount_segment(8 << 20)
+    assert r["ret"] == 0 and r["allocated_size"] == 8 << 20 and r["segment_ids"], r
+    assert node.put("grown/big", big) == 0
+    assert reader.get("grown/big") == big
+    # Unmounting: the id must be this client's; a client without a segment serves none.
+    assert node.unmount_and_free_segment(["12345"]) == -101
+    assert node.unmount_and_free_segment(["x"]) == -600
+    assert reader.allocate_and_mount_segment(1 << 20)["ret"] == -1012
+    assert node.unmount_and_free_segment(r["segment_ids"], 0) == 0
+    assert reader.get("grown/big") == b"" and node.is_exist("grown/big") == 0
+    for s in (node, reader):
+        s.close()
+
+
 def test_mooncakes_private_tensor_codec_helpers(store):
     """mooncake.store._serialize_tensor / _tensor_metadata_size / _deserialize_tensor, which
     Mooncake's structured object store lays tensors out with: the same object put_tensor writes."""

@@ -1,15 +1,21 @@
-// The Python calls that only ask the master, with Mooncake's names and conventions
+// Python calls bound beside the store class of yuebing_py.cc, with Mooncake's names and conventions
 // (docs/compat.md): copy and move tasks (create_copy_task(key, targets) and
 // create_move_task(key, source, target) answer (task id, code), the id a pair of ints (Mooncake's
 // UUID), (0, 0) with a failure; query_task(task_id) answers (QueryTaskResponse or None, code);
 // TaskType, TaskStatus and QueryTaskResponse are Mooncake's), batch_replica_clear(keys,
-// segment_name="") answering the keys cleared ([] on any failure); and _local_buffer_size(), the
-// default bound of a BufferPool (yuebing/_buffer_pool.py).
+// segment_name="") answering the keys cleared ([] on any failure); memory mounted at run time
+// (allocate_and_mount_segment(size, protocol, location) answering {"ret", "segment_ids" (strings),
+// "allocated_size"}; unmount_and_free_segment / unmount_segment(segment_ids, grace_period_seconds)
+// answering a code); and _local_buffer_size(), the default bound of a BufferPool
+// (yuebing/_buffer_pool.py).
 #pragma once
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,7 +24,7 @@
 #include "py_values.h"
 #include "yuebing/client.h"
 
-namespace yb::py_master_calls {
+namespace yb::py_extra_calls {
 
 namespace py = pybind11;
 using Uuid = std::pair<uint64_t, uint64_t>;
@@ -132,6 +138,55 @@ void Bind(py::module_& m, Cls& cls, Ready ready) {
           },
           py::arg("keys"), py::arg("segment_name") = "")
       .def("_local_buffer_size", [](const Store& s) { return s.local_buffer_size_; });  // for BufferPool
+  cls.def(
+         "allocate_and_mount_segment",
+         [ready](Store& s, uint64_t size, const std::string& protocol, const std::string& location) {
+           (void)protocol;  // transfers go as the store's do
+           (void)location;
+           py::dict out;
+           out["ret"] = py_values::kInvalidParams;
+           out["segment_ids"] = py::list();
+           out["allocated_size"] = 0;
+           auto c = ready(s, "allocate_and_mount_segment");
+           if (!c) return out;
+           Result<std::vector<SegmentId>> ids(Status(Code::kInternal, ""));
+           {
+             py::gil_scoped_release unlocked;
+             ids = c->AllocateAndMountSegment(size);
+           }
+           if (!ids.ok()) {
+             out["ret"] = py_values::Error(ids.status());
+             return out;
+           }
+           py::list names;
+           for (SegmentId id : *ids) names.append(std::to_string(id));
+           out["ret"] = 0;
+           out["segment_ids"] = names;
+           out["allocated_size"] = size;
+           return out;
+         },
+         py::arg("size"), py::arg("protocol") = "tcp", py::arg("location") = "");
+  auto unmount = [ready](Store& s, const std::vector<std::string>& segment_ids, uint64_t grace_period_seconds) {
+    auto c = ready(s, "unmount_and_free_segment");
+    if (!c) return py_values::kInvalidParams;
+    std::vector<SegmentId> ids;
+    for (const auto& text : segment_ids) {
+      char* end = nullptr;
+      const unsigned long long id = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0') {
+        return py_values::Error(Status(Code::kInvalidParams, "segment id '" + text + "' is not a number"));
+      }
+      ids.push_back(id);
+    }
+    Status st;
+    {
+      py::gil_scoped_release unlocked;
+      st = c->UnmountAndFreeSegments(ids, std::chrono::seconds(std::min<uint64_t>(grace_period_seconds, 86400)));
+    }
+    return st.ok() ? 0 : py_values::Error(st);
+  };
+  cls.def("unmount_and_free_segment", unmount, py::arg("segment_ids"), py::arg("grace_period_seconds") = 0)
+      .def("unmount_segment", unmount, py::arg("segment_ids"), py::arg("grace_period_seconds") = 0);
 }
 
-}  // namespace yb::py_master_calls
+}  // namespace yb::py_extra_calls
