@@ -176,7 +176,9 @@ void MasterService::StepTask(const UserTask& t, TimeMs now) {
   }
   if (complete < t.spec.targets.size()) return;
   if (!move) {
-    tasks_.Finish(id, TaskStatus::kSuccess, "copied to " + std::to_string(complete) + " segments");
+    std::string to;
+    for (const auto& target : t.spec.targets) to += (to.empty() ? "'" : ", '") + target + "'";
+    tasks_.Finish(id, TaskStatus::kSuccess, "copied to " + to);
     return;
   }
   auto on_source = [&](const StoredReplica& r) {

@@ -327,6 +327,39 @@ def test_all_masters_killed_then_started_again_keep_the_index(ha):
     s.close()
 
 
+def test_a_copy_task_is_carried_on_by_the_new_leader(ha):
+    """A copy task (Mooncake's create_copy_task) whose copy cannot end (its maker paused) when the
+    leader is killed: the new leader has it from the replicated log, under the same id, and makes
+    the copy once its maker is back."""
+    from yuebing import ReplicateConfig, TaskStatus
+    bring_up(ha)
+    s = store(ha)
+    on_a = ReplicateConfig()
+    on_a.preferred_segment = "node-a"
+    data = value(50000, 7)
+    assert s.put("task/k", data, on_a) == 0
+    ha.clients["node-b"].send_signal(signal.SIGSTOP)
+    try:
+        task_id, code = s.create_copy_task("task/k", ["node-b"])
+        assert code == 0
+        old = ha.leader()
+        wait_until(lambda: ha.in_sync(old, len(ha.ports) - 1), 10, "the standbys to have the task")
+        ha.kill_master(old)
+        wait_until(lambda: ha.leader() not in (None, old), 20, "a new leader")
+        wait_until(lambda: s.query_task(task_id)[1] == 0, 20, "the new leader to answer for the task")
+        assert s.query_task(task_id)[0].status in (TaskStatus.PENDING, TaskStatus.PROCESSING)
+    finally:
+        ha.clients["node-b"].send_signal(signal.SIGCONT)
+    wait_until(lambda: s.query_task(task_id)[0].status == TaskStatus.SUCCESS, 30, "the copy to be made")
+    by_id = {}
+    i = ha.leader()
+    with urllib.request.urlopen(f"http://127.0.0.1:{ha.ports[i][1]}/segments", timeout=2) as r:
+        by_id = {int(seg["id"]): daemon_name(seg["name"]) for seg in json.loads(r.read())}
+    assert sorted(by_id[d.segment] for d in s.get_replica_desc("task/k")) == ["node-a", "node-b"]
+    assert s.get("task/k") == data
+    s.close()
+
+
 @pytest.fixture
 def ha_secure(tmp_path):
     """The same with a cluster secret: masters prove it to each other (the log's shipping, Follow)."""
