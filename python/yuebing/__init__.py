@@ -8,6 +8,7 @@ from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescripto
                        ReplicaDescriptor, ReplicateConfig, SoftPinAction, TaskStatus, TaskType, set_log_level)
 from ._yuebing import MooncakeDistributedStore as _Store
 from ._buffer_pool import BufferLease, BufferPool, RegisteredBufferLease, RegisteredBufferPool
+from ._numa import bind_to_numa_node
 from ._safetensors import SafetensorsMixin
 from ._tensor import TensorMixin
 from ._tensor import deserialize_tensor as _deserialize_tensor  # noqa: F401 (Mooncake's private helpers)
@@ -21,4 +22,5 @@ class MooncakeDistributedStore(SafetensorsMixin, TensorMixin, _Store):
 
 __all__ = ["BufferHandle", "BufferLease", "BufferPool", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
            "MooncakeDistributedStore", "QueryTaskResponse", "RegisteredBufferLease", "RegisteredBufferPool",
-           "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "TaskStatus", "TaskType", "set_log_level"]
+           "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "TaskStatus", "TaskType", "bind_to_numa_node",
+           "set_log_level"]

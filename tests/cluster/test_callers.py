@@ -740,6 +740,32 @@ def test_memory_mounted_and_unmounted_at_run_time(cluster):
         s.close()
 
 
+NUMA_CHILD = r"""
+import logging, os, sys
+logging.basicConfig(level=logging.WARNING)
+from yuebing import bind_to_numa_node
+before = os.sched_getaffinity(0)
+bind_to_numa_node(9999)  # no such node: a warning, nothing changed
+assert os.sched_getaffinity(0) == before
+bind_to_numa_node(0)
+print(sorted(os.sched_getaffinity(0)))
+"""
+
+
+def test_bind_to_numa_node_runs_the_thread_on_the_nodes_cpus():
+    """mooncake.store.bind_to_numa_node, which LMCache's connector calls for its GPU's node."""
+    if not os.path.exists("/sys/devices/system/node/node0/cpulist"):
+        pytest.skip("this machine shows no NUMA node")
+    r = subprocess.run([sys.executable, "-c", NUMA_CHILD], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Invalid NUMA node: 9999" in r.stderr
+    cpus = set()
+    for part in open("/sys/devices/system/node/node0/cpulist").read().strip().split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    assert json.loads(r.stdout) == sorted(cpus)
+
+
 def test_mooncakes_private_tensor_codec_helpers(store):
     """mooncake.store._serialize_tensor / _tensor_metadata_size / _deserialize_tensor, which
     Mooncake's structured object store lays tensors out with: the same object put_tensor writes."""
