@@ -117,6 +117,8 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
           st.repair_at_risk);
   p.Gauge("yb_master_repairs_in_flight", "Re-replication copies handed to clients and not reported yet.",
           st.repairs_in_flight);
+  p.Gauge("yb_master_tasks_unfinished", "Copy and move tasks (create_copy_task, create_move_task) not ended yet.",
+          st.tasks_unfinished);
   p.Counter("yb_master_repaired_total", "Replicas restored by re-replication.", st.repaired);
   p.Counter("yb_master_repair_bytes_total", "Bytes copied by re-replication.", st.repair_bytes);
   p.Counter("yb_master_objects_lost_total", "Objects removed because their last replica went.", st.objects_lost);

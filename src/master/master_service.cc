@@ -424,6 +424,7 @@ MasterStats MasterService::Stats() const {
     st.repair_at_risk = repair_keys_.size();
     st.repairs_in_flight = repairs_.size();
   }
+  st.tasks_unfinished = tasks_.unfinished();
   st.repaired = repaired_.load(std::memory_order_relaxed);
   st.repair_bytes = repair_bytes_.load(std::memory_order_relaxed);
   st.objects_lost = objects_lost_.load(std::memory_order_relaxed);

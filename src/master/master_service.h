@@ -79,6 +79,7 @@ struct MasterStats {
   // last replica went (removed: lost).
   uint64_t repair_at_risk = 0;
   uint64_t repairs_in_flight = 0;
+  uint64_t tasks_unfinished = 0;  // copy and move tasks (CreateTask) not ended yet
   uint64_t repaired = 0;
   uint64_t repair_bytes = 0;
   uint64_t objects_lost = 0;

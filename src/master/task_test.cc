@@ -68,6 +68,7 @@ TEST_F(TaskTest, ACopyTaskHasEachTargetsOwnerCopyItThenSucceeds) {
   EXPECT_EQ(t.status, TaskStatus::kPending);
   EXPECT_EQ(t.type, TaskType::kCopy);
   EXPECT_GT(t.created_ms, 0);
+  EXPECT_EQ(master_->Stats().tasks_unfinished, 1u);
   EXPECT_EQ(master_->TasksOnce(), 1u);
   EXPECT_EQ(master_->Ping(b_, 1)->repairs, 1u);
   t = Query(id);
@@ -83,6 +84,7 @@ TEST_F(TaskTest, ACopyTaskHasEachTargetsOwnerCopyItThenSucceeds) {
   EXPECT_EQ(t.status, TaskStatus::kSuccess) << t.message;
   EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sa_, sb_, sc_}));
   EXPECT_EQ(master_->TasksOnce(), 0u);
+  EXPECT_EQ(master_->Stats().tasks_unfinished, 0u);
   EXPECT_EQ(master_->Stats().repaired, 0u);  // a task's copies are not repairs
   // A target that already holds it needs no copy.
   const TaskId again = Copy("k", {"a"});
