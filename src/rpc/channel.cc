@@ -42,6 +42,14 @@ struct RpcChannel::Connection {
   std::vector<char> in = std::vector<char>(65536);
   size_t in_len = 0;
 
+  // The server closed this idle connection (it restarted, or dropped us): its end of the socket
+  // has been read to EOF or reset, so a request written now would be lost. mu held, no reader.
+  bool ClosedByPeer() {
+    char b;
+    const ssize_t n = ::recv(socket.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
   void Break(const Status& why) {  // mu held
     if (!broken) {
       broken = true;
@@ -184,6 +192,12 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   *id = next_id_++;
   if (conn_) {
     std::lock_guard cl(conn_->mu);
+    // An idle connection the server has closed is replaced now, rather than failing the first call
+    // after the server comes back (the request would never reach it).
+    if (!conn_->broken && conn_->pending.empty() && !conn_->reading && conn_->ClosedByPeer()) {
+      conn_->Break(Status(Code::kRpcFail, "connection to " + target_ + " closed by the server"));
+      next_attempt_ = {};
+    }
     if (!conn_->broken) return conn_;
   }
   auto now = std::chrono::steady_clock::now();

@@ -525,6 +525,31 @@ TEST(RpcTest, ReconnectsAfterTheServerComesBack) {
   EXPECT_EQ(*ok, "again:c");
 }
 
+// A server that restarts while its client is idle: the client's first call after it reaches the
+// new one (a connection the server closed is noticed before a request is written to it).
+TEST(RpcTest, TheFirstCallAfterAServerRestartWhileIdleSucceeds) {
+  RpcChannel::Options co;
+  co.backoff_min = 0ms;
+  co.backoff_max = 0ms;
+  auto server = EchoServer();
+  const uint16_t port = server->port();
+  RpcChannel ch("127.0.0.1", port, co);
+  ASSERT_TRUE(ch.Call(1, "a", 2s).ok());
+  server.reset();  // closes every connection
+  RpcServer::Options o;
+  o.address = "127.0.0.1";
+  o.port = port;
+  RpcServer again(o);
+  again.Register(1, [](const net::Peer&, std::string_view b, std::string& reply) {
+    reply += b;
+    return Status::OK();
+  });
+  ASSERT_TRUE(again.Start().ok());
+  auto r = ch.Call(1, "b", 2s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "b");
+}
+
 TEST(RpcTest, ParseHostPort) {
   EXPECT_EQ(ParseHostPort("127.0.0.1:50051")->second, 50051);
   EXPECT_EQ(ParseHostPort("[::1]:1")->first, "::1");
