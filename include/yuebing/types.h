@@ -155,6 +155,7 @@ struct TaskId {
   uint64_t hi = 0, lo = 0;  // Mooncake's UUID pair; (0, 0): none
   bool empty() const { return hi == 0 && lo == 0; }
   auto operator<=>(const TaskId&) const = default;
+  static TaskId Random();  // never empty
 };
 enum class TaskType : uint8_t { kCopy = 0, kMove = 1 };  // Mooncake's REPLICA_COPY, REPLICA_MOVE
 enum class TaskStatus : uint8_t { kPending = 0, kProcessing = 1, kSuccess = 2, kFailed = 3 };

@@ -1,6 +1,5 @@
 // Client: creation and teardown, and the public calls, each handed to its half.
 #include <algorithm>
-#include <random>
 
 #include "client/client_impl.h"
 #include "common/log.h"
@@ -310,23 +309,14 @@ Result<uint64_t> Client::RemoveAll(bool force) {
   return impl_->members.master().RemoveAll(impl_->members.ctx(), force);
 }
 
-namespace {
-TaskId NewTaskId() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  TaskId id;
-  while (id.empty()) id = TaskId{rng(), rng()};
-  return id;
-}
-}  // namespace
-
 // The id is drawn here, so that the call made again on a new leader finds the task it made.
 Result<TaskId> Client::CreateCopyTask(const std::string& key, const std::vector<std::string>& targets) {
-  return impl_->members.master().CreateTask(impl_->members.ctx(), TaskSpec{NewTaskId(), TaskType::kCopy, key, "", targets});
+  return impl_->members.master().CreateTask(impl_->members.ctx(), TaskSpec{TaskId::Random(), TaskType::kCopy, key, "", targets});
 }
 
 Result<TaskId> Client::CreateMoveTask(const std::string& key, const std::string& source, const std::string& target) {
   return impl_->members.master().CreateTask(impl_->members.ctx(),
-                                            TaskSpec{NewTaskId(), TaskType::kMove, key, source, {target}});
+                                            TaskSpec{TaskId::Random(), TaskType::kMove, key, source, {target}});
 }
 
 Result<std::vector<std::string>> Client::BatchReplicaClear(const std::vector<std::string>& keys,

@@ -1,6 +1,7 @@
 #include "yuebing/types.h"
 
 #include <cstdio>
+#include <utility>
 #include <random>
 
 namespace yb {
@@ -12,12 +13,27 @@ std::string ClientId::ToString() const {
   return buf;
 }
 
+namespace {
+// 128 random bits, never all zero (which means "none" for both ids).
+std::pair<uint64_t, uint64_t> RandomPair() {
+  thread_local std::mt19937_64 gen([] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }());
+  std::pair<uint64_t, uint64_t> p{gen(), gen()};
+  if (p.first == 0 && p.second == 0) p.second = 1;
+  return p;
+}
+}  // namespace
+
 ClientId ClientId::Random() {
-  std::random_device rd;
-  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
-  ClientId id{gen(), gen()};
-  if (id.empty()) id.lo = 1;
-  return id;
+  auto [hi, lo] = RandomPair();
+  return ClientId{hi, lo};
+}
+
+TaskId TaskId::Random() {
+  auto [hi, lo] = RandomPair();
+  return TaskId{hi, lo};
 }
 
 }  // namespace yb

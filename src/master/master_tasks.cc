@@ -7,8 +7,6 @@
 // its source's replica (once no reader holds the object) and succeeds. Since each step is judged from
 // the object and not from what the task remembers, a task that a restart or failover interrupted
 // (its record in the log, its copies in flight not) simply goes on.
-#include <random>
-
 #include "common/log.h"
 #include "common/segment_name.h"
 #include "master/master_service.h"
@@ -17,13 +15,6 @@ namespace yb {
 namespace {
 constexpr size_t kMaxTaskTargets = 64;
 constexpr uint32_t kMaxTaskFailures = 3;  // copies that failed or found no room, before the task does
-
-TaskId RandomTaskId() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  TaskId id;
-  while (id.empty()) id = TaskId{rng(), rng()};
-  return id;
-}
 }  // namespace
 
 Result<TaskId> MasterService::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
@@ -73,7 +64,7 @@ Result<TaskId> MasterService::CreateTask(const CallContext& ctx, const TaskSpec&
   }
   UserTask t;
   t.spec = spec;
-  if (t.spec.id.empty()) t.spec.id = RandomTaskId();
+  if (t.spec.id.empty()) t.spec.id = TaskId::Random();
   t.tenant = ctx.tenant;
   t.deadline = clock_.NowMs() + config_.task_timeout_sec * 1000;
   auto id = tasks_.Add(std::move(t));

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -66,6 +67,17 @@ class MasterFixture : public ::testing::Test {
     auto info = master_->GetReplicaList(ctx, key, true);
     if (!info.ok()) return info.status();
     return master_->ReadEnd(ctx, key, info->read_pin);
+  }
+
+  // The segments of the key's readable replicas, sorted (none for a miss). A lookup: no lease.
+  std::vector<SegmentId> Replicas(const std::string& key) {
+    std::vector<SegmentId> out;
+    auto info = master_->GetReplicaList(ctx_, key, false);
+    if (info.ok()) {
+      for (const auto& r : info->replicas) out.push_back(r.segment);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
   bool Exists(const std::string& key, CallContext ctx = {}) {

@@ -49,6 +49,14 @@ class ObjectTableTest : public ::testing::Test {
     tenants_.Charge(0, size * replicas);
     return s.Publish(k, std::move(m));
   }
+  // A Put of `size` bytes with one PROCESSING replica reserved for it.
+  PendingPut Reserved(uint64_t size) {
+    PendingPut put{ClientId{3, 3}, clock_.NowMs(), size, 0, 0, false, {}};
+    for (const Allocation& a : segments_.Allocate(0, size, 1, {})) {
+      put.replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
+    }
+    return put;
+  }
   size_t Count(pb::LogRecord::ChangeCase c) const {
     size_t n = 0;
     for (const auto& r : sink_.records) n += r.change_case() == c;
@@ -149,11 +157,7 @@ TEST_F(ObjectTableTest, APutInProgressIsReservedThenPublishedAsOneRecord) {
   const std::string key = Key("put");
   const HashedKey k(key);
   auto s = table_.Lock(k);
-  PendingPut put{ClientId{3, 3}, clock_.NowMs(), 100, 0, 0, false, {}};
-  for (const Allocation& a : segments_.Allocate(0, 100, 1, {})) {
-    put.replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
-  }
-  s.AddPending(k, put);
+  s.AddPending(k, Reserved(100));
   EXPECT_EQ(s.pending_count(), 1u);
   EXPECT_FALSE(s.Find(k));  // readers see nothing yet
   EXPECT_EQ(Count(pb::LogRecord::kPending), 1u);
@@ -173,11 +177,7 @@ TEST_F(ObjectTableTest, ARevokedPutFreesItsSpace) {
   const std::string key = Key("revoked");
   const HashedKey k(key);
   auto s = table_.Lock(k);
-  PendingPut put{ClientId{3, 3}, clock_.NowMs(), 100, 0, 0, false, {}};
-  for (const Allocation& a : segments_.Allocate(0, 100, 1, {})) {
-    put.replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
-  }
-  s.AddPending(k, put);
+  s.AddPending(k, Reserved(100));
   EXPECT_EQ(segments_.allocated(), 128u);
   EXPECT_TRUE(s.RevokePending(k));
   EXPECT_FALSE(s.RevokePending(k));

@@ -30,15 +30,6 @@ class RepairTest : public MasterFixture {
     rc.preferred_segments = {"a", "b"};
     return rc;
   }
-  std::vector<SegmentId> Replicas(const std::string& key) {
-    std::vector<SegmentId> out;
-    auto info = master_->GetReplicaList(ctx_, key, false);
-    if (info.ok()) {
-      for (const auto& r : info->replicas) out.push_back(r.segment);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
   CallContext a_, b_, c_;
   SegmentId sa_ = 0, sb_ = 0, sc_ = 0;
 };

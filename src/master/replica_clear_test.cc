@@ -24,10 +24,6 @@ class ReplicaClearTest : public MasterFixture {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : std::vector<std::string>{};
   }
-  size_t ReplicaCount(const std::string& key) {
-    auto info = master_->GetReplicaList(ctx_, key, false);
-    return info.ok() ? info->replicas.size() : 0;
-  }
   CallContext b_;
 };
 
@@ -60,7 +56,7 @@ TEST_F(ReplicaClearTest, ASegmentsReplicaGoesAndTheOthersStay) {
   clock_.Advance(config_.default_kv_lease_ttl_ms + 1);
   EXPECT_TRUE(Clear({"k"}, "nowhere").empty());
   EXPECT_EQ(Clear({"k", "only-b"}, "b"), (std::vector<std::string>{"k", "only-b"}));
-  EXPECT_EQ(ReplicaCount("k"), 1u);
+  EXPECT_EQ(Replicas("k").size(), 1u);
   EXPECT_FALSE(Exists("only-b"));  // its one replica went, and it with it
   EXPECT_EQ(master_->TenantUsed(ctx_.tenant), 100u);  // the space of what went is back
   // Another tenant's caller clears nothing of this tenant's.

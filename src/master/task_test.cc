@@ -29,15 +29,6 @@ class TaskTest : public MasterFixture {
     rc.preferred_segments = {segment};
     return Put(key, 1000, rc);
   }
-  std::vector<SegmentId> Replicas(const std::string& key) {
-    std::vector<SegmentId> out;
-    auto info = master_->GetReplicaList(ctx_, key, false);
-    if (info.ok()) {
-      for (const auto& r : info->replicas) out.push_back(r.segment);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
   TaskId Copy(const std::string& key, std::vector<std::string> targets) {
     auto id = master_->CreateTask(ctx_, TaskSpec{{}, TaskType::kCopy, key, "", std::move(targets)});
     EXPECT_TRUE(id.ok()) << id.status().ToString();
