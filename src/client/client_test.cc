@@ -302,7 +302,7 @@ TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
   std::string v = Bytes(100, 'w');
   EXPECT_EQ(a_->Put("k", v.data(), v.size()).code(), Code::kTransferFail);
   EXPECT_FALSE(*a_->IsExist("k"));
-  EXPECT_EQ(master_->Stats().allocated, 0u);
+  EXPECT_EQ(master_->Stats().allocated, master_->Stats().held);  // fenced while its write grants last
   EXPECT_EQ(master_->Stats().pending_puts, 0u);
 }
 

@@ -20,13 +20,10 @@ Result<TransferRequest> Repairer::Plan(const RepairTask& t) const {
   if (t.target_offset > seg.size || t.size > seg.size - t.target_offset) {
     return Status(Code::kInvalidParams, "the copy's range is outside segment " + std::to_string(t.target));
   }
-  return TransferRequest{TransferRequest::Op::kRead,
-                         t.source,
-                         t.source_offset,
-                         seg.base + t.target_offset,
-                         t.size,
-                         nullptr,
-                         t.source_grant};
+  TransferRequest r{TransferRequest::Op::kRead, t.source,  t.source_offset, seg.base + t.target_offset,
+                    t.size,                    nullptr,   t.source_grant};
+  r.land_within_grant = true;  // the master gives the new replica's range up after that (a paused maker)
+  return r;
 }
 
 size_t Repairer::RunOnce(bool force) {

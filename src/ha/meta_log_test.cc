@@ -100,6 +100,9 @@ struct LoggedMaster {
 std::multiset<std::string> Fingerprint(MasterService& m) {
   std::multiset<std::string> out;
   m.WriteImage([&](const pb::LogRecord& r) {
+    // A held range's end is kept as wall-clock time, which moves apart from the tests' manual clock
+    // (GrantHoldMasterTest checks that holds survive a restart).
+    if (r.has_hold()) return;
     std::string s;
     pb::LogRecord copy = r;
     if (copy.has_object()) {  // replicas in a fixed order

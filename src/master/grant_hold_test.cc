@@ -127,6 +127,55 @@ TEST_F(GrantHoldMasterTest, ARevokedOrTakenOverPutsRangeIsHeldForItsWriteGrant) 
   Pass(config_.grant_ttl_sec * 1000 + 6000, *master_);
 }
 
+// A write may still land after its Put was revoked (its writer timed out on a peer that was cut
+// off or paused, and the bytes arrive once the peer is back): until its write grant lapses, the
+// range is taken by no one, its own tenant and writer included, with or without tenants walled
+// off; a restarted master fences it too. (The nemesis test lost an acknowledged object this way.)
+TEST_F(GrantHoldMasterTest, ARevokedPutsRangeIsTakenByNoOneBeforeItsWriteGrantLapses) {
+  Start(MasterConfig{}, /*hold=*/false);
+  auto put = master_->PutStart(a_, "half", kSize, {});
+  ASSERT_TRUE(put.ok());
+  const Grant late = (*put)[0].grant;
+  const int64_t minted_wall = WallMs();
+  const TimeMs minted = clock_.NowMs();
+  ASSERT_TRUE(master_->PutRevoke(a_, "half").ok());
+  EXPECT_EQ(master_->Stats().held, kSize);
+  EXPECT_EQ(Write(a_, "next", *master_).status().code(), Code::kNoAvailableHandle);
+  EXPECT_EQ(Write(b_, "theirs", *master_).status().code(), Code::kNoAvailableHandle);
+
+  auto restarted = std::move(MasterService::Create(config_, clock_).value());
+  ASSERT_TRUE(restarted->Load(sink_.image).ok());
+  RegisterAgain(*restarted);
+  ASSERT_TRUE(restarted->MountSegment(ctx_, Desc()).ok());
+  EXPECT_EQ(Write(a_, "next", *restarted).status().code(), Code::kNoAvailableHandle);
+
+  // The write grant lasts put_start_discard_timeout_sec (30 s); the range comes back after it and
+  // the clocks' margin (5 s), when the segment's owner refuses the late write.
+  const TimeMs fence = config_.put_start_discard_timeout_sec * 1000 + 5000;
+  auto pass = [&](TimeMs ms) {
+    for (TimeMs done = 0; done < ms; done += 1000) {
+      clock_.Advance(1000);
+      for (MasterService* m : {master_.get(), restarted.get()}) {
+        for (const auto& c : {ctx_, a_, b_}) ASSERT_TRUE(m->Ping(c).ok());
+        m->RunBackgroundOnce();
+      }
+    }
+  };
+  pass(fence - 2000);
+  for (MasterService* m : {master_.get(), restarted.get()}) {
+    EXPECT_EQ(Write(a_, "next", *m).status().code(), Code::kNoAvailableHandle);
+  }
+  pass(2000);
+  for (MasterService* m : {master_.get(), restarted.get()}) {
+    auto next = Write(a_, "next", *m);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_EQ(*next, late.offset);
+  }
+  const int64_t owner_now = minted_wall + (clock_.NowMs() - minted);
+  EXPECT_EQ(CheckGrant(key_, 42, late, GrantAccess::kWrite, late.offset, kSize, owner_now).code(),
+            Code::kIllegalClient);
+}
+
 TEST_F(GrantHoldMasterTest, ALostPutsRangeReleasedBeforeItsWriteGrantLapsedIsHeld) {
   MasterConfig c;
   c.put_start_discard_timeout_sec = 30;

@@ -28,10 +28,7 @@ ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size, std::
   ReplicaDesc d{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
   if (!grant) return d;
   const GrantAccess access = *grant;
-  int64_t ttl_ms = config_.grant_ttl_sec * 1000;
-  if (access == GrantAccess::kWrite && config_.put_start_discard_timeout_sec > 0) {
-    ttl_ms = std::min(ttl_ms, config_.put_start_discard_timeout_sec * 1000);
-  }
+  const int64_t ttl_ms = access == GrantAccess::kWrite ? WriteGrantMs(config_) : config_.grant_ttl_sec * 1000;
   const int64_t expires = WallMs() + std::max<TimeMs>(ttl_ms - spent_ms, 0);
   if (r.kind() == ReplicaKind::kLocalDisk) {
     d.grant = segments_.Mint(r.segment(), GrantAccess::kReadObject, 0, size, expires, disk_key);
@@ -177,7 +174,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     PendingPut old = s.TakePending(hk);
     MutexLock dl(discarded_mu_);
     discarded_.push_back(Discarded{old.started + config_.put_start_release_timeout_sec * 1000, old.tenant, old.size,
-                                   std::move(old.replicas), table_.HoldAfter(old.started)});
+                                   std::move(old.replicas), old.started});
     return Status::OK();
   };
   {
@@ -207,7 +204,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   auto s = table_.Lock(hk);
   Status again = check_free(s);  // another writer may have come in while we allocated
   if (!again.ok()) {
-    table_.FreeReplicas(ctx.tenant, size, replicas);
+    table_.FreeReplicas(ctx.tenant, size, replicas, 0, 0);  // their grants never left this call
     return again;
   }
   uint8_t flags = (config.with_hard_pin ? kHardPin : 0) | (config.with_soft_pin ? kSoftPin : 0);

@@ -72,7 +72,7 @@ std::optional<ClientId> MasterService::BeginCopyLocked(ObjectTable::Locked& s, O
   f.task.source_offset = source.offset();
   // Read access for as long as the copy may take: past it the task is given up and redone anyway.
   f.task.source_grant = segments_.Mint(source.segment(), GrantAccess::kRead, source.offset(), m.size,
-                                       WallMs() + (config_.repair_task_timeout_sec + 5) * 1000);
+                                       WallMs() + config_.repair_task_timeout_sec * 1000 + kCopyGrantSlackMs);
   f.task.target = segments_.IdOf(target.segment);
   f.task.target_offset = target.offset;
   if (m.flags & kHasChecksum) f.task.checksum = m.checksum;

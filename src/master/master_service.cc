@@ -51,7 +51,7 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
     : config_(config),
       identity_key_(NewGrantKey()),
       clock_(clock),
-      grant_hold_(clock_, (std::max(config.grant_ttl_sec, config.repair_task_timeout_sec + 5) * 1000) +
+      grant_hold_(clock_, std::max(config.grant_ttl_sec * 1000, config.repair_task_timeout_sec * 1000 + kCopyGrantSlackMs) +
                               kGrantClockMarginMs),
       segments_(std::move(strategy), config.allocation_alignment, &clock_),
       table_(segments_, tenants_, config.object_shards, config.disk_away_copies_limit),
@@ -59,6 +59,15 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
       evictor_(table_, segments_, offload_, clock_, config_),
       clients_(clock_, config.client_ttl_sec * 1000) {
   if (config.hold_freed_ranges) table_.SetGrantHold(&grant_hold_);
+  table_.SetWriteFence(WriteGrantMs(config) + kGrantClockMarginMs);
+  // A copy given up at its deadline may land bytes until its source grant lapses.
+  segments_.SetFenceFloor(kCopyGrantSlackMs + kGrantClockMarginMs);
+}
+
+TimeMs MasterService::WriteGrantMs(const MasterConfig& config) {
+  int64_t ms = config.grant_ttl_sec * 1000;
+  if (config.put_start_discard_timeout_sec > 0) ms = std::min(ms, config.put_start_discard_timeout_sec * 1000);
+  return ms;
 }
 
 CallerToken MasterService::TokenFor(const ClientId& client, TenantIndex tenant) const {
@@ -252,7 +261,7 @@ uint64_t MasterService::ReclaimOnce() {
     });
   }
   for (auto& d : due) {
-    table_.FreeReplicas(d.tenant, d.size, d.replicas, d.hold_until);
+    table_.FreeUnfinished(d.tenant, d.size, d.replicas, d.started);
     ++reclaimed;
   }
   const TimeMs release_ms = config_.put_start_release_timeout_sec * 1000;

@@ -206,7 +206,7 @@ class MasterService final : public MasterApi {
     TenantIndex tenant;
     uint64_t size;
     std::vector<StoredReplica> replicas;
-    TimeMs hold_until;  // its ranges' grants may be valid until then
+    TimeMs started;  // its PutStart: its ranges' grants may be valid until some time after
   };
 
   // `group`: the key's routing group ("" for none).
@@ -310,6 +310,11 @@ class MasterService final : public MasterApi {
   const Clock& clock_;
   // How long freed ranges are held (grant_hold.h): the longest grant, and the clocks' margin.
   static constexpr TimeMs kGrantClockMarginMs = 5000;
+  // How long a copy's source grant outlives the copy's deadline (--repair_task_timeout_sec).
+  static constexpr TimeMs kCopyGrantSlackMs = 5000;
+  // The lifetime of a Put's write grants: a writer taken over (put_start_discard_timeout) cannot
+  // write after it.
+  static TimeMs WriteGrantMs(const MasterConfig& config);
   GrantHold grant_hold_;
   SegmentManager segments_;
   TenantRegistry tenants_;

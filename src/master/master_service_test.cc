@@ -39,7 +39,9 @@ TEST_F(MasterServiceTest, OnlyTheWriterMayEndOrRevoke) {
   EXPECT_EQ(master_->PutEnd(other, "k", std::nullopt).code(), Code::kIllegalClient);
   EXPECT_EQ(master_->PutRevoke(other, "k").code(), Code::kIllegalClient);
   EXPECT_TRUE(master_->PutRevoke(ctx_, "k").ok());
-  EXPECT_EQ(master_->Stats().allocated, 0u);
+  // Its range is fenced while its write grant lasts (a late write must land in no other object).
+  EXPECT_EQ(master_->Stats().allocated, 128u);
+  EXPECT_EQ(master_->Stats().held, 128u);
   EXPECT_EQ(master_->PutEnd(ctx_, "k", std::nullopt).code(), Code::kObjectNotFound);
 }
 

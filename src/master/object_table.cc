@@ -207,11 +207,13 @@ void ObjectTable::Locked::Dump(const std::function<void(const pb::LogRecord&)>& 
 }
 
 void ObjectTable::FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas,
-                               TimeMs hold_until) {
+                               TimeMs hold_until, std::optional<TimeMs> fence_until) {
   uint64_t memory = 0;
   for (const auto& r : replicas) {
     if (r.kind() != ReplicaKind::kMemory) continue;
-    segments_.Free(r.alloc(), hold_until, tenant);
+    std::optional<TimeMs> fence;
+    if (r.status() == ReplicaStatus::kProcessing) fence = fence_until ? *fence_until : segments_.FenceFloor();
+    segments_.Free(r.alloc(), hold_until, tenant, fence);
     ++memory;
   }
   tenants_.Release(tenant, size * memory);
@@ -268,7 +270,7 @@ bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
   AssertHeld(s_);
   auto p = s_.pending.find(k);
   if (p == s_.pending.end()) return false;
-  t_.FreeReplicas(p->second.tenant, p->second.size, p->second.replicas, t_.HoldAfter(p->second.started));
+  t_.FreeUnfinished(p->second.tenant, p->second.size, p->second.replicas, p->second.started);
   s_.pending.erase(p);
   LogPendingGone(k.key);
   return true;
@@ -282,7 +284,7 @@ uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const Pen
       ++it;
       continue;
     }
-    t_.FreeReplicas(it->second.tenant, it->second.size, it->second.replicas, t_.HoldAfter(it->second.started));
+    t_.FreeUnfinished(it->second.tenant, it->second.size, it->second.replicas, it->second.started);
     LogPendingGone(it->first);
     it = s_.pending.erase(it);
     ++n;

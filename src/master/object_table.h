@@ -368,7 +368,18 @@ class ObjectTable {
   // the table no longer lists (a Put taken over); needs no shard lock. `hold_until`: until when a
   // grant for them may be valid (SegmentManager::Free holds them till then).
   void FreeReplicas(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas,
-                    TimeMs hold_until = 0);
+                    TimeMs hold_until = 0, std::optional<TimeMs> fence_until = std::nullopt);
+  // A PROCESSING replica (a Put's, or a copy's being made) may still be written into after it is
+  // freed (its writer paused or cut off): it is fenced (SegmentManager::Free) until `fence_until`,
+  // by default the fence floor. A Put that ended without PutEnd (revoked, its writer lost, taken
+  // over) is fenced until its write grants lapse.
+  void FreeUnfinished(TenantIndex tenant, uint64_t size, const std::vector<StoredReplica>& replicas,
+                      TimeMs started) {
+    FreeReplicas(tenant, size, replicas, HoldAfter(started), started + write_fence_ms_);
+  }
+  // How long after its PutStart a Put's write grants may still be honoured by a segment's owner
+  // (their lifetime and the clocks' margin). Set before the table is used from several threads.
+  void SetWriteFence(TimeMs ms) { write_fence_ms_ = ms; }
 
   // Freed ranges are held while a grant for them may be valid (grant_hold.h); without a GrantHold
   // (the default) they are freed at once. Set before the table is used from several threads.
@@ -395,6 +406,7 @@ class ObjectTable {
   TenantRegistry& tenants_;
   MetaSink* sink_ = nullptr;
   const GrantHold* hold_ = nullptr;
+  TimeMs write_fence_ms_ = 0;
   const size_t away_limit_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<uint64_t> next_object_id_{1};

@@ -603,13 +603,17 @@ void SegmentManager::HoldLocked(Segment& seg, TenantIndex tenant, uint64_t size,
   sink_->Append(rec);
 }
 
-void SegmentManager::Free(const Allocation& a, TimeMs hold_until, TenantIndex tenant) {
+void SegmentManager::Free(const Allocation& a, TimeMs hold_until, TenantIndex tenant, std::optional<TimeMs> fence_until) {
   ReaderLock lock(mu_);
   const auto& slot = by_slot_[SlotOf(a.segment)];
   if (!slot || slot->ref != a.segment) return;  // unmounted: its memory went with it
   Segment& seg = *slot;
   MutexLock seg_lock(seg.mu);
   uint64_t sz = seg.alloc.AllocationSize(a.node);
+  if (fence_until && sz > 0 && std::max(hold_until, *fence_until) > Now()) {
+    HoldLocked(seg, kFenced, sz, Segment::Held{std::max(hold_until, *fence_until), a.node, a.offset}, true);
+    return;
+  }
   // Only another tenant's callers could misuse an old grant: a segment that takes one tenant's
   // replicas needs no holding, nor one whose grants mean nothing (mounted without a key).
   if (hold_until > 0 && sz > 0 && !seg.only_tenant && HasKey(a.segment) && hold_until > Now()) {

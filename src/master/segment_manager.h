@@ -163,7 +163,19 @@ class SegmentManager {
   // ReleaseHeld finds its time passed. A held range is recorded (LogHold), so that a restarted or
   // promoted master holds it too.
   // `tenant`: whose object the range held (it may take the range again at once).
-  void Free(const Allocation& a, TimeMs hold_until = 0, TenantIndex tenant = 0);
+  // `fence_until`: a write into the range may still land until then (a Put revoked or lost before
+  // it ended, a copy given up): the range is held till then (or `hold_until` if later) whatever the
+  // segment, and taken again by no one, its tenant included: a late write lands in no other object
+  // (its owner refuses a write whose grant lapsed, and a copy's maker lands no byte past its source
+  // grant).
+  void Free(const Allocation& a, TimeMs hold_until = 0, TenantIndex tenant = 0,
+            std::optional<TimeMs> fence_until = std::nullopt);
+  // How long after it is freed a range may still be written by a copy given up (its source grant
+  // outlives its deadline by this, with the clocks' margin); FenceFloor(): until when, from now.
+  void SetFenceFloor(TimeMs ms) { fence_floor_ms_ = ms; }
+  TimeMs FenceFloor() const { return Now() + fence_floor_ms_; }
+  // The tenant a fenced range is held for: none takes it again before its time.
+  static constexpr TenantIndex kFenced = UINT16_MAX;
   // Frees the held ranges whose time has passed. Returns their bytes.
   uint64_t ReleaseHeld();
   // After a restart: the range `node` of segment `ref` (restored with it) is held until `until`.
@@ -251,6 +263,7 @@ class SegmentManager {
   std::atomic<uint64_t> capacity_{0};
   std::atomic<uint64_t> allocated_{0};
   std::atomic<uint64_t> held_bytes_{0};
+  TimeMs fence_floor_ms_ = 0;
 };
 
 }  // namespace yb

@@ -45,6 +45,9 @@ struct TransferRequest {
   uint64_t object_pos = 0;
   // kRead: told of each chunk (whole checksum chunks where it can) once it has landed.
   LandingObserver* landed = nullptr;
+  // kRead into a range the master may give up once `grant` lapses (a copy's new replica): no byte
+  // lands after that (on this host's wall clock).
+  bool land_within_grant = false;
 };
 
 class Transport {

@@ -476,6 +476,10 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
       ChecksumSink* sink = s.piece.checksum;
       LandingObserver* observer = s.piece.landed;
       for (uint64_t got = 0; got < s.piece.length;) {
+        if (s.piece.land_within_grant &&
+            (options_.wall_clock ? options_.wall_clock->NowMs() : WallMs()) > s.piece.grant.expires_ms) {
+          return Status(Code::kTransferFail, "a copy from " + endpoint + " outlived its grant: not a byte more lands");
+        }
         const uint64_t at = s.piece.object_pos + got;
         const uint64_t step = sink || observer ? std::min(s.piece.length - got, kChecksumChunk - at % kChecksumChunk)
                                                : s.piece.length - got;

@@ -56,6 +56,9 @@ class TcpTransport final : public Transport {
     // nodes that left (their endpoints are never asked for again) or that the cluster stopped using.
     std::chrono::milliseconds max_idle{60000};
     const Clock* clock = nullptr;  // for max_idle; null: the steady clock
+    // The Unix-time clock a copy's landing is bounded by (land_within_grant), in milliseconds
+    // (null: the system's, WallMs()).
+    const Clock* wall_clock = nullptr;
     // A peer that stops answering (or reading) fails the transfer (TRANSFER_FAIL) after a wait
     // bounded by what is asked of it: io_floor plus the exchange's bytes at io_floor_bandwidth,
     // and io_timeout at most. A live server answers 64 KiB slices within milliseconds even when

@@ -665,6 +665,51 @@ TEST_F(TcpTransportTest, APeerStalledHalfwayThroughAWriteIsClosed) {
   EXPECT_EQ(a->first, Code::kOk);
 }
 
+// A write whose writer stalls past its grant (cut off or paused, its Put revoked meanwhile and its
+// range fenced by the master only until the grant lapses) lands not one byte more once the grant
+// has lapsed: the rest of its payload would overwrite whatever the range holds by then.
+TEST_F(TcpTransportTest, AWriteWhoseGrantLapsesHalfwayLandsNoMoreBytes) {
+  ManualClock wall(WallMs());
+  auto server = StartServer([&](TransferServer::Options& o) { o.wall_clock = &wall; });
+  RawConn late(server->port());
+  const Grant grant = MintGrant(kKey, 5, GrantAccess::kWrite, 0, 1000, wall.NowMs() + 1000);
+  late.Send(WireRequest{kOpWrite, 5, 0, 1000, grant}, std::string(100, 'w'));  // 900 bytes to come
+  uint8_t* seg = region_->data() + kGuard;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (seg[99] != 'w' && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  ASSERT_EQ(seg[99], 'w');  // the first part landed while the grant held
+  wall.Advance(1001);
+  late.SendBytes(std::string(900, 'L'));
+  auto a = late.Answer();
+  ASSERT_TRUE(a.has_value());
+  for (int i = 100; i < 1000; ++i) ASSERT_EQ(seg[i], 0xEE) << i;
+  ASSERT_EQ(a->first, Code::kIllegalClient);
+  EXPECT_FALSE(late.Answer().has_value());  // and closed
+}
+
+// A copy's maker (re-replication, tasks) reads into a range of its own segment that the master gives
+// up once the copy's source grant lapses: past that, no byte lands (the maker was paused or slow).
+TEST_F(TcpTransportTest, ACopyLandsNoByteAfterItsSourceGrantLapsed) {
+  std::memset(region_->data() + kGuard, 'S', 4096);
+  ManualClock wall(WallMs());
+  TcpTransport::Options o;
+  o.wall_clock = &wall;
+  const std::string ep = "127.0.0.1:" + std::to_string(server_->port());
+  TcpTransport maker([ep](SegmentId) -> std::optional<std::string> { return ep; }, o);
+  std::vector<uint8_t> target(4096, 'T');
+  TransferRequest copy{Op::kRead, 5, 0, target.data(), 4096};
+  copy.grant = MintGrant(kKey, 5, GrantAccess::kRead, 0, 4096, WallMs() + 60'000);
+  copy.land_within_grant = true;
+  wall.Set(copy.grant.expires_ms + 1);  // the maker's clock is past it; the server's is not
+  auto r = maker.Submit({copy});
+  EXPECT_EQ(r[0].code(), Code::kTransferFail);
+  EXPECT_EQ(target, std::vector<uint8_t>(4096, 'T'));
+  wall.Set(copy.grant.expires_ms - 1);
+  r = maker.Submit({copy});
+  ASSERT_TRUE(r[0].ok()) << r[0].ToString();
+  EXPECT_EQ(target, std::vector<uint8_t>(4096, 'S'));
+}
+
 TEST_F(TcpTransportTest, PooledConnectionsUnusedForMaxIdleAreClosed) {
   ManualClock clock;
   auto other = StartServer([](TransferServer::Options&) {});

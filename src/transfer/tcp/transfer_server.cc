@@ -123,6 +123,13 @@ class TransferServer::Session final : public LoopSession {
       uint8_t* into;
       size_t room;
       if (phase_ == Phase::kPayload) {
+        // A write whose grant lapsed while its payload came in (its writer paused or cut off, the
+        // range since given up by the master and held only until then): not a byte more lands.
+        if (server_.Wall() > write_expires_ms_) {
+          Answer(Code::kIllegalClient);
+          Refuse("a write's grant lapsed before its payload was in");
+          return true;
+        }
         into = write_at_;
         room = write_left_;
       } else {
@@ -211,7 +218,7 @@ class TransferServer::Session final : public LoopSession {
       st = CheckBounds(probe, seg.size);  // only the bounds are checked
       if (st.ok()) {
         st = CheckGrant(seg.grant_key, req.segment, req.grant,
-                        req.op == kOpRead ? GrantAccess::kRead : GrantAccess::kWrite, req.offset, req.length, WallMs());
+                        req.op == kOpRead ? GrantAccess::kRead : GrantAccess::kWrite, req.offset, req.length, server_.Wall());
         if (!st.ok()) server_.refused_grants_.fetch_add(1, std::memory_order_relaxed);
       }
     }
@@ -235,6 +242,7 @@ class TransferServer::Session final : public LoopSession {
     if (have > 0) std::memcpy(at, in_.get() + in_pos_, have);
     in_pos_ += have;
     write_hold_ = std::move(seg.region);
+    write_expires_ms_ = req.grant.expires_ms;
     write_at_ = at + have;
     write_left_ = req.length - have;
     write_length_ = req.length;
@@ -268,7 +276,7 @@ class TransferServer::Session final : public LoopSession {
       st = Status(Code::kInvalidParams, "object read too long");
     } else {
       st = CheckGrant(server_.served_->Find(segment_).grant_key, segment_, object_grant_, GrantAccess::kReadObject, 0,
-                      object_length_, WallMs(), key_);
+                      object_length_, server_.Wall(), key_);
       if (!st.ok()) {
         server_.refused_grants_.fetch_add(1, std::memory_order_relaxed);
         if (uint64_t n = ++server_.refused_; LogOccurrence(n)) {
@@ -347,6 +355,7 @@ class TransferServer::Session final : public LoopSession {
   uint8_t* write_at_ = nullptr;
   uint64_t write_left_ = 0;
   uint64_t write_length_ = 0;
+  int64_t write_expires_ms_ = 0;  // its grant's
   // The SSD tier read being received or run (kObjectKey, kDiskRead).
   SegmentId segment_ = 0;
   uint64_t object_length_ = 0;

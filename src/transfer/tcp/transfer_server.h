@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/grant.h"
 #include "common/loop_group.h"
 #include "common/thread_pool.h"
 #include "net/security.h"
@@ -54,6 +56,8 @@ class TransferServer {
     std::function<void()> on_accept_failed;
     // TLS and the data-plane key's proof at each connection (null: neither).
     std::shared_ptr<net::Security> security;
+    // The Unix-time clock grants are judged by, in milliseconds (null: the system's, WallMs()).
+    const Clock* wall_clock = nullptr;
   };
 
   TransferServer(std::shared_ptr<LocalSegmentRegistry> served, Options options);
@@ -72,6 +76,7 @@ class TransferServer {
   TransferServerStats stats() const;
 
  private:
+  int64_t Wall() const { return options_.wall_clock ? options_.wall_clock->NowMs() : WallMs(); }
   class Session;
 
   std::shared_ptr<LocalSegmentRegistry> served_;
