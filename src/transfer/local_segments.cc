@@ -1,6 +1,7 @@
 #include "transfer/local_segments.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,8 +36,26 @@ bool Populate(void* p, uint64_t size) {
 
 }  // namespace
 
-std::shared_ptr<MappedRegion> MappedRegion::Map(uint64_t size, bool populate) {
+std::shared_ptr<MappedRegion> MappedRegion::Map(uint64_t size, bool populate, bool shareable) {
   if (size == 0) return nullptr;
+  if (shareable) {
+    // A memfd: pages another process of this host can map too (shmem; huge ones where
+    // shmem_enabled allows). Without one (an old kernel, a seccomp filter), anonymous memory.
+    int fd = memfd_create("yuebing-segment", MFD_CLOEXEC);
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(size)) == 0) {
+      void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? 0 : MAP_NORESERVE), fd, 0);
+      if (p != MAP_FAILED) {
+        madvise(p, size, MADV_HUGEPAGE);
+        if (populate && !Populate(p, size)) {
+          munmap(p, size);
+          close(fd);
+          return nullptr;
+        }
+        return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size, fd));
+      }
+    }
+    if (fd >= 0) close(fd);
+  }
   // Without MAP_POPULATE: pages faulted in before the madvise below would be 4 KiB ones, and
   // khugepaged would then spend minutes merging them in the background, slowing transfers while
   // it does. Advised first, the faults take transparent huge pages wherever the system allows
@@ -52,7 +71,20 @@ std::shared_ptr<MappedRegion> MappedRegion::Map(uint64_t size, bool populate) {
   return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));
 }
 
-MappedRegion::~MappedRegion() { munmap(data_, size_); }
+std::shared_ptr<MappedRegion> MappedRegion::MapShared(int fd, uint64_t size) {
+  struct stat st {};
+  // Smaller than said: a touch past its end would be SIGBUS.
+  const bool fits = fstat(fd, &st) == 0 && st.st_size >= 0 && static_cast<uint64_t>(st.st_size) >= size;
+  void* p = size == 0 || !fits ? MAP_FAILED : mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return nullptr;
+  return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));
+}
+
+MappedRegion::~MappedRegion() {
+  munmap(data_, size_);
+  if (fd_ >= 0) close(fd_);
+}
 
 void LocalSegmentRegistry::Add(SegmentId id, LocalSegment seg) {
   std::unique_lock lock(mu_);

@@ -14,24 +14,31 @@
 
 namespace yb {
 
-// Anonymous memory mapped for a segment or a buffer; unmapped when the last holder lets go.
+// Memory mapped for a segment or a buffer; unmapped when the last holder lets go.
 class MappedRegion {
  public:
   // Huge pages are asked for (MADV_HUGEPAGE). nullptr when the mapping fails. `populate` faults
   // every page in now, so that the first transfers into the memory do not pay for page faults; it
   // fails (nullptr) when the memory cannot be had, rather than leaving a later fault to the OOM
-  // killer.
-  static std::shared_ptr<MappedRegion> Map(uint64_t size, bool populate = false);
+  // killer. `shareable`: backed by a memfd that another process of this host may map (fd(); the
+  // same-host transport), else anonymous (also when the memfd cannot be made).
+  static std::shared_ptr<MappedRegion> Map(uint64_t size, bool populate = false, bool shareable = false);
+  // Another process's memfd of `size` bytes, mapped here (read and write); nullptr on failure.
+  // Takes `fd` (closed once mapped).
+  static std::shared_ptr<MappedRegion> MapShared(int fd, uint64_t size);
   ~MappedRegion();
   MappedRegion(const MappedRegion&) = delete;
   MappedRegion& operator=(const MappedRegion&) = delete;
   uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // The memfd behind a shareable region; -1 for anonymous memory.
+  int fd() const { return fd_; }
 
  private:
-  MappedRegion(uint8_t* d, uint64_t s) : data_(d), size_(s) {}
+  MappedRegion(uint8_t* d, uint64_t s, int fd = -1) : data_(d), size_(s), fd_(fd) {}
   uint8_t* data_;
   uint64_t size_;
+  int fd_;
 };
 
 struct LocalSegment {

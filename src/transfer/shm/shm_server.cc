@@ -1,0 +1,150 @@
+#include "transfer/shm/shm_server.h"
+
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "common/log.h"
+#include "transfer/shm/shm_wire.h"
+
+namespace yb::shm {
+
+std::string SocketName(const std::string& endpoint) { return "yuebing-shm:" + endpoint; }
+
+namespace {
+
+// The abstract address of `name` (a leading zero byte: no file, gone with its last descriptor).
+socklen_t Address(const std::string& name, sockaddr_un* addr) {
+  std::memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  const size_t n = std::min(name.size(), sizeof(addr->sun_path) - 1);
+  std::memcpy(addr->sun_path + 1, name.data(), n);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+}
+
+void SetTimeouts(int fd, int ms) {
+  timeval tv{ms / 1000, (ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+}  // namespace
+
+ShmServer::ShmServer(std::shared_ptr<LocalSegmentRegistry> served, Options options)
+    : served_(std::move(served)), options_(std::move(options)) {}
+
+ShmServer::~ShmServer() { Stop(); }
+
+Status ShmServer::Start() {
+  listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return Status(Code::kInternal, std::string("same-host socket: ") + std::strerror(errno));
+  sockaddr_un addr;
+  const socklen_t len = Address(SocketName(options_.endpoint), &addr);
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listen_fd_, 64) != 0 ||
+      pipe2(stop_fd_, O_CLOEXEC) != 0) {
+    Status st(Code::kInternal,
+              "same-host socket '" + SocketName(options_.endpoint) + "': " + std::string(std::strerror(errno)));
+    Stop();
+    return st;
+  }
+  thread_ = std::thread([this] { Serve(); });
+  return Status::OK();
+}
+
+void ShmServer::Stop() {
+  if (thread_.joinable()) {
+    (void)!write(stop_fd_[1], "x", 1);
+    thread_.join();
+  }
+  for (int* fd : {&listen_fd_, &stop_fd_[0], &stop_fd_[1]}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+}
+
+void ShmServer::Serve() {
+  for (;;) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      YB_LOG_ERROR("same-host socket: poll failed: {}", std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    SetTimeouts(fd, 1000);  // a peer that stalls holds up the others this long at most
+    Answer(fd);
+    close(fd);
+  }
+}
+
+void ShmServer::Answer(int fd) {
+  auto refuse = [&](const char* why) {
+    if (uint64_t n = refused_.fetch_add(1) + 1; LogOccurrence(n)) {
+      YB_LOG_WARN("same-host transfers: refused a peer ({}; {} so far): it goes over TCP", why, n);
+    }
+  };
+  if (!TrustedPeer(fd)) {
+    Reply r;
+    r.code = static_cast<int32_t>(Code::kIllegalClient);
+    const std::string out = EncodeReply(r);
+    (void)!send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+    return refuse("another user");
+  }
+  const net::Nonce mine = net::NewNonce();
+  const std::string hello = EncodeHello(mine);
+  if (send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) return;
+  char buf[kAskSize + 1];
+  const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+  auto ask = n > 0 ? DecodeAsk(std::string_view(buf, static_cast<size_t>(n))) : std::nullopt;
+  if (!ask) return refuse("a malformed request");
+  Reply r;
+  const net::Mac want = ProofOf(options_.data_key, false, mine, ask->nonce, ask->segment);
+  if (!options_.data_key.empty() && CRYPTO_memcmp(want.data(), ask->mac.data(), want.size()) != 0) {
+    r.code = static_cast<int32_t>(Code::kIllegalClient);
+    refuse("a wrong proof of the data-plane key");
+  } else {
+    LocalSegment seg = served_->Find(ask->segment);
+    if (!seg.base || !seg.region || seg.region->fd() < 0) {
+      r.code = static_cast<int32_t>(Code::kSegmentNotFound);  // not ours, or not in shareable memory
+    } else {
+      r.region_size = seg.region->size();
+      r.offset = static_cast<uint64_t>(seg.base - seg.region->data());
+      r.size = seg.size;
+      r.grant_key = seg.grant_key;
+      r.mac = ProofOf(options_.data_key, true, mine, ask->nonce, ask->segment);
+    }
+    const std::string out = EncodeReply(r);
+    iovec iov{const_cast<char*>(out.data()), out.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    if (r.code == 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      const int region_fd = seg.region->fd();
+      std::memcpy(CMSG_DATA(c), &region_fd, sizeof(int));
+    }
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(out.size()) && r.code == 0) given_.fetch_add(1);
+    return;
+  }
+  const std::string out = EncodeReply(r);
+  (void)!send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+}
+
+}  // namespace yb::shm

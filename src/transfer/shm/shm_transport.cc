@@ -1,0 +1,243 @@
+#include "transfer/shm/shm_transport.h"
+
+#include <openssl/crypto.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "common/checksum.h"
+#include "common/grant.h"
+#include "common/log.h"
+#include "transfer/shm/shm_server.h"
+#include "transfer/shm/shm_wire.h"
+
+namespace yb::shm {
+
+namespace {
+
+constexpr uint64_t kPiece = 4ULL << 20;  // between two looks at the grant's expiry
+
+// Receives one message and, with it, at most one descriptor (-1 when none came).
+ssize_t RecvWithFd(int sock, char* buf, size_t n, int* fd) {
+  *fd = -1;
+  iovec iov{buf, n};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  const ssize_t got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  if (got < 0) return got;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int f;
+      std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (*fd < 0) {
+        *fd = f;
+      } else {
+        close(f);  // more than asked for: not ours to keep
+      }
+    }
+  }
+  return got;
+}
+
+}  // namespace
+
+ShmTransport::ShmTransport(Resolver resolver, std::shared_ptr<Transport> fallback, Options options)
+    : resolver_(std::move(resolver)), fallback_(std::move(fallback)), options_(std::move(options)) {}
+
+TimeMs ShmTransport::Now() const {
+  static const RealClock real;
+  return (options_.clock ? *options_.clock : real).NowMs();
+}
+
+int64_t ShmTransport::Wall() const { return options_.wall_clock ? options_.wall_clock->NowMs() : WallMs(); }
+
+bool ShmTransport::Reaches(SegmentId segment) const { return Find(segment) != nullptr; }
+
+bool ShmTransport::Unreachable(SegmentId /*segment*/) const { return false; }  // memory: there while mapped
+
+void ShmTransport::Probe(SegmentId /*segment*/) {}
+
+size_t ShmTransport::mapped_segments() const {
+  MutexLock lock(mu_);
+  return mapped_.size();
+}
+
+std::shared_ptr<const ShmTransport::Mapped> ShmTransport::Find(SegmentId segment) const {
+  auto endpoint = resolver_(segment);
+  const TimeMs now = Now();
+  {
+    MutexLock lock(mu_);
+    if (now - last_sweep_ >= 1000) {  // segments the directory forgot: their memory goes
+      last_sweep_ = now;
+      std::erase_if(mapped_, [&](const auto& e) { return !resolver_(e.first).has_value(); });
+      std::erase_if(not_here_, [&](const auto& e) { return e.second <= now; });
+    }
+    if (!endpoint) {
+      mapped_.erase(segment);
+      return nullptr;
+    }
+    if (auto it = mapped_.find(segment); it != mapped_.end()) return it->second;
+    for (const std::string& k : {*endpoint, *endpoint + "#" + std::to_string(segment)}) {
+      if (auto it = not_here_.find(k); it != not_here_.end() && now < it->second) return nullptr;
+    }
+  }
+  auto m = Attach(segment, *endpoint);
+  MutexLock lock(mu_);
+  if (!m.ok()) {
+    // Not on this host, or refusing us (the endpoint), or not sharing this segment: TCP, and asked
+    // again after a pause.
+    const bool segment_only = m.status().code() == Code::kSegmentNotFound;
+    not_here_[segment_only ? *endpoint + "#" + std::to_string(segment) : *endpoint] = now + options_.retry_ms;
+    if (m.status().code() != Code::kSegmentNotFound && m.status().code() != Code::kTransferFail) {
+      YB_LOG_WARN("same-host transfers with {}: {}; over TCP (asked again in {} ms)", *endpoint,
+                  m.status().ToString(), options_.retry_ms);
+    }
+    return nullptr;
+  }
+  YB_LOG_DEBUG("segment {} of {} mapped for same-host transfers ({} bytes)", segment, *endpoint, m->size);
+  return mapped_.emplace(segment, std::make_shared<const Mapped>(std::move(m).value())).first->second;
+}
+
+Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::string& endpoint) const {
+  int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (sock < 0) return Status(Code::kTransferFail, std::string("socket: ") + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{sock};
+  timeval tv{1, 0};  // an owner that does not answer at once (paused, busy) is left to TCP
+  setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string name = SocketName(endpoint);
+  const size_t n = std::min(name.size(), sizeof(addr.sun_path) - 1);
+  std::memcpy(addr.sun_path + 1, name.data(), n);
+  if (connect(sock, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) !=
+      0) {
+    return Status(Code::kTransferFail, "no same-host owner");  // another host's, most likely
+  }
+  if (!TrustedPeer(sock)) return Status(Code::kIllegalClient, "the socket's owner is another user");
+  char buf[kAnswerBase + kMaxGrantKey + net::kMacSize + 1];
+  int fd = -1;
+  ssize_t got = RecvWithFd(sock, buf, sizeof(buf), &fd);
+  if (fd >= 0) close(fd);
+  if (got <= 0) return Status(Code::kTransferFail, "the owner did not answer");
+  auto hello = DecodeHello(std::string_view(buf, static_cast<size_t>(got)));
+  if (!hello) {
+    auto reply = DecodeReply(std::string_view(buf, static_cast<size_t>(got)));
+    if (reply && reply->code != 0) return Status(static_cast<Code>(reply->code), "the owner refused us (our user)");
+    return Status(Code::kTransferFail, "the owner's hello is malformed");
+  }
+  const std::string key = options_.data_key ? options_.data_key() : std::string();
+  Ask ask{segment, net::NewNonce(), {}};
+  ask.mac = ProofOf(key, false, *hello, ask.nonce, segment);
+  const std::string out = EncodeAsk(ask);
+  if (send(sock, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
+    return Status(Code::kTransferFail, "the owner went away");
+  }
+  got = RecvWithFd(sock, buf, sizeof(buf), &fd);
+  struct FdCloser {
+    int& fd;
+    ~FdCloser() {
+      if (fd >= 0) close(fd);
+    }
+  } fd_closer{fd};
+  auto reply = got > 0 ? DecodeReply(std::string_view(buf, static_cast<size_t>(got))) : std::nullopt;
+  if (!reply) return Status(Code::kTransferFail, "the owner's answer is malformed");
+  if (reply->code != 0) {
+    return Status(static_cast<Code>(reply->code), reply->code == static_cast<int32_t>(Code::kIllegalClient)
+                                                      ? "the owner refused our proof (another cluster's secret?)"
+                                                      : "the owner does not share this segment");
+  }
+  const net::Mac want = ProofOf(key, true, *hello, ask.nonce, segment);
+  if (CRYPTO_memcmp(want.data(), reply->mac.data(), want.size()) != 0) {
+    return Status(Code::kIllegalClient, "the socket's owner could not prove the data-plane key");
+  }
+  if (fd < 0 || reply->offset > reply->region_size || reply->size > reply->region_size - reply->offset) {
+    return Status(Code::kTransferFail, "the owner's answer names no memory that fits");
+  }
+  auto region = MappedRegion::MapShared(fd, reply->region_size);
+  fd = -1;  // taken
+  if (!region) return Status(Code::kTransferFail, "mapping the owner's memory failed");
+  Mapped m;
+  m.base = region->data() + reply->offset;
+  m.region = std::move(region);
+  m.size = reply->size;
+  m.grant_key = std::move(reply->grant_key);
+  return m;
+}
+
+Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
+  if (r.length > 0 && !r.local) return Status(Code::kInvalidParams, "null local buffer");
+  if (r.offset > m.size || r.length > m.size - r.offset) {
+    return Status(Code::kInvalidParams, "request outside segment " + std::to_string(r.segment));
+  }
+  const bool write = r.op == TransferRequest::Op::kWrite;
+  YB_RETURN_IF_ERROR(CheckGrant(m.grant_key, r.segment, r.grant, write ? GrantAccess::kWrite : GrantAccess::kRead,
+                                r.offset, r.length, Wall()));
+  uint8_t* remote = m.base + r.offset;
+  auto* local = static_cast<uint8_t*>(r.local);
+  const bool bounded = write || r.land_within_grant;  // no byte lands past the grant
+  uint64_t next_look = kPiece;
+  for (uint64_t got = 0; got < r.length;) {
+    const uint64_t at = r.object_pos + got;
+    const uint64_t step = r.checksum || r.landed ? std::min(r.length - got, kChecksumChunk - at % kChecksumChunk)
+                                                 : std::min(r.length - got, kPiece);
+    if (bounded && got >= next_look) {
+      if (Wall() > r.grant.expires_ms) {
+        return Status(Code::kTransferFail, "the grant of segment " + std::to_string(r.segment) +
+                                               " lapsed halfway: not a byte more lands");
+      }
+      next_look = got + kPiece;
+    }
+    if (write) {
+      if (r.checksum) r.checksum->Moved(at, local + got, step);
+      std::memcpy(remote + got, local + got, step);
+    } else {
+      std::memcpy(local + got, remote + got, step);
+      if (r.checksum) r.checksum->Moved(at, local + got, step);
+      if (r.landed) r.landed->Landed(at, local + got, step);
+    }
+    got += step;
+  }
+  return Status::OK();
+}
+
+std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& batch) {
+  std::vector<Status> out(batch.size());
+  std::vector<TransferRequest> elsewhere;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const TransferRequest& r = batch[i];
+    auto m = r.op == TransferRequest::Op::kReadObject ? nullptr : Find(r.segment);
+    if (!m) {  // an SSD tier read (served by its owner's process), or the mapping went meanwhile
+      elsewhere.push_back(r);
+      where.push_back(i);
+      continue;
+    }
+    out[i] = Move(r, *m);
+  }
+  if (!elsewhere.empty()) {
+    if (!fallback_) {
+      for (size_t i : where) out[i] = Status(Code::kTransferFail, "segment " + std::to_string(batch[i].segment) +
+                                                                      " is not reachable on this host");
+    } else {
+      auto res = fallback_->Submit(elsewhere);
+      for (size_t k = 0; k < res.size(); ++k) out[where[k]] = std::move(res[k]);
+    }
+  }
+  return out;
+}
+
+}  // namespace yb::shm

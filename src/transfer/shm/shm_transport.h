@@ -1,0 +1,71 @@
+// ShmTransport: moves the bytes of segments that another process of this host serves with one
+// memcpy, through that process's memory mapped here (shm_server.h). A segment is mapped the first
+// time a request names it, and stays mapped while the directory still knows it; an endpoint whose
+// owner is not on this host (no such socket in this network namespace), refuses us, or serves the
+// segment from memory it cannot share, is left to the next transport (TCP) and asked again only
+// after a pause. Every request is checked against its grant exactly as the owner's transfer server
+// checks it (range, access, expiry, MAC with the segment's key), so a stale or lapsed grant moves
+// nothing here either. SSD tier reads (kReadObject) go to `fallback`. Thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "common/clock.h"
+#include "common/thread_annotations.h"
+#include "transfer/local_segments.h"
+#include "transfer/transport.h"
+
+namespace yb::shm {
+
+class ShmTransport final : public Transport {
+ public:
+  using Resolver = std::function<std::optional<std::string>(SegmentId)>;
+  struct Options {
+    // The data-plane key this process proves (the owner checks it when it has a secret); read at
+    // each new mapping (a client given its key at registration has it only then).
+    std::function<std::string()> data_key;
+    const Clock* clock = nullptr;       // for the pauses; null: the steady clock
+    const Clock* wall_clock = nullptr;  // grants' expiry, Unix ms; null: WallMs()
+    TimeMs retry_ms = 30000;            // an endpoint not mapped is asked again after this
+  };
+  ShmTransport(Resolver resolver, std::shared_ptr<Transport> fallback, Options options);
+
+  bool Reaches(SegmentId segment) const override;
+  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
+  bool Unreachable(SegmentId segment) const override;
+  void Probe(SegmentId segment) override;
+
+  size_t mapped_segments() const;
+
+ private:
+  struct Mapped {
+    std::shared_ptr<MappedRegion> region;
+    uint8_t* base = nullptr;
+    uint64_t size = 0;
+    std::string grant_key;
+  };
+  // The segment's mapping, made now if it can be (nullopt: not here).
+  std::shared_ptr<const Mapped> Find(SegmentId segment) const;
+  // Asks the owner at `endpoint` for the segment's memory; a mapping, or why not.
+  Result<Mapped> Attach(SegmentId segment, const std::string& endpoint) const;
+  Status Move(const TransferRequest& r, const Mapped& m) const;
+  TimeMs Now() const;
+  int64_t Wall() const;
+
+  const Resolver resolver_;
+  const std::shared_ptr<Transport> fallback_;
+  const Options options_;
+  mutable Mutex mu_;
+  mutable std::unordered_map<SegmentId, std::shared_ptr<const Mapped>> mapped_ GUARDED_BY(mu_);
+  // Endpoint (or "endpoint#segment" for a segment it does not share) -> when to ask again.
+  mutable std::map<std::string, TimeMs> not_here_ GUARDED_BY(mu_);
+  mutable TimeMs last_sweep_ GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace yb::shm

@@ -1,0 +1,201 @@
+// Same-host transfers (issue 34, items 1 and 2): a segment in shareable memory is mapped by another
+// process's transport through the owner's socket, and bytes move by memcpy, checked against their
+// grants as the owner's transfer server checks them; an owner that cannot share, a wrong secret or
+// another user leaves the segment to the next transport.
+#include "transfer/shm/shm_transport.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "common/checksum.h"
+#include "common/grant.h"
+#include "transfer/shm/shm_server.h"
+
+namespace yb::shm {
+namespace {
+
+const std::string kKey(kGrantKeySize, 'G');
+
+// Counts what it is given, and answers as told.
+class Recording final : public Transport {
+ public:
+  bool Reaches(SegmentId) const override { return true; }
+  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override {
+    submitted += batch.size();
+    return std::vector<Status>(batch.size(), Status::OK());
+  }
+  size_t submitted = 0;
+};
+
+class ShmTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // An endpoint of its own per test: the socket's name.
+    static std::atomic<int> n{0};
+    endpoint_ = "127.0.0.1:" + std::to_string(getpid()) + "-" + std::to_string(n++);
+    region_ = MappedRegion::Map(kSize, false, /*shareable=*/true);
+    ASSERT_TRUE(region_);
+    ASSERT_GE(region_->fd(), 0);
+    std::memset(region_->data(), 0, kSize);
+    served_ = std::make_shared<LocalSegmentRegistry>();
+    served_->Add(5, LocalSegment{region_, region_->data() + 4096, kSize - 4096, kKey});
+    auto private_memory = MappedRegion::Map(kSize);
+    ASSERT_LT(private_memory->fd(), 0);
+    served_->Add(6, LocalSegment{private_memory, private_memory->data(), kSize, kKey});
+  }
+
+  void Serve(const std::string& data_key) {
+    server_ = std::make_unique<ShmServer>(served_, ShmServer::Options{endpoint_, data_key});
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  std::unique_ptr<ShmTransport> Peer(const std::string& data_key) {
+    ShmTransport::Options o;
+    o.data_key = [data_key] { return data_key; };
+    o.clock = &clock_;
+    o.wall_clock = &wall_;
+    return std::make_unique<ShmTransport>(
+        [this](SegmentId s) -> std::optional<std::string> {
+          if (s == 5 || s == 6) return endpoint_;
+          if (s == 7) return std::string("127.0.0.1:1");  // another host's: no socket here
+          return std::nullopt;
+        },
+        fallback_, o);
+  }
+
+  TransferRequest Request(TransferRequest::Op op, uint64_t offset, void* local, uint64_t length) {
+    TransferRequest r{op, 5, offset, local, length};
+    r.grant = MintGrant(kKey, 5, op == TransferRequest::Op::kWrite ? GrantAccess::kWrite : GrantAccess::kRead, offset,
+                        length, wall_.NowMs() + 60'000);
+    return r;
+  }
+
+  static constexpr uint64_t kSize = 8 << 20;
+  std::string endpoint_;
+  std::shared_ptr<MappedRegion> region_;
+  std::shared_ptr<LocalSegmentRegistry> served_;
+  std::unique_ptr<ShmServer> server_;
+  std::shared_ptr<Recording> fallback_ = std::make_shared<Recording>();
+  ManualClock clock_;
+  ManualClock wall_{WallMs()};
+};
+
+TEST_F(ShmTransportTest, BytesMoveThroughTheOwnersMemoryAndChecksumsAreTaken) {
+  Serve("");
+  auto peer = Peer("");
+  ASSERT_TRUE(peer->Reaches(5));
+  EXPECT_EQ(server_->given(), 1u);
+  std::string value(3 << 20, '\0');
+  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(i * 7 + 3);
+  ChecksumSink wrote(value.size());
+  auto w = Request(TransferRequest::Op::kWrite, 1000, value.data(), value.size());
+  w.checksum = &wrote;
+  ASSERT_TRUE(peer->Submit({w})[0].ok());
+  EXPECT_EQ(std::memcmp(region_->data() + 4096 + 1000, value.data(), value.size()), 0);  // the owner sees them
+  std::string back(value.size(), '\0');
+  ChecksumSink read(value.size());
+  auto r = Request(TransferRequest::Op::kRead, 1000, back.data(), back.size());
+  r.checksum = &read;
+  ASSERT_TRUE(peer->Submit({r})[0].ok());
+  EXPECT_EQ(back, value);
+  struct Piece {
+    const void* ptr;
+    uint64_t size;
+  };
+  const std::vector<Piece> whole{{value.data(), value.size()}};
+  EXPECT_EQ(wrote.Finish(whole), ObjectChecksum(value.data(), value.size()));
+  EXPECT_EQ(read.Finish(whole), ObjectChecksum(value.data(), value.size()));
+  EXPECT_EQ(server_->given(), 1u);  // mapped once
+  EXPECT_EQ(fallback_->submitted, 0u);
+}
+
+TEST_F(ShmTransportTest, EveryRequestIsCheckedAgainstItsGrantAsTheOwnerChecksIt) {
+  Serve("");
+  auto peer = Peer("");
+  char buf[100] = {};
+  auto none = Request(TransferRequest::Op::kWrite, 0, buf, 100);
+  none.grant = Grant{};
+  auto elsewhere = Request(TransferRequest::Op::kWrite, 0, buf, 100);
+  elsewhere.offset = 4096;
+  auto read_grant = Request(TransferRequest::Op::kRead, 0, buf, 100);
+  read_grant.op = TransferRequest::Op::kWrite;
+  auto forged = Request(TransferRequest::Op::kWrite, 0, buf, 100);
+  forged.grant.mac[0] ^= 1;
+  auto outside = Request(TransferRequest::Op::kWrite, kSize - 4096 - 50, buf, 100);
+  auto res = peer->Submit({none, elsewhere, read_grant, forged, outside});
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(res[i].code(), Code::kIllegalClient) << i;
+  EXPECT_EQ(res[4].code(), Code::kInvalidParams);
+  auto lapsed = Request(TransferRequest::Op::kWrite, 0, buf, 100);
+  wall_.Advance(60'001);
+  EXPECT_EQ(peer->Submit({lapsed})[0].code(), Code::kIllegalClient);
+  for (uint64_t i = 0; i < kSize; ++i) ASSERT_EQ(region_->data()[i], 0) << i;  // not a byte moved
+}
+
+TEST_F(ShmTransportTest, WhatCannotBeMappedIsLeftToTheNextTransport) {
+  Serve("");
+  auto peer = Peer("");
+  EXPECT_FALSE(peer->Reaches(6));  // private memory: nothing to share
+  EXPECT_FALSE(peer->Reaches(7));  // no owner on this host
+  EXPECT_FALSE(peer->Reaches(8));  // unknown
+  EXPECT_EQ(server_->given(), 0u);
+  // An SSD tier read of a mapped segment is its owner's process's to serve.
+  ASSERT_TRUE(peer->Reaches(5));
+  std::string key = "k";
+  char buf[10];
+  TransferRequest disk{TransferRequest::Op::kReadObject, 5, 0, buf, 10, &key};
+  EXPECT_TRUE(peer->Submit({disk})[0].ok());
+  EXPECT_EQ(fallback_->submitted, 1u);
+  // A segment the directory forgot is unmapped.
+  EXPECT_EQ(peer->mapped_segments(), 1u);
+  served_->Remove(5);
+  server_->Stop();
+  clock_.Advance(1000);
+  EXPECT_TRUE(peer->Reaches(5));  // still known to the directory: still mapped (its memory is valid)
+}
+
+TEST_F(ShmTransportTest, WithASecretOnlyAPeerThatProvesItMapsTheSegmentAndTheOwnerProvesItBack) {
+  Serve("the-data-plane-key");
+  EXPECT_FALSE(Peer("")->Reaches(5));
+  EXPECT_FALSE(Peer("another-clusters-key")->Reaches(5));
+  EXPECT_EQ(server_->given(), 0u);
+  EXPECT_EQ(server_->refused(), 2u);
+  EXPECT_TRUE(Peer("the-data-plane-key")->Reaches(5));
+  // An owner without the key (an impostor on the name) is not trusted by a peer that has one.
+  server_->Stop();
+  Serve("");
+  EXPECT_FALSE(Peer("the-data-plane-key")->Reaches(5));
+  EXPECT_EQ(server_->given(), 1u);  // it handed the memory over, but the peer did not use it
+}
+
+TEST_F(ShmTransportTest, APeerLeftToTcpIsAskedAgainAfterAPause) {
+  auto peer = Peer("");
+  EXPECT_FALSE(peer->Reaches(5));  // nobody serves the name yet
+  Serve("");
+  EXPECT_FALSE(peer->Reaches(5));  // within the pause
+  clock_.Advance(30'000);
+  EXPECT_TRUE(peer->Reaches(5));
+}
+
+TEST_F(ShmTransportTest, AProcessOfAnotherUserIsRefused) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to run a process as another user";
+  Serve("");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    _exit(Peer("")->Reaches(5) ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);  // not mapped
+  EXPECT_EQ(server_->given(), 0u);
+  EXPECT_EQ(server_->refused(), 1u);
+}
+
+}  // namespace
+}  // namespace yb::shm
