@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--storage_low_watermark", ssd.low_watermark, "usage share bucket eviction brings it down to")
       ->capture_default_str();
+  app.add_option("--same_host_transfers", c.same_host_transfers,
+                 "move bytes with processes of this host and user through shared memory, not TCP (default true)");
   app.add_option("--prefault", c.prefault_segment, "fault the segment's memory in at start (true: steady latency)")
       ->capture_default_str();
   bool drain_on_exit = false;

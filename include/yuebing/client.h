@@ -104,6 +104,10 @@ struct ClientConfig {
   // A value that is not a size in 4 KiB - 64 MiB is logged and ignored.
   std::string mc_slice_size;
   bool prefault_segment = false;  // fault the pool memory in at mount (steady latency; costs RAM now)
+  // Same-host transfers (docs/design.md): this client's segments live in memory that another
+  // process of this host and user may map (a memfd), and the segments of such processes are read
+  // and written by memcpy through their memory instead of over TCP. False: TCP only.
+  bool same_host_transfers = true;
 
   // SSD tier (docs/ssd-tier.md): objects in this client's segment go down to `ssd.path` when the
   // master queues them (its enable_offload / offload_on_evict). Needs a global segment.

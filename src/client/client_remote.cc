@@ -16,6 +16,8 @@
 #include "common/segment_name.h"
 #include "rpc/master_client.h"
 #include "transfer/memcpy_transport.h"
+#include "transfer/shm/shm_server.h"
+#include "transfer/shm/shm_transport.h"
 #include "transfer/tcp/tcp_transport.h"
 #include "transfer/tcp/transfer_server.h"
 
@@ -35,7 +37,9 @@ struct RemotePlumbing {
   std::shared_ptr<MasterApi> master;
   std::shared_ptr<SegmentDirectory> directory;
   std::unique_ptr<tcp::TransferServer> server;
+  std::unique_ptr<shm::ShmServer> same_host;
   ~RemotePlumbing() {
+    if (same_host) same_host->Stop();
     if (server) server->Stop();
     if (reserved_port_fd >= 0) ::close(reserved_port_fd);
   }
@@ -118,8 +122,14 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   auto engine = std::make_shared<TransferEngine>();
   engine->AddTransport(std::make_shared<MemcpyTransport>(ProcessSegments()));
   auto directory = plumbing->directory;
-  engine->AddTransport(std::make_shared<tcp::TcpTransport>([directory](SegmentId s) { return directory->Resolve(s); },
-                                                           *transport_options));
+  auto resolve = [directory](SegmentId s) { return directory->Resolve(s); };
+  auto tcp = std::make_shared<tcp::TcpTransport>(resolve, *transport_options);
+  if (config.same_host_transfers) {  // own process, same host, then TCP
+    shm::ShmTransport::Options o;
+    o.data_key = [security = *security] { return security->data_key(); };
+    engine->AddTransport(std::make_shared<shm::ShmTransport>(resolve, tcp, o));
+  }
+  engine->AddTransport(tcp);
 
   std::string endpoint{kLocalEndpoint};
   std::string renamed;  // local_hostname with the port actually served, when its own was taken
@@ -171,6 +181,14 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
       host = config.local_hostname.substr(0, config.local_hostname.rfind(':'));
     }
     endpoint = host + ":" + std::to_string(plumbing->server->port());
+    if (config.same_host_transfers) {
+      plumbing->same_host = std::make_unique<shm::ShmServer>(
+          served, shm::ShmServer::Options{endpoint, [security = *security] { return security->data_key(); }});
+      if (Status st = plumbing->same_host->Start(); !st.ok()) {
+        YB_LOG_WARN("{}: peers of this host reach this client's memory over TCP", st.ToString());
+        plumbing->same_host.reset();
+      }
+    }
   }
   // Segment names are unique in the cluster, as Mooncake's are under P2PHANDSHAKE: a name that
   // carries no port gets the transfer server's, so that two daemons on one host (both named after

@@ -64,7 +64,7 @@ void Membership::StopHeartbeat() { heartbeat_.reset(); }
 
 Status Membership::MountPool() {
   if (config_.global_segment_size == 0) return Status::OK();
-  pool_ = MappedRegion::Map(config_.global_segment_size, config_.prefault_segment);
+  pool_ = MappedRegion::Map(config_.global_segment_size, config_.prefault_segment, config_.same_host_transfers);
   if (!pool_) {
     return Status(Code::kInternal, "cannot " + std::string(config_.prefault_segment ? "map and fault in" : "map") +
                                        " a global segment of " + std::to_string(config_.global_segment_size) +
@@ -117,7 +117,7 @@ Result<std::vector<SegmentDesc>> Membership::AllocateAndMount(uint64_t size) {
                   "be reached by others");
   }
   if (size == 0) return Status(Code::kInvalidParams, "a segment of 0 bytes");
-  auto region = MappedRegion::Map(size, config_.prefault_segment);
+  auto region = MappedRegion::Map(size, config_.prefault_segment, config_.same_host_transfers);
   if (!region) {
     return Status(Code::kInternal, "cannot map " + std::to_string(size) + " bytes: not that much memory free?");
   }

@@ -97,9 +97,10 @@ void ShmServer::Answer(int fd) {
   if (!TrustedPeer(fd)) {
     Reply r;
     r.code = static_cast<int32_t>(Code::kIllegalClient);
+    refuse("another user");  // counted before the peer can hear of it
     const std::string out = EncodeReply(r);
     (void)!send(fd, out.data(), out.size(), MSG_NOSIGNAL);
-    return refuse("another user");
+    return;
   }
   const net::Nonce mine = net::NewNonce();
   const std::string hello = EncodeHello(mine);
@@ -109,8 +110,9 @@ void ShmServer::Answer(int fd) {
   auto ask = n > 0 ? DecodeAsk(std::string_view(buf, static_cast<size_t>(n))) : std::nullopt;
   if (!ask) return refuse("a malformed request");
   Reply r;
-  const net::Mac want = ProofOf(options_.data_key, false, mine, ask->nonce, ask->segment);
-  if (!options_.data_key.empty() && CRYPTO_memcmp(want.data(), ask->mac.data(), want.size()) != 0) {
+  const std::string key = options_.data_key ? options_.data_key() : std::string();
+  const net::Mac want = ProofOf(key, false, mine, ask->nonce, ask->segment);
+  if (!key.empty() && CRYPTO_memcmp(want.data(), ask->mac.data(), want.size()) != 0) {
     r.code = static_cast<int32_t>(Code::kIllegalClient);
     refuse("a wrong proof of the data-plane key");
   } else {
@@ -122,7 +124,7 @@ void ShmServer::Answer(int fd) {
       r.offset = static_cast<uint64_t>(seg.base - seg.region->data());
       r.size = seg.size;
       r.grant_key = seg.grant_key;
-      r.mac = ProofOf(options_.data_key, true, mine, ask->nonce, ask->segment);
+      r.mac = ProofOf(key, true, mine, ask->nonce, ask->segment);
     }
     const std::string out = EncodeReply(r);
     iovec iov{const_cast<char*>(out.data()), out.size()};
@@ -140,7 +142,8 @@ void ShmServer::Answer(int fd) {
       const int region_fd = seg.region->fd();
       std::memcpy(CMSG_DATA(c), &region_fd, sizeof(int));
     }
-    if (sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(out.size()) && r.code == 0) given_.fetch_add(1);
+    if (r.code == 0) given_.fetch_add(1);  // counted before the peer can use it
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(out.size()) && r.code == 0) given_.fetch_sub(1);
     return;
   }
   const std::string out = EncodeReply(r);

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,7 +35,9 @@ class ShmServer {
  public:
   struct Options {
     std::string endpoint;  // the transfer server's "host:port": names the socket
-    std::string data_key;  // the data-plane key peers prove ("": no secret)
+    // The data-plane key peers prove ("": no secret); read at each request (a client may be given
+    // its key at registration, after its server started).
+    std::function<std::string()> data_key;
   };
   ShmServer(std::shared_ptr<LocalSegmentRegistry> served, Options options);
   ~ShmServer();

@@ -49,7 +49,7 @@ class ShmTransportTest : public ::testing::Test {
   }
 
   void Serve(const std::string& data_key) {
-    server_ = std::make_unique<ShmServer>(served_, ShmServer::Options{endpoint_, data_key});
+    server_ = std::make_unique<ShmServer>(served_, ShmServer::Options{endpoint_, [data_key] { return data_key; }});
     ASSERT_TRUE(server_->Start().ok());
   }
 
