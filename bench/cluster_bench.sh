@@ -4,6 +4,8 @@
 # Usage: bench/cluster_bench.sh [build dir] [yb-bench flags...]; YB_MASTER_FLAGS sets yb-master flags.
 # The master keeps its metadata log in a temporary directory (synced, as by default);
 # YB_BENCH_LOG=off runs it without one (--metadata_dir ""), for the same-run comparison.
+# YB_BENCH_SAME_HOST=off starts the storage client with --same_host_transfers false: yb-bench then
+# moves its bytes over loopback TCP instead of through the storage client's memory.
 # YB_BENCH_STANDBY=1 runs it as the leader of two masters under a temporary etcd (--enable_ha), with
 # one hot standby that must have each change before it is answered.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
@@ -45,7 +47,8 @@ else
   MASTER=$!
 fi
 "$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \
-  --global_segment_size 3GB >"$LOG/client.log" 2>&1 &
+  --global_segment_size 3GB --same_host_transfers "$([[ ${YB_BENCH_SAME_HOST:-on} == off ]] && echo false || echo true)" \
+  >"$LOG/client.log" 2>&1 &
 CLIENT=$!
 for _ in $(seq 600); do  # up to a minute: faulting 3 GB of huge pages in can take seconds
   out=$("$BIN/yb" --master "127.0.0.1:$PORT" segments 2>/dev/null || true)

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "common/log.h"
 #include "transfer/shm/shm_wire.h"
@@ -71,24 +72,42 @@ void ShmServer::Stop() {
 }
 
 void ShmServer::Serve() {
+  // The connections of peers that mapped a segment stay open, as a sign of this process's life:
+  // when it dies the kernel closes them, and the peers stop writing into its memory (a write there
+  // would be acknowledged and lost with it). Each is closed when its peer closes it.
+  std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {stop_fd_[0], POLLIN, 0}};
+  auto close_all = [&] {
+    for (size_t i = 2; i < fds.size(); ++i) close(fds[i].fd);
+  };
   for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_[0], POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    if (poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       YB_LOG_ERROR("same-host socket: poll failed: {}", std::strerror(errno));
-      return;
+      return close_all();
     }
-    if (fds[1].revents) return;
+    if (fds[1].revents) return close_all();
+    for (size_t i = 2; i < fds.size();) {
+      if (fds[i].revents == 0) {
+        ++i;
+        continue;
+      }
+      close(fds[i].fd);  // the peer went (or sent what it should not): it maps nothing through it
+      fds[i] = fds.back();
+      fds.pop_back();
+    }
     if (!(fds[0].revents & POLLIN)) continue;
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     SetTimeouts(fd, 1000);  // a peer that stalls holds up the others this long at most
-    Answer(fd);
-    close(fd);
+    if (Answer(fd) && fds.size() < kMaxPeers + 2) {
+      fds.push_back({fd, POLLIN, 0});
+    } else {
+      close(fd);
+    }
   }
 }
 
-void ShmServer::Answer(int fd) {
+bool ShmServer::Answer(int fd) {
   auto refuse = [&](const char* why) {
     if (uint64_t n = refused_.fetch_add(1) + 1; LogOccurrence(n)) {
       YB_LOG_WARN("same-host transfers: refused a peer ({}; {} so far): it goes over TCP", why, n);
@@ -100,15 +119,18 @@ void ShmServer::Answer(int fd) {
     refuse("another user");  // counted before the peer can hear of it
     const std::string out = EncodeReply(r);
     (void)!send(fd, out.data(), out.size(), MSG_NOSIGNAL);
-    return;
+    return false;
   }
   const net::Nonce mine = net::NewNonce();
   const std::string hello = EncodeHello(mine);
-  if (send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) return;
+  if (send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) return false;
   char buf[kAskSize + 1];
   const ssize_t n = recv(fd, buf, sizeof(buf), 0);
   auto ask = n > 0 ? DecodeAsk(std::string_view(buf, static_cast<size_t>(n))) : std::nullopt;
-  if (!ask) return refuse("a malformed request");
+  if (!ask) {
+    refuse("a malformed request");
+    return false;
+  }
   Reply r;
   const std::string key = options_.data_key ? options_.data_key() : std::string();
   const net::Mac want = ProofOf(key, false, mine, ask->nonce, ask->segment);
@@ -143,11 +165,13 @@ void ShmServer::Answer(int fd) {
       std::memcpy(CMSG_DATA(c), &region_fd, sizeof(int));
     }
     if (r.code == 0) given_.fetch_add(1);  // counted before the peer can use it
-    if (sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(out.size()) && r.code == 0) given_.fetch_sub(1);
-    return;
+    const bool sent = sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(out.size());
+    if (!sent && r.code == 0) given_.fetch_sub(1);
+    return sent && r.code == 0;
   }
   const std::string out = EncodeReply(r);
   (void)!send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+  return false;
 }
 
 }  // namespace yb::shm

@@ -3,7 +3,8 @@
 // process of this host asks for the memfd of one segment and maps it, then moves bytes with one
 // memcpy (ShmTransport). It is given only to a peer of this user (SO_PEERCRED; root too) that,
 // when this process has a secret, proves the data-plane key, and it proves the key back. Each
-// connection asks for one segment.
+// connection asks for one segment, and stays open while both live: its end tells the peer that
+// this process died.
 //
 // The exchange (SOCK_SEQPACKET, one message each):
 //   server -> client  hello    "YBSH" | u32 version (1) | nonce (16)
@@ -53,7 +54,9 @@ class ShmServer {
 
  private:
   void Serve();
-  void Answer(int fd);
+  // True when the peer was given a segment: its connection is kept while both live.
+  bool Answer(int fd);
+  static constexpr size_t kMaxPeers = 4096;
 
   const std::shared_ptr<LocalSegmentRegistry> served_;
   const Options options_;

@@ -1,6 +1,7 @@
 #include "transfer/shm/shm_transport.h"
 
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -61,6 +62,15 @@ TimeMs ShmTransport::Now() const {
 
 int64_t ShmTransport::Wall() const { return options_.wall_clock ? options_.wall_clock->NowMs() : WallMs(); }
 
+ShmTransport::Mapped::~Mapped() {
+  if (alive >= 0) close(alive);
+}
+
+bool ShmTransport::Mapped::OwnerAlive() const {
+  pollfd p{alive, POLLIN, 0};
+  return poll(&p, 1, 0) == 0;  // anything to read (EOF) or a hang-up: the owner closed it, or died
+}
+
 bool ShmTransport::Reaches(SegmentId segment) const { return Find(segment) != nullptr; }
 
 bool ShmTransport::Unreachable(SegmentId /*segment*/) const { return false; }  // memory: there while mapped
@@ -86,7 +96,13 @@ std::shared_ptr<const ShmTransport::Mapped> ShmTransport::Find(SegmentId segment
       mapped_.erase(segment);
       return nullptr;
     }
-    if (auto it = mapped_.find(segment); it != mapped_.end()) return it->second;
+    if (auto it = mapped_.find(segment); it != mapped_.end()) {
+      if (it->second->OwnerAlive()) return it->second;
+      YB_LOG_INFO("the process serving segment {} at {} died: its memory is unmapped here", segment, *endpoint);
+      mapped_.erase(it);
+      not_here_[*endpoint] = now + options_.retry_ms;
+      return nullptr;
+    }
     for (const std::string& k : {*endpoint, *endpoint + "#" + std::to_string(segment)}) {
       if (auto it = not_here_.find(k); it != not_here_.end() && now < it->second) return nullptr;
     }
@@ -113,7 +129,9 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   if (sock < 0) return Status(Code::kTransferFail, std::string("socket: ") + std::strerror(errno));
   struct Closer {
     int fd;
-    ~Closer() { close(fd); }
+    ~Closer() {
+      if (fd >= 0) close(fd);
+    }
   } closer{sock};
   timeval tv{1, 0};  // an owner that does not answer at once (paused, busy) is left to TCP
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -175,6 +193,8 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   m.region = std::move(region);
   m.size = reply->size;
   m.grant_key = std::move(reply->grant_key);
+  m.alive = sock;  // kept: its end is the owner's death
+  closer.fd = -1;
   return m;
 }
 

@@ -3,7 +3,9 @@
 // time a request names it, and stays mapped while the directory still knows it; an endpoint whose
 // owner is not on this host (no such socket in this network namespace), refuses us, or serves the
 // segment from memory it cannot share, is left to the next transport (TCP) and asked again only
-// after a pause. Every request is checked against its grant exactly as the owner's transfer server
+// after a pause. A mapping is dropped once its owner's process has died (the connection it was
+// given on ends), so that no write lands in memory nobody will serve: the next transport then
+// fails, and the write goes elsewhere, as over TCP. Every request is checked against its grant exactly as the owner's transfer server
 // checks it (range, access, expiry, MAC with the segment's key), so a stale or lapsed grant moves
 // nothing here either. SSD tier reads (kReadObject) go to `fallback`. Thread-safe.
 #pragma once
@@ -49,6 +51,16 @@ class ShmTransport final : public Transport {
     uint8_t* base = nullptr;
     uint64_t size = 0;
     std::string grant_key;
+    int alive = -1;  // the connection to the owner: it ends when the owner's process does
+    Mapped() = default;
+    Mapped(Mapped&& o) noexcept
+        : region(std::move(o.region)), base(o.base), size(o.size), grant_key(std::move(o.grant_key)), alive(o.alive) {
+      o.alive = -1;
+    }
+    Mapped(const Mapped&) = delete;
+    ~Mapped();
+    // Whether the owner's process still lives (its end of `alive` is open).
+    bool OwnerAlive() const;
   };
   // The segment's mapping, made now if it can be (nullopt: not here).
   std::shared_ptr<const Mapped> Find(SegmentId segment) const;
