@@ -78,6 +78,7 @@ std::shared_ptr<MappedRegion> MappedRegion::MapShared(int fd, uint64_t size) {
   void* p = size == 0 || !fits ? MAP_FAILED : mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return nullptr;
+  madvise(p, size, MADV_HUGEPAGE);  // taken where transparent_hugepage/shmem_enabled allows ("advise")
   return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));
 }
 

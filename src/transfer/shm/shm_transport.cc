@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
