@@ -82,6 +82,7 @@ std::optional<ClientId> MasterService::BeginCopyLocked(ObjectTable::Locked& s, O
   f.target = target;
   f.deadline = now + config_.repair_task_timeout_sec * 1000;
   f.user_task = user_task;
+  segments_.LogFence(target, f.deadline + kCopyGrantSlackMs + kGrantClockMarginMs);
   s.AddRepairReplica(obj, target);
   s.AddReadPin(obj, owner, PinKind::kTask);  // the source's bytes and the new range stay put until it reports
   s.Touch(obj);  // stamps the source grant's minting (GrantHold)

@@ -2,6 +2,7 @@
 // owner, their outcomes, the bandwidth, and what a restart rebuilds.
 #include <gtest/gtest.h>
 
+#include "master/master_image.h"
 #include "master/master_test_util.h"
 
 namespace yb {
@@ -238,6 +239,58 @@ TEST_F(RepairTest, ARestartedMasterQueuesTheObjectsShortOfReplicas) {
   auto again = std::move(MasterService::Create(config_, clock_).value());
   ASSERT_TRUE(again->Load(image).ok());
   EXPECT_EQ(again->Stats().repair_at_risk, 2u);  // "whole" lost a replica too
+}
+
+// A master restarted while a copy is being made does not know the copy (its new replica is not
+// logged until it is complete), and its maker may still land bytes until its source grant lapses:
+// the restarted master fences the target's range until then, from the log as from a snapshot; a
+// copy that completed first leaves nothing fenced (the object's record names the range).
+TEST_F(RepairTest, ARestartedMasterFencesTheRangeOfACopyInFlight) {
+  struct Sink final : MetaSink {
+    void Append(const pb::LogRecord& r) override { image.Apply(r); }
+    MasterImage image;
+  } sink;
+  master_->WriteImage([&](const pb::LogRecord& r) { sink.image.Apply(r); });  // the log's base snapshot
+  master_->SetSink(&sink);
+  ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
+  ASSERT_TRUE(Put("done", 1000, OnAB()).ok());
+  ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
+  ASSERT_EQ(master_->RepairOnce(), 2u);
+  auto tasks = master_->RepairFetch(c_, 10);
+  ASSERT_EQ(tasks->size(), 2u);
+  const auto& finished = (*tasks)[0];
+  ASSERT_TRUE(master_->RepairDone(c_, {{finished.task_id, Status::OK()}})[0].ok());
+  MasterImage snapshot;
+  master_->WriteImage([&](const pb::LogRecord& r) { snapshot.Apply(r); });
+  MasterConfig quiet = config_;
+  quiet.repair_bandwidth = 0;  // the restarted master makes no copy of its own meanwhile
+  for (const MasterImage* image : {&sink.image, &snapshot}) {
+    auto again = std::move(MasterService::Create(quiet, clock_).value());
+    ASSERT_TRUE(again->Load(*image).ok());
+    for (const CallContext& c : {a_, b_, c_}) {
+      ASSERT_TRUE(again->RegisterClient({c.client, "host", "default", false, c.token}).ok());
+    }
+    // Their owners mount them again (as after a restart).
+    for (auto [c, id, name] : {std::tuple{b_, sb_, "b"}, std::tuple{c_, sc_, "c"}}) {
+      ASSERT_TRUE(again->MountSegment(c, SegmentDesc{id, name, 0x10000000ULL * (id + 1), 1 << 20, "local"}).ok());
+    }
+    EXPECT_EQ(again->Stats().held, 1024u);  // the unfinished copy's range only
+    // Held until the copy's deadline and its grant's slack and the clocks' margin have passed
+    // (its clients heard from meanwhile: a dead one's segment would take its holds with it).
+    const TimeMs start = clock_.NowMs();
+    auto pass = [&](TimeMs ms) {
+      for (TimeMs done = 0; done < ms; done += 1000) {
+        clock_.Advance(1000);
+        for (const CallContext& c : {b_, c_}) ASSERT_TRUE(again->Ping(c).ok());
+        again->RunBackgroundOnce();
+      }
+    };
+    pass((config_.repair_task_timeout_sec + 5 + 5) * 1000 - 2000);
+    EXPECT_EQ(again->Stats().held, 1024u);
+    pass(3000);
+    EXPECT_EQ(again->Stats().held, 0u);
+    clock_.Set(start);
+  }
 }
 
 }  // namespace

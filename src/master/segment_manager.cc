@@ -593,6 +593,25 @@ pb::LogHold SegmentManager::ToLogHold(SegmentId segment, TenantIndex tenant, uin
   return r;
 }
 
+std::optional<pb::LogHold> SegmentManager::FenceRecord(const Allocation& a, TimeMs until) const {
+  ReaderLock lock(mu_);
+  const auto& slot = by_slot_[SlotOf(a.segment)];
+  if (!slot || slot->ref != a.segment) return std::nullopt;
+  MutexLock seg_lock(slot->mu);
+  const uint64_t sz = slot->alloc.AllocationSize(a.node);
+  if (sz == 0) return std::nullopt;
+  return ToLogHold(slot->desc.id, kFenced, sz, Segment::Held{until, a.node, a.offset}, Now(), WallMs());
+}
+
+void SegmentManager::LogFence(const Allocation& a, TimeMs until) const {
+  if (!sink_) return;
+  auto fence = FenceRecord(a, until);
+  if (!fence) return;
+  pb::LogRecord rec;
+  *rec.mutable_hold() = std::move(*fence);
+  sink_->Append(rec);
+}
+
 void SegmentManager::HoldLocked(Segment& seg, TenantIndex tenant, uint64_t size, Segment::Held h, bool log) {
   seg.held[{tenant, size}].push_back(h);
   seg.held_bytes.fetch_add(size, std::memory_order_relaxed);

@@ -174,6 +174,13 @@ class SegmentManager {
   // outlives its deadline by this, with the clocks' margin); FenceFloor(): until when, from now.
   void SetFenceFloor(TimeMs ms) { fence_floor_ms_ = ms; }
   TimeMs FenceFloor() const { return Now() + fence_floor_ms_; }
+  // The record of a fence on the allocated range `a` until `until`, without holding it here (it is
+  // in use: a copy's new replica being made): a master restarted from the log, which does not know
+  // the copy, fences the range instead of handing it out while the copy may still land (a range an
+  // object record names wins over it). Nullopt when its segment went.
+  std::optional<pb::LogHold> FenceRecord(const Allocation& a, TimeMs until) const;
+  // Appends FenceRecord's record to the sink, if there is one.
+  void LogFence(const Allocation& a, TimeMs until) const;
   // The tenant a fenced range is held for: none takes it again before its time.
   static constexpr TenantIndex kFenced = UINT16_MAX;
   // Frees the held ranges whose time has passed. Returns their bytes.
