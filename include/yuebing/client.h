@@ -121,7 +121,8 @@ struct ClientConfig {
 // MC_STORE_CLUSTER_ID (cluster_id), MC_RPC_TIMEOUT_MS (rpc_timeout_ms), MOONCAKE_OFFLOAD_FILE_STORAGE_PATH
 // and MOONCAKE_STORAGE_ROOT_DIR (the SSD tier's directory, when none is set); ours: YB_ZONE,
 // YB_ENABLE_CHECKSUM (0 or false turns checksums off), YB_AUTH_SECRET_FILE, YB_TLS_CERT, YB_TLS_KEY,
-// YB_TLS_CA, YB_TENANT, YB_STRICT_PROTOCOL (docs/compat.md lists each, read or not). A value that
+// YB_TLS_CA, YB_TENANT, YB_STRICT_PROTOCOL, YB_SAME_HOST_TRANSFERS (docs/compat.md lists each, read
+// or not). A value that
 // does not parse is logged and left as it was.
 void ApplyEnvironment(ClientConfig& config, const std::function<const char*(const char*)>& lookup);
 

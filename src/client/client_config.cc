@@ -117,6 +117,7 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
   flag("YB_WIRE_MACS", c.wire_macs, "MACs on every frame without TLS");
   flag("YB_STRICT_PROTOCOL", c.strict_protocol, "refusing protocols this build has no transport for");
   flag("YB_ENABLE_CHECKSUM", c.enable_checksum, "checksumming");
+  flag("YB_SAME_HOST_TRANSFERS", c.same_host_transfers, "same-host transfers through shared memory");
 }
 
 namespace {

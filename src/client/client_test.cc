@@ -530,6 +530,10 @@ TEST(ClientConfigTest, TheEnvironmentIsReadInOnePlace) {
   env["YB_ENABLE_CHECKSUM"] = "ON";
   ApplyEnvironment(c, lookup);
   EXPECT_TRUE(c.enable_checksum);
+  EXPECT_TRUE(c.same_host_transfers);  // on by default
+  env["YB_SAME_HOST_TRANSFERS"] = "0";
+  ApplyEnvironment(c, lookup);
+  EXPECT_FALSE(c.same_host_transfers);
 }
 
 // Mooncake's variables, where its client reads them.

@@ -86,6 +86,20 @@ def test_a_daemon_that_does_not_share_is_reached_over_tcp(cluster):
     assert served_bytes(http) >= moved
 
 
+def test_a_process_told_so_by_its_environment_stays_on_tcp(cluster, monkeypatch):
+    """YB_SAME_HOST_TRANSFERS=0, as Python's and the C API's setup read it: this process maps
+    nothing, and its bytes go through the daemon's transfer server."""
+    cluster.start_master()
+    http = daemon(cluster, "node-a")
+    monkeypatch.setenv("YB_SAME_HOST_TRANSFERS", "0")
+    s = store_of(cluster)
+    try:
+        moved = exercise(s)
+    finally:
+        assert s.close() == 0
+    assert served_bytes(http) >= moved
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
 def test_a_process_of_another_user_is_served_over_tcp(cluster):
     cluster.start_master()
