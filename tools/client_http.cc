@@ -45,6 +45,14 @@ std::string ClientMetricsText(const ClientStats& s) {
   p.Counter("yb_client_served_read_bytes_total", "Bytes of the segment reads served.", t.read_bytes);
   p.Counter("yb_client_served_writes_total", "Segment writes received whole from other clients.", t.writes);
   p.Counter("yb_client_served_written_bytes_total", "Bytes of the segment writes received.", t.written_bytes);
+  p.Counter("yb_client_same_host_given_total",
+            "Segments whose memory a process of this host was given to map (its transfers then bypass the served "
+            "counters).",
+            t.same_host_given);
+  p.Counter("yb_client_same_host_refused_total",
+            "Processes of this host refused this client's memory (another user, or no proof of the data-plane key): "
+            "they go over TCP.",
+            t.same_host_refused);
   p.Counter("yb_client_served_disk_reads_total", "Objects read from the SSD tier for other clients.", t.disk_reads);
   p.Counter("yb_client_served_disk_read_bytes_total", "Bytes of the SSD tier reads served.", t.disk_read_bytes);
   p.Counter("yb_client_replica_read_failures_total",
@@ -75,6 +83,8 @@ std::string ClientMetricsSummary(const ClientStats& s) {
   out += fmt::format("served: {} reads ({}), {} writes ({})\n", t.reads, FormatBytes(t.read_bytes), t.writes,
                      FormatBytes(t.written_bytes));
   out += fmt::format("transfer connections: {} open, {} refused\n", t.open_connections, t.refused_connections);
+  out += fmt::format("same host: {} segments mapped by peers, {} peers refused\n", t.same_host_given,
+                     t.same_host_refused);
   out += fmt::format("repairs: {} ({} failed, {})\n", s.repairs, s.repair_failures, FormatBytes(s.repair_bytes));
   if (s.disk_limit_bytes > 0) {
     out += fmt::format("ssd tier: {} objects, {} of {}, {} offloaded\n", s.disk_objects, FormatBytes(s.disk_bytes),

@@ -145,6 +145,10 @@ struct TransferServerStats {
   uint64_t written_bytes = 0;
   uint64_t disk_reads = 0;  // whole objects read from the SSD tier for a peer, and their bytes
   uint64_t disk_read_bytes = 0;
+  // Same-host transfers: segments whose memory a process of this host was given to map (its
+  // transfers then bypass the counters above), and peers refused (another user, a wrong proof).
+  uint64_t same_host_given = 0;
+  uint64_t same_host_refused = 0;
 };
 
 // A copy or move task (Mooncake's create_copy_task / create_move_task / query_task): the master has

@@ -3,6 +3,7 @@
 
 #include "client/client_impl.h"
 #include "common/log.h"
+#include "transfer/shm/shm_server.h"
 #include "transfer/tcp/transfer_server.h"
 
 namespace yb {
@@ -174,6 +175,10 @@ ClientStats Client::Stats() const {
     s.segment_bytes += d.size;
   }
   if (impl_->parts.transfer_server) s.transfer = impl_->parts.transfer_server->stats();
+  if (impl_->parts.same_host_server) {
+    s.transfer.same_host_given = impl_->parts.same_host_server->given();
+    s.transfer.same_host_refused = impl_->parts.same_host_server->refused();
+  }
   if (const Offloader* o = impl_->data.ssd_tier()) {
     const storage::StorageEngine& e = o->engine();
     s.disk_objects = e.object_count();

@@ -20,6 +20,9 @@
 
 namespace yb {
 
+namespace shm {
+class ShmServer;
+}  // namespace shm
 namespace tcp {
 class TransferServer;
 }
@@ -38,6 +41,7 @@ struct ClientParts {
   std::string endpoint{kLocalEndpoint};
   std::shared_ptr<LocalSegmentRegistry> served;
   const tcp::TransferServer* transfer_server = nullptr;  // for Stats(); owned by `keepalive`
+  const shm::ShmServer* same_host_server = nullptr;     // for Stats(); owned by `keepalive`
   std::shared_ptr<void> keepalive;                       // kept until the client is gone (a master, a server)
   // Runs the heartbeat (every second, from the moment the master knows the client) and the SSD
   // tier. Null: the client runs its own ThreadScheduler on the real clock. A test passes a

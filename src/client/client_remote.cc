@@ -207,6 +207,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   parts.endpoint = endpoint;
   parts.served = served;
   parts.transfer_server = plumbing->server.get();
+  parts.same_host_server = plumbing->same_host.get();
   parts.keepalive = plumbing;
   auto client = ClientInternal::Create(effective, std::move(parts));
   if (!client.ok()) return client;

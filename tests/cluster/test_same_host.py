@@ -73,6 +73,8 @@ def test_a_process_and_a_daemon_of_one_host_move_bytes_through_shared_memory(clu
     finally:
         assert s.close() == 0
     assert served_bytes(http) == 0  # not one byte over its TCP transfer server
+    m = client_metrics(http)
+    assert m["yb_client_same_host_given_total"] == 1 and m["yb_client_same_host_refused_total"] == 0
 
 
 def test_a_daemon_that_does_not_share_is_reached_over_tcp(cluster):
@@ -98,6 +100,7 @@ def test_a_process_told_so_by_its_environment_stays_on_tcp(cluster, monkeypatch)
     finally:
         assert s.close() == 0
     assert served_bytes(http) >= moved
+    assert client_metrics(http)["yb_client_same_host_given_total"] == 0  # it never asked
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
@@ -125,6 +128,8 @@ def test_a_process_of_another_user_is_served_over_tcp(cluster):
         shutil.rmtree(pkg)
     assert r.returncode == 0 and b"ok" in r.stdout, r.stderr.decode()[-2000:]
     assert served_bytes(http) >= 2 * (1 << 20)  # its bytes went over TCP
+    m = client_metrics(http)
+    assert m["yb_client_same_host_refused_total"] == 1 and m["yb_client_same_host_given_total"] == 0
 
 
 def test_a_daemon_killed_is_not_written_into_through_its_memory(cluster):
