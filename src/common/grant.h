@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 
@@ -24,6 +25,8 @@ std::string NewGrantKey();
 // Unix time in milliseconds (grants expire on the wall clock: the master's and the owners' clocks
 // must agree to well within a grant's lifetime, as NTP keeps them).
 int64_t WallMs();
+// `clock`'s time if given (a test's), else WallMs(): what a grant's expiry is judged by.
+inline int64_t WallMs(const Clock* clock) { return clock ? clock->NowMs() : WallMs(); }
 
 // A grant of `access` to [offset, offset + length) of `segment`, until `expires_ms`. `object`: the
 // key an SSD tier read (kReadObject) names. A key of the wrong size mints an empty grant.

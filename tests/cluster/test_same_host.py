@@ -64,6 +64,16 @@ def exercise(s):
     return 2 * len(big) + 2 * sum(map(len, vals)) + 2 * 2048
 
 
+def assert_over_tcp(cluster, http):
+    """exercise() from this process, every byte of it through the daemon's TCP transfer server."""
+    s = store_of(cluster)
+    try:
+        moved = exercise(s)
+    finally:
+        assert s.close() == 0
+    assert served_bytes(http) >= moved
+
+
 def test_a_process_and_a_daemon_of_one_host_move_bytes_through_shared_memory(cluster):
     cluster.start_master()
     http = daemon(cluster, "node-a")
@@ -80,12 +90,7 @@ def test_a_process_and_a_daemon_of_one_host_move_bytes_through_shared_memory(clu
 def test_a_daemon_that_does_not_share_is_reached_over_tcp(cluster):
     cluster.start_master()
     http = daemon(cluster, "node-a", ["--same_host_transfers", "false"])
-    s = store_of(cluster)
-    try:
-        moved = exercise(s)
-    finally:
-        assert s.close() == 0
-    assert served_bytes(http) >= moved
+    assert_over_tcp(cluster, http)
 
 
 def test_a_process_told_so_by_its_environment_stays_on_tcp(cluster, monkeypatch):
@@ -94,12 +99,7 @@ def test_a_process_told_so_by_its_environment_stays_on_tcp(cluster, monkeypatch)
     cluster.start_master()
     http = daemon(cluster, "node-a")
     monkeypatch.setenv("YB_SAME_HOST_TRANSFERS", "0")
-    s = store_of(cluster)
-    try:
-        moved = exercise(s)
-    finally:
-        assert s.close() == 0
-    assert served_bytes(http) >= moved
+    assert_over_tcp(cluster, http)
     assert client_metrics(http)["yb_client_same_host_given_total"] == 0  # it never asked
 
 

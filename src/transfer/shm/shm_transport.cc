@@ -61,7 +61,7 @@ TimeMs ShmTransport::Now() const {
   return (options_.clock ? *options_.clock : real).NowMs();
 }
 
-int64_t ShmTransport::Wall() const { return options_.wall_clock ? options_.wall_clock->NowMs() : WallMs(); }
+int64_t ShmTransport::Wall() const { return WallMs(options_.wall_clock); }
 
 ShmTransport::Mapped::~Mapped() {
   if (alive >= 0) close(alive);
@@ -239,9 +239,16 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
   std::vector<Status> out(batch.size());
   std::vector<TransferRequest> elsewhere;
   std::vector<size_t> where;
+  // A batch's requests mostly name one segment: its mapping (and its owner's liveness) looked up once.
+  SegmentId last = 0;
+  std::shared_ptr<const Mapped> last_mapped;
   for (size_t i = 0; i < batch.size(); ++i) {
     const TransferRequest& r = batch[i];
-    auto m = r.op == TransferRequest::Op::kReadObject ? nullptr : Find(r.segment);
+    if (r.op != TransferRequest::Op::kReadObject && (!last_mapped || r.segment != last)) {
+      last = r.segment;
+      last_mapped = Find(r.segment);
+    }
+    auto m = r.op == TransferRequest::Op::kReadObject || r.segment != last ? nullptr : last_mapped;
     if (!m) {  // an SSD tier read (served by its owner's process), or the mapping went meanwhile
       elsewhere.push_back(r);
       where.push_back(i);

@@ -476,8 +476,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
       ChecksumSink* sink = s.piece.checksum;
       LandingObserver* observer = s.piece.landed;
       for (uint64_t got = 0; got < s.piece.length;) {
-        if (s.piece.land_within_grant &&
-            (options_.wall_clock ? options_.wall_clock->NowMs() : WallMs()) > s.piece.grant.expires_ms) {
+        if (s.piece.land_within_grant && WallMs(options_.wall_clock) > s.piece.grant.expires_ms) {
           return Status(Code::kTransferFail, "a copy from " + endpoint + " outlived its grant: not a byte more lands");
         }
         const uint64_t at = s.piece.object_pos + got;

@@ -76,7 +76,7 @@ class TransferServer {
   TransferServerStats stats() const;
 
  private:
-  int64_t Wall() const { return options_.wall_clock ? options_.wall_clock->NowMs() : WallMs(); }
+  int64_t Wall() const { return WallMs(options_.wall_clock); }
   class Session;
 
   std::shared_ptr<LocalSegmentRegistry> served_;
