@@ -108,6 +108,14 @@ struct ClientConfig {
   // process of this host and user may map (a memfd), and the segments of such processes are read
   // and written by memcpy through their memory instead of over TCP. False: TCP only.
   bool same_host_transfers = true;
+  // Mooncake's setup_dummy: "host:port" of the real client of this host (a yb-client serving
+  // transfers on that port; the host part is not used). This client is then its dummy: it has no
+  // master address and no network connection of its own; every call goes to the real client through
+  // a Unix socket named after the port, which moves the bytes between the pool and this process's
+  // memory (docs/design.md, "Dummy clients"). Buffers the real client can move bytes into directly
+  // come from yb::AllocateSharedMemory (Python: MooncakeHostMemAllocator, alloc_from_mem_pool);
+  // others are staged through the local buffer. Needs global_segment_size 0.
+  std::string real_client;
 
   // SSD tier (docs/ssd-tier.md): objects in this client's segment go down to `ssd.path` when the
   // master queues them (its enable_offload / offload_on_evict). Needs a global segment.
@@ -163,6 +171,14 @@ struct ClientStats {
   uint64_t disk_evicted_buckets = 0;
   bool disk_offload_paused = false;  // the disk refused a write: offloading waits for space
 };
+
+// Memory that the real client of a dummy (ClientConfig::real_client) moves bytes into and out of
+// directly, with no staging copy: Mooncake's MooncakeHostMemAllocator and alloc_from_mem_pool.
+// `size` bytes (rounded up to pages, zeroed, each allocation its own memfd), or nullptr when the
+// memory cannot be had. Any client may use it as ordinary memory.
+void* AllocateSharedMemory(uint64_t size);
+// INVALID_PARAMS for an address AllocateSharedMemory did not give.
+Status FreeSharedMemory(void* ptr);
 
 class Client {
  public:

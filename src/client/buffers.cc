@@ -1,11 +1,23 @@
 #include "client/buffers.h"
 
+#include "transfer/shm/shared_memory.h"
+
 namespace yb {
 
-StagingBuffer::StagingBuffer(uint64_t size) {
+StagingBuffer::StagingBuffer(uint64_t size, bool shared) {
   if (size == 0) return;
-  region_ = MappedRegion::Map(size);
-  if (region_) alloc_ = std::make_unique<OffsetAllocator>(size, 64);
+  region_ = MappedRegion::Map(size, /*populate=*/false, shared);
+  if (shared && region_ && region_->fd() < 0) region_.reset();  // a dummy's relay could not reach it
+  if (!region_) return;
+  alloc_ = std::make_unique<OffsetAllocator>(size, 64);
+  if (shared) {
+    shm::SharedMemory::Process().Adopt(region_);
+    shared_ = true;
+  }
+}
+
+StagingBuffer::~StagingBuffer() {
+  if (shared_) shm::SharedMemory::Process().Forget(region_.get());
 }
 
 std::optional<StagingBuffer::Lease> StagingBuffer::Allocate(uint64_t size) {

@@ -22,8 +22,12 @@ class StagingBuffer {
     uint64_t size = 0;
     uint32_t node = OffsetAllocator::kNoNode;
   };
-  // size 0: no staging buffer (every Allocate fails).
-  explicit StagingBuffer(uint64_t size);
+  // size 0: no staging buffer (every Allocate fails). `shared`: in memory another process of this
+  // host can map (a dummy client's, which its real client moves bytes into; shm/shared_memory.h).
+  explicit StagingBuffer(uint64_t size, bool shared = false);
+  ~StagingBuffer();
+  StagingBuffer(const StagingBuffer&) = delete;
+  StagingBuffer& operator=(const StagingBuffer&) = delete;
   // A range of exactly `size` bytes, or nullopt when the buffer is too full or too small.
   std::optional<Lease> Allocate(uint64_t size);
   void Free(const Lease& lease);
@@ -34,6 +38,7 @@ class StagingBuffer {
   std::shared_ptr<MappedRegion> region_;
   std::mutex mu_;
   std::unique_ptr<OffsetAllocator> alloc_;  // guarded by mu_
+  bool shared_ = false;
 };
 
 // Memory ranges the application registered (register_buffer).

@@ -71,6 +71,7 @@ Client::~Client() {
 Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& given) {
   YB_RETURN_IF_ERROR(ValidateClientConfig(given));
   const ClientConfig config = EffectiveConfig(given);
+  if (!config.real_client.empty()) return ConnectDummy(config);
   if (auto name = EmbeddedClusterName(config.master_server_addr)) {
     EmbeddedConnector connect;
     {
@@ -88,6 +89,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& given) {
 }
 
 MasterApi& ClientInternal::master(Client& c) { return c.impl_->members.master(); }
+std::shared_ptr<TransferEngine> ClientInternal::engine(Client& c) { return c.impl_->parts.engine; }
+std::shared_ptr<LocalSegmentRegistry> ClientInternal::served(Client& c) { return c.impl_->parts.served; }
 Status ClientInternal::Heartbeat(Client& c) { return c.impl_->members.Beat(); }
 
 size_t ClientInternal::RunRepairOnce(Client& c) { return c.impl_->repairer.RunOnce(true); }

@@ -169,6 +169,13 @@ Status ValidateClientConfig(const ClientConfig& c) {
     return Bad("a client that contributes memory serves transfers: with TLS on it needs tls_cert and tls_key");
   }
   if (c.enable_offload) YB_RETURN_IF_ERROR(ValidateSsdTier(c));
+  if (!c.real_client.empty()) {
+    if (c.global_segment_size > 0) {
+      return Bad("a dummy client (real_client set) contributes no memory of its own: its real client does; "
+                 "global_segment_size must be 0");
+    }
+    if (c.enable_offload) return Bad("a dummy client (real_client set) has no SSD tier: its real client does");
+  }
   return Status::OK();
 }
 

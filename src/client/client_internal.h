@@ -55,6 +55,9 @@ class ClientInternal {
   static Result<std::unique_ptr<Client>> Create(const ClientConfig& config, ClientParts parts);
   // Tests and tools: the parts in use, and the background steps run by hand.
   static MasterApi& master(Client& c);
+  // What a dummy server (dummy_server.h) moves bytes with, and the client's own segments.
+  static std::shared_ptr<TransferEngine> engine(Client& c);
+  static std::shared_ptr<LocalSegmentRegistry> served(Client& c);
   // Pings the master; registers and re-mounts when it asks (what the heartbeat does each second).
   static Status Heartbeat(Client& c);
   // One SSD-tier round now (fetch, write, report, evict); the tasks handled. 0 without an SSD tier.
@@ -70,6 +73,8 @@ class ClientInternal {
 // A client of a yb-master over the network ("host:port"), with a TCP transfer server for the
 // segments it mounts (client_remote.cc).
 Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config);
+// A dummy client of the real client of this host that config.real_client names (dummy_client.cc).
+Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config);
 
 // The security a client's connections use: its secret file read, its TLS files loaded
 // (INVALID_PARAMS naming what does not load); net::Security::None() without either.

@@ -54,9 +54,12 @@ bool DataPath::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>
 
 bool DataPath::NeedsRegistration(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
   Transport* t = engine_->Route(replica.segment);
-  if (!t || !t->RequiresRegisteredMemory()) return false;
+  if (!t) return false;
+  const bool registration = t->RequiresRegisteredMemory();
   return std::any_of(slices.begin(), slices.end(), [&](const Slice& s) {
-    return s.size > 0 && !registered_.Contains(s.ptr, s.size) && !staging_->Contains(s.ptr, s.size);
+    if (s.size == 0) return false;
+    if (!t->ReachesLocal(s.ptr, s.size)) return true;
+    return registration && !registered_.Contains(s.ptr, s.size) && !staging_->Contains(s.ptr, s.size);
   });
 }
 

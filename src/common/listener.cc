@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <asio.hpp>
 #include <cerrno>
@@ -10,12 +11,14 @@
 
 #include "common/backoff.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
 
 namespace yb {
 
 struct Listener::Impl {
   asio::io_context io{1};
   asio::ip::tcp::acceptor acceptor{io};
+  asio::local::stream_protocol::acceptor local{io};  // "@name" addresses
   asio::steady_timer retry{io};  // the pause after a failed accept
   Backoff backoff{std::chrono::milliseconds(10), std::chrono::seconds(1)};
 };
@@ -44,6 +47,22 @@ asio::ip::tcp::endpoint Endpoint(asio::io_context& io, const std::string& addres
 }  // namespace
 
 Status Listener::Start() {
+  if (!options_.address.empty() && options_.address[0] == '@') {
+    try {
+      const std::string name = options_.address.substr(1);
+      impl_->local.open();
+      impl_->local.bind(asio::local::stream_protocol::endpoint(std::string(1, '\0') + name));
+      impl_->local.listen();
+    } catch (const std::exception& e) {
+      return Status(Code::kInvalidParams, "cannot listen on Unix socket " + options_.address + ": " + e.what());
+    }
+    AcceptLocal();
+    thread_ = std::thread([this] {
+      auto work = asio::make_work_guard(impl_->io);
+      impl_->io.run();
+    });
+    return Status::OK();
+  }
   try {
     asio::ip::tcp::endpoint ep = Endpoint(impl_->io, options_.address, options_.port);
     impl_->acceptor.open(ep.protocol());
@@ -92,6 +111,35 @@ void Listener::Accept() {
   });
 }
 
+void Listener::AcceptLocal() {
+  impl_->local.async_accept([this](asio::error_code ec, asio::local::stream_protocol::socket s) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      const auto pause = impl_->backoff.Next();
+      ++accept_failures_;
+      YB_LOG_WARN("accept on {} failed: {}; retrying in {} ms", options_.address, ec.message(), pause.count());
+      if (options_.on_accept_failed) options_.on_accept_failed();
+      impl_->retry.expires_after(pause);
+      impl_->retry.async_wait([this](asio::error_code wait_ec) {
+        if (!wait_ec) AcceptLocal();
+      });
+      return;
+    }
+    impl_->backoff.Reset();
+    s.non_blocking(true, ec);
+    int fd = s.release(ec);
+    if (ec) {
+      YB_LOG_WARN("cannot take over a new connection: {}", ec.message());
+    } else if (!SameUserPeer(fd)) {
+      YB_LOG_WARN("{}: refused a connection from a process of another user", options_.address);
+      ::close(fd);
+    } else {
+      on_accept_(fd, std::string(kUnixSocketPeer));
+    }
+    AcceptLocal();
+  });
+}
+
 void Listener::SetKeepalive(int fd) const {
   const Keepalive& k = options_.keepalive;
   const int idle = static_cast<int>(k.idle.count());
@@ -116,6 +164,7 @@ void Listener::Stop() {
   thread_.join();
   asio::error_code ec;
   impl_->acceptor.close(ec);
+  impl_->local.close(ec);
 }
 
 }  // namespace yb

@@ -47,7 +47,9 @@ class Listener {
  public:
   using OnAccept = std::function<void(int fd, std::string peer)>;  // the callback owns fd
   struct Options {
-    std::string address = "0.0.0.0";  // an address, or a host name resolved at Start (IPv4 first)
+    // An address, or a host name resolved at Start (IPv4 first); "@name": the Unix socket `name`
+    // in the abstract namespace, which serves only processes of this user (or root: SO_PEERCRED).
+    std::string address = "0.0.0.0";
     uint16_t port = 0;                // 0: any free port (see port())
     // Called (on the accepting thread) after each failed accept, before the pause that follows it.
     std::function<void()> on_accept_failed;
@@ -69,6 +71,7 @@ class Listener {
  private:
   struct Impl;
   void Accept();
+  void AcceptLocal();
   void SetKeepalive(int fd) const;
 
   Options options_;

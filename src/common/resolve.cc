@@ -1,5 +1,7 @@
 #include "common/resolve.h"
 
+#include "common/unix_socket.h"
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -145,7 +147,7 @@ bool IsLoopbackAddress(std::string_view address) {
 
 bool IsAddressOfThisHost(std::string_view address) {
   const std::string a = WithoutMapping(address);
-  if (IsLoopbackAddress(a)) return true;
+  if (IsLoopbackAddress(a) || a == kUnixSocketPeer) return true;
   const auto mine = InterfaceAddresses();
   return std::find(mine.begin(), mine.end(), a) != mine.end();
 }

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <asio.hpp>
 #include <condition_variable>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/unix_socket.h"
 #include "common/status_wire.h"
 
 namespace yb::rpc {
@@ -170,7 +172,7 @@ struct RpcChannel::Connection {
 RpcChannel::RpcChannel(std::string host, uint16_t port, Options options)
     : host_(std::move(host)),
       port_(port),
-      target_(host_ + ":" + std::to_string(port)),
+      target_(!host_.empty() && host_[0] == '@' ? host_ : host_ + ":" + std::to_string(port)),
       options_(options),
       resolver_(options.lookup),
       backoff_(options.backoff_min, options.backoff_max, options.backoff_jitter) {}
@@ -212,7 +214,24 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
     return Status(code, msg);
   };
   const auto connect_until = std::min(until, now + options_.connect_timeout);
-  auto addresses = resolver_.Resolve(host_, std::to_string(port_), connect_until);
+  const bool local = !host_.empty() && host_[0] == '@';
+  if (local) {  // a Unix socket of this host ("@name", abstract): connects at once or not at all
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr;
+    const socklen_t len = AbstractUnixAddress(std::string_view(host_).substr(1), &addr);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+      const std::string why = std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      return fail(Code::kRpcFail, "cannot connect to " + target_ + ": " + why);
+    }
+    c->socket.assign(asio::ip::tcp::v4(), fd, ec);  // the calls below use the descriptor only
+    if (ec) {
+      ::close(fd);
+      return fail(Code::kRpcFail, "cannot connect to " + target_ + ": " + ec.message());
+    }
+  }
+  auto addresses = local ? Result<std::vector<SocketAddress>>(std::vector<SocketAddress>{})
+                         : resolver_.Resolve(host_, std::to_string(port_), connect_until);
   if (!addresses.ok()) return fail(addresses.status().code(), addresses.status().message());
   std::vector<asio::ip::tcp::endpoint> endpoints;
   for (const SocketAddress& a : *addresses) {
@@ -221,8 +240,12 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
     ep.resize(a.len);
     endpoints.push_back(ep);
   }
-  asio::async_connect(c->socket, endpoints, [&](asio::error_code e, const asio::ip::tcp::endpoint&) { ec = e; });
-  c->io.run_until(connect_until);
+  if (!local) {
+    asio::async_connect(c->socket, endpoints, [&](asio::error_code e, const asio::ip::tcp::endpoint&) { ec = e; });
+    c->io.run_until(connect_until);
+  } else {
+    ec = {};
+  }
   if (ec) {
     return fail(ec == asio::error::timed_out ? Code::kRpcTimeout : Code::kRpcFail,
                 "cannot connect to " + target_ + ": " + ec.message());
@@ -235,7 +258,7 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, sizeof(slice));
   const unsigned user_timeout = static_cast<unsigned>(options_.unacked_timeout.count());
-  if (user_timeout > 0 && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)) != 0) {
+  if (!local && user_timeout > 0 && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)) != 0) {
     YB_LOG_WARN("rpc: cannot set TCP_USER_TIMEOUT on the connection to {}: {}", target_, strerror(errno));
   }
   const auto& security = options_.security ? options_.security : net::Security::None();

@@ -48,6 +48,7 @@ class RpcChannel {
     std::string tenant = "default";
   };
 
+  // `host` "@name": the Unix socket `name` of this host, in the abstract namespace (`port` unused).
   RpcChannel(std::string host, uint16_t port, Options options);
   RpcChannel(std::string host, uint16_t port) : RpcChannel(std::move(host), port, Options{}) {}
   ~RpcChannel();

@@ -88,8 +88,6 @@ void ToPb(const SegmentUsage& u, pb::SegmentUsage* p) {
   p->set_draining(u.draining);
 }
 
-namespace {
-// An empty field is no grant, as is one that does not decode (the transfer server refuses it).
 Grant GrantFromPb(const std::string& bytes) {
   Grant g;
   if (!bytes.empty()) (void)DecodeGrant(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &g);
@@ -98,7 +96,6 @@ Grant GrantFromPb(const std::string& bytes) {
 void GrantToPb(const Grant& g, std::string* out) {
   if (g.access != GrantAccess::kNone) *out = EncodeGrant(g);
 }
-}  // namespace
 
 ReplicaDesc FromPb(const pb::Replica& r) {
   return ReplicaDesc{static_cast<ReplicaKind>(r.kind()),

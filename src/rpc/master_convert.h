@@ -22,6 +22,9 @@ void ToPb(const ReplicaDesc& r, pb::Replica* out);
 // The one decoder of a wire status: a code this build does not know is INTERNAL_ERROR, message kept.
 Status FromPb(const pb::Status& s);
 void ToPb(const Status& s, pb::Status* out);
+// A grant's wire bytes: an empty field is no grant, as is one that does not decode (owners refuse it).
+Grant GrantFromPb(const std::string& bytes);
+void GrantToPb(const Grant& g, std::string* out);
 ObjectInfo FromPb(const pb::ObjectInfo& o);
 void ToPb(const Result<ObjectInfo>& o, pb::ObjectInfo* out);
 OffloadTask FromPb(const pb::OffloadTask& t);

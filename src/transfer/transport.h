@@ -62,6 +62,9 @@ class Transport {
   // True when local memory must be registered (RDMA-like); callers then stage through the
   // client's registered buffer.
   virtual bool RequiresRegisteredMemory() const { return false; }
+  // Whether it can move bytes to and from this local memory at all (a dummy client's relay reaches
+  // only memory its real client mapped); callers stage through the client's buffer when not.
+  virtual bool ReachesLocal(const void* /*p*/, uint64_t /*n*/) const { return true; }
   // Whether the segment's server is unreachable as far as this transport knows now (connections to
   // it fail or time out): a holder a client reports to the master (PingState::unreachable).
   virtual bool Unreachable(SegmentId /*segment*/) const { return false; }

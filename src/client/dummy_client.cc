@@ -1,0 +1,199 @@
+// ConnectDummy: a client of the real client of this host (dummy_server.h), with no master address
+// and no network connection of its own. Its master is the real client's RPC socket (every master
+// call forwarded), and its one transport is the relay: the real client moves the bytes between the
+// pool and this process's shared memory (shm/shared_memory.h). Memory the real client cannot see
+// (a caller's own) is staged through the local buffer, which is shared memory.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "client/client_internal.h"
+#include "client/dummy_server.h"
+#include "common/grant.h"
+#include "common/log.h"
+#include "common/unix_socket.h"
+#include "dummy.pb.h"
+#include "rpc/channel.h"
+#include "rpc/master_client.h"
+#include "rpc/master_convert.h"
+#include "transfer/shm/shared_memory.h"
+
+namespace yb {
+namespace {
+
+// A relayed batch may move a lot through a slow path (TCP to another host): its own deadline.
+constexpr std::chrono::seconds kRelayDeadline{120};
+
+class RelayTransport final : public Transport {
+ public:
+  RelayTransport(std::shared_ptr<rpc::RpcChannel> channel, uint16_t port)
+      : channel_(std::move(channel)), port_(port) {}
+  ~RelayTransport() override {
+    if (mem_ >= 0) close(mem_);
+  }
+
+  bool Reaches(SegmentId) const override { return true; }
+  bool ReachesLocal(const void* p, uint64_t n) const override {
+    return n == 0 || shm::SharedMemory::Process().Find(p, n).has_value();
+  }
+
+  std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override {
+    std::vector<Status> out(batch.size());
+    pb::RelayBatch msg;
+    std::vector<size_t> sent;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const TransferRequest& r = batch[i];
+      auto found = shm::SharedMemory::Process().Find(r.local, r.length);
+      if (!found) {
+        out[i] = Status(Code::kInvalidParams, "memory the real client cannot see (not from its shared memory)");
+        continue;
+      }
+      auto token = Token(*found);
+      if (!token.ok()) {
+        out[i] = token.status();
+        continue;
+      }
+      if (r.op == TransferRequest::Op::kWrite && r.checksum) r.checksum->Moved(r.object_pos, r.local, r.length);
+      pb::RelayRequest* q = msg.add_requests();
+      q->set_op(static_cast<uint32_t>(r.op));
+      q->set_segment(r.segment);
+      q->set_offset(r.offset);
+      q->set_region(*token);
+      q->set_region_offset(found->offset);
+      q->set_length(r.length);
+      if (r.grant.access != GrantAccess::kNone) q->set_grant(EncodeGrant(r.grant));
+      q->set_land_within_grant(r.land_within_grant);
+      if (r.key) q->set_key(*r.key);
+      sent.push_back(i);
+    }
+    if (sent.empty()) return out;
+    auto reply = channel_->Call(kDummyRelay, msg.SerializeAsString(), kRelayDeadline);
+    pb::RelayResponse resp;
+    if (reply.ok() && (!resp.ParseFromString(*reply) || resp.results_size() != static_cast<int>(sent.size()))) {
+      reply = Status(Code::kRpcFail, "malformed relay answer from the real client");
+    }
+    for (size_t j = 0; j < sent.size(); ++j) {
+      const size_t i = sent[j];
+      out[i] = reply.ok() ? rpc::FromPb(resp.results(static_cast<int>(j))) : reply.status();
+      const TransferRequest& r = batch[i];
+      if (out[i].ok() && r.op != TransferRequest::Op::kWrite) {
+        if (r.checksum) r.checksum->Moved(r.object_pos, r.local, r.length);
+        if (r.landed) r.landed->Landed(r.object_pos, r.local, r.length);
+      }
+      if (!out[i].ok() && out[i].code() == Code::kInvalidParams && !reply.ok()) Forget();
+    }
+    if (!reply.ok()) Forget();  // the real client may have restarted: its tokens are gone with it
+    return out;
+  }
+
+ private:
+  // The real client's token for the region, handing it the region's memfd the first time.
+  Result<uint64_t> Token(const shm::SharedMemory::Found& f) {
+    MutexLock lock(mu_);
+    if (auto it = tokens_.find(f.id); it != tokens_.end() && it->second.region.lock() == f.region) {
+      return it->second.token;
+    }
+    if (mem_ < 0) {
+      mem_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      sockaddr_un addr;
+      const socklen_t len = AbstractUnixAddress(DummyMemorySocket(port_), &addr);
+      timeval tv{5, 0};
+      setsockopt(mem_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      setsockopt(mem_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+      if (mem_ < 0 || connect(mem_, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+        const std::string why = std::strerror(errno);
+        if (mem_ >= 0) close(mem_);
+        mem_ = -1;
+        return Status(Code::kTransferFail, "no real client at port " + std::to_string(port_) + " of this host: " + why);
+      }
+      tokens_.clear();
+    }
+    std::string ask(12, '\0');
+    std::memcpy(ask.data(), "YBDM", 4);
+    const uint64_t size = f.region->size();
+    std::memcpy(ask.data() + 4, &size, 8);
+    std::string answer;
+    int none = -1;
+    if (!SendWithFd(mem_, ask, f.region->fd()) || !RecvWithFd(mem_, answer, 16, &none) || answer.size() != 16 ||
+        answer.compare(0, 4, "YBDR") != 0) {
+      if (none >= 0) close(none);
+      close(mem_);
+      mem_ = -1;
+      tokens_.clear();
+      return Status(Code::kTransferFail, "the real client did not take this process's memory");
+    }
+    int32_t code = 0;
+    uint64_t token = 0;
+    std::memcpy(&code, answer.data() + 4, 4);
+    std::memcpy(&token, answer.data() + 8, 8);
+    if (code != 0) {
+      return Status(static_cast<Code>(code), "the real client refused this process's memory");
+    }
+    tokens_[f.id] = Held{f.region, token};
+    return token;
+  }
+  void Forget() {
+    MutexLock lock(mu_);
+    if (mem_ >= 0) close(mem_);
+    mem_ = -1;
+    tokens_.clear();
+  }
+
+  const std::shared_ptr<rpc::RpcChannel> channel_;
+  const uint16_t port_;
+  struct Held {
+    std::weak_ptr<MappedRegion> region;  // a freed and reused id is not mistaken for its successor
+    uint64_t token = 0;
+  };
+  Mutex mu_;
+  int mem_ GUARDED_BY(mu_) = -1;  // the memory connection: its end tells the real client we left
+  std::unordered_map<uint64_t, Held> tokens_ GUARDED_BY(mu_);  // by region id
+};
+
+}  // namespace
+
+void* AllocateSharedMemory(uint64_t size) { return shm::SharedMemory::Process().Allocate(size); }
+Status FreeSharedMemory(void* ptr) { return shm::SharedMemory::Process().Free(ptr); }
+
+Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
+  auto hp = rpc::ParseHostPort(config.real_client);
+  if (!hp.ok()) {
+    return Status(Code::kInvalidParams, "setup_dummy: server_address '" + config.real_client +
+                                            "' is not host:port (the real client's, e.g. 127.0.0.1:50052)");
+  }
+  const uint16_t port = hp->second;
+  const std::string socket = DummyRpcSocket(port);
+  const auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
+  auto channel = std::make_shared<rpc::RpcChannel>(socket, 0, rpc::RpcChannel::Options{});
+  pb::DummyHelloRequest hello;
+  hello.set_pid(static_cast<uint32_t>(getpid()));
+  auto said = channel->Call(kDummyHello, hello.SerializeAsString(), timeout);
+  pb::DummyHelloResponse who;
+  if (!said.ok()) {
+    return Status(said.status().code(),
+                  "setup_dummy: no real client serves dummies at port " + std::to_string(port) +
+                      " of this host (run yb-client --port " + std::to_string(port) +
+                      " here; a dummy reaches it through a Unix socket, never the network): " + said.status().message());
+  }
+  if (!who.ParseFromString(*said) || who.version() != kDummyProtocolVersion) {
+    return Status(Code::kRpcFail, "setup_dummy: the real client at port " + std::to_string(port) +
+                                      " speaks another version of the dummy protocol");
+  }
+  auto engine = std::make_shared<TransferEngine>();
+  engine->AddTransport(std::make_shared<RelayTransport>(channel, port));
+  ClientConfig effective = config;
+  effective.local_hostname = who.hostname() + "/dummy-" + std::to_string(getpid());
+  ClientParts parts;
+  parts.master = std::make_shared<rpc::MasterClient>(socket, 0, timeout);
+  parts.local_segments = std::make_shared<LocalSegmentRegistry>();
+  parts.engine = engine;
+  parts.keepalive = channel;
+  auto client = ClientInternal::Create(effective, std::move(parts));
+  if (!client.ok()) return client;
+  YB_LOG_INFO("dummy client '{}' of the real client at port {} of this host", effective.local_hostname, port);
+  return client;
+}
+
+}  // namespace yb
