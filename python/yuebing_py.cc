@@ -68,6 +68,17 @@ class Store {
     return Connect(setup->config, setup->extras);
   }
 
+  // Mooncake's setup_dummy: a client of the real client of this host (ClientConfig::real_client).
+  // mem_pool_size is accepted and unused, as Mooncake's (buffers come from alloc_from_mem_pool).
+  int SetupDummy(uint64_t mem_pool_size, uint64_t local_buffer_size, const std::string& server_address) {
+    (void)mem_pool_size;
+    yb::ClientConfig c;
+    c.real_client = server_address;
+    c.local_buffer_size = local_buffer_size;
+    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
+    return Connect(c, {});
+  }
+
   int InitAll(const std::string& protocol, const std::string& device_name, uint64_t mount_segment_size) {
     return Setup("localhost", "P2PHANDSHAKE", mount_segment_size, yb::py_setup::kInitAllLocalBufferSize, protocol, device_name,
                  yb::py_setup::kPyMasterServerAddr, py::none(), false, "", "default", false, yb::py_setup::kPyClientHttpPort);
@@ -894,6 +905,20 @@ PYBIND11_MODULE(_yuebing, m) {
       });
   using PR = PyReplicateConfig;
   using S = Store;
+  // Mooncake's host memory allocator: memory a dummy's real client can see (yb::AllocateSharedMemory).
+  struct HostMemAllocator {};
+  py::class_<HostMemAllocator>(m, "MooncakeHostMemAllocator")
+      .def(py::init<>())
+      .def(
+          "alloc", [](HostMemAllocator&, uint64_t size) { return reinterpret_cast<uintptr_t>(yb::AllocateSharedMemory(size)); },
+          py::arg("size"), "The address of size bytes shared with a dummy's real client; 0 when they cannot be had")
+      .def(
+          "free",
+          [](HostMemAllocator&, uintptr_t ptr) {
+            yb::Status st = yb::FreeSharedMemory(reinterpret_cast<void*>(ptr));
+            return st.ok() ? 0 : st.mooncake_code();
+          },
+          py::arg("ptr"), "0, or INVALID_PARAMS (-600) for an address alloc did not give");
   auto store = py::class_<Store>(m, "MooncakeDistributedStore");
   store
       .def(py::init<>())
@@ -905,6 +930,16 @@ PYBIND11_MODULE(_yuebing, m) {
            py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
            py::arg("client_http_port") = yb::py_setup::kPyClientHttpPort)
       .def("setup", &S::SetupFromDict, py::arg("config"))
+      .def("setup_dummy", &S::SetupDummy, py::arg("mem_pool_size"), py::arg("local_buffer_size"),
+           py::arg("server_address"),
+           "A dummy client of the real client of this host (a yb-client serving transfers on the port of "
+           "server_address, \"host:port\"): every call is served by it through a Unix socket")
+      .def(
+          "alloc_from_mem_pool",
+          [](S&, uint64_t size) { return reinterpret_cast<uintptr_t>(yb::AllocateSharedMemory(size)); },
+          py::arg("size"),
+          "The address of size bytes that a dummy's real client moves bytes into directly (0 when they "
+          "cannot be had); register them with register_buffer")
       .def("init_all", &S::InitAll, py::arg("protocol"), py::arg("device_name"),
            py::arg("mount_segment_size") = 16ULL << 20)
       .def("close", &S::Close)

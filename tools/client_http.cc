@@ -71,6 +71,10 @@ std::string ClientMetricsText(const ClientStats& s) {
   p.Gauge("yb_client_disk_offload_paused",
           "1 while offloading waits for the disk (it refused a write: full or failing); memory keeps serving.",
           s.disk_offload_paused);
+  p.Gauge("yb_client_dummies", "Dummy clients of this host connected to this one (setup_dummy).", s.dummies);
+  p.Gauge("yb_client_dummy_regions", "Memory regions of dummy clients this client has mapped.", s.dummy_regions);
+  p.Counter("yb_client_dummy_relayed_bytes_total",
+            "Bytes this client moved between the pool and its dummy clients' memory.", s.dummy_relayed_bytes);
   return p.text();
 }
 
@@ -85,6 +89,10 @@ std::string ClientMetricsSummary(const ClientStats& s) {
   out += fmt::format("transfer connections: {} open, {} refused\n", t.open_connections, t.refused_connections);
   out += fmt::format("same host: {} segments mapped by peers, {} peers refused\n", t.same_host_given,
                      t.same_host_refused);
+  if (s.dummies > 0 || s.dummy_relayed_bytes > 0) {
+    out += fmt::format("dummy clients: {} ({} regions mapped), {} moved for them\n", s.dummies, s.dummy_regions,
+                       FormatBytes(s.dummy_relayed_bytes));
+  }
   out += fmt::format("repairs: {} ({} failed, {})\n", s.repairs, s.repair_failures, FormatBytes(s.repair_bytes));
   if (s.disk_limit_bytes > 0) {
     out += fmt::format("ssd tier: {} objects, {} of {}, {} offloaded\n", s.disk_objects, FormatBytes(s.disk_bytes),

@@ -3,6 +3,7 @@
 // pings the master every second (re-mounting when the master asks) and stops on SIGTERM. With
 // --enable_offload it also runs the node's SSD tier under --storage_root_dir (docs/ssd-tier.md).
 // With --metrics_port it serves /metrics (Prometheus text), /metrics/summary and /health over HTTP.
+// It serves the dummy clients of its host (client/dummy_server.h) unless --serve_dummies false.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 
 #include "admin_http.h"
+#include "client/dummy_server.h"
 #include "client_http.h"
 #include "common/listener.h"
 #include "common/log.h"
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   c.prefault_segment = true;
   std::string host = "0.0.0.0", log_level = "info", metrics_address = "0.0.0.0";
   int port = 50052, threads = 1, metrics_port = 0;
+  bool serve_dummies = true;
   c.local_hostname.clear();  // default: from --host (below)
   app.add_option("--host", host, "address the transfer server binds to")->capture_default_str();
   app.add_option("--port", port, "port of the transfer server (0: any free port)")
@@ -98,6 +101,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--same_host_transfers", c.same_host_transfers,
                  "move bytes with processes of this host and user through shared memory, not TCP (default true)");
+  app.add_option("--serve_dummies", serve_dummies,
+                 "serve dummy clients of this host (setup_dummy(..., \"<host>:<--port>\")) through Unix sockets "
+                 "named after --port; only processes of this user (or root) are served")
+      ->capture_default_str();
   app.add_option("--prefault", c.prefault_segment, "fault the segment's memory in at start (true: steady latency)")
       ->capture_default_str();
   bool drain_on_exit = false;
@@ -139,12 +146,19 @@ int main(int argc, char** argv) {
 
   // HTTP first, so that /health answers (503) while the daemon waits for its master.
   std::atomic<const yb::Client*> daemon{nullptr};
+  std::atomic<const yb::DummyServer*> dummy_server{nullptr};
   yb::tools::AdminHttp http;
   if (metrics_port > 0) {
-    yb::tools::AddClientRoutes(http.server(), [&daemon]() -> std::optional<yb::ClientStats> {
+    yb::tools::AddClientRoutes(http.server(), [&daemon, &dummy_server]() -> std::optional<yb::ClientStats> {
       const yb::Client* d = daemon.load();
       if (!d) return std::nullopt;
-      return d->Stats();
+      yb::ClientStats s = d->Stats();
+      if (const yb::DummyServer* ds = dummy_server.load()) {
+        s.dummies = ds->dummies();
+        s.dummy_regions = ds->regions();
+        s.dummy_relayed_bytes = ds->relayed_bytes();
+      }
+      return s;
     });
     if (!http.Start("yb-client", metrics_address, metrics_port, c.loopback_only())) return 1;
     spdlog::info("yb-client: HTTP on {}:{}", metrics_address, metrics_port);
@@ -168,6 +182,19 @@ int main(int argc, char** argv) {
   spdlog::info("yb-client '{}' contributes {} in {} segments to master {}", (*client)->hostname(),
                yb::FormatBytes(c.global_segment_size), (*client)->Stats().segments, c.master_server_addr);
   daemon = client->get();
+  std::unique_ptr<yb::DummyServer> dummies;
+  if (serve_dummies) {
+    // Named after the port the dummies are told (--port), or the one taken when that was 0.
+    const std::string& name = (*client)->hostname();
+    const auto dummy_port = static_cast<uint16_t>(port != 0 ? port : std::stoi(name.substr(name.rfind(':') + 1)));
+    auto served = yb::DummyServer::Start(**client, {dummy_port});
+    if (served.ok()) {
+      dummies = std::move(served).value();
+      dummy_server = dummies.get();
+    } else {
+      spdlog::warn("yb-client: not serving dummy clients: {}", served.status().ToString());
+    }
+  }
   int sig = 0;
   sigwait(&stop_signals, &sig);
   if (drain_on_exit && sig == SIGTERM) {
@@ -180,6 +207,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("yb-client: signal {} received, unmounting and stopping", sig);
   http.Stop();  // before the client it reports on goes
+  dummies.reset();  // before the client that serves them
   client->reset();
   return 0;
 }

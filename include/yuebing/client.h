@@ -170,6 +170,11 @@ struct ClientStats {
   uint64_t offload_failures = 0;  // copies that failed (the DRAM copy stayed)
   uint64_t disk_evicted_buckets = 0;
   bool disk_offload_paused = false;  // the disk refused a write: offloading waits for space
+  // Dummy clients this one serves (yb-client; zero elsewhere): connected, the memory regions of
+  // theirs it has mapped, and the bytes it moved for them.
+  uint64_t dummies = 0;
+  uint64_t dummy_regions = 0;
+  uint64_t dummy_relayed_bytes = 0;
 };
 
 // Memory that the real client of a dummy (ClientConfig::real_client) moves bytes into and out of

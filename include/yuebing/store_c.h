@@ -48,6 +48,19 @@ void mooncake_store_set_etcd_tls_config(mooncake_store_t store, const char* ca_f
 int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, const char* metadata_server,
                          uint64_t global_segment_size, uint64_t local_buffer_size, const char* protocol,
                          const char* device_name, const char* master_server_addr);
+/* Yuebing's: a dummy client (Mooncake's Python setup_dummy) of the real client of this host, a
+ * yb-client serving transfers on the port of server_address ("host:port"; the host is not used):
+ * no master address and no network connection of its own, every call served by the real client
+ * through a Unix socket. mem_pool_size is accepted and unused, as Mooncake's; the memory the real
+ * client moves bytes into directly comes from mooncake_store_alloc_shared (other memory is staged
+ * through the local buffer). */
+int mooncake_store_setup_dummy(mooncake_store_t store, uint64_t mem_pool_size, uint64_t local_buffer_size,
+                               const char* server_address);
+/* Yuebing's: size bytes of memory shared with a dummy's real client (Mooncake's
+ * MooncakeHostMemAllocator.alloc), NULL when it cannot be had; freed by mooncake_store_free_shared
+ * (0, or INVALID_PARAMS -600 for an address it did not give). */
+void* mooncake_store_alloc_shared(size_t size);
+int mooncake_store_free_shared(void* ptr);
 /* setup("localhost", "P2PHANDSHAKE", mount_segment_size, 1 GiB, protocol, device_name, "127.0.0.1:50051"),
  * as Mooncake's (whose fixed "localhost:12345" name would clash between processes: ours gets a free port). */
 int mooncake_store_init_all(mooncake_store_t store, const char* protocol, const char* device_name,

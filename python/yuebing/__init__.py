@@ -4,8 +4,8 @@
 return conventions of Mooncake's classes, so code written for `mooncake.store` runs on Yuebing
 (docs/compat.md). The tensor calls (put_tensor, get_tensor, ...) need PyTorch, imported on first use.
 """
-from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, QueryTaskResponse,
-                       ReplicaDescriptor, ReplicateConfig, SoftPinAction, TaskStatus, TaskType, set_log_level)
+from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, MooncakeHostMemAllocator,
+                       QueryTaskResponse, ReplicaDescriptor, ReplicateConfig, SoftPinAction, TaskStatus, TaskType, set_log_level)
 from ._yuebing import MooncakeDistributedStore as _Store
 from ._buffer_pool import BufferLease, BufferPool, RegisteredBufferLease, RegisteredBufferPool
 from ._numa import bind_to_numa_node
@@ -21,6 +21,6 @@ class MooncakeDistributedStore(SafetensorsMixin, TensorMixin, _Store):
 
 
 __all__ = ["BufferHandle", "BufferLease", "BufferPool", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
-           "MooncakeDistributedStore", "QueryTaskResponse", "RegisteredBufferLease", "RegisteredBufferPool",
+           "MooncakeDistributedStore", "MooncakeHostMemAllocator", "QueryTaskResponse", "RegisteredBufferLease", "RegisteredBufferPool",
            "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "TaskStatus", "TaskType", "bind_to_numa_node",
            "set_log_level"]

@@ -86,12 +86,42 @@ void mooncake_store_set_etcd_tls_config(mooncake_store_t store, const char* ca_f
   h->etcd_key = Or(key_file, "");
 }
 
+namespace {
+
+// Connects `store` with `c` (the environment applied, etcd TLS as set): setup's and setup_dummy's end.
+int ConnectStore(mooncake_store_t store, yb::ClientConfig c) {
+  auto* h = static_cast<StoreHandle*>(store);
+  // A C program has no main() of ours: this setup is its entry point, and Mooncake's users tune
+  // the transport through the environment. The library under it reads none.
+  yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
+  std::lock_guard lock(h->setup_mu);
+  if (!h->etcd_ca.empty() || !h->etcd_cert.empty()) {  // mooncake_store_set_etcd_tls_config
+    c.etcd_tls_ca = h->etcd_ca;
+    c.etcd_tls_cert = h->etcd_cert;
+    c.etcd_tls_key = h->etcd_key;
+  }
+  if (h->client) {
+    YB_LOG_ERROR("setup: this store is already set up");
+    return kInvalid;
+  }
+  yb::EnableEmbeddedMaster();  // Mooncake's callers may ask for "embedded"
+  auto client = yb::Client::Connect(c);
+  if (!client.ok()) {
+    YB_LOG_ERROR("setup failed: {}", client.status().ToString());
+    return Code(client.status());
+  }
+  h->client = std::move(client).value();
+  h->ready.store(h->client.get(), std::memory_order_release);
+  return 0;
+}
+
+}  // namespace
+
 int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, const char* metadata_server,
                          uint64_t global_segment_size, uint64_t local_buffer_size, const char* protocol,
                          const char* device_name, const char* master_server_addr) {
   return Guard([&]() -> int {
     if (!store) return kNull;
-    auto* h = static_cast<StoreHandle*>(store);
     yb::ClientConfig c;
     c.local_hostname = Or(local_hostname, "localhost");
     c.metadata_server = Or(metadata_server, "P2PHANDSHAKE");
@@ -100,29 +130,32 @@ int mooncake_store_setup(mooncake_store_t store, const char* local_hostname, con
     c.protocol = Or(protocol, "tcp");
     c.device_name = Or(device_name, "");
     c.master_server_addr = Or(master_server_addr, kDefaultMaster);
-    // A C program has no main() of ours: this setup is its entry point, and Mooncake's users tune
-    // the transport through the environment. The library under it reads none.
-    yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
-    std::lock_guard lock(h->setup_mu);
-    if (!h->etcd_ca.empty() || !h->etcd_cert.empty()) {  // mooncake_store_set_etcd_tls_config
-      c.etcd_tls_ca = h->etcd_ca;
-      c.etcd_tls_cert = h->etcd_cert;
-      c.etcd_tls_key = h->etcd_key;
-    }
-    if (h->client) {
-      YB_LOG_ERROR("setup: this store is already set up");
+    return ConnectStore(store, std::move(c));
+  });
+}
+
+int mooncake_store_setup_dummy(mooncake_store_t store, uint64_t mem_pool_size, uint64_t local_buffer_size,
+                               const char* server_address) {
+  (void)mem_pool_size;  // Mooncake's takes it and maps nothing for it either: buffers come from alloc
+  return Guard([&]() -> int {
+    if (!store) return kNull;
+    if (!server_address || !*server_address) {
+      YB_LOG_ERROR("setup_dummy: no server_address (the real client's host:port, e.g. 127.0.0.1:50052)");
       return kInvalid;
     }
-    yb::EnableEmbeddedMaster();  // Mooncake's callers may ask for "embedded"
-    auto client = yb::Client::Connect(c);
-    if (!client.ok()) {
-      YB_LOG_ERROR("setup failed: {}", client.status().ToString());
-      return Code(client.status());
-    }
-    h->client = std::move(client).value();
-    h->ready.store(h->client.get(), std::memory_order_release);
-    return 0;
+    yb::ClientConfig c;
+    c.real_client = server_address;
+    c.local_buffer_size = local_buffer_size;
+    return ConnectStore(store, std::move(c));
   });
+}
+
+void* mooncake_store_alloc_shared(size_t size) { return yb::AllocateSharedMemory(size); }
+
+int mooncake_store_free_shared(void* ptr) {
+  if (!ptr) return kNull;
+  yb::Status st = yb::FreeSharedMemory(ptr);
+  return st.ok() ? 0 : Code(st);
 }
 
 // Mooncake's: the master on this host, a 1 GiB staging buffer.

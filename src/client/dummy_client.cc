@@ -3,6 +3,7 @@
 // call forwarded), and its one transport is the relay: the real client moves the bytes between the
 // pool and this process's shared memory (shm/shared_memory.h). Memory the real client cannot see
 // (a caller's own) is staged through the local buffer, which is shared memory.
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ class RelayTransport final : public Transport {
 
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override {
     std::vector<Status> out(batch.size());
+    DropIfClosed();
     pb::RelayBatch msg;
     std::vector<size_t> sent;
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -82,7 +84,6 @@ class RelayTransport final : public Transport {
         if (r.checksum) r.checksum->Moved(r.object_pos, r.local, r.length);
         if (r.landed) r.landed->Landed(r.object_pos, r.local, r.length);
       }
-      if (!out[i].ok() && out[i].code() == Code::kInvalidParams && !reply.ok()) Forget();
     }
     if (!reply.ok()) Forget();  // the real client may have restarted: its tokens are gone with it
     return out;
@@ -133,6 +134,17 @@ class RelayTransport final : public Transport {
     }
     tokens_[f.id] = Held{f.region, token};
     return token;
+  }
+  // The real client never speaks first on the memory connection: a readable one has ended (it
+  // restarted, and knows none of our tokens any more).
+  void DropIfClosed() {
+    MutexLock lock(mu_);
+    if (mem_ < 0) return;
+    pollfd p{mem_, POLLIN, 0};
+    if (poll(&p, 1, 0) == 0) return;
+    close(mem_);
+    mem_ = -1;
+    tokens_.clear();
   }
   void Forget() {
     MutexLock lock(mu_);

@@ -1,7 +1,8 @@
 """`from mooncake.store import ...`, served by Yuebing: every public name of the `yuebing` module
 that Mooncake's `mooncake.store` has (MooncakeDistributedStore, ReplicateConfig, SoftPinAction,
 ReplicaDescriptor with its MemoryDescriptor / DiskDescriptor / Descriptor, BufferHandle,
-TaskType, TaskStatus and QueryTaskResponse for copy and move tasks)."""
+TaskType, TaskStatus and QueryTaskResponse for copy and move tasks, MooncakeHostMemAllocator for a
+dummy client's buffers)."""
 import yuebing
 from yuebing import *  # noqa: F401,F403
 # Mooncake's private tensor codec helpers, which its structured object store looks up here.
