@@ -14,11 +14,13 @@ V bytes, saved with put_parts after an is_exist probe, loaded with batch_get_buf
 of the returned buffers, under LMCache-shaped keys ("vllm@model@world_size@worker@hash").
 
 Run as an "instance": python3 engine.py --master HOST:PORT --prompt-seed S --shared-prefix N ...
+or, as a dummy client of this host's yb-client (Mooncake's standalone mode), --real-client HOST:PORT.
 It prints one JSON line: hit blocks, prefill times, and whether the output with loaded blocks
 equals a full recompute exactly.
 """
 import argparse
 import collections
+import ctypes
 import hashlib
 import json
 import struct
@@ -69,9 +71,18 @@ class Layer:
 class BlockPool:
     """Device blocks: K and V per block, a free-block queue and reference counts."""
 
-    def __init__(self, num_blocks, dim):
-        self.k = np.zeros((num_blocks, BLOCK, dim))
-        self.v = np.zeros((num_blocks, BLOCK, dim))
+    def __init__(self, num_blocks, dim, allocator=None):
+        if allocator is None:
+            self.k = np.zeros((num_blocks, BLOCK, dim))
+            self.v = np.zeros((num_blocks, BLOCK, dim))
+        else:  # memory the store's real client moves blocks into directly (a dummy client's)
+            n = num_blocks * BLOCK * dim
+            self.ptr = allocator.alloc(2 * n * 8)
+            if self.ptr == 0:
+                raise RuntimeError("cannot allocate the block pool")
+            whole = np.ctypeslib.as_array((ctypes.c_double * (2 * n)).from_address(self.ptr))
+            self.k = whole[:n].reshape(num_blocks, BLOCK, dim)
+            self.v = whole[n:].reshape(num_blocks, BLOCK, dim)
         self.free = collections.deque(range(num_blocks))
         self.refs = [0] * num_blocks
 
@@ -200,7 +211,10 @@ def prefill(layer, pool, tokens, block_table, start_block):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--master", required=True)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--master", help="host:port of a yb-master: this engine is a client of the pool")
+    where.add_argument("--real-client", help="host:port of this host's yb-client: this engine is its dummy client "
+                       "(setup_dummy), its block pool in memory from MooncakeHostMemAllocator")
     ap.add_argument("--prompt-seed", type=int, default=1, help="seed of this request's own tokens")
     ap.add_argument("--shared-prefix", type=int, default=256, help="tokens shared by every request")
     ap.add_argument("--tokens", type=int, default=512, help="prompt length (a multiple of 16)")
@@ -208,10 +222,13 @@ def main():
                     help="move blocks as vLLM's connector (multi-buffer batches) or LMCache's (put_parts + "
                     "batch_get_buffer)")
     args = ap.parse_args()
-    from yuebing import MooncakeDistributedStore
+    from yuebing import MooncakeDistributedStore, MooncakeHostMemAllocator
 
     store = MooncakeDistributedStore()
-    rc = store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 64 << 20, "tcp", "", args.master)
+    if args.real_client:
+        rc = store.setup_dummy(0, 16 << 20, args.real_client)
+    else:
+        rc = store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 64 << 20, "tcp", "", args.master)
     if rc != 0:
         raise SystemExit(f"setup failed: {rc}")
     layer = Layer()
@@ -220,7 +237,12 @@ def main():
     tokens = np.concatenate([shared, own])
     hashes = block_hashes(tokens)
 
-    pool = BlockPool(num_blocks=4 * len(hashes), dim=layer.dim)
+    pool = BlockPool(num_blocks=4 * len(hashes), dim=layer.dim,
+                     allocator=MooncakeHostMemAllocator() if args.real_client else None)
+    if args.real_client:
+        for part in (pool.k, pool.v):
+            if store.register_buffer(part.ctypes.data, part.nbytes) != 0:
+                raise SystemExit("register_buffer failed")
     conn = (LMCacheConnector if args.connector == "lmcache" else Connector)(store, pool)
     table = []
     t0 = time.perf_counter()

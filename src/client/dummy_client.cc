@@ -24,13 +24,16 @@
 namespace yb {
 namespace {
 
-// A relayed batch may move a lot through a slow path (TCP to another host): its own deadline.
-constexpr std::chrono::seconds kRelayDeadline{120};
+// A relayed batch waits for the real client as long as a master call does, plus the time its bytes
+// take at 50 MB/s (the slowest path it may take: TCP to another host, busy).
+std::chrono::milliseconds RelayDeadline(std::chrono::milliseconds base, uint64_t bytes) {
+  return base + std::chrono::milliseconds(bytes / (50ULL << 10));
+}
 
 class RelayTransport final : public Transport {
  public:
-  RelayTransport(std::shared_ptr<rpc::RpcChannel> channel, uint16_t port)
-      : channel_(std::move(channel)), port_(port) {}
+  RelayTransport(std::shared_ptr<rpc::RpcChannel> channel, uint16_t port, std::chrono::milliseconds timeout)
+      : channel_(std::move(channel)), port_(port), timeout_(timeout) {}
   ~RelayTransport() override {
     if (mem_ >= 0) close(mem_);
   }
@@ -45,6 +48,7 @@ class RelayTransport final : public Transport {
     DropIfClosed();
     pb::RelayBatch msg;
     std::vector<size_t> sent;
+    uint64_t bytes = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       const TransferRequest& r = batch[i];
       auto found = shm::SharedMemory::Process().Find(r.local, r.length);
@@ -69,9 +73,10 @@ class RelayTransport final : public Transport {
       q->set_land_within_grant(r.land_within_grant);
       if (r.key) q->set_key(*r.key);
       sent.push_back(i);
+      bytes += r.length;
     }
     if (sent.empty()) return out;
-    auto reply = channel_->Call(kDummyRelay, msg.SerializeAsString(), kRelayDeadline);
+    auto reply = channel_->Call(kDummyRelay, msg.SerializeAsString(), RelayDeadline(timeout_, bytes));
     pb::RelayResponse resp;
     if (reply.ok() && (!resp.ParseFromString(*reply) || resp.results_size() != static_cast<int>(sent.size()))) {
       reply = Status(Code::kRpcFail, "malformed relay answer from the real client");
@@ -155,6 +160,7 @@ class RelayTransport final : public Transport {
 
   const std::shared_ptr<rpc::RpcChannel> channel_;
   const uint16_t port_;
+  const std::chrono::milliseconds timeout_;
   struct Held {
     std::weak_ptr<MappedRegion> region;  // a freed and reused id is not mistaken for its successor
     uint64_t token = 0;
@@ -194,9 +200,10 @@ Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
                                       " speaks another version of the dummy protocol");
   }
   auto engine = std::make_shared<TransferEngine>();
-  engine->AddTransport(std::make_shared<RelayTransport>(channel, port));
+  engine->AddTransport(std::make_shared<RelayTransport>(channel, port, timeout));
   ClientConfig effective = config;
   effective.local_hostname = who.hostname() + "/dummy-" + std::to_string(getpid());
+  effective.master_server_addr = socket;  // what its logs name: the master is reached through it
   ClientParts parts;
   parts.master = std::make_shared<rpc::MasterClient>(socket, 0, timeout);
   parts.local_segments = std::make_shared<LocalSegmentRegistry>();
