@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/unix_socket.h"
 #include "transfer/shm/shm_wire.h"
 
 namespace yb::shm {
@@ -21,15 +22,6 @@ namespace yb::shm {
 std::string SocketName(const std::string& endpoint) { return "yuebing-shm:" + endpoint; }
 
 namespace {
-
-// The abstract address of `name` (a leading zero byte: no file, gone with its last descriptor).
-socklen_t Address(const std::string& name, sockaddr_un* addr) {
-  std::memset(addr, 0, sizeof(*addr));
-  addr->sun_family = AF_UNIX;
-  const size_t n = std::min(name.size(), sizeof(addr->sun_path) - 1);
-  std::memcpy(addr->sun_path + 1, name.data(), n);
-  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
-}
 
 void SetTimeouts(int fd, int ms) {
   timeval tv{ms / 1000, (ms % 1000) * 1000};
@@ -48,7 +40,7 @@ Status ShmServer::Start() {
   listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return Status(Code::kInternal, std::string("same-host socket: ") + std::strerror(errno));
   sockaddr_un addr;
-  const socklen_t len = Address(SocketName(options_.endpoint), &addr);
+  const socklen_t len = AbstractUnixAddress(SocketName(options_.endpoint), &addr);
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listen_fd_, 64) != 0 ||
       pipe2(stop_fd_, O_CLOEXEC) != 0) {
     Status st(Code::kInternal,
@@ -113,7 +105,7 @@ bool ShmServer::Answer(int fd) {
       YB_LOG_WARN("same-host transfers: refused a peer ({}; {} so far): it goes over TCP", why, n);
     }
   };
-  if (!TrustedPeer(fd)) {
+  if (!SameUserPeer(fd)) {
     Reply r;
     r.code = static_cast<int32_t>(Code::kIllegalClient);
     refuse("another user");  // counted before the peer can hear of it
@@ -149,23 +141,8 @@ bool ShmServer::Answer(int fd) {
       r.mac = ProofOf(key, true, mine, ask->nonce, ask->segment);
     }
     const std::string out = EncodeReply(r);
-    iovec iov{const_cast<char*>(out.data()), out.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    if (r.code == 0) {
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      const int region_fd = seg.region->fd();
-      std::memcpy(CMSG_DATA(c), &region_fd, sizeof(int));
-    }
     if (r.code == 0) given_.fetch_add(1);  // counted before the peer can use it
-    const bool sent = sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(out.size());
+    const bool sent = SendWithFd(fd, out, r.code == 0 ? seg.region->fd() : -1);
     if (!sent && r.code == 0) given_.fetch_sub(1);
     return sent && r.code == 0;
   }

@@ -14,6 +14,7 @@
 #include "common/checksum.h"
 #include "common/grant.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
 #include "transfer/shm/shm_server.h"
 #include "transfer/shm/shm_wire.h"
 
@@ -22,34 +23,6 @@ namespace yb::shm {
 namespace {
 
 constexpr uint64_t kPiece = 4ULL << 20;  // between two looks at the grant's expiry
-
-// Receives one message and, with it, at most one descriptor (-1 when none came).
-ssize_t RecvWithFd(int sock, char* buf, size_t n, int* fd) {
-  *fd = -1;
-  iovec iov{buf, n};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  const ssize_t got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  if (got < 0) return got;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int f;
-      std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (*fd < 0) {
-        *fd = f;
-      } else {
-        close(f);  // more than asked for: not ours to keep
-      }
-    }
-  }
-  return got;
-}
 
 }  // namespace
 
@@ -137,24 +110,21 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   timeval tv{1, 0};  // an owner that does not answer at once (paused, busy) is left to TCP
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  const std::string name = SocketName(endpoint);
-  const size_t n = std::min(name.size(), sizeof(addr.sun_path) - 1);
-  std::memcpy(addr.sun_path + 1, name.data(), n);
-  if (connect(sock, reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) !=
-      0) {
+  sockaddr_un addr;
+  const socklen_t addr_len = AbstractUnixAddress(SocketName(endpoint), &addr);
+  if (connect(sock, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
     return Status(Code::kTransferFail, "no same-host owner");  // another host's, most likely
   }
-  if (!TrustedPeer(sock)) return Status(Code::kIllegalClient, "the socket's owner is another user");
-  char buf[kAnswerBase + kMaxGrantKey + net::kMacSize + 1];
+  if (!SameUserPeer(sock)) return Status(Code::kIllegalClient, "the socket's owner is another user");
+  constexpr size_t kLongest = kAnswerBase + kMaxGrantKey + net::kMacSize;
+  std::string msg;
   int fd = -1;
-  ssize_t got = RecvWithFd(sock, buf, sizeof(buf), &fd);
+  const bool heard = RecvWithFd(sock, msg, kLongest, &fd);
   if (fd >= 0) close(fd);
-  if (got <= 0) return Status(Code::kTransferFail, "the owner did not answer");
-  auto hello = DecodeHello(std::string_view(buf, static_cast<size_t>(got)));
+  if (!heard) return Status(Code::kTransferFail, "the owner did not answer");
+  auto hello = DecodeHello(msg);
   if (!hello) {
-    auto reply = DecodeReply(std::string_view(buf, static_cast<size_t>(got)));
+    auto reply = DecodeReply(msg);
     if (reply && reply->code != 0) return Status(static_cast<Code>(reply->code), "the owner refused us (our user)");
     return Status(Code::kTransferFail, "the owner's hello is malformed");
   }
@@ -165,14 +135,14 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   if (send(sock, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
     return Status(Code::kTransferFail, "the owner went away");
   }
-  got = RecvWithFd(sock, buf, sizeof(buf), &fd);
+  const bool answered = RecvWithFd(sock, msg, kLongest, &fd);
   struct FdCloser {
     int& fd;
     ~FdCloser() {
       if (fd >= 0) close(fd);
     }
   } fd_closer{fd};
-  auto reply = got > 0 ? DecodeReply(std::string_view(buf, static_cast<size_t>(got))) : std::nullopt;
+  auto reply = answered ? DecodeReply(msg) : std::nullopt;
   if (!reply) return Status(Code::kTransferFail, "the owner's answer is malformed");
   if (reply->code != 0) {
     return Status(static_cast<Code>(reply->code), reply->code == static_cast<int32_t>(Code::kIllegalClient)

@@ -118,12 +118,4 @@ inline std::optional<Reply> DecodeReply(std::string_view in) {
   return r;
 }
 
-// The peer's user may share our memory: the same user, or root.
-inline bool TrustedPeer(int fd) {
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  return cred.uid == getuid() || cred.uid == 0;
-}
-
 }  // namespace yb::shm
