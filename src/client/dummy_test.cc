@@ -2,6 +2,7 @@
 // loopback, and dummies of it in this process, reaching it through its Unix sockets only.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -221,6 +222,41 @@ TEST_F(DummyTest, ARelayIntoTheRealClientsOwnMemoryIsCheckedAgainstItsGrant) {
   EXPECT_EQ(rpc::FromPb(resp.results(3)).code(), Code::kInvalidParams);
   EXPECT_EQ(dummies_->relayed_bytes(), 0u);
   close(mem);
+}
+
+TEST_F(DummyTest, AProcessOfAnotherUserIsRefusedOnBothSockets) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to run a process as another user";
+  const std::string rpc_name = DummyRpcSocket(port_).substr(1), mem_name = DummyMemorySocket(port_);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // raw system calls only: this process has threads it did not inherit
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    sockaddr_un addr;
+    // The RPC: the connection is closed before a byte is read from it.
+    int rpc = socket(AF_UNIX, SOCK_STREAM, 0);
+    socklen_t len = AbstractUnixAddress(rpc_name, &addr);
+    if (connect(rpc, reinterpret_cast<sockaddr*>(&addr), len) != 0) _exit(3);
+    char b;
+    timeval tv{5, 0};
+    setsockopt(rpc, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (read(rpc, &b, 1) != 0) _exit(4);
+    // The memory: an answer that refuses, and no more.
+    int mem = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    len = AbstractUnixAddress(mem_name, &addr);
+    if (connect(mem, reinterpret_cast<sockaddr*>(&addr), len) != 0) _exit(5);
+    setsockopt(mem, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char answer[16];
+    if (recv(mem, answer, sizeof(answer), 0) != 16) _exit(6);
+    int32_t code = 0;
+    std::memcpy(&code, answer + 4, 4);
+    _exit(code == static_cast<int32_t>(Code::kIllegalClient) ? 0 : 7);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(dummies_->refused(), 1u);  // the memory socket's count; the RPC's refusal is logged
+  EXPECT_EQ(dummies_->dummies(), 0u);
 }
 
 TEST(DummyConfigTest, ADummyWithoutARealClientIsToldWhereToStartOne) {
