@@ -6,6 +6,8 @@
 # YB_BENCH_LOG=off runs it without one (--metadata_dir ""), for the same-run comparison.
 # YB_BENCH_SAME_HOST=off starts the storage client with --same_host_transfers false: yb-bench then
 # moves its bytes over loopback TCP instead of through the storage client's memory.
+# YB_BENCH_DUMMY=1 runs yb-bench's put/get cases as a dummy client of the storage client (setup_dummy:
+# every call served by it through its Unix sockets, values in memory it maps).
 # YB_BENCH_STANDBY=1 runs it as the leader of two masters under a temporary etcd (--enable_ha), with
 # one hot standby that must have each change before it is answered.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
@@ -46,7 +48,10 @@ else
     ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
   MASTER=$!
 fi
-"$BIN/yb-client" --host 127.0.0.1 --port 0 --local_hostname storage --master_server_address "127.0.0.1:$PORT" \
+CLIENT_PORT=$((PORT + 2))
+DUMMY=()
+[[ ${YB_BENCH_DUMMY:-0} == 1 ]] && DUMMY=(--real_client "127.0.0.1:$CLIENT_PORT")
+"$BIN/yb-client" --host 127.0.0.1 --port "$CLIENT_PORT" --local_hostname storage --master_server_address "127.0.0.1:$PORT" \
   --global_segment_size 3GB --same_host_transfers "$([[ ${YB_BENCH_SAME_HOST:-on} == off ]] && echo false || echo true)" \
   >"$LOG/client.log" 2>&1 &
 CLIENT=$!
@@ -56,4 +61,4 @@ for _ in $(seq 600); do  # up to a minute: faulting 3 GB of huge pages in can ta
   sleep 0.1
 done
 [[ $out == *storage* ]] || { echo "storage client did not mount:" >&2; cat "$LOG"/*.log >&2; exit 1; }
-"$BIN/yb-bench" --master "127.0.0.1:$PORT" --master_pid "$MASTER" "$@"
+"$BIN/yb-bench" --master "127.0.0.1:$PORT" --master_pid "$MASTER" "${DUMMY[@]}" "$@"

@@ -355,13 +355,16 @@ json Latency(std::vector<double>& us) {
 }
 
 // The data cases' client: a pure caller (every byte crosses TCP to another process), set up from
-// the environment as a caller's process would be (YB_AUTH_SECRET_FILE, YB_TLS_*, MC_SLICE_SIZE).
+// the environment as a caller's process would be (YB_AUTH_SECRET_FILE, YB_TLS_*, MC_SLICE_SIZE);
+// with --real_client, a dummy of that yb-client instead.
+std::string g_real_client;
 yb::ClientConfig CallerConfig(const std::string& master, bool checksum) {
   yb::ClientConfig c;
   yb::ApplyEnvironment(c, [](const char* name) { return std::getenv(name); });
   c.enable_checksum = checksum;
   c.local_hostname = "127.0.0.1";
   c.master_server_addr = master;
+  c.real_client = g_real_client;
   c.global_segment_size = 0;
   c.local_buffer_size = 64ULL << 20;
   return c;
@@ -379,8 +382,23 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
   json out = json::array();
   for (uint64_t size : sizes) {
     uint64_t max_objects = std::max<uint64_t>(16, std::min<uint64_t>(20000, (512ULL << 20) / size));
-    std::vector<char> buf(size);
-    for (size_t i = 0; i < size; ++i) buf[i] = static_cast<char>(i * 13);
+    // A dummy's values in memory its real client maps (as SGLang's host pool is): moved straight.
+    struct Buffer {
+      explicit Buffer(uint64_t n) : shared(!g_real_client.empty()) {
+        p = shared ? static_cast<char*>(yb::AllocateSharedMemory(n)) : new char[n];
+      }
+      ~Buffer() {
+        if (shared) {
+          (void)yb::FreeSharedMemory(p);
+        } else {
+          delete[] p;
+        }
+      }
+      char* data() const { return p; }
+      bool shared;
+      char* p;
+    } buf(size);
+    for (size_t i = 0; i < size; ++i) buf.data()[i] = static_cast<char>(i * 13);
     std::vector<double> put_us, get_us;
     auto t0 = Clock::now();
     uint64_t n = 0;
@@ -554,6 +572,9 @@ int main(int argc, char** argv) {
   int session_layers = 0;
   std::vector<std::string> device_sizes{"1MB", "4MB"};
   app.add_option("--master", master, "yb-master host:port (with at least one yb-client mounted)");
+  app.add_option("--real_client", g_real_client,
+                 "host:port of this host's yb-client: the put/get cases run as its dummy client (setup_dummy), "
+                 "values in memory it maps");
   app.add_option("--value_sizes", value_sizes, "put/get value sizes (\"64KB\", bytes)")->delimiter(',');
   app.add_option("--enable_checksum", checksum, "record and check checksums in the put/get benchmark");
   app.add_option("--seconds", seconds, "duration of each measurement");

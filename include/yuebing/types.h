@@ -90,6 +90,10 @@ struct SegmentDesc {
   // The key the master mints this segment's grants with (kGrantKeySize random bytes the owner draws
   // at mount). Secret: the master never lists it.
   std::string grant_key = {};
+  // The owner's host: "hostname/boot id" (HostIdentity()), announced at mount. A process whose
+  // own differs reaches the segment over the network without trying the same-host transport;
+  // "" (an owner that did not say) is tried.
+  std::string host_id = {};
 };
 
 // The endpoint of a segment served only inside its owner's process (an embedded master's clients).

@@ -12,6 +12,7 @@
 #include "client/client_internal.h"
 #include "client/leader_follower.h"
 #include "client/segment_directory.h"
+#include "common/host_identity.h"
 #include "common/log.h"
 #include "common/segment_name.h"
 #include "rpc/master_client.h"
@@ -127,6 +128,8 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   if (config.same_host_transfers) {  // own process, same host, then TCP
     shm::ShmTransport::Options o;
     o.data_key = [security = *security] { return security->data_key(); };
+    o.host_of = [directory](SegmentId s) { return directory->HostOf(s); };
+    o.my_host = HostIdentity();
     engine->AddTransport(std::make_shared<shm::ShmTransport>(resolve, tcp, o));
   }
   engine->AddTransport(tcp);

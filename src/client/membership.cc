@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/grant.h"
+#include "common/host_identity.h"
 
 namespace yb {
 
@@ -91,7 +92,8 @@ Result<std::vector<SegmentDesc>> Membership::MountRegion(const std::shared_ptr<M
                   endpoint_,
                   incarnation,
                   config_.zone,
-                  NewGrantKey()};
+                  NewGrantKey(),
+                  HostIdentity()};
     local_->Add(d.id, LocalSegment{region, region->data() + off, size, d.grant_key});
     if (served_) served_->Add(d.id, LocalSegment{region, region->data() + off, size, d.grant_key});
     Status st = master_->MountSegment(ctx(), d);

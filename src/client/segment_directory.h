@@ -29,6 +29,14 @@ class SegmentDirectory {
                    std::chrono::milliseconds refresh_interval = std::chrono::milliseconds(200))
       : master_(master), clock_(clock), refresh_interval_(refresh_interval.count()) {}
 
+  // The owner's host identity (SegmentDesc::host_id) as last listed; "" when unknown. Never asks
+  // the master.
+  std::string HostOf(SegmentId id) const {
+    std::lock_guard lock(mu_);
+    auto it = hosts_.find(id);
+    return it == hosts_.end() ? std::string() : it->second;
+  }
+
   std::optional<std::string> Resolve(SegmentId id) {
     std::unique_lock lock(mu_);
     // Found, or not found by a refresh that started after this miss (one already out may predate
@@ -66,12 +74,18 @@ class SegmentDirectory {
     last_refresh_ = now;
     lock.unlock();
     auto list = master_.ListSegments();
-    std::unordered_map<SegmentId, std::string> fresh;
+    std::unordered_map<SegmentId, std::string> fresh, hosts;
     if (list.ok()) {
-      for (const auto& u : *list) fresh[u.desc.id] = u.desc.endpoint;
+      for (const auto& u : *list) {
+        fresh[u.desc.id] = u.desc.endpoint;
+        if (!u.desc.host_id.empty()) hosts[u.desc.id] = u.desc.host_id;
+      }
     }
     lock.lock();
-    if (list.ok()) endpoints_.swap(fresh);
+    if (list.ok()) {
+      endpoints_.swap(fresh);
+      hosts_.swap(hosts);
+    }
     ++done_;
     cv_.notify_all();
   }
@@ -79,9 +93,10 @@ class SegmentDirectory {
   MasterApi& master_;
   const Clock& clock_;
   const TimeMs refresh_interval_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<SegmentId, std::string> endpoints_;  // guarded by mu_
+  std::unordered_map<SegmentId, std::string> hosts_;      // owners' host identities; guarded by mu_
   TimeMs last_refresh_ = 0;                               // when the last refresh started; guarded by mu_
   uint64_t started_ = 0, done_ = 0;  // refreshes, one at a time (one is out while they differ); guarded by mu_
 };

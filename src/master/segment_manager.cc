@@ -129,6 +129,7 @@ pb::LogSegment SegmentManager::ToLog(const Segment& seg) {
   s.set_incarnation(seg.desc.incarnation);
   s.set_zone(seg.desc.zone);
   s.set_grant_key(seg.desc.grant_key);
+  s.set_host_id(seg.desc.host_id);
   if (seg.only_tenant) s.set_only_tenant(*seg.only_tenant);
   return s;
 }
@@ -254,6 +255,10 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std
   if (desc.zone.size() > kMaxZoneLength) {
     return Status(Code::kInvalidParams,
                   "zone of " + std::to_string(desc.zone.size()) + " bytes exceeds " + std::to_string(kMaxZoneLength));
+  }
+  if (desc.host_id.size() > kMaxHostNameLength) {
+    return Status(Code::kInvalidParams, "a segment's host identity has at most " + std::to_string(kMaxHostNameLength) +
+                                            " bytes");
   }
   if (desc.size >= (1ULL << 56)) return Status(Code::kInvalidParams, "segment is larger than 64 PiB");
   if (!desc.grant_key.empty() && desc.grant_key.size() != kGrantKeySize) {

@@ -47,7 +47,8 @@ void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
 }
 
 SegmentDesc FromPb(const pb::Segment& s) {
-  return SegmentDesc{s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.incarnation(), s.zone(), s.grant_key()};
+  return SegmentDesc{s.id(),   s.name(),      s.base(),      s.size(),   s.endpoint(),
+                     s.incarnation(), s.zone(), s.grant_key(), s.host_id()};
 }
 
 void ToPb(const SegmentDesc& s, pb::Segment* out) {
@@ -58,6 +59,7 @@ void ToPb(const SegmentDesc& s, pb::Segment* out) {
   out->set_endpoint(s.endpoint);
   out->set_incarnation(s.incarnation);
   out->set_zone(s.zone);
+  out->set_host_id(s.host_id);
   if (!s.grant_key.empty()) out->set_grant_key(s.grant_key);
 }
 

@@ -57,6 +57,10 @@ size_t ShmTransport::mapped_segments() const {
 }
 
 std::shared_ptr<const ShmTransport::Mapped> ShmTransport::Find(SegmentId segment) const {
+  if (options_.host_of) {
+    const std::string host = options_.host_of(segment);
+    if (!host.empty() && host != options_.my_host) return nullptr;  // another host's: not worth a try
+  }
   auto endpoint = resolver_(segment);
   const TimeMs now = Now();
   {

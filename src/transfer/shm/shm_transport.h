@@ -35,6 +35,10 @@ class ShmTransport final : public Transport {
     const Clock* clock = nullptr;       // for the pauses; null: the steady clock
     const Clock* wall_clock = nullptr;  // grants' expiry, Unix ms; null: WallMs()
     TimeMs retry_ms = 30000;            // an endpoint not mapped is asked again after this
+    // The segment owner's host identity as the master lists it ("" unknown), and ours: a segment
+    // of another host is left to the next transport without a try.
+    std::function<std::string(SegmentId)> host_of;
+    std::string my_host;
   };
   ShmTransport(Resolver resolver, std::shared_ptr<Transport> fallback, Options options);
 

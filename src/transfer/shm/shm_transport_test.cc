@@ -13,6 +13,7 @@
 
 #include "common/checksum.h"
 #include "common/grant.h"
+#include "common/host_identity.h"
 #include "transfer/shm/shm_server.h"
 
 namespace yb::shm {
@@ -53,9 +54,11 @@ class ShmTransportTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start().ok());
   }
 
-  std::unique_ptr<ShmTransport> Peer(const std::string& data_key) {
+  std::unique_ptr<ShmTransport> Peer(const std::string& data_key, std::string owner_host = "") {
     ShmTransport::Options o;
     o.data_key = [data_key] { return data_key; };
+    o.host_of = [owner_host](SegmentId) { return owner_host; };
+    o.my_host = HostIdentity();
     o.clock = &clock_;
     o.wall_clock = &wall_;
     return std::make_unique<ShmTransport>(
@@ -111,6 +114,17 @@ TEST_F(ShmTransportTest, BytesMoveThroughTheOwnersMemoryAndChecksumsAreTaken) {
   EXPECT_EQ(read.Finish(whole), ObjectChecksum(value.data(), value.size()));
   EXPECT_EQ(server_->given(), 1u);  // mapped once
   EXPECT_EQ(fallback_->submitted, 0u);
+}
+
+TEST_F(ShmTransportTest, ASegmentTheMasterListsOnAnotherHostIsNotTried) {
+  Serve("");
+  EXPECT_FALSE(Peer("", "another-host/0000")->Reaches(5));
+  EXPECT_EQ(server_->given() + server_->refused(), 0u);  // the owner never heard of us
+  EXPECT_TRUE(Peer("", HostIdentity())->Reaches(5));       // this host's: mapped
+  EXPECT_TRUE(Peer("", "")->Reaches(5));                   // an owner that did not say: tried
+  EXPECT_EQ(server_->given(), 2u);
+  EXPECT_NE(HostIdentity().find('/'), std::string::npos);
+  EXPECT_GT(HostIdentity().size(), 30u);  // "hostname/" and a boot id
 }
 
 TEST_F(ShmTransportTest, EveryRequestIsCheckedAgainstItsGrantAsTheOwnerChecksIt) {
