@@ -165,12 +165,18 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     }
     const PendingPut* p = s.FindPending(hk);
     if (!p) return Status::OK();
-    if (now - p->started < config_.put_start_discard_timeout_sec * 1000) {
+    // A writer this master declared dead, or that left, finishes nothing: its Put is taken over at
+    // once (past a client_ttl after a restart, when live writers have registered again).
+    const bool writer_gone =
+        !clients_.Known(p->writer) && now - started_ms_ >= static_cast<TimeMs>(config_.client_ttl_sec) * 1000;
+    if (!writer_gone && now - p->started < config_.put_start_discard_timeout_sec * 1000) {
       return Status(Code::kObjectAlreadyExists, "key " + Quote(key) + " is being written");
     }
-    // Take over a Put unfinished for put_start_discard_timeout: its writer may still be copying,
-    // so its space is released only at put_start_release_timeout.
-    YB_LOG_WARN("taking over key {} from client {}", Quote(key), p->writer.ToString());
+    // Take over a Put unfinished for put_start_discard_timeout (or whose writer is gone): its writer
+    // may still be copying (a paused process the master gave up on), so its space is released only
+    // at put_start_release_timeout.
+    YB_LOG_WARN("taking over key {} from client {}{}", Quote(key), p->writer.ToString(),
+                writer_gone ? " (declared dead, or left)" : "");
     PendingPut old = s.TakePending(hk);
     MutexLock dl(discarded_mu_);
     discarded_.push_back(Discarded{old.started + config_.put_start_release_timeout_sec * 1000, old.tenant, old.size,

@@ -308,6 +308,9 @@ class MasterService final : public MasterApi {
   std::string identity_key_;
   const bool local_first_ = config_.allocation_strategy == "local_first";
   const Clock& clock_;
+  // When this master started: until a client_ttl later, a writer it does not know may be one
+  // re-registering after its restart.
+  const TimeMs started_ms_ = clock_.NowMs();
   // How long freed ranges are held (grant_hold.h): the longest grant, and the clocks' margin.
   static constexpr TimeMs kGrantClockMarginMs = 5000;
   // How long a copy's source grant outlives the copy's deadline (--repair_task_timeout_sec).

@@ -295,6 +295,20 @@ TEST_F(MasterServiceTest, UnfinishedPutIsTakenOverAfter30sAndReclaimedAfter600s)
   EXPECT_EQ(master_->Stats().pending_puts, 0u);
 }
 
+TEST_F(MasterServiceTest, AnUnfinishedPutOfAWriterThatIsGoneIsTakenOverAtOnce) {
+  Mount("a", 1 << 20);
+  CallContext gone = Register(ClientId{3, 3});
+  CallContext other = Register(ClientId{4, 4});
+  ASSERT_TRUE(master_->PutStart(gone, "k", 1000, {}).ok());
+  EXPECT_EQ(master_->PutStart(other, "k", 1000, {}).code(), Code::kObjectAlreadyExists);  // alive: its own
+  clock_.AdvanceSec(config_.client_ttl_sec);  // live writers have had time to register again
+  EXPECT_EQ(master_->PutStart(other, "k", 1000, {}).code(), Code::kObjectAlreadyExists);
+  ASSERT_TRUE(master_->UnregisterClient(gone).ok());  // as one declared dead is forgotten
+  ASSERT_TRUE(master_->PutStart(other, "k", 1000, {}).ok());
+  ASSERT_TRUE(master_->PutEnd(other, "k", std::nullopt).ok());
+  EXPECT_EQ(master_->GetReplicaList(other, "k", false)->size, 1000u);
+}
+
 TEST_F(MasterServiceTest, UnmountDropsReplicasAndObjectsLeftWithNone) {
   CallContext owner_b = Register(ClientId{2, 2});
   Mount("a", 1 << 20);

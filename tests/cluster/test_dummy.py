@@ -129,14 +129,17 @@ def test_a_dummy_killed_mid_transfer_leaves_the_real_client_and_the_pool_consist
     # Its memory is unmapped, its connection gone.
     wait_until(lambda: client_metrics(http)["yb_client_dummies"] == 0, 10, "the killed dummy's connection to end")
     assert client_metrics(http)["yb_client_dummy_regions"] == 0
-    # Its unfinished upserts are released once the master declares it dead (client_ttl): another
-    # dummy writes the same keys and reads them back whole.
+    # Its unfinished upserts are taken over once the master declares it dead (client_ttl), not 30 s
+    # later (put_start_discard_timeout): another dummy writes the same keys and reads them back whole.
     s = dummy(port)
     try:
         n = 4 << 20
+        codes = []
+
         def rewrites():
-            return all(s.upsert(f"hot-{i}", value(n, 40 + i)) == 0 for i in range(4))
-        wait_until(rewrites, 15, "the killed dummy's keys to be writable again")
+            codes[:] = [s.upsert(f"hot-{i}", value(n, 40 + i)) for i in range(4)]
+            return codes == [0] * 4
+        wait_until(rewrites, 15, f"the killed dummy's keys to be writable again (upserts answer {codes})")
         for i in range(4):
             assert s.get(f"hot-{i}") == value(n, 40 + i)
     finally:
