@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"random", "free_ratio_first", "local_first"}));
   app.add_option("--memory_allocator", f.memory_allocator, "offset (the only one)")->check(CLI::IsMember({"offset"}));
   app.add_option("--put_start_discard_timeout_sec", mc.put_start_discard_timeout_sec,
-                 "seconds before another writer may take over an unfinished Put");
+                 "seconds before another writer may take over an unfinished Put (at once when its writer was declared "
+                 "dead or left)");
   app.add_option("--put_start_release_timeout_sec", mc.put_start_release_timeout_sec,
                  "seconds before an unfinished Put's space is reclaimed");
   app.add_option("--enable_ha", f.enable_ha,
