@@ -187,7 +187,10 @@ int main(int argc, char** argv) {
     // Named after the port the dummies are told (--port), or the one taken when that was 0.
     const std::string& name = (*client)->hostname();
     const auto dummy_port = static_cast<uint16_t>(port != 0 ? port : std::stoi(name.substr(name.rfind(':') + 1)));
-    auto served = yb::DummyServer::Start(**client, {dummy_port});
+    yb::DummyServer::Options o;
+    o.port = dummy_port;
+    o.segments_shared = c.same_host_transfers && c.auth_secret_file.empty();
+    auto served = yb::DummyServer::Start(**client, o);
     if (served.ok()) {
       dummies = std::move(served).value();
       dummy_server = dummies.get();

@@ -1,8 +1,10 @@
 // ConnectDummy: a client of the real client of this host (dummy_server.h), with no master address
 // and no network connection of its own. Its master is the real client's RPC socket (every master
-// call forwarded), and its one transport is the relay: the real client moves the bytes between the
-// pool and this process's shared memory (shm/shared_memory.h). Memory the real client cannot see
-// (a caller's own) is staged through the local buffer, which is shared memory.
+// call forwarded). Its transports: the same-host one, for segments of this host whose owners share
+// them without a proof (the real client's, when it runs without a secret), and the relay for the
+// rest: the real client moves those bytes between the pool and this process's shared memory
+// (shm/shared_memory.h). Memory the real client cannot see (a caller's own) is staged through the
+// local buffer, which is shared memory.
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,7 +14,9 @@
 
 #include "client/client_internal.h"
 #include "client/dummy_server.h"
+#include "client/segment_directory.h"
 #include "common/grant.h"
+#include "common/host_identity.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "dummy.pb.h"
@@ -20,6 +24,7 @@
 #include "rpc/master_client.h"
 #include "rpc/master_convert.h"
 #include "transfer/shm/shared_memory.h"
+#include "transfer/shm/shm_transport.h"
 
 namespace yb {
 namespace {
@@ -199,16 +204,38 @@ Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
     return Status(Code::kRpcFail, "setup_dummy: the real client at port " + std::to_string(port) +
                                       " speaks another version of the dummy protocol");
   }
+  // What the master is reached through: the real client's socket, every method forwarded.
+  struct Plumbing {
+    RealClock clock;
+    std::shared_ptr<rpc::RpcChannel> channel;
+    std::shared_ptr<MasterApi> master;
+    std::shared_ptr<SegmentDirectory> directory;
+  };
+  auto plumbing = std::make_shared<Plumbing>();
+  plumbing->channel = channel;
+  plumbing->master = std::make_shared<rpc::MasterClient>(socket, 0, timeout);
   auto engine = std::make_shared<TransferEngine>();
-  engine->AddTransport(std::make_shared<RelayTransport>(channel, port, timeout));
+  auto relay = std::make_shared<RelayTransport>(channel, port, timeout);
+  if (config.same_host_transfers && who.segments_shared()) {
+    // The pool's segments on this host (the real client's first) are mapped here and moved by one
+    // memcpy of this process, as any process of the host moves them; the rest goes through the relay.
+    plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master, plumbing->clock);
+    auto directory = plumbing->directory;
+    shm::ShmTransport::Options o;
+    o.host_of = [directory](SegmentId s) { return directory->HostOf(s); };
+    o.my_host = HostIdentity();
+    engine->AddTransport(std::make_shared<shm::ShmTransport>([directory](SegmentId s) { return directory->Resolve(s); },
+                                                             relay, o));
+  }
+  engine->AddTransport(relay);
   ClientConfig effective = config;
   effective.local_hostname = who.hostname() + "/dummy-" + std::to_string(getpid());
   effective.master_server_addr = socket;  // what its logs name: the master is reached through it
   ClientParts parts;
-  parts.master = std::make_shared<rpc::MasterClient>(socket, 0, timeout);
+  parts.master = plumbing->master;
   parts.local_segments = std::make_shared<LocalSegmentRegistry>();
   parts.engine = engine;
-  parts.keepalive = channel;
+  parts.keepalive = plumbing;
   auto client = ClientInternal::Create(effective, std::move(parts));
   if (!client.ok()) return client;
   YB_LOG_INFO("dummy client '{}' of the real client at port {} of this host", effective.local_hostname, port);

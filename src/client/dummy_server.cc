@@ -70,6 +70,7 @@ Result<std::unique_ptr<DummyServer>> DummyServer::Start(Client& real, Options op
     pb::DummyHelloResponse resp;
     resp.set_hostname(self->real_.hostname());
     resp.set_version(kDummyProtocolVersion);
+    resp.set_segments_shared(self->options_.segments_shared);
     YB_LOG_INFO("dummy client (pid {}) connected", req.pid());
     resp.AppendToString(&reply);
     return Status::OK();

@@ -53,6 +53,9 @@ class DummyServer {
     uint16_t port = 0;  // the real client's transfer port: names the sockets
     int threads = 8;    // serving threads of the RPC (a relayed transfer holds one while it runs)
     const Clock* wall_clock = nullptr;  // grant expiry (tests); null: the system's
+    // The real client shares its segments with processes of this host without a proof (same-host
+    // transfers on, no secret): its dummies then map them and move those bytes themselves.
+    bool segments_shared = false;
   };
   // Serves dummies of `real` (which must outlive the server) until Stop or destruction. An error
   // when the names are taken (another real client of this network namespace serves that port).

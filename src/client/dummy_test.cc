@@ -149,6 +149,26 @@ TEST_F(DummyTest, EveryCallOfADummyIsServedByItsRealClientAndTheBytesAreExact) {
   EXPECT_EQ(FreeSharedMemory(dst).code(), Code::kInvalidParams);
 }
 
+TEST_F(DummyTest, ADummyMovesTheBytesOfSegmentsItsRealClientSharesItself) {
+  dummies_.reset();
+  DummyServer::Options o;
+  o.port = port_;
+  o.segments_shared = true;  // no secret here: the real client's segment may be mapped
+  auto served = DummyServer::Start(*real_, o);
+  ASSERT_TRUE(served.ok());
+  dummies_ = std::move(served).value();
+  auto dummy = Dummy();
+  ASSERT_NE(dummy, nullptr);
+  const std::string v = Bytes(3 << 20, 11);
+  ASSERT_TRUE(dummy->Put("m", v.data(), v.size()).ok());  // the caller's own memory: no staging needed
+  auto back = dummy->Get("m");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, v);
+  EXPECT_EQ(*real_->Get("m"), v);
+  EXPECT_EQ(dummies_->relayed_bytes(), 0u);  // none through the real client
+  EXPECT_GE(real_->Stats().transfer.same_host_given, 1u);
+}
+
 TEST_F(DummyTest, ADummysMemoryIsUnmappedWhenItGoesAndItsPutsAreItsOwn) {
   auto one = Dummy();
   auto two = Dummy();

@@ -81,6 +81,7 @@ def main():
             s.upsert_from(f"hot-{i % 4}", p, n)
             s.get_into(f"hot-{(i + 1) % 4}", p + n, n)
             i += 1
+            print(i, flush=True)
     if mode == "sockets":  # its calls work, and none of its sockets is a TCP one
         assert s.put("mine", b"x" * 100000) == 0 and s.get("mine") == b"x" * 100000
         mine = my_socket_inodes()

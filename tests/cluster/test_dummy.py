@@ -35,10 +35,10 @@ def value(n, seed):
         bytes((i * 131 + seed) % 251 for i in range(n % 4096))
 
 
-def real_client(cluster, name="node", size="128MB"):
+def real_client(cluster, name="node", size="128MB", extra=()):
     """A yb-client on a fixed port (what dummies are told), with /metrics; (port, http port)."""
     port, http = free_port(), free_port()
-    cluster.start_client(name, size=size, port=port, extra=["--metrics_port", str(http)])
+    cluster.start_client(name, size=size, port=port, extra=["--metrics_port", str(http)] + list(extra))
     wait_until(lambda: client_metrics(http).get("yb_client_segments") == 1, 10, f"{name}'s /metrics")
     return port, http
 
@@ -54,9 +54,12 @@ def worker(mode, port, *args, **kw):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, **kw)
 
 
-def test_every_call_of_a_dummy_is_served_by_its_real_client(cluster):
+@pytest.mark.parametrize("shared", [True, False], ids=["segments-mapped", "relay-only"])
+def test_every_call_of_a_dummy_is_served_by_its_real_client(cluster, shared):
+    """The real client shares its segment (no secret): the dummy maps it and moves those bytes
+    itself; or it does not (--same_host_transfers false): it moves every byte for the dummy."""
     cluster.start_master()
-    port, http = real_client(cluster)
+    port, http = real_client(cluster, extra=[] if shared else ["--same_host_transfers", "false"])
     s = dummy(port)
     try:
         assert "/dummy-" in s.get_hostname()
@@ -80,8 +83,13 @@ def test_every_call_of_a_dummy_is_served_by_its_real_client(cluster):
     finally:
         assert s.close() == 0
     m = client_metrics(http)
-    assert m["yb_client_dummy_relayed_bytes_total"] >= moved + 4 * n
-    # The real client's transfer server served none of it: the relay moved it in its own memory.
+    if shared:
+        assert m["yb_client_same_host_given_total"] >= 1
+        assert m["yb_client_dummy_relayed_bytes_total"] == 0
+    else:
+        assert m["yb_client_same_host_given_total"] == 0
+        assert m["yb_client_dummy_relayed_bytes_total"] >= moved + 4 * n
+    # The real client's transfer server served none of it: no byte crossed TCP.
     assert m["yb_client_served_written_bytes_total"] + m["yb_client_served_read_bytes_total"] == 0
     wait_until(lambda: client_metrics(http)["yb_client_dummies"] == 0, 10, "the dummy to be gone")
     assert client_metrics(http)["yb_client_dummy_regions"] == 0
@@ -117,13 +125,14 @@ def test_eight_dummies_of_one_real_client_with_mixed_calls(cluster):
     wait_until(lambda: client_metrics(http)["yb_client_dummies"] == 0, 10, "every dummy to be gone")
 
 
-def test_a_dummy_killed_mid_transfer_leaves_the_real_client_and_the_pool_consistent(cluster):
+@pytest.mark.parametrize("shared", [True, False], ids=["segments-mapped", "relay-only"])
+def test_a_dummy_killed_mid_transfer_leaves_the_real_client_and_the_pool_consistent(cluster, shared):
     cluster.start_master()
-    port, http = real_client(cluster)
+    port, http = real_client(cluster, extra=[] if shared else ["--same_host_transfers", "false"])
     p = worker("loop", port)
     assert p.stdout.readline().strip() == "ready"
-    wait_until(lambda: client_metrics(http)["yb_client_dummy_relayed_bytes_total"] > 64 << 20, 30,
-               "the dummy to move bytes")
+    for _ in range(10):  # rounds of 4 MiB upserts and gets, then killed in the middle of one
+        assert p.stdout.readline().strip()
     p.send_signal(signal.SIGKILL)
     p.wait(10)
     # Its memory is unmapped, its connection gone.
@@ -198,7 +207,8 @@ def test_sglang_standalone_storage_replay(cluster):
     assert store.batch_get_into(keys, ptrs, [page_bytes] * pages) == [page_bytes] * pages
     assert torch.equal(kv, expect)
     assert store.close() == 0
-    assert client_metrics(http)["yb_client_dummy_relayed_bytes_total"] >= 2 * size
+    m = client_metrics(http)
+    assert m["yb_client_served_written_bytes_total"] + m["yb_client_served_read_bytes_total"] == 0
 
 
 def run_engine(port, seed):
@@ -216,4 +226,5 @@ def test_the_paged_attention_example_with_two_engines_as_dummies_of_one_real_cli
     assert a["hit_blocks"] == 0 and a["saved_blocks"] == 32 and a["exact_match"]
     b = run(2)
     assert b["hit_blocks"] == 16 and b["saved_blocks"] == 16 and b["exact_match"]
-    assert client_metrics(http)["yb_client_dummy_relayed_bytes_total"] > 0
+    m = client_metrics(http)
+    assert m["yb_client_served_written_bytes_total"] + m["yb_client_served_read_bytes_total"] == 0
