@@ -49,9 +49,22 @@ def dummy(port, local_buffer=16 << 20):
     return s
 
 
-def worker(mode, port, *args, **kw):
-    return subprocess.Popen([sys.executable, WORKER, mode, f"127.0.0.1:{port}"] + [str(a) for a in args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, **kw)
+@pytest.fixture
+def worker():
+    """Starts dummy_worker.py processes; each is killed after the test, whatever its outcome."""
+    started = []
+
+    def start(mode, port, *args, **kw):
+        p = subprocess.Popen([sys.executable, WORKER, mode, f"127.0.0.1:{port}"] + [str(a) for a in args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, **kw)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["segments-mapped", "relay-only"])
@@ -95,7 +108,7 @@ def test_every_call_of_a_dummy_is_served_by_its_real_client(cluster, shared):
     assert client_metrics(http)["yb_client_dummy_regions"] == 0
 
 
-def test_a_dummy_opens_no_network_connection_of_its_own(cluster):
+def test_a_dummy_opens_no_network_connection_of_its_own(cluster, worker):
     cluster.start_master()
     port, _ = real_client(cluster)
     p = worker("sockets", port)
@@ -110,7 +123,7 @@ def test_a_dummy_without_its_real_client_is_told_where_to_start_one(cluster):
     assert s.setup_dummy(0, 16 << 20, "no-port") != 0
 
 
-def test_eight_dummies_of_one_real_client_with_mixed_calls(cluster):
+def test_eight_dummies_of_one_real_client_with_mixed_calls(cluster, worker):
     cluster.start_master()
     port, http = real_client(cluster, size="256MB")
     s = dummy(port)
@@ -126,7 +139,7 @@ def test_eight_dummies_of_one_real_client_with_mixed_calls(cluster):
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["segments-mapped", "relay-only"])
-def test_a_dummy_killed_mid_transfer_leaves_the_real_client_and_the_pool_consistent(cluster, shared):
+def test_a_dummy_killed_mid_transfer_leaves_the_real_client_and_the_pool_consistent(cluster, shared, worker):
     cluster.start_master()
     port, http = real_client(cluster, extra=[] if shared else ["--same_host_transfers", "false"])
     p = worker("loop", port)
@@ -155,7 +168,7 @@ def test_a_dummy_killed_mid_transfer_leaves_the_real_client_and_the_pool_consist
         assert s.close() == 0
 
 
-def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_when_it_returns(cluster):
+def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_when_it_returns(cluster, worker):
     cluster.start_master()
     port, http = real_client(cluster)
     p = worker("wait", port, stdin=subprocess.PIPE)
