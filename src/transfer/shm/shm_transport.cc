@@ -1,5 +1,6 @@
 #include "transfer/shm/shm_transport.h"
 
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -37,6 +38,7 @@ TimeMs ShmTransport::Now() const {
 int64_t ShmTransport::Wall() const { return WallMs(options_.wall_clock); }
 
 ShmTransport::Mapped::~Mapped() {
+  if (fd >= 0) close(fd);
   if (alive >= 0) close(alive);
 }
 
@@ -160,6 +162,7 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   if (fd < 0 || reply->offset > reply->region_size || reply->size > reply->region_size - reply->offset) {
     return Status(Code::kTransferFail, "the owner's answer names no memory that fits");
   }
+  const int kept = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // for writes (WriteAt); -1: they go through the mapping
   auto region = MappedRegion::MapShared(fd, reply->region_size);
   fd = -1;  // taken
   if (!region) return Status(Code::kTransferFail, "mapping the owner's memory failed");
@@ -169,8 +172,26 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   m.size = reply->size;
   m.grant_key = std::move(reply->grant_key);
   m.alive = sock;  // kept: its end is the owner's death
+  m.fd = kept;
+  m.fd_offset = reply->offset;
   closer.fd = -1;
   return m;
+}
+
+Status ShmTransport::WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n) {
+  if (m.fd < 0) {
+    std::memcpy(m.base + offset, p, n);
+    return Status::OK();
+  }
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t w = pwrite(m.fd, p + done, n - done, static_cast<off_t>(m.fd_offset + offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      return Status(Code::kTransferFail, std::string("writing the owner's memory failed: ") + std::strerror(errno));
+    }
+    done += static_cast<uint64_t>(w);
+  }
+  return Status::OK();
 }
 
 Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
@@ -198,7 +219,11 @@ Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
     }
     if (write) {
       if (r.checksum) r.checksum->Moved(at, local + got, step);
-      std::memcpy(remote + got, local + got, step);
+      // Through the memfd, not the mapping: the kernel copies into the owner's pages, which it
+      // faulted in at mount, where a memcpy would first fault every page into our mapping (about
+      // 10 us each on a VM: puts into fresh ranges ran at 0.36 GB/s against 2.8 so). Reads use the
+      // mapping: a reader touches its pages once, and memcpy beats pread on them after that.
+      YB_RETURN_IF_ERROR(WriteAt(m, r.offset + got, local + got, step));
     } else {
       std::memcpy(local + got, remote + got, step);
       if (r.checksum) r.checksum->Moved(at, local + got, step);

@@ -56,10 +56,14 @@ class ShmTransport final : public Transport {
     uint64_t size = 0;
     std::string grant_key;
     int alive = -1;  // the connection to the owner: it ends when the owner's process does
+    int fd = -1;             // the owner's memfd, written through (WriteAt)
+    uint64_t fd_offset = 0;  // of the segment in it
     Mapped() = default;
     Mapped(Mapped&& o) noexcept
-        : region(std::move(o.region)), base(o.base), size(o.size), grant_key(std::move(o.grant_key)), alive(o.alive) {
+        : region(std::move(o.region)), base(o.base), size(o.size), grant_key(std::move(o.grant_key)), alive(o.alive),
+          fd(o.fd), fd_offset(o.fd_offset) {
       o.alive = -1;
+      o.fd = -1;
     }
     Mapped(const Mapped&) = delete;
     ~Mapped();
@@ -71,6 +75,8 @@ class ShmTransport final : public Transport {
   // Asks the owner at `endpoint` for the segment's memory; a mapping, or why not.
   Result<Mapped> Attach(SegmentId segment, const std::string& endpoint) const;
   Status Move(const TransferRequest& r, const Mapped& m) const;
+  // `n` bytes into the segment at `offset`, through its memfd (the mapping when there is none).
+  static Status WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n);
   TimeMs Now() const;
   int64_t Wall() const;
 
