@@ -3,6 +3,7 @@ yb-client of their host through its Unix sockets only, and every call is served 
 buffers from MooncakeHostMemAllocator are moved into by the real client directly. Eight of them at
 once; one killed -9 mid-transfer; the real client killed and started again; SGLang's standalone
 storage mode replayed; the paged-attention example with two engines as dummies of one yb-client."""
+import contextlib
 import ctypes
 import functools
 import json
@@ -21,11 +22,24 @@ from conftest import client_metrics, free_port, wait_until  # noqa: E402
 from test_same_host import exercise  # noqa: E402
 
 HERE = os.path.dirname(__file__)
-# `mooncake.store` (the shim beside the package in a build tree; pip installs it with the opt-in).
+# `mooncake.store` (the shim beside the package in a build tree; pip installs it with the opt-in):
+# on the path of the processes these tests start, and of this one only within `mooncake_store()`.
 SHIM = os.path.join(os.path.dirname(os.path.dirname(yuebing.__file__)), "shim")
-if os.path.isdir(SHIM) and SHIM not in sys.path:
-    sys.path.insert(0, SHIM)
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), SHIM] if p))
+
+
+@contextlib.contextmanager
+def mooncake_store():
+    """`mooncake.store`, imported through the shim and forgotten afterwards (other tests import a
+    `mooncake` package of their own making)."""
+    sys.path.insert(0, SHIM)
+    try:
+        import mooncake.store
+        yield mooncake.store
+    finally:
+        sys.path.remove(SHIM)
+        for name in [m for m in sys.modules if m == "mooncake" or m.startswith("mooncake.")]:
+            del sys.modules[name]
 WORKER = os.path.join(HERE, "dummy_worker.py")
 ENGINE = os.path.join(HERE, "..", "..", "examples", "paged_attention", "engine.py")
 
@@ -196,7 +210,11 @@ def test_sglang_standalone_storage_replay(cluster):
     MooncakeHostMemAllocator (via mooncake.store), setup_dummy, the warm-up, register_buffer of the
     pool, then pages saved with batch_put_from and loaded with batch_get_into by pointer."""
     torch = pytest.importorskip("torch")
-    from mooncake.store import MooncakeDistributedStore as MDS, MooncakeHostMemAllocator as Alloc
+    with mooncake_store() as mc:
+        sglang_replay(cluster, torch, mc.MooncakeDistributedStore, mc.MooncakeHostMemAllocator)
+
+
+def sglang_replay(cluster, torch, MDS, Alloc):
     cluster.start_master()
     port, http = real_client(cluster, size="256MB")
     pages, page_bytes = 64, 64 << 10
