@@ -57,10 +57,7 @@ Status Listener::Start() {
       return Status(Code::kInvalidParams, "cannot listen on Unix socket " + options_.address + ": " + e.what());
     }
     AcceptLocal();
-    thread_ = std::thread([this] {
-      auto work = asio::make_work_guard(impl_->io);
-      impl_->io.run();
-    });
+    RunIo();
     return Status::OK();
   }
   try {
@@ -75,28 +72,37 @@ Status Listener::Start() {
                   "cannot listen on " + options_.address + ":" + std::to_string(options_.port) + ": " + e.what());
   }
   Accept();
+  RunIo();
+  return Status::OK();
+}
+
+bool Listener::Failed(const std::error_code& ec, void (Listener::*again)()) {
+  if (!ec) {
+    impl_->backoff.Reset();
+    return false;
+  }
+  if (ec == asio::error::operation_aborted) return true;
+  const auto pause = impl_->backoff.Next();
+  ++accept_failures_;
+  YB_LOG_WARN("accept on {}:{} failed: {}; retrying in {} ms", options_.address, port_, ec.message(), pause.count());
+  if (options_.on_accept_failed) options_.on_accept_failed();
+  impl_->retry.expires_after(pause);
+  impl_->retry.async_wait([this, again](asio::error_code wait_ec) {
+    if (!wait_ec) (this->*again)();
+  });
+  return true;
+}
+
+void Listener::RunIo() {
   thread_ = std::thread([this] {
     auto work = asio::make_work_guard(impl_->io);
     impl_->io.run();
   });
-  return Status::OK();
 }
 
 void Listener::Accept() {
   impl_->acceptor.async_accept([this](asio::error_code ec, asio::ip::tcp::socket s) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted) return;
-      const auto pause = impl_->backoff.Next();
-      ++accept_failures_;
-      YB_LOG_WARN("accept on port {} failed: {}; retrying in {} ms", port_, ec.message(), pause.count());
-      if (options_.on_accept_failed) options_.on_accept_failed();
-      impl_->retry.expires_after(pause);
-      impl_->retry.async_wait([this](asio::error_code wait_ec) {
-        if (!wait_ec) Accept();
-      });
-      return;
-    }
-    impl_->backoff.Reset();
+    if (Failed(ec, &Listener::Accept)) return;
     std::string peer = s.remote_endpoint(ec).address().to_string();
     s.set_option(asio::ip::tcp::no_delay(true), ec);
     s.non_blocking(true, ec);  // sets the descriptor itself non-blocking, which it stays once released
@@ -113,19 +119,7 @@ void Listener::Accept() {
 
 void Listener::AcceptLocal() {
   impl_->local.async_accept([this](asio::error_code ec, asio::local::stream_protocol::socket s) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted) return;
-      const auto pause = impl_->backoff.Next();
-      ++accept_failures_;
-      YB_LOG_WARN("accept on {} failed: {}; retrying in {} ms", options_.address, ec.message(), pause.count());
-      if (options_.on_accept_failed) options_.on_accept_failed();
-      impl_->retry.expires_after(pause);
-      impl_->retry.async_wait([this](asio::error_code wait_ec) {
-        if (!wait_ec) AcceptLocal();
-      });
-      return;
-    }
-    impl_->backoff.Reset();
+    if (Failed(ec, &Listener::AcceptLocal)) return;
     s.non_blocking(true, ec);
     int fd = s.release(ec);
     if (ec) {

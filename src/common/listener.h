@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "yuebing/status.h"
@@ -72,6 +73,9 @@ class Listener {
   struct Impl;
   void Accept();
   void AcceptLocal();
+  // True when the accept failed (`ec`): `again` runs after a backoff pause (never when stopping).
+  bool Failed(const std::error_code& ec, void (Listener::*again)());
+  void RunIo();  // the accepting thread
   void SetKeepalive(int fd) const;
 
   Options options_;
