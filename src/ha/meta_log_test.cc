@@ -229,8 +229,11 @@ TEST_F(MetaLogTest, AClientBackWithFreshMemoryOrNotBackLosesItsObjects) {
   fresh.incarnation = 999;  // same segment id, other memory behind it
   ASSERT_TRUE(b.master->MountSegments(ctx, {fresh}).ok());
   EXPECT_FALSE(*b.master->ExistKey(ctx, "on1"));
-  EXPECT_TRUE(*b.master->ExistKey(ctx, "on2"));  // its owner has until client_ttl
-  clock_.AdvanceSec(11);
+  EXPECT_TRUE(*b.master->ExistKey(ctx, "on2"));  // its owner has until client_ttl plus the grace
+  clock_.AdvanceSec(19);  // a live master would have declared it dead, and still suspend its segment
+  EXPECT_EQ(b.master->ExpireRecoveredOnce(), 0u);
+  EXPECT_TRUE(*b.master->ExistKey(ctx, "on2"));
+  clock_.AdvanceSec(2);
   EXPECT_EQ(b.master->ExpireRecoveredOnce(), 1u);
   EXPECT_FALSE(*b.master->ExistKey(ctx, "on2"));
   EXPECT_EQ(b.master->Stats().segments, 1u);

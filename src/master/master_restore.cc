@@ -159,7 +159,10 @@ Status MasterService::Load(const MasterImage& image) {
   }
   for (const auto& [id, t] : image.tasks) tasks_.Restore(t, now + config_.task_timeout_sec * 1000);
   table_.RaiseNextObjectId(image.next_object_id);
-  recovered_deadline_ = now + config_.client_ttl_sec * 1000;
+  // As long as a live master gives a silent client (declared dead after client_ttl, then suspended
+  // for the grace): an owner that was paused or cut off while the leader changed, or that finds the
+  // new leader late, keeps its replicas when it is back within that time.
+  recovered_deadline_ = now + config_.client_ttl_sec * 1000 + GraceMs();
   YB_LOG_INFO("restart: {} objects, {} unfinished Puts on {} segments restored ({} objects without a segment left); "
               "{} copy and move tasks, {} of them unfinished (carried on)",
               objects, image.pending.size(), refs.size(), lost, image.tasks.size(), tasks_.unfinished());
@@ -230,8 +233,9 @@ uint64_t MasterService::ExpireRecoveredOnce() {
                   "dead: its replicas are dropped",
                   u.id, u.owner.ToString(), GraceMs() / 1000);
     } else {
-      YB_LOG_WARN("segment {} of client {} was not re-mounted within {} s of the restart: its replicas are dropped",
-                  u.id, u.owner.ToString(), config_.client_ttl_sec);
+      YB_LOG_WARN("segment {} of client {} was not re-mounted within {} s of the restart (client_ttl and the grace): "
+                  "its replicas are dropped",
+                  u.id, u.owner.ToString(), config_.client_ttl_sec + GraceMs() / 1000);
     }
     (void)UnmountAndDrop(u.owner, u.id);
     ++dropped;

@@ -15,7 +15,8 @@
 // live is appended as a record (master/meta_sink.h says where). A master that restarted is built
 // from the image those records make (Load) before it serves; its segments come back restored,
 // and what is on them is readable again once their owners re-mount them with their memory kept
-// (ExpireRecoveredOnce drops the segments of owners that did not come back within client_ttl).
+// (ExpireRecoveredOnce drops the segments of owners that did not come back within client_ttl and
+// the grace).
 //
 // Lock order: Evictor's run lock, then one object-table shard (through its accessor, never two),
 // then any of the leaves: discarded_mu_, SegmentManager (its table lock, then one segment's),
@@ -158,7 +159,8 @@ class MasterService final : public MasterApi {
   // The whole state as records (tenants, segments, then each shard's objects, unfinished Puts
   // and away copies), for a snapshot; safe while serving (shards are visited one at a time).
   void WriteImage(const std::function<void(const pb::LogRecord&)>& emit);
-  // Drops the restored segments whose owners did not re-mount them within client_ttl of Load.
+  // Drops the restored segments whose owners did not re-mount them within client_ttl plus the grace
+  // of Load, and the suspended ones whose grace ended.
   // Returns how many.
   uint64_t ExpireRecoveredOnce();
 
