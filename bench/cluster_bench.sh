@@ -10,6 +10,10 @@
 # every call served by it through its Unix sockets, values in memory it maps).
 # YB_BENCH_STANDBY=1 runs it as the leader of two masters under a temporary etcd (--enable_ha), with
 # one hot standby that must have each change before it is answered.
+# YB_BENCH_SECRET=1 gives the master, the storage client and yb-bench a shared secret (each
+# connection proves it, each client holds an identity token): the event-loop cases, whose callers
+# cannot prove it, are then skipped and say so.
+# yb-bench exits 1 when any case failed calls or measured nothing (listed under "failures").
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
 # storage daemon and the callers, a second RPC thread competes with the callers for the cores
 # instead of adding capacity (docs/performance.md, "Tried and not kept"). With yb-bench's
@@ -27,6 +31,13 @@ META=(--metadata_dir "$LOG/meta")
 [[ ${YB_BENCH_LOG:-on} == off ]] && META=(--metadata_dir "")
 CLIENT="" STANDBY="" ETCD_PID=""
 trap 'kill $CLIENT $MASTER $STANDBY $ETCD_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
+SECRET=()
+if [[ ${YB_BENCH_SECRET:-0} == 1 ]]; then
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOG/secret"
+  chmod 600 "$LOG/secret"
+  SECRET=(--auth_secret_file "$LOG/secret")
+  export YB_AUTH_SECRET_FILE="$LOG/secret"
+fi
 if [[ ${YB_BENCH_STANDBY:-0} == 1 ]]; then
   EP=$((PORT + 7)) PP=$((PORT + 8)) HTTP=$((PORT + 9))
   etcd --data-dir "$LOG/etcd" --listen-client-urls "http://127.0.0.1:$EP" --advertise-client-urls "http://127.0.0.1:$EP" \
@@ -36,15 +47,15 @@ if [[ ${YB_BENCH_STANDBY:-0} == 1 ]]; then
   until curl -s "http://127.0.0.1:$EP/health" | grep -q true; do sleep 0.1; done
   HA=(--enable_ha true --etcd_endpoints "127.0.0.1:$EP" --cluster_id bench)
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port "$HTTP" "${HA[@]}" "${META[@]}" \
-    ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
+    "${SECRET[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
   MASTER=$!
   until curl -s "http://127.0.0.1:$HTTP/health?format=json" | grep -q '"leader"'; do sleep 0.1; done
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port $((PORT + 1)) --metrics_port 0 "${HA[@]}" \
-    --metadata_dir "$LOG/standby" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/standby.log" 2>&1 &
+    --metadata_dir "$LOG/standby" "${SECRET[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/standby.log" 2>&1 &
   STANDBY=$!
   until curl -s "http://127.0.0.1:$HTTP/health?format=json" | grep -q '"in_sync": true'; do sleep 0.1; done
 else
-  "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 "${META[@]}" \
+  "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 "${META[@]}" "${SECRET[@]}" \
     ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
   MASTER=$!
 fi
@@ -52,11 +63,11 @@ CLIENT_PORT=$((PORT + 2))
 DUMMY=()
 [[ ${YB_BENCH_DUMMY:-0} == 1 ]] && DUMMY=(--real_client "127.0.0.1:$CLIENT_PORT")
 "$BIN/yb-client" --host 127.0.0.1 --port "$CLIENT_PORT" --local_hostname storage --master_server_address "127.0.0.1:$PORT" \
-  --global_segment_size 3GB --same_host_transfers "$([[ ${YB_BENCH_SAME_HOST:-on} == off ]] && echo false || echo true)" \
+  --global_segment_size ${YB_BENCH_SEGMENT:-3GB} "${SECRET[@]}" --same_host_transfers "$([[ ${YB_BENCH_SAME_HOST:-on} == off ]] && echo false || echo true)" \
   >"$LOG/client.log" 2>&1 &
 CLIENT=$!
 for _ in $(seq 600); do  # up to a minute: faulting 3 GB of huge pages in can take seconds
-  out=$("$BIN/yb" --master "127.0.0.1:$PORT" segments 2>/dev/null || true)
+  out=$("$BIN/yb" --master "127.0.0.1:$PORT" "${SECRET[@]}" segments 2>/dev/null || true)
   [[ $out == *storage* ]] && break
   sleep 0.1
 done

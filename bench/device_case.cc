@@ -77,24 +77,31 @@ nlohmann::json DeviceBench(const yb::ClientConfig& config, double seconds, const
     for (size_t i = 0; i < size; ++i) host[i] = static_cast<char>(i * 29 + 3);
     void* device = dev.Alloc(size, host);
     if (!device) return {{"error", "cannot allocate device memory"}};
-    const uint64_t objects = std::max<uint64_t>(8, std::min<uint64_t>(512, (256ULL << 20) / size));
+    // Sources and one window of puts in at most 256 MiB: no eviction in a pool of 512 MiB or more.
+    const uint64_t objects = std::max<uint64_t>(8, std::min<uint64_t>(512, (128ULL << 20) / size));
     const double window = std::max(0.2, seconds / 4);
-    // One window: as many puts (distinct keys, removed after) or gets as fit; GB/s.
+    // One window: as many puts (distinct keys, removed after) or gets as fit; GB/s. The first
+    // failure ends the case: its figures would measure failing calls.
+    std::string failure;
+    auto note = [&](const yb::Status& st, const char* what) {
+      if (!st.ok() && failure.empty()) failure = std::string(what) + " of " + std::to_string(size) + " bytes: " + st.ToString();
+      return st.ok();
+    };
     auto puts = [&](void* from, const std::string& tag) {
       auto t0 = Clock::now();
       uint64_t n = 0;
       for (; n < objects && Since(t0) < window; ++n) {
-        if (!client->Put("bench/dev/" + tag + "/" + std::to_string(n), from, size).ok()) break;
+        if (!note(client->Put("bench/dev/" + tag + "/" + std::to_string(n), from, size), "put")) break;
       }
       double gbps = static_cast<double>(n * size) / Since(t0) / 1e9;
       (void)client->RemoveByRegex("^bench/dev/" + tag + "/", true);
       return gbps;
     };
-    for (uint64_t i = 0; i < objects; ++i) (void)client->Put("bench/dev/src/" + std::to_string(i), host.data(), size);
+    for (uint64_t i = 0; i < objects; ++i) (void)note(client->Put("bench/dev/src/" + std::to_string(i), host.data(), size), "put");
     auto gets = [&](void* into) {
       auto t0 = Clock::now();
       uint64_t n = 0;
-      while (Since(t0) < window && client->Get("bench/dev/src/" + std::to_string(n % objects), into, size).ok()) ++n;
+      while (Since(t0) < window && note(client->Get("bench/dev/src/" + std::to_string(n % objects), into, size).status(), "get")) ++n;
       return static_cast<double>(n * size) / Since(t0) / 1e9;
     };
     std::vector<double> put_host, put_dev, get_host, get_dev, put_ratio, get_ratio;
@@ -116,6 +123,7 @@ nlohmann::json DeviceBench(const yb::ClientConfig& config, double seconds, const
     }
     (void)client->RemoveByRegex("^bench/dev/", true);
     dev.Free(device);
+    if (!failure.empty()) return {{"error", failure}};
     out.push_back({{"value_bytes", size},
                    {"rounds", kRounds},
                    {"put", {{"host_GBps", Median(put_host)}, {"device_GBps", Median(put_dev)},

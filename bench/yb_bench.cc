@@ -31,18 +31,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
 
 #include "api/master_api.h"
+#include "client/client_internal.h"
 #include "common/cpus.h"
 #include "device_case.h"
 #include "session_case.h"
 #include "event_callers.h"
 #include "master.pb.h"
 #include "rpc/master_client.h"
+#include "rpc/master_convert.h"
 #include "rpc/master_server.h"
 #include "common/units.h"
 #include "yuebing/client.h"
@@ -54,24 +57,38 @@ using nlohmann::json;
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Runs `op(thread, i)` on `threads` threads for `seconds`; returns operations per second, where
-// each call of op counts `per_call` operations.
+// What went wrong in this run: each case that failed calls, or could not run. Any makes yb-bench
+// exit 1 (its JSON still printed, with the list under "failures"): a figure measured over failing
+// calls is no figure.
+std::mutex g_failures_mu;
+std::vector<std::string> g_failures;
+void Failed(const std::string& what) {
+  spdlog::error("{}", what);
+  std::lock_guard lock(g_failures_mu);
+  g_failures.push_back(what);
+}
+
+// Runs `op(thread, i)` (true: the call succeeded) on `threads` threads for `seconds`; returns
+// operations per second of the calls that succeeded, where each counts `per_call` operations. Calls
+// that failed are reported as failures of the case `what`.
 template <typename Op>
-double Rate(int threads, double seconds, uint64_t per_call, Op op) {
+double Rate(const std::string& what, int threads, double seconds, uint64_t per_call, Op op) {
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> total{0};
+  std::atomic<uint64_t> total{0}, failed{0};
   std::vector<std::thread> ts;
   auto t0 = Clock::now();
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back([&, t] {
-      uint64_t n = 0;
-      while (!stop.load(std::memory_order_relaxed)) op(t, n++);
-      total += n * per_call;
+      uint64_t n = 0, ok = 0;
+      while (!stop.load(std::memory_order_relaxed)) ok += op(t, n++) ? 1 : 0;
+      total += ok * per_call;
+      failed += n - ok;
     });
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& t : ts) t.join();
+  if (failed > 0) Failed(what + ": " + std::to_string(failed.load()) + " calls failed");
   return static_cast<double>(total.load()) / Since(t0);
 }
 
@@ -113,9 +130,7 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
   const bool put = op == "PutStart+PutEnd", exist = op == "ExistKey";
   uint64_t put_base = put_seq.fetch_add(1ULL << 32);  // fresh keys for this run
   yb::pb::Context pctx;
-  pctx.set_client_hi(ctx.client.hi);
-  pctx.set_client_lo(ctx.client.lo);
-  pctx.set_tenant(ctx.tenant);
+  yb::rpc::ToPb(ctx, &pctx);  // with the identity token the master gave: as a client calls
   // Reads of existing keys: every request body is built before the clock starts.
   std::vector<std::string> bodies;
   if (!put) {
@@ -188,11 +203,12 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
   auto cpu0 = server_pid > 0 ? ProcessCpu(server_pid) : std::nullopt;
   auto r = yb::bench::RunEventCallers(host, port, conns, seconds, next, check, per_cpu);
   auto cpu1 = server_pid > 0 ? ProcessCpu(server_pid) : std::nullopt;
+  const std::string what = op + " from an event loop over " + std::to_string(conns) + " connections";
   if (!r.ok()) {
-    spdlog::error("{} from an event loop over {} connections: {}", op, conns, r.status().ToString());
+    Failed(what + ": " + r.status().ToString());
     return 0;
   }
-  if (r->failures > 0) spdlog::warn("{} from an event loop: {} calls failed", op, r->failures);
+  if (r->failures > 0) Failed(what + ": " + std::to_string(r->failures) + " calls failed");
   if (cpu && cpu0 && cpu1 && r->calls + r->failures > 0) {
     double calls = static_cast<double>(r->calls + r->failures);
     *cpu = {{"user_us_per_call", (cpu1->first - cpu0->first) * 1e6 / calls},
@@ -201,15 +217,28 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
   return static_cast<double>(r->calls) / (put ? 2 : 1) / r->seconds;
 }
 
-json MetadataBench(const std::string& master, double seconds, const std::regex& filter, pid_t master_pid,
+json MetadataBench(const yb::ClientConfig& caller, double seconds, const std::regex& filter, pid_t master_pid,
                    bool per_cpu) {
   constexpr int kKeys = 20000, kBatch = 128;
-  auto hp = yb::rpc::ParseHostPort(master).value();
+  auto hp = yb::rpc::ParseHostPort(caller.master_server_addr);
+  auto security = yb::ClientSecurity(caller);
+  if (!hp.ok() || !security.ok()) {
+    Failed("master RPC cases: " + (hp.ok() ? security.status() : hp.status()).ToString());
+    return json{{"error", (hp.ok() ? security.status() : hp.status()).ToString()}};
+  }
+  // Connections made as a client's are: with its TLS and the proof of its secret, if it has them.
+  const auto channel = yb::MasterChannel(caller, *security);
   auto timeout = std::chrono::milliseconds(5000);
   std::vector<std::unique_ptr<yb::rpc::MasterClient>> conns;
-  for (int i = 0; i < 64; ++i) conns.push_back(std::make_unique<yb::rpc::MasterClient>(hp.first, hp.second, timeout));
-  yb::CallContext ctx{yb::ClientId::Random(), 0};
-  ctx = conns[0]->RegisterClient({ctx.client, "yb-bench", "default"}).value();
+  for (int i = 0; i < 64; ++i) {
+    conns.push_back(std::make_unique<yb::rpc::MasterClient>(hp->first, hp->second, timeout, nullptr, channel));
+  }
+  auto registered = conns[0]->RegisterClient({yb::ClientId::Random(), "yb-bench", caller.tenant});
+  if (!registered.ok()) {
+    Failed("master RPC cases: RegisterClient: " + registered.status().ToString());
+    return json{{"error", registered.status().ToString()}};
+  }
+  const yb::CallContext ctx = *registered;
   std::vector<std::string> keys;
   for (int i = 0; i < kKeys; ++i) keys.push_back("bench/meta/" + std::to_string(i));
   for (int i = 0; i < kKeys; i += kBatch) {
@@ -218,38 +247,48 @@ json MetadataBench(const std::string& master, double seconds, const std::regex& 
     (void)conns[0]->BatchPutEnd(ctx, b, {});
   }
   std::atomic<uint64_t> put_seq{0};
-  auto exist = [&](yb::MasterApi& m, uint64_t i) { (void)m.ExistKey(ctx, keys[i % kKeys]); };
-  auto grl = [&](yb::MasterApi& m, uint64_t i) { (void)m.GetReplicaList(ctx, keys[(i * 7) % kKeys], false); };
+  auto exist = [&](yb::MasterApi& m, uint64_t i) {
+    auto r = m.ExistKey(ctx, keys[i % kKeys]);
+    return r.ok() && *r;
+  };
+  auto grl = [&](yb::MasterApi& m, uint64_t i) { return m.GetReplicaList(ctx, keys[(i * 7) % kKeys], false).ok(); };
   auto put = [&](yb::MasterApi& m, uint64_t) {
     std::string k = "bench/put/" + std::to_string(put_seq++);
-    if (m.PutStart(ctx, k, 4096, {}).ok()) (void)m.PutEnd(ctx, k, std::nullopt);
+    return m.PutStart(ctx, k, 4096, {}).ok() && m.PutEnd(ctx, k, std::nullopt).ok();
   };
   json out;
   struct Op {
     const char* name;
-    std::function<void(yb::MasterApi&, uint64_t)> fn;
+    std::function<bool(yb::MasterApi&, uint64_t)> fn;
   };
   // Runs a case when its "operation/case" name matches --meta_cases.
-  auto run = [&](const std::string& op, const std::string& name, const std::function<double()>& measure) {
-    if (std::regex_search(op + "/" + name, filter)) out[op][name] = measure();
+  auto run = [&](const std::string& op, const std::string& name, const std::function<double(const std::string&)>& measure) {
+    const std::string what = op + "/" + name;
+    if (std::regex_search(what, filter)) out[op][name] = measure(what);
   };
+  // The event-loop callers speak the RPC framing on plain sockets: no TLS, no proof of a secret.
+  const bool event_loops = !(*security)->auth() && !(*security)->tls();
+  if (!event_loops) out["event_loop_cases"] = "skipped: their callers cannot prove a secret or speak TLS";
   for (const Op& op : {Op{"ExistKey", exist}, Op{"GetReplicaList", grl}, Op{"PutStart+PutEnd", put}}) {
     run(op.name, "1_conn_1_in_flight",
-        [&] { return Rate(1, seconds, 1, [&](int, uint64_t i) { op.fn(*conns[0], i); }); });
+        [&](const std::string& what) { return Rate(what, 1, seconds, 1, [&](int, uint64_t i) { return op.fn(*conns[0], i); }); });
     for (int n : {16, 64}) {
-      run(op.name, std::to_string(n) + "_conns_1_in_flight_each",
-          [&] { return Rate(n, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[t], i * n + t); }); });
+      run(op.name, std::to_string(n) + "_conns_1_in_flight_each", [&](const std::string& what) {
+        return Rate(what, n, seconds, 1, [&](int t, uint64_t i) { return op.fn(*conns[t], i * n + t); });
+      });
+      if (!event_loops) continue;
       const std::string name = EventLoopCase(n, per_cpu);
-      run(op.name, name, [&] {
+      run(op.name, name, [&](const std::string&) {
         json cpu;
-        double rate = EventLoopRate(hp.first, hp.second, n, seconds, op.name, ctx, keys, put_seq, true, master_pid,
+        double rate = EventLoopRate(hp->first, hp->second, n, seconds, op.name, ctx, keys, put_seq, true, master_pid,
                                     &cpu, per_cpu);
         if (!cpu.is_null()) out["master_cpu_us_per_call"][op.name][name] = cpu;
         return rate;
       });
     }
-    run(op.name, "1_conn_16_in_flight",
-        [&] { return Rate(16, seconds, 1, [&](int t, uint64_t i) { op.fn(*conns[0], i * 16 + t); }); });
+    run(op.name, "1_conn_16_in_flight", [&](const std::string& what) {
+      return Rate(what, 16, seconds, 1, [&](int t, uint64_t i) { return op.fn(*conns[0], i * 16 + t); });
+    });
   }
   // Batches of 128 keys, on 1 and 4 connections.
   auto batch_of = [&](uint64_t i) {
@@ -259,25 +298,31 @@ json MetadataBench(const std::string& master, double seconds, const std::regex& 
   };
   std::vector<std::vector<std::string>> batches;
   for (int i = 0; i < 64; ++i) batches.push_back(batch_of(i));
+  // A batch call succeeded when every key did.
+  auto all_ok = [](const auto& results) {
+    return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok(); });
+  };
   auto batch_put = [&](yb::MasterApi& m) {
     std::vector<std::string> b;
     uint64_t base = put_seq.fetch_add(kBatch);
     for (int j = 0; j < kBatch; ++j) b.push_back("bench/bput/" + std::to_string(base + j));
-    (void)m.BatchPutStart(ctx, b, std::vector<uint64_t>(kBatch, 4096), {});
-    (void)m.BatchPutEnd(ctx, b, {});
+    auto started = m.BatchPutStart(ctx, b, std::vector<uint64_t>(kBatch, 4096), {});
+    auto ended = m.BatchPutEnd(ctx, b, {});
+    return all_ok(started) && all_ok(ended);
   };
   struct BatchOp {
     const char* name;
-    std::function<void(yb::MasterApi&, uint64_t)> fn;
+    std::function<bool(yb::MasterApi&, uint64_t)> fn;
   };
   for (const BatchOp& op :
-       {BatchOp{"BatchExistKey_128", [&](yb::MasterApi&m, uint64_t i) { (void)m.BatchExistKey(ctx, batches[i % 64]); }},
+       {BatchOp{"BatchExistKey_128", [&](yb::MasterApi&m, uint64_t i) { return all_ok(m.BatchExistKey(ctx, batches[i % 64])); }},
         BatchOp{"BatchGetReplicaList_128",
-                [&](yb::MasterApi&m, uint64_t i) { (void)m.BatchGetReplicaList(ctx, batches[i % 64], false); }},
-        BatchOp{"BatchPutStart+PutEnd_128", [&](yb::MasterApi&m, uint64_t) { batch_put(m); }}}) {
+                [&](yb::MasterApi&m, uint64_t i) { return all_ok(m.BatchGetReplicaList(ctx, batches[i % 64], false)); }},
+        BatchOp{"BatchPutStart+PutEnd_128", [&](yb::MasterApi&m, uint64_t) { return batch_put(m); }}}) {
     for (int n : {1, 4}) {
-      run(op.name, n == 1 ? "1_conn" : "4_conns",
-          [&] { return Rate(n, seconds, kBatch, [&](int t, uint64_t i) { op.fn(*conns[t], i); }); });
+      run(op.name, n == 1 ? "1_conn" : "4_conns", [&](const std::string& what) {
+        return Rate(what, n, seconds, kBatch, [&](int t, uint64_t i) { return op.fn(*conns[t], i); });
+      });
     }
   }
   (void)conns[0]->RemoveByRegex(ctx, "^bench/", true);
@@ -375,7 +420,7 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
   const yb::ClientConfig c = CallerConfig(master, checksum);
   auto connected = yb::Client::Connect(c);
   if (!connected.ok()) {
-    spdlog::error("cannot connect: {}", connected.status().ToString());
+    Failed("put/get cases: cannot connect: " + connected.status().ToString());
     return json{{"error", connected.status().ToString()}};
   }
   auto client = std::move(connected).value();
@@ -406,7 +451,7 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
       auto s = Clock::now();
       yb::Status st = client->Put("bench/data/" + std::to_string(n), buf.data(), size);
       if (!st.ok()) {
-        spdlog::error("put of {} bytes failed: {}", size, st.ToString());
+        Failed("put of " + std::to_string(size) + " bytes: " + st.ToString());
         break;
       }
       put_us.push_back(Since(s) * 1e6);
@@ -415,7 +460,7 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
     t0 = Clock::now();
     auto get = [&](uint64_t i) {
       auto r = client->Get("bench/data/" + std::to_string(i % n), buf.data(), size);
-      if (!r.ok()) spdlog::error("get of {} bytes failed: {}", size, r.status().ToString());
+      if (!r.ok()) Failed("get of " + std::to_string(size) + " bytes: " + r.status().ToString());
       return r.ok();
     };
     uint64_t got = 0;
@@ -460,7 +505,14 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
   for (int threads : {1, 4}) {
     constexpr int kB = 32;
     std::vector<std::unique_ptr<yb::Client>> clients;
-    for (int t = 0; t < threads; ++t) clients.push_back(yb::Client::Connect(c).value());
+    for (int t = 0; t < threads; ++t) {
+      auto more = yb::Client::Connect(c);
+      if (!more.ok()) {
+        Failed("4 KiB batch cases: cannot connect: " + more.status().ToString());
+        return out;
+      }
+      clients.push_back(std::move(more).value());
+    }
     std::vector<std::vector<std::vector<char>>> vals(threads,
                                                      std::vector<std::vector<char>>(kB, std::vector<char>(4096, 'b')));
     std::vector<std::vector<std::vector<yb::Slice>>> slices(threads);
@@ -473,17 +525,24 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
       return keys;
     };
     constexpr uint64_t kBatches = 300;  // per thread: 9,600 objects of 4 KiB, then read back
+    const std::string what = "4 KiB batches of " + std::to_string(kB) + " on " + std::to_string(threads) + " threads";
+    auto all_ok = [](const auto& results) {
+      return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok(); });
+    };
     auto t0 = Clock::now();
+    std::atomic<uint64_t> failed_puts{0};
     std::vector<std::thread> writers;
     for (int t = 0; t < threads; ++t) {
       writers.emplace_back([&, t] {
-        for (uint64_t i = 0; i < kBatches; ++i) (void)clients[t]->BatchPut(keys_of(t, i), slices[t]);
+        for (uint64_t i = 0; i < kBatches; ++i) failed_puts += all_ok(clients[t]->BatchPut(keys_of(t, i), slices[t])) ? 0 : 1;
       });
     }
     for (auto& w : writers) w.join();
+    if (failed_puts > 0) Failed(what + ": " + std::to_string(failed_puts.load()) + " batch puts failed");
     double put_rate = static_cast<double>(threads * kBatches * kB) / Since(t0);
-    double get_rate = Rate(threads, seconds, kB,
-                           [&](int t, uint64_t i) { (void)clients[t]->BatchGet(keys_of(t, i % kBatches), slices[t]); });
+    double get_rate = Rate(what + " (gets)", threads, seconds, kB, [&](int t, uint64_t i) {
+      return all_ok(clients[t]->BatchGet(keys_of(t, i % kBatches), slices[t]));
+    });
     out.push_back({{"value_bytes", 4096},
                    {"batch", kB},
                    {"threads", threads},
@@ -546,6 +605,27 @@ class NoopRpcServer {
   int to_child_ = -1;
   uint16_t port_ = 0;
 };
+
+// A case that reported an error, or a rate of 0 (ops/s, GB/s, a ratio): it measured nothing, and
+// says so in the failures even when no call was seen to fail.
+void FindMissingFigures(const json& j, const std::string& path) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      const std::string at = path.empty() ? k : path + "/" + k;
+      if (k == "error" && v.is_string()) {
+        Failed(at + ": " + v.get<std::string>());
+      } else {
+        FindMissingFigures(v, at);
+      }
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) FindMissingFigures(j[i], path + "/" + std::to_string(i));
+  } else if (j.is_number()) {
+    const bool rate = path.find("ops_per_s") != std::string::npos || path.ends_with("GBps") ||
+                      path.ends_with("median_ratio");
+    if (rate && j.get<double>() <= 0) Failed(path + ": measured 0");
+  }
+}
 
 double MemcpyGBps() {
   const size_t n = 256ULL << 20;
@@ -632,7 +712,7 @@ int main(int argc, char** argv) {
         if (!cpu.is_null()) out["machine"]["rpc_noop_server_cpu_us_per_call"][name] = cpu;
       }
     }
-    json meta = MetadataBench(master, seconds, filter, master_pid, per_cpu);
+    json meta = MetadataBench(CallerConfig(master, checksum), seconds, filter, master_pid, per_cpu);
     if (meta.contains("master_cpu_us_per_call")) {
       out["master_cpu_us_per_call"] = meta["master_cpu_us_per_call"];
       meta.erase("master_cpu_us_per_call");
@@ -663,6 +743,8 @@ int main(int argc, char** argv) {
     out["session_load_vs_batch_gets"] =
         yb_bench::SessionBench(CallerConfig(master, checksum), session_layers, 8, 64ULL << 10);
   }
+  FindMissingFigures(out, "");
+  if (!g_failures.empty()) out["failures"] = g_failures;
   std::printf("%s\n", out.dump(2).c_str());
-  return 0;
+  return g_failures.empty() ? 0 : 1;
 }
