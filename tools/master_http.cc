@@ -220,7 +220,10 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
       res.set_content(alarm.empty() ? "OK\n" : "DEGRADED: changes are refused: " + alarm + "\n", "text/plain");
       return;
     }
-    nlohmann::json h = {{"status", alarm.empty() ? "ok" : "degraded"}, {"role", "leader"}, {"epoch", 0}};
+    nlohmann::json h = {{"status", alarm.empty() ? "ok" : "degraded"},
+                        {"role", "leader"},
+                        {"epoch", 0},
+                        {"durability", c.log ? c.log->durability() : "off"}};
     if (!alarm.empty()) h["alarm"] = "changes are refused: " + alarm;
     if (c.ha) {
       h["role"] = c.ha->role() == yb::ha::HaMaster::Role::kLeader ? "leader" : "standby";
@@ -240,6 +243,8 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
     if (c.log) {
       auto s = c.log->stats();
       h["log"] = {{"dir", c.log->dir()},
+                  {"durability", c.log->durability()},
+                  {"sync_interval_ms", c.log->sync_interval().count()},
                   {"last_seq", s.last_seq},
                   {"synced_seq", s.synced_seq},
                   {"snapshot_seq", s.snapshot_seq},

@@ -56,7 +56,8 @@ struct DaemonFlags {
   std::string log_level = "info";
   // The metadata log: beside where the master starts, as etcd and Redis keep their data.
   std::string metadata_dir = "yb-master.data";
-  bool metadata_sync = true;
+  std::string metadata_durability = "process";
+  int64_t metadata_sync_interval_ms = 10;
   uint64_t metadata_snapshot_bytes = yb::ha::MetaLog::Options{}.snapshot_log_bytes;
   uint64_t metadata_file_bytes = yb::ha::MetaLog::Options{}.file_bytes;
   uint64_t metadata_min_free_bytes = yb::ha::MetaLog::Options{}.min_free_bytes;
@@ -203,9 +204,19 @@ int main(int argc, char** argv) {
   app.add_option("--metadata_dir", f.metadata_dir,
                  "directory of the metadata log and snapshots: the index survives a restart (\"\": off, the "
                  "index lives in memory only)");
-  app.add_option("--metadata_sync", f.metadata_sync,
-                 "sync the metadata log before acknowledging a change (false: a killed master loses nothing, a "
-                 "crashed machine may lose the last changes)");
+  app.add_option("--metadata_durability", f.metadata_durability,
+                 "what an acknowledged change survives. process: its record is written to the kernel before the "
+                 "answer (and, with standbys, is on each standby counted): it survives kill -9 of the master (and the loss "
+                 "of the leader's host); the log is synced in the background every --metadata_sync_interval_ms, so "
+                 "a power loss of a lone master's host loses at most that. always: synced before the answer (a "
+                 "Put's reservation: written), it survives the machine. off: no log (as --metadata_dir \"\")")
+      ->check(CLI::IsMember({"process", "always", "off"}))
+      ->capture_default_str();
+  app.add_option("--metadata_sync_interval_ms", f.metadata_sync_interval_ms,
+                 "with --metadata_durability process: the log is synced at least this often while it has "
+                 "unsynced records, and at most this often")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
   yb::tools::AddSizeOption(app, "--metadata_snapshot_bytes", f.metadata_snapshot_bytes,
                            "log written since the last snapshot that calls for a new one");
   yb::tools::AddSizeOption(app, "--metadata_file_bytes", f.metadata_file_bytes, "size of one log file");
@@ -295,9 +306,12 @@ int main(int argc, char** argv) {
     const yb::rpc::RpcServer* s = serving->load();
     return s ? s->Unresponsive() : int64_t{0};
   };
+  if (f.metadata_durability == "off") f.metadata_dir.clear();
   yb::ha::MetaLog::Options lo;
   lo.dir = f.metadata_dir;
-  lo.sync = f.metadata_sync;
+  lo.durability = f.metadata_durability == "always" ? yb::ha::MetaLog::Options::Durability::kAlways
+                                                   : yb::ha::MetaLog::Options::Durability::kProcess;
+  lo.sync_interval = std::chrono::milliseconds(f.metadata_sync_interval_ms);
   lo.snapshot_log_bytes = f.metadata_snapshot_bytes;
   lo.file_bytes = f.metadata_file_bytes;
   lo.min_free_bytes = f.metadata_min_free_bytes;
@@ -313,7 +327,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (f.metadata_dir.empty()) {
-      spdlog::error("--enable_ha needs a --metadata_dir: standbys keep the leader's log there");
+      spdlog::error("--enable_ha needs a --metadata_dir and a --metadata_durability other than off: standbys keep the "
+                    "leader's log there");
       return 2;
     }
     if (f.rpc_address == "0.0.0.0" || f.rpc_address == "::" || f.rpc_address.empty()) {
@@ -381,7 +396,8 @@ int main(int argc, char** argv) {
       lone->SetSink(lone_log.get());
       lone_gate = std::make_unique<yb::ha::LogGate>(*lone_log);
     } else {
-      spdlog::warn("--metadata_dir is empty: the index lives in memory only, and a restart empties the cache");
+      spdlog::warn("no metadata log (--metadata_dir \"\" or --metadata_durability off): the index lives in memory only, "
+                   "and a restart empties the cache");
     }
   }
   if (lone) {

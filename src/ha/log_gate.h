@@ -15,8 +15,10 @@ class LogGate final : public rpc::ReplyGate {
   void WhenReleased(uint64_t ticket, std::function<void()> fn) override {
     log_.WhenReleased(Unpack(ticket), std::move(fn));
   }
-  // Synced up to the ticket's record: every record before it is released too, at either level.
-  uint64_t Cover(uint64_t ticket) const override { return ticket | 1; }
+  // Released up to the ticket's record at the strongest level any ticket may ask: synced at
+  // `always`; written at `process`, where no ticket asks for a sync (a reply held for a standby
+  // must not wait for the background sync too).
+  uint64_t Cover(uint64_t ticket) const override { return Pack(log_.Cover(Unpack(ticket))); }
   void Flush() override { log_.Flush(); }
 
   static uint64_t Pack(MetaLog::Ticket t) { return t.seq == 0 ? 0 : (t.seq << 1) | (t.sync ? 1 : 0); }

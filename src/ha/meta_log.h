@@ -6,10 +6,13 @@
 // thread syncs the file (fdatasync) over and over, each sync covering every record written before
 // it began: group commit, and no write waits for a sync in progress; it also writes what other
 // threads appended (background steps) and nobody flushed. A change is acknowledged only once its
-// record is released:
-//   - an unfinished Put's reservation (PutStart) once written to the file: it then outlives a
-//     killed master process, and its writer, who is copying into the space, keeps it;
-//   - every other change once synced: it then outlives the machine.
+// record is released, which the durability level decides (Options::durability):
+//   - kProcess (yb-master's default): every record once written to the file, so it outlives a
+//     killed master process; the syncer syncs at least every sync_interval, so a power loss of the
+//     machine loses at most that much;
+//   - kAlways: an unfinished Put's reservation (PutStart) once written (its writer, who is copying
+//     into the space, keeps it), every other change once synced: it then outlives the machine.
+// Either way, with standbys counted (SetReplicated) a record is released only once each has it.
 // Callers learn what to wait for through tickets: Append notes on the calling thread the last
 // record it appended, TakeTicket() returns and resets that, and the RPC server holds the reply to
 // a call until its ticket is released (ReplyGate, rpc/server.h), while it goes on serving others.
@@ -41,6 +44,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -62,7 +66,11 @@ class MetaLog final : public MetaSink {
  public:
   struct Options {
     std::string dir;
-    bool sync = true;                            // fdatasync each round (false only for tests of replay)
+    enum class Durability { kProcess, kAlways };
+    Durability durability = Durability::kAlways;
+    bool sync = true;                            // fdatasync at all (false only for tests of replay)
+    // kProcess: the syncer syncs at most this often, at least this often while records are unsynced.
+    std::chrono::milliseconds sync_interval{10};
     uint64_t file_bytes = 64ULL << 20;           // a log file closes at this size and the next begins
     uint64_t snapshot_log_bytes = 256ULL << 20;  // log written since the last snapshot that calls for one
     // Below this many free bytes on the directory's file system the log fails (and compacts) before
@@ -110,6 +118,8 @@ class MetaLog final : public MetaSink {
   // This thread's ticket since it last took one.
   static Ticket TakeTicket();
   bool Released(Ticket t) const;
+  // A ticket whose release releases every ticket up to `t`'s record too.
+  Ticket Cover(Ticket t) const { return Ticket{t.seq, t.sync || options_.durability == Options::Durability::kAlways}; }
   // Writes what has been appended (a no-op when nothing has). Any thread.
   void Flush();
   // Blocks until `t` is released (flushing first).
@@ -148,6 +158,11 @@ class MetaLog final : public MetaSink {
 
   Stats stats() const;
   const std::string& dir() const { return options_.dir; }
+  // "process" or "always" (yb-master's --metadata_durability).
+  const char* durability() const {
+    return options_.durability == Options::Durability::kAlways ? "always" : "process";
+  }
+  std::chrono::milliseconds sync_interval() const { return options_.sync_interval; }
 
  private:
   explicit MetaLog(Options options);

@@ -449,6 +449,7 @@ TEST_F(MetaLogTest, AReservationIsReleasedOnceWrittenAndAChangeOnceSynced) {
   log->Append(pending);
   MetaLog::Ticket t2 = MetaLog::TakeTicket();
   EXPECT_TRUE(t2.sync);  // one of its records must be synced
+  EXPECT_TRUE(log->Cover(t).sync);  // a ticket before it may ask for a sync
   EXPECT_EQ(t2.seq, t.seq + 2);
   std::promise<void> fired;
   log->WhenReleased(t2, [&] { fired.set_value(); });
@@ -458,6 +459,45 @@ TEST_F(MetaLogTest, AReservationIsReleasedOnceWrittenAndAChangeOnceSynced) {
   int now = 0;
   log->WhenReleased(t2, [&] { ++now; });  // already released: at once, on this thread
   EXPECT_EQ(now, 1);
+}
+
+// At the process level (yb-master's default) every change is released once written: no answer
+// waits for a sync, which the syncer makes at most once per interval; stopping syncs what is left.
+TEST_F(MetaLogTest, AtTheProcessLevelEveryChangeIsReleasedOnceWrittenAndSyncedInTheBackground) {
+  MasterImage image;
+  MetaLog::Options o;
+  o.dir = dir_.path();
+  o.durability = MetaLog::Options::Durability::kProcess;
+  o.sync_interval = std::chrono::hours(1);  // after its first sync, the syncer waits for the stop
+  std::atomic<int> syncs{0};
+  o.fault = [&](std::string_view op, const std::string&) {
+    if (op == "sync") ++syncs;
+    return 0;
+  };
+  {
+    auto log = std::move(MetaLog::Open(o, &image).value());
+    EXPECT_STREQ(log->durability(), "process");
+    (void)MetaLog::TakeTicket();
+    for (const char* key : {"a", "b", "c"}) {
+      pb::LogRecord gone;
+      gone.set_object_gone(key);
+      log->Append(gone);
+      MetaLog::Ticket t = MetaLog::TakeTicket();
+      EXPECT_FALSE(t.sync);  // an object's removal too: written is enough
+      log->Flush();
+      EXPECT_TRUE(log->Released(t));  // at once, whatever the syncer does
+      // The RPC server holds replies (for a standby) on a cover of their tickets: it must not ask
+      // for a sync no ticket asked for (answers then waited for the background sync).
+      EXPECT_FALSE(log->Cover(t).sync);
+      EXPECT_TRUE(log->Released(log->Cover(t)));
+    }
+    EXPECT_LE(syncs.load(), 2);  // the directory's and at most one of the log's: the rest wait for the interval
+  }  // stopping ends the wait and syncs what was written
+  const int at_stop = syncs.load();
+  MasterImage again;
+  auto reopened = std::move(MetaLog::Open(o, &again).value());
+  EXPECT_EQ(reopened->stats().recovered_records, 3u);
+  EXPECT_GE(at_stop, 1);
 }
 
 // A full or failing disk under the log: the master keeps serving reads, refuses changes with a
