@@ -5,7 +5,8 @@
 // TaskType, TaskStatus and QueryTaskResponse are Mooncake's), batch_replica_clear(keys,
 // segment_name="") answering the keys cleared ([] on any failure); memory mounted at run time
 // (allocate_and_mount_segment(size, protocol, location) answering {"ret", "segment_ids" (strings),
-// "allocated_size"}; unmount_and_free_segment / unmount_segment(segment_ids, grace_period_seconds)
+// "allocated_size"}, mount_segment(path, size, offset, protocol, location) a file's range, answering
+// {"ret", "segment_ids"}; unmount_and_free_segment / unmount_segment(segment_ids, grace_period_seconds)
 // answering a code); and _local_buffer_size(), the default bound of a BufferPool
 // (yuebing/_buffer_pool.py).
 #pragma once
@@ -138,34 +139,50 @@ void Bind(py::module_& m, Cls& cls, Ready ready) {
           },
           py::arg("keys"), py::arg("segment_name") = "")
       .def("_local_buffer_size", [](const Store& s) { return s.local_buffer_size_; });  // for BufferPool
+  // {"ret", "segment_ids" (strings)[, "allocated_size"]} of a mount, as Mooncake answers them.
+  auto mounted = [](const Result<std::vector<SegmentId>>& ids, uint64_t size, bool with_size) {
+    py::dict out;
+    out["ret"] = ids.ok() ? 0 : py_values::Error(ids.status());
+    py::list names;
+    if (ids.ok()) {
+      for (SegmentId id : *ids) names.append(std::to_string(id));
+    }
+    out["segment_ids"] = names;
+    if (with_size) out["allocated_size"] = ids.ok() ? size : 0;
+    return out;
+  };
   cls.def(
          "allocate_and_mount_segment",
-         [ready](Store& s, uint64_t size, const std::string& protocol, const std::string& location) {
+         [ready, mounted](Store& s, uint64_t size, const std::string& protocol, const std::string& location) {
            (void)protocol;  // transfers go as the store's do
            (void)location;
-           py::dict out;
-           out["ret"] = py_values::kInvalidParams;
-           out["segment_ids"] = py::list();
-           out["allocated_size"] = 0;
            auto c = ready(s, "allocate_and_mount_segment");
-           if (!c) return out;
+           if (!c) return mounted(Status(Code::kInvalidParams, "not set up"), size, true);
            Result<std::vector<SegmentId>> ids(Status(Code::kInternal, ""));
            {
              py::gil_scoped_release unlocked;
              ids = c->AllocateAndMountSegment(size);
            }
-           if (!ids.ok()) {
-             out["ret"] = py_values::Error(ids.status());
-             return out;
-           }
-           py::list names;
-           for (SegmentId id : *ids) names.append(std::to_string(id));
-           out["ret"] = 0;
-           out["segment_ids"] = names;
-           out["allocated_size"] = size;
-           return out;
+           return mounted(ids, size, true);
          },
-         py::arg("size"), py::arg("protocol") = "tcp", py::arg("location") = "");
+         py::arg("size"), py::arg("protocol") = "tcp", py::arg("location") = "")
+      .def(
+          "mount_segment",
+          [ready, mounted](Store& s, const std::string& path, uint64_t size, uint64_t offset,
+                           const std::string& protocol, const std::string& location) {
+            (void)protocol;
+            (void)location;
+            auto c = ready(s, "mount_segment");
+            if (!c) return mounted(Status(Code::kInvalidParams, "not set up"), size, false);
+            Result<std::vector<SegmentId>> ids(Status(Code::kInternal, ""));
+            {
+              py::gil_scoped_release unlocked;
+              ids = c->MountFileSegment(path, offset, size);
+            }
+            return mounted(ids, size, false);
+          },
+          py::arg("path"), py::arg("size"), py::arg("offset") = 0, py::arg("protocol") = "tcp",
+          py::arg("location") = "");
   auto unmount = [ready](Store& s, const std::vector<std::string>& segment_ids, uint64_t grace_period_seconds) {
     auto c = ready(s, "unmount_and_free_segment");
     if (!c) return py_values::kInvalidParams;

@@ -298,6 +298,10 @@ class Client {
   // their memory freed once no transfer uses it. A segment that is not this client's:
   // SEGMENT_NOT_FOUND (the others are unmounted all the same).
   Result<std::vector<SegmentId>> AllocateAndMountSegment(uint64_t size);
+  // Mooncake's mount_segment: `size` bytes of the file at `path` from `offset` (a multiple of the
+  // page size; a /dev/shm file, a DAX device) mapped shared and mounted as segments. The file must
+  // not shrink while mounted. Unmounted with UnmountAndFreeSegments.
+  Result<std::vector<SegmentId>> MountFileSegment(const std::string& path, uint64_t offset, uint64_t size);
   Status UnmountAndFreeSegments(const std::vector<SegmentId>& ids, std::chrono::milliseconds grace);
 
   // OK while the master answers.

@@ -137,6 +137,16 @@ Result<std::vector<SegmentId>> Client::AllocateAndMountSegment(uint64_t size) {
   return ids;
 }
 
+Result<std::vector<SegmentId>> Client::MountFileSegment(const std::string& path, uint64_t offset, uint64_t size) {
+  auto mounted = impl_->members.MountFile(path, offset, size);
+  if (!mounted.ok()) return mounted.status();
+  std::vector<SegmentId> ids;
+  for (const auto& d : *mounted) ids.push_back(d.id);
+  YB_LOG_INFO("client '{}': {} bytes of {} from offset {} mounted as {} segments", impl_->config.local_hostname, size,
+              path, offset, ids.size());
+  return ids;
+}
+
 Status Client::UnmountAndFreeSegments(const std::vector<SegmentId>& ids, std::chrono::milliseconds grace) {
   Membership& m = impl_->members;
   std::vector<SegmentId> ours;

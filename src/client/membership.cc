@@ -126,6 +126,17 @@ Result<std::vector<SegmentDesc>> Membership::AllocateAndMount(uint64_t size) {
   return MountRegion(region);
 }
 
+Result<std::vector<SegmentDesc>> Membership::MountFile(const std::string& path, uint64_t offset, uint64_t size) {
+  if (!served_) {
+    return Status(Code::kNotSupported,
+                  "this client serves no transfers (set up with global_segment_size 0): memory it mounted could not "
+                  "be reached by others");
+  }
+  auto region = MappedRegion::MapFile(path, offset, size);
+  if (!region.ok()) return region.status();
+  return MountRegion(*region);
+}
+
 Status Membership::Unmount(const std::vector<SegmentId>& ids) {
   Status first;
   for (SegmentId id : ids) {

@@ -1,11 +1,13 @@
 #include "transfer/local_segments.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 
 namespace yb {
@@ -79,6 +81,40 @@ std::shared_ptr<MappedRegion> MappedRegion::MapShared(int fd, uint64_t size) {
   close(fd);
   if (p == MAP_FAILED) return nullptr;
   madvise(p, size, MADV_HUGEPAGE);  // taken where transparent_hugepage/shmem_enabled allows ("advise")
+  return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));
+}
+
+Result<std::shared_ptr<MappedRegion>> MappedRegion::MapFile(const std::string& path, uint64_t offset,
+                                                            uint64_t size) {
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (size == 0) return Status(Code::kInvalidParams, "mount_segment: a segment of 0 bytes");
+  if (offset % page != 0) {
+    return Status(Code::kInvalidParams, "mount_segment: offset " + std::to_string(offset) +
+                                            " is not a multiple of the page size (" + std::to_string(page) + ")");
+  }
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Status(Code::kFileOpenFail, "mount_segment: cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    close(fd);
+    return Status(Code::kFileOpenFail, "mount_segment: cannot stat " + path + ": " + std::strerror(e));
+  }
+  // A regular file must hold the range (a device's size is not in st_size: the mapping says).
+  if (S_ISREG(st.st_mode) && (offset > static_cast<uint64_t>(st.st_size) || size > st.st_size - offset)) {
+    close(fd);
+    return Status(Code::kInvalidParams, "mount_segment: [" + std::to_string(offset) + ", +" + std::to_string(size) +
+                                            ") is outside " + path + " (" + std::to_string(st.st_size) + " bytes)");
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return Status(Code::kInvalidParams, "mount_segment: " + path + " is a directory");
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset));
+  const int e = errno;
+  close(fd);  // the mapping keeps the file
+  if (p == MAP_FAILED) return Status(Code::kFileOpenFail, "mount_segment: cannot map " + path + ": " + std::strerror(e));
+  madvise(p, size, MADV_HUGEPAGE);
   return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));
 }
 

@@ -26,6 +26,11 @@ class MappedRegion {
   // Another process's memfd of `size` bytes, mapped here (read and write); nullptr on failure.
   // Takes `fd` (closed once mapped).
   static std::shared_ptr<MappedRegion> MapShared(int fd, uint64_t size);
+  // `size` bytes of the file at `path` from `offset` (a multiple of the page size), mapped shared,
+  // read and write (Mooncake's mount_segment: a /dev/shm file, a DAX device). INVALID_PARAMS for a
+  // range outside the file or an unaligned offset, FILE_OPEN_FAIL when it cannot be opened or
+  // mapped. The file must not shrink while mapped: a touch past its end would be SIGBUS.
+  static Result<std::shared_ptr<MappedRegion>> MapFile(const std::string& path, uint64_t offset, uint64_t size);
   ~MappedRegion();
   MappedRegion(const MappedRegion&) = delete;
   MappedRegion& operator=(const MappedRegion&) = delete;

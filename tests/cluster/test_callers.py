@@ -740,6 +740,35 @@ def test_memory_mounted_and_unmounted_at_run_time(cluster):
         s.close()
 
 
+def test_a_files_range_mounted_as_a_segment(cluster, tmp_path):
+    """mount_segment(path, size, offset): a /dev/shm-style file's range mapped shared and mounted
+    (Mooncake's store service mounts shared memory files so); objects put into it are in the file;
+    bad ranges, an unaligned offset and a missing file answer a negative code, never a crash."""
+    cluster.start_master()
+    node, reader = MooncakeDistributedStore(), MooncakeDistributedStore()
+    assert node.setup("127.0.0.1", "P2PHANDSHAKE", 0 + (1 << 20), 16 << 20, "tcp", "", cluster.address) == 0
+    assert reader.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", cluster.address) == 0
+    backing = tmp_path / "segment.shm"
+    with open(backing, "wb") as f:
+        f.truncate(12 << 20)
+    big = bytes(range(251)) * ((6 << 20) // 251)  # more than the first segment holds
+    assert node.put("filed/big", big) != 0
+    assert node.mount_segment(str(backing), 8 << 20, 8 << 20)["ret"] == -600  # past the file's end
+    assert node.mount_segment(str(backing), 4 << 20, 100)["ret"] == -600  # not page-aligned
+    assert node.mount_segment(str(tmp_path / "none"), 4 << 20)["ret"] < 0
+    assert node.mount_segment(str(tmp_path), 4 << 20)["ret"] < 0  # a directory
+    r = node.mount_segment(str(backing), 8 << 20, 4 << 20)
+    assert r["ret"] == 0 and r["segment_ids"] and "allocated_size" not in r, r
+    assert node.put("filed/big", big) == 0
+    assert reader.get("filed/big") == big
+    assert big[:4096] in backing.read_bytes()[4 << 20:]  # the bytes live in the file
+    assert node.unmount_segment(r["segment_ids"]) == 0
+    assert node.is_exist("filed/big") == 0
+    assert reader.mount_segment(str(backing), 1 << 20)["ret"] == -1012  # serves no transfers
+    for s in (node, reader):
+        s.close()
+
+
 NUMA_CHILD = r"""
 import logging, os, sys
 logging.basicConfig(level=logging.WARNING)
