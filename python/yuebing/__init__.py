@@ -9,6 +9,7 @@ from ._yuebing import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescripto
 from ._yuebing import MooncakeDistributedStore as _Store
 from ._buffer_pool import BufferLease, BufferPool, RegisteredBufferLease, RegisteredBufferPool
 from ._numa import bind_to_numa_node
+from ._parallelism import ParallelAxis, ParallelismMixin, ReadTarget, TensorParallelism
 from ._safetensors import SafetensorsMixin
 from ._tensor import TensorMixin
 from ._tensor import deserialize_tensor as _deserialize_tensor  # noqa: F401 (Mooncake's private helpers)
@@ -16,11 +17,11 @@ from ._tensor import serialize_tensor as _serialize_tensor  # noqa: F401
 from ._tensor import tensor_metadata_size as _tensor_metadata_size  # noqa: F401
 
 
-class MooncakeDistributedStore(SafetensorsMixin, TensorMixin, _Store):
+class MooncakeDistributedStore(ParallelismMixin, SafetensorsMixin, TensorMixin, _Store):
     """A client of a Yuebing cluster (or of a master in this process), Mooncake's interface."""
 
 
 __all__ = ["BufferHandle", "BufferLease", "BufferPool", "Descriptor", "DiskDescriptor", "MemoryDescriptor",
-           "MooncakeDistributedStore", "MooncakeHostMemAllocator", "QueryTaskResponse", "RegisteredBufferLease", "RegisteredBufferPool",
+           "MooncakeDistributedStore", "MooncakeHostMemAllocator", "ParallelAxis", "QueryTaskResponse", "ReadTarget", "RegisteredBufferLease", "RegisteredBufferPool",
            "ReplicaDescriptor", "ReplicateConfig", "SoftPinAction", "TaskStatus", "TaskType", "bind_to_numa_node",
-           "set_log_level"]
+           "TensorParallelism", "set_log_level"]

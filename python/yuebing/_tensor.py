@@ -30,7 +30,7 @@ MAX_DIMS = 8
 MAX_AXES = 4
 HEADER_BYTES = _HEAD.size + 2 * _SHAPE.size + _AXES.size + MAX_AXES * _AXIS.size  # 304
 LAYOUT_FULL, LAYOUT_SHARD = 0, 1
-AXIS_TP = 1
+AXIS_DP, AXIS_TP, AXIS_EP, AXIS_PP = 0, 1, 2, 3  # Mooncake's LayoutAxisKind
 OLD_HEADER = struct.Struct("<ii4q")  # Mooncake's format before PR #1389: 40 bytes
 OLD_MAX_DIMS = 4
 INVALID_PARAMS = -600
@@ -70,9 +70,10 @@ def _padded(shape):
     return list(shape) + [-1] * (MAX_DIMS - len(shape))
 
 
-def encode_header(tensor, whole_shape=None, tp=None):
+def encode_header(tensor, whole_shape=None, axes=None):
     """The 304-byte header of `tensor`, or None (logged) for a tensor Mooncake's format cannot hold.
-    `whole_shape` and `tp` (rank, count, split dim): `tensor` is that shard of a tensor of that shape."""
+    `whole_shape` and `axes` (kind, rank, count, split dim or -1, expert or stage id): `tensor` is
+    that shard of a tensor of that shape."""
     if not _is_tensor(tensor):
         _log.error("put_tensor: expected a torch.Tensor, got %s", type(tensor).__name__)
         return None
@@ -90,14 +91,12 @@ def encode_header(tensor, whole_shape=None, tp=None):
         _log.error("put_tensor: tensor on %s; only CPU and CUDA tensors are supported", tensor.device)
         return None
     nbytes = tensor.numel() * tensor.element_size()
-    layout = LAYOUT_FULL if tp is None else LAYOUT_SHARD
-    axes = b""
-    count = 0
-    if tp is not None:
-        rank, size, split_dim = tp
-        axes = _AXIS.pack(AXIS_TP, 0, rank, size, split_dim, 0, shape[split_dim])
-        count = 1
-    axes += bytes(MAX_AXES * _AXIS.size - len(axes))
+    layout = LAYOUT_FULL if axes is None else LAYOUT_SHARD
+    packed = b""
+    for i, (kind, rank, size, split_dim, tag) in enumerate(axes or ()):
+        packed += _AXIS.pack(kind, i, rank, size, split_dim, tag, shape[split_dim] if split_dim >= 0 else 0)
+    count = len(axes or ())
+    axes = packed + bytes(MAX_AXES * _AXIS.size - len(packed))
     return (_HEAD.pack(MAGIC, VERSION, HEADER_BYTES, number, len(shape), layout, 0, HEADER_BYTES, nbytes)
             + _SHAPE.pack(*_padded(whole_shape if whole_shape is not None else shape)) + _SHAPE.pack(*_padded(shape))
             + _AXES.pack(count, 0) + axes)
@@ -150,6 +149,23 @@ def decode_header(view, what, total=None):
                    len(view) - OLD_HEADER.size)
         return None
     return dtype, shape, nbytes, OLD_HEADER.size
+
+
+def header_axes(view):
+    """(kind, rank, count, split dim) of each layout axis in the tensor object in `view` (a shard
+    object's; [] for a whole tensor or the earlier format)."""
+    if len(view) < HEADER_BYTES or _unpack_from(_MAGIC_WORD, view, 0)[0] != MAGIC:
+        return []
+    layout = _unpack_from(_HEAD, view, 0)[5]
+    count = _unpack_from(_AXES, view, _HEAD.size + 2 * _SHAPE.size)[0]
+    if layout != LAYOUT_SHARD:
+        return []
+    out = []
+    for i in range(min(count, MAX_AXES)):
+        kind, _, rank, size, split_dim, _, _ = _unpack_from(_AXIS, view, _HEAD.size + 2 * _SHAPE.size + _AXES.size
+                                                            + i * _AXIS.size)
+        out.append((kind, rank, size, split_dim))
+    return out
 
 
 class _Prefix:
@@ -241,21 +257,30 @@ class TensorMixin:
         if len(keys) != len(tensors):
             _log.error("%s: keys and tensors differ in length", what)
             return [INVALID_PARAMS] * len(keys)
-        out = [INVALID_PARAMS] * len(keys)
-        go, bufs, sizes, keep = [], [], [], []
+        headers = []
         for i, tensor in enumerate(tensors):
             if shards_of is None:
-                header = encode_header(tensor)
+                headers.append(encode_header(tensor))
             else:
-                header = encode_header(tensor, shards_of[0], (i, len(tensors), shards_of[1]))
-            if header is None:
+                headers.append(encode_header(tensor, shards_of[0], [(AXIS_TP, i, len(tensors), shards_of[1], 0)]))
+        return self._write_objects(keys, headers, tensors, config, upsert)
+
+    def _write_objects(self, keys, heads, tensors, config, upsert):
+        """One batch write of objects [heads[i]][tensors[i]'s bytes] (a tensor None: the head alone;
+        a head None: not written, INVALID_PARAMS)."""
+        out = [INVALID_PARAMS] * len(keys)
+        go, bufs, sizes, keep = [], [], [], []
+        for i, (head, tensor) in enumerate(zip(heads, tensors)):
+            if head is None:
                 continue
-            data = tensor.contiguous()
-            keep.append(data)  # alive until the bytes moved
-            nbytes = data.numel() * data.element_size()
+            nbytes = 0
+            if tensor is not None:
+                data = tensor.contiguous()
+                keep.append(data)  # alive until the bytes moved
+                nbytes = data.numel() * data.element_size()
             go.append(i)
-            bufs.append([header, data.data_ptr()] if nbytes else [header])
-            sizes.append([HEADER_BYTES, nbytes] if nbytes else [HEADER_BYTES])
+            bufs.append([head, data.data_ptr()] if nbytes else [head])
+            sizes.append([len(head), nbytes] if nbytes else [len(head)])
         if go:
             write = self._batch_upsert_from_multi_buffers if upsert else self.batch_put_from_multi_buffers
             for i, r in zip(go, write([keys[i] for i in go], bufs, sizes, config)):
