@@ -7,7 +7,7 @@
 // (allocate_and_mount_segment(size, protocol, location) answering {"ret", "segment_ids" (strings),
 // "allocated_size"}, mount_segment(path, size, offset, protocol, location) a file's range, answering
 // {"ret", "segment_ids"}; unmount_and_free_segment / unmount_segment(segment_ids, grace_period_seconds)
-// answering a code); and _local_buffer_size(), the default bound of a BufferPool
+// answering a code); get_offload_rpc_read_count(); and _local_buffer_size(), the default bound of a BufferPool
 // (yuebing/_buffer_pool.py).
 #pragma once
 
@@ -138,7 +138,12 @@ void Bind(py::module_& m, Cls& cls, Ready ready) {
             return *cleared;
           },
           py::arg("keys"), py::arg("segment_name") = "")
-      .def("_local_buffer_size", [](const Store& s) { return s.local_buffer_size_; });  // for BufferPool
+      .def("_local_buffer_size", [](const Store& s) { return s.local_buffer_size_; })  // for BufferPool
+      // Objects read from an SSD tier so far (ClientStats::disk_reads); 0 before setup, as Mooncake.
+      .def("get_offload_rpc_read_count", [](Store& s) -> int64_t {
+        auto c = s.Current();
+        return c ? static_cast<int64_t>(c->Stats().disk_reads) : 0;
+      });
   // {"ret", "segment_ids" (strings)[, "allocated_size"]} of a mount, as Mooncake answers them.
   auto mounted = [](const Result<std::vector<SegmentId>>& ids, uint64_t size, bool with_size) {
     py::dict out;

@@ -617,6 +617,8 @@ class Store {
     if (!client_) LogError(std::string(what) + ": the store is not set up (call setup() first)");
     return client_;
   }
+  // The client without a word when there is none.
+  std::shared_ptr<yb::Client> Current() const { return client_; }
   uint64_t local_buffer_size_ = 0;  // setup()'s (BufferPool's default bound)
 
  private:

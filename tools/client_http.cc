@@ -57,6 +57,8 @@ std::string ClientMetricsText(const ClientStats& s) {
   p.Counter("yb_client_served_disk_read_bytes_total", "Bytes of the SSD tier reads served.", t.disk_read_bytes);
   p.Counter("yb_client_replica_read_failures_total",
             "Replica reads of this client's gets that failed (the next replica was tried).", s.replica_read_failures);
+  p.Counter("yb_client_disk_reads_total", "Objects this client's gets read from an SSD tier (LOCAL_DISK replicas).",
+            s.disk_reads);
   p.Counter("yb_client_replica_write_failures_total",
             "Replica writes of this client's puts that failed (another node was tried).", s.replica_write_failures);
   p.Gauge("yb_client_disk_objects", "Objects in the SSD tier.", s.disk_objects);

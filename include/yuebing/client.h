@@ -160,6 +160,9 @@ struct ClientStats {
   // Replica transfers of this client's own reads and puts that failed (a read then tries the next
   // replica, a put another node): logged at debug level, counted here.
   uint64_t replica_read_failures = 0;
+  // Objects this client read from an SSD tier (a LOCAL_DISK replica, its own or another client's),
+  // tried or done: Mooncake's get_offload_rpc_read_count.
+  uint64_t disk_reads = 0;
   uint64_t replica_write_failures = 0;
   // The SSD tier (zero without one).
   uint64_t disk_objects = 0;

@@ -182,6 +182,7 @@ ClientStats Client::Stats() const {
   s.repair_failures = impl_->repairer.failed();
   s.repair_bytes = impl_->repairer.bytes();
   s.replica_read_failures = impl_->data.replica_read_failures();
+  s.disk_reads = impl_->data.disk_reads();
   s.replica_write_failures = impl_->data.replica_write_failures();
   for (const auto& d : m.mounted()) {
     ++s.segments;

@@ -62,6 +62,7 @@ Result<std::string> BufferFor(uint64_t size) {
 Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices,
                               ChecksumSink* checksum) {
   const std::string disk_key = DiskKey(config_.tenant, key);
+  disk_reads_.fetch_add(1, std::memory_order_relaxed);
   // The object comes whole: straight into a single slice of host memory, else through a buffer
   // and scattered (device memory with the driver's copies; its checksum taken from the buffer).
   const bool device = OnDevice(slices);

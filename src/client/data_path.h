@@ -87,6 +87,7 @@ class DataPath {
   Offloader* ssd_tier() const { return offloader_.get(); }
   // Replica transfers of this client's reads and puts that failed (ClientStats).
   uint64_t replica_read_failures() const { return replica_read_failures_.load(std::memory_order_relaxed); }
+  uint64_t disk_reads() const { return disk_reads_.load(std::memory_order_relaxed); }
   uint64_t replica_write_failures() const { return replica_write_failures_.load(std::memory_order_relaxed); }
 
  private:
@@ -145,6 +146,7 @@ class DataPath {
   // master drops its segments. Counted here and logged at debug level; the transport says once
   // per peer that it became unreachable, and once that it is back.
   std::atomic<uint64_t> replica_read_failures_{0}, replica_write_failures_{0};
+  std::atomic<uint64_t> disk_reads_{0};  // objects read from a client's SSD tier (ReadFromDisk)
 
   // Open sessions, by key (Mooncake keys them so too: one session per key per client).
   struct GetSession {

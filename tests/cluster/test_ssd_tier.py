@@ -50,8 +50,10 @@ def test_eager_offload_then_eviction_serves_disk_hits_to_another_process(cluster
     # Counted before the reads: eviction may still be running, and what it moves to disk while
     # they run was read from DRAM (counted after, a slow run found 11 on disk and 8 disk reads).
     on_disk_only = sum(kinds(s, k) == ["LOCAL_DISK"] for k in vals)
+    assert s.get_offload_rpc_read_count() == 0
     for k, v in vals.items():  # every object is a hit: from DRAM, or from node-a's SSD over TCP
         assert s.get(k) == v, k
+    assert s.get_offload_rpc_read_count() >= on_disk_only  # Mooncake's count of reads from an SSD tier
     assert s.close() == 0
     m = client_metrics(http)  # node-a's own account of it
     assert m["yb_client_offloaded_total"] >= 12 and m["yb_client_offload_failures_total"] == 0
