@@ -570,6 +570,39 @@ TEST_F(FailingDiskTest, AFullDiskRefusesChangesServesReadsAndResumesOnceASnapsho
   EXPECT_EQ(b.master->Stats().keys, 11u);
 }
 
+// At the process level a write that fails holds the reply as at `always`: a change is answered only
+// once its record is in the kernel, and a full disk makes the master read-only until a snapshot fits.
+TEST_F(FailingDiskTest, AtTheProcessLevelAFullDiskHoldsRepliesUntilASnapshotFits) {
+  MetaLog::Options o = Faulty();
+  o.durability = MetaLog::Options::Durability::kProcess;
+  std::multiset<std::string> before;
+  {
+    LoggedMaster a(dir_.path(), clock_, o);
+    CallContext ctx = Join(*a.master);
+    ASSERT_TRUE(a.master->MountSegments(ctx, {Seg(1, 1 << 20)}).ok());
+    a.PutN(ctx, 3);
+    a.Settle();
+    write_errno_ = ENOSPC;
+    ASSERT_TRUE(a.master->PutStart(ctx, "late", 100, {}).ok());
+    MetaLog::Ticket held = MetaLog::TakeTicket();
+    EXPECT_FALSE(held.sync);
+    a.log->Flush();
+    ASSERT_TRUE(a.log->failed());
+    EXPECT_FALSE(a.log->Released(held));
+    EXPECT_EQ(a.master->Writable().code(), Code::kFileWriteFail);
+    write_errno_ = 0;
+    a.Maintain();
+    EXPECT_FALSE(a.log->failed());
+    EXPECT_TRUE(a.log->Released(held));
+    ASSERT_TRUE(a.master->PutEnd(ctx, "late", std::nullopt).ok());
+    a.Settle();
+    before = Fingerprint(*a.master);
+  }
+  LoggedMaster b(dir_.path(), clock_);
+  EXPECT_EQ(Fingerprint(*b.master), before);
+  EXPECT_EQ(b.master->Stats().keys, 4u);
+}
+
 TEST_F(FailingDiskTest, ASyncThatFailsIsNotTrustedAgainOnlyASnapshotVouchesForItsRecords) {
   LoggedMaster a(dir_.path(), clock_, Faulty());
   CallContext ctx = Join(*a.master);
