@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 #include <mutex>
 #include <optional>
 
@@ -39,6 +40,37 @@ class StagingBuffer {
   std::mutex mu_;
   std::unique_ptr<OffsetAllocator> alloc_;  // guarded by mu_
   bool shared_ = false;
+};
+
+// The staging ranges of one batch: host values a transport cannot reach move through them together,
+// in the batch's one submission, instead of one staged move each. At most half the buffer, so that
+// the moves staged one at a time beside the batch (MoveStaged's two quarters) still find room.
+// Every range goes back when this ends (or at Release()).
+class StagingLeases {
+ public:
+  explicit StagingLeases(StagingBuffer& staging) : staging_(staging) {}
+  ~StagingLeases() { Release(); }
+  StagingLeases(const StagingLeases&) = delete;
+  StagingLeases& operator=(const StagingLeases&) = delete;
+  // A range of `size` bytes, or null when the batch's half is used up.
+  uint8_t* Allocate(uint64_t size) {
+    if (size == 0 || used_ + size > staging_.capacity() / 2) return nullptr;
+    auto lease = staging_.Allocate(size);
+    if (!lease) return nullptr;
+    used_ += size;
+    leases_.push_back(*lease);
+    return lease->ptr;
+  }
+  void Release() {
+    for (const auto& l : leases_) staging_.Free(l);
+    leases_.clear();
+    used_ = 0;
+  }
+
+ private:
+  StagingBuffer& staging_;
+  std::vector<StagingBuffer::Lease> leases_;
+  uint64_t used_ = 0;
 };
 
 // Memory ranges the application registered (register_buffer).

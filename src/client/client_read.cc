@@ -166,6 +166,8 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
   std::vector<std::vector<ReplicaDesc>> ordered(n);
   std::vector<bool> ok(n, false), attempted(n, false);
   std::vector<ChecksumSink> sums(n);  // of the first attempt, as its bytes arrive
+  StagingLeases staged_batch(*staging_);
+  std::vector<uint8_t*> staged(n, nullptr);  // host values read through staging, with the batch
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok()) continue;
     if (!infos[i].ok()) {
@@ -182,15 +184,20 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     }
     targets[i] = Trim(buffers[i], infos[i]->size);
     ordered[i] = OrderReplicas(infos[i]->replicas, [&](SegmentId s) { return members_.IsLocal(s); });
-    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory || NeedsStaging(ordered[i][0], targets[i]))
-      continue;  // handled below, one by one
+    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory) continue;  // below, one by one
+    std::vector<Slice> into = targets[i];
+    if (NeedsStaging(ordered[i][0], targets[i])) {
+      // Host memory the transport cannot reach: through a staging range, with the batch.
+      if (OnDevice(targets[i]) || !(staged[i] = staged_batch.Allocate(infos[i]->size))) continue;
+      into = {{staged[i], infos[i]->size}};
+    }
     ok[i] = attempted[i] = true;
     ChecksumSink* check = nullptr;
     if (Verifies(*infos[i])) {
       sums[i].Reset(infos[i]->size);
       check = &sums[i];
     }
-    AppendRequests(TransferRequest::Op::kRead, ordered[i][0], targets[i], reqs, check);
+    AppendRequests(TransferRequest::Op::kRead, ordered[i][0], into, reqs, check);
     owner.resize(reqs.size(), i);
   }
   auto results = engine_->Submit(reqs);
@@ -199,6 +206,15 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     ok[owner[k]] = false;
     members_.unreachable().Note(reqs[k].segment, results[k]);
   }
+  for (size_t i = 0; i < n; ++i) {
+    if (!staged[i] || !ok[i]) continue;
+    const uint8_t* from = staged[i];
+    for (const auto& s : targets[i]) {
+      std::memcpy(s.ptr, from, s.size);
+      from += s.size;
+    }
+  }
+  staged_batch.Release();  // the one-by-one reads below stage through the buffer too
   for (size_t i = 0; i < n; ++i) {
     if (!out[i].ok() || !infos[i].ok()) continue;
     const ObjectInfo& info = *infos[i];

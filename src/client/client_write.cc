@@ -1,6 +1,7 @@
 // DataPath: writes (two-phase: PutStart, copy every replica, PutEnd or PutRevoke), single or
 // batched through one path.
 #include <algorithm>
+#include <cstring>
 
 #include "client/data_path.h"
 #include "common/log.h"
@@ -89,6 +90,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
   std::vector<Status> failed(pending.size());
   // The checksum of each value, computed as its first replica's bytes move.
   std::vector<ChecksumSink> sums(config_.enable_checksum ? pending.size() : 0);
+  StagingLeases staged_batch(*staging_);
   auto note = [&](size_t j, SegmentId segment, const Status& st) {
     if (failed[j].ok()) failed[j] = Status(st.code(), "segment " + std::to_string(segment) + ": " + st.ToString());
     if (st.code() == Code::kTransferFail) failed_segments.push_back(segment);
@@ -108,8 +110,24 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
       sum = &sums[j];
     }
     const bool device = OnDevice(values[i]);  // asked once per value, not per replica
+    // Host memory the transport cannot reach: copied once into a staging range that goes with the
+    // batch to every replica (else, or in device memory, staged replica by replica).
+    std::vector<Slice> staged;
+    if (!device && !starts[j]->empty() && NeedsRegistration(starts[j]->front(), values[i])) {
+      if (uint8_t* p = staged_batch.Allocate(sizes[i])) {
+        uint8_t* to = p;
+        for (const auto& s : values[i]) {
+          std::memcpy(to, s.ptr, s.size);
+          to += s.size;
+        }
+        staged = {{p, sizes[i]}};
+      }
+    }
     for (const auto& r : *starts[j]) {
-      if (device || NeedsRegistration(r, values[i])) {
+      if (!staged.empty()) {
+        AppendRequests(TransferRequest::Op::kWrite, r, staged, reqs, sum);
+        req_owner.resize(reqs.size(), j);
+      } else if (device || NeedsRegistration(r, values[i])) {
         if (Status st = MoveStaged(TransferRequest::Op::kWrite, r, values[i], sum); !st.ok()) note(j, r.segment, st);
       } else {
         AppendRequests(TransferRequest::Op::kWrite, r, values[i], reqs, sum);
@@ -119,6 +137,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
     }
   }
   auto results = engine_->Submit(reqs);
+  staged_batch.Release();
   for (size_t k = 0; k < results.size(); ++k) {
     if (!results[k].ok()) note(req_owner[k], reqs[k].segment, results[k]);
   }

@@ -181,6 +181,7 @@ Status DummyServer::Relay(std::string_view body, std::string& reply) {
     which.push_back(i);
     reqs.push_back(t);
   }
+  relays_.fetch_add(1, std::memory_order_relaxed);
   if (!reqs.empty()) {
     auto done = engine_->Submit(reqs);
     for (size_t j = 0; j < done.size(); ++j) {

@@ -68,6 +68,7 @@ class DummyServer {
   uint64_t dummies() const { return dummies_.load(std::memory_order_relaxed); }  // memory connections open
   uint64_t regions() const;
   uint64_t relayed_bytes() const { return relayed_bytes_.load(std::memory_order_relaxed); }
+  uint64_t relays() const { return relays_.load(std::memory_order_relaxed); }  // relay calls served
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
  private:
@@ -93,7 +94,7 @@ class DummyServer {
   };
   mutable Mutex mu_;
   std::map<uint64_t, Held> regions_ GUARDED_BY(mu_);  // by token
-  std::atomic<uint64_t> dummies_{0}, relayed_bytes_{0}, refused_{0};
+  std::atomic<uint64_t> dummies_{0}, relayed_bytes_{0}, relays_{0}, refused_{0};
 };
 
 }  // namespace yb

@@ -149,6 +149,41 @@ TEST_F(DummyTest, EveryCallOfADummyIsServedByItsRealClientAndTheBytesAreExact) {
   EXPECT_EQ(FreeSharedMemory(dst).code(), Code::kInvalidParams);
 }
 
+// Values in the caller's own memory (not shared) go through the dummy's staging buffer together:
+// one relay call for a batch of puts and one for a batch of gets, not one per key.
+TEST_F(DummyTest, ABatchInTheCallersOwnMemoryIsStagedAndRelayedAsOne) {
+  auto dummy = Dummy();
+  ASSERT_NE(dummy, nullptr);
+  std::vector<std::string> keys, vals, back;
+  std::vector<std::vector<Slice>> in, out;
+  for (int i = 0; i < 16; ++i) {
+    keys.push_back("staged" + std::to_string(i));
+    vals.push_back(Bytes(4096 + i * 100, i));
+    back.push_back(std::string(vals.back().size(), '\0'));
+  }
+  for (int i = 0; i < 16; ++i) {
+    in.push_back({Slice{vals[i].data(), 1000}, Slice{vals[i].data() + 1000, vals[i].size() - 1000}});  // two pieces
+    out.push_back({Slice{back[i].data(), back[i].size()}});
+  }
+  uint64_t before = dummies_->relays();
+  for (const Status& st : dummy->BatchPut(keys, in)) ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(dummies_->relays() - before, 1u);
+  before = dummies_->relays();
+  for (const auto& r : dummy->BatchGet(keys, out)) ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(dummies_->relays() - before, 1u);
+  EXPECT_EQ(back, vals);
+  // A batch larger than half the staging buffer: what does not fit goes one staged move at a time.
+  const std::string big = Bytes(3 << 20, 7);
+  std::string big_back(big.size(), '\0');
+  for (const Status& st : dummy->BatchPut({"big", "small"}, {{Slice{const_cast<char*>(big.data()), big.size()}},
+                                                            {Slice{vals[0].data(), vals[0].size()}}})) {
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  auto got = dummy->BatchGet({"big"}, {{Slice{big_back.data(), big_back.size()}}});
+  ASSERT_TRUE(got[0].ok()) << got[0].status().ToString();
+  EXPECT_EQ(big_back, big);
+}
+
 TEST_F(DummyTest, ADummyMovesTheBytesOfSegmentsItsRealClientSharesItself) {
   dummies_.reset();
   DummyServer::Options o;
