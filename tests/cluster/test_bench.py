@@ -34,7 +34,7 @@ def port_block(width=10):
 
 
 def run_bench(extra_env, args):
-    env = dict(os.environ, YB_BENCH_PORT=str(port_block()), YB_BENCH_SEGMENT="512MB", **extra_env)
+    env = dict(os.environ, YB_BENCH_PORT=str(port_block()), YB_BENCH_SEGMENT="1GB", **extra_env)
     p = subprocess.run([os.path.join(ROOT, "bench", "cluster_bench.sh"), BUILD, "--skip_iperf", "--seconds", "0.2"]
                        + args, env=env, capture_output=True, timeout=600)
     assert p.stdout, p.stderr.decode(errors="replace")[-3000:]
