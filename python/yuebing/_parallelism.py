@@ -363,10 +363,18 @@ class ParallelismMixin:
         if not len(keys) == len(buffer_ptrs) == len(sizes):
             _log.error("%s: keys, buffer_ptrs and sizes differ in length", what)
             return [INVALID_PARAMS] * len(keys)
-        tensors = self._tensors_from(buffer_ptrs, sizes, what)
-        results = self._put_parallel(keys, [t if t is not None else object() for t in tensors], parallelisms, writers,
-                                     config, upsert, what, from_buffer=True)
-        return [INVALID_PARAMS if t is None else r for t, r in zip(tensors, results)]
+        tensors = self._tensors_from(buffer_ptrs, sizes, what)  # None (logged) where no tensor object is
+        parallelisms = _list_or_none(parallelisms, len(keys), "parallelisms", what)
+        writers = _list_or_none(writers, len(keys), "writer_partitions", what)
+        if parallelisms is None or writers is None:
+            return [INVALID_PARAMS] * len(keys)
+        good = [i for i, t in enumerate(tensors) if t is not None]
+        results = [INVALID_PARAMS] * len(keys)
+        done = self._put_parallel([keys[i] for i in good], [tensors[i] for i in good], [parallelisms[i] for i in good],
+                                  [writers[i] for i in good], config, upsert, what, from_buffer=True)
+        for i, r in zip(good, done):
+            results[i] = r
+        return results
 
     def put_tensor_with_parallelism_from(self, key, buffer_ptr, size, parallelism=None, config=None,
                                          writer_partition=None):

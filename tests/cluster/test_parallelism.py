@@ -138,5 +138,8 @@ def test_as_stored_from_buffers_and_into_buffers(store):
         assert torch.equal(into, whole.chunk(2, 0)[1])
         assert bytes(buf[8192:8196]) == b"NOOM"  # the object's header, then its bytes, in the buffer
         assert store.get_tensor_with_parallelism_into("f", ptr + 8192, 100, target("shard", p)) is None  # too small
+        # A batch from buffers where one holds no tensor object: that one refused, the other stored.
+        assert store.batch_put_tensor_with_parallelism_from(["g1", "g2"], [ptr, ptr + 32768], [size, size]) == [0, -600]
+        assert torch.equal(store.get_tensor("g1"), whole) and store.is_exist("g2") == 0
     finally:
         assert store.unregister_buffer(ptr) == 0
