@@ -12,6 +12,16 @@ namespace {
 std::mutex g_embedded_mu;
 EmbeddedConnector g_embedded;  // guarded by g_embedded_mu
 
+// The ids of segments just mounted at run time, logged with what they hold (`what`).
+Result<std::vector<SegmentId>> MountedIds(const Result<std::vector<SegmentDesc>>& mounted, const std::string& host,
+                                          const std::string& what) {
+  if (!mounted.ok()) return mounted.status();
+  std::vector<SegmentId> ids;
+  for (const auto& d : *mounted) ids.push_back(d.id);
+  YB_LOG_INFO("client '{}': {} mounted as {} segments", host, what, ids.size());
+  return ids;
+}
+
 }  // namespace
 
 std::optional<std::string> EmbeddedClusterName(const std::string& addr) {
@@ -129,22 +139,13 @@ Status Client::Drain(std::chrono::milliseconds timeout) {
 }
 
 Result<std::vector<SegmentId>> Client::AllocateAndMountSegment(uint64_t size) {
-  auto mounted = impl_->members.AllocateAndMount(size);
-  if (!mounted.ok()) return mounted.status();
-  std::vector<SegmentId> ids;
-  for (const auto& d : *mounted) ids.push_back(d.id);
-  YB_LOG_INFO("client '{}': {} more bytes mounted as {} segments", impl_->config.local_hostname, size, ids.size());
-  return ids;
+  return MountedIds(impl_->members.AllocateAndMount(size), impl_->config.local_hostname,
+                    std::to_string(size) + " more bytes");
 }
 
 Result<std::vector<SegmentId>> Client::MountFileSegment(const std::string& path, uint64_t offset, uint64_t size) {
-  auto mounted = impl_->members.MountFile(path, offset, size);
-  if (!mounted.ok()) return mounted.status();
-  std::vector<SegmentId> ids;
-  for (const auto& d : *mounted) ids.push_back(d.id);
-  YB_LOG_INFO("client '{}': {} bytes of {} from offset {} mounted as {} segments", impl_->config.local_hostname, size,
-              path, offset, ids.size());
-  return ids;
+  return MountedIds(impl_->members.MountFile(path, offset, size), impl_->config.local_hostname,
+                    std::to_string(size) + " bytes of " + path + " from offset " + std::to_string(offset));
 }
 
 Status Client::UnmountAndFreeSegments(const std::vector<SegmentId>& ids, std::chrono::milliseconds grace) {

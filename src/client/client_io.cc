@@ -17,6 +17,20 @@ Result<uint64_t> SlicesSize(const std::vector<Slice>& slices) {
   return total;
 }
 
+void Gather(const std::vector<Slice>& slices, uint8_t* to) {
+  for (const auto& s : slices) {
+    std::memcpy(to, s.ptr, s.size);
+    to += s.size;
+  }
+}
+
+void Scatter(const uint8_t* from, const std::vector<Slice>& slices) {
+  for (const auto& s : slices) {
+    std::memcpy(s.ptr, from, s.size);
+    from += s.size;
+  }
+}
+
 Result<uint64_t> DataPath::CallerSize(const std::vector<Slice>& slices) const {
   auto total = SlicesSize(slices);
   if (!total.ok()) return total;

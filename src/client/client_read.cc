@@ -184,11 +184,12 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     }
     targets[i] = Trim(buffers[i], infos[i]->size);
     ordered[i] = OrderReplicas(infos[i]->replicas, [&](SegmentId s) { return members_.IsLocal(s); });
-    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory) continue;  // below, one by one
+    // Below, one by one: a disk replica first, or device memory (staged through the driver).
+    if (ordered[i].empty() || ordered[i][0].kind != ReplicaKind::kMemory || OnDevice(targets[i])) continue;
     std::vector<Slice> into = targets[i];
-    if (NeedsStaging(ordered[i][0], targets[i])) {
+    if (NeedsRegistration(ordered[i][0], targets[i])) {
       // Host memory the transport cannot reach: through a staging range, with the batch.
-      if (OnDevice(targets[i]) || !(staged[i] = staged_batch.Allocate(infos[i]->size))) continue;
+      if (!(staged[i] = staged_batch.Allocate(infos[i]->size))) continue;
       into = {{staged[i], infos[i]->size}};
     }
     ok[i] = attempted[i] = true;
@@ -207,12 +208,7 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     members_.unreachable().Note(reqs[k].segment, results[k]);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!staged[i] || !ok[i]) continue;
-    const uint8_t* from = staged[i];
-    for (const auto& s : targets[i]) {
-      std::memcpy(s.ptr, from, s.size);
-      from += s.size;
-    }
+    if (staged[i] && ok[i]) Scatter(staged[i], targets[i]);
   }
   staged_batch.Release();  // the one-by-one reads below stage through the buffer too
   for (size_t i = 0; i < n; ++i) {

@@ -1,7 +1,6 @@
 // DataPath: writes (two-phase: PutStart, copy every replica, PutEnd or PutRevoke), single or
 // batched through one path.
 #include <algorithm>
-#include <cstring>
 
 #include "client/data_path.h"
 #include "common/log.h"
@@ -115,11 +114,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
     std::vector<Slice> staged;
     if (!device && !starts[j]->empty() && NeedsRegistration(starts[j]->front(), values[i])) {
       if (uint8_t* p = staged_batch.Allocate(sizes[i])) {
-        uint8_t* to = p;
-        for (const auto& s : values[i]) {
-          std::memcpy(to, s.ptr, s.size);
-          to += s.size;
-        }
+        Gather(values[i], p);
         staged = {{p, sizes[i]}};
       }
     }

@@ -171,5 +171,9 @@ ReplicateConfig ForKeys(const ReplicateConfig& config, const std::vector<size_t>
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.
 Result<uint64_t> SlicesSize(const std::vector<Slice>& slices);
+// Host slices copied, in order, into one contiguous range at `to` (Gather), or out of one at `from`
+// (Scatter).
+void Gather(const std::vector<Slice>& slices, uint8_t* to);
+void Scatter(const uint8_t* from, const std::vector<Slice>& slices);
 
 }  // namespace yb

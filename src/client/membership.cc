@@ -112,12 +112,15 @@ Result<std::vector<SegmentDesc>> Membership::MountRegion(const std::shared_ptr<M
   return out;
 }
 
+Status Membership::MayMountMore() const {
+  if (served_) return Status::OK();
+  return Status(Code::kNotSupported,
+                "this client serves no transfers (set up with global_segment_size 0): memory it mounted could not "
+                "be reached by others");
+}
+
 Result<std::vector<SegmentDesc>> Membership::AllocateAndMount(uint64_t size) {
-  if (!served_) {
-    return Status(Code::kNotSupported,
-                  "this client serves no transfers (set up with global_segment_size 0): memory it mounted could not "
-                  "be reached by others");
-  }
+  YB_RETURN_IF_ERROR(MayMountMore());
   if (size == 0) return Status(Code::kInvalidParams, "a segment of 0 bytes");
   auto region = MappedRegion::Map(size, config_.prefault_segment, config_.same_host_transfers);
   if (!region) {
@@ -127,11 +130,7 @@ Result<std::vector<SegmentDesc>> Membership::AllocateAndMount(uint64_t size) {
 }
 
 Result<std::vector<SegmentDesc>> Membership::MountFile(const std::string& path, uint64_t offset, uint64_t size) {
-  if (!served_) {
-    return Status(Code::kNotSupported,
-                  "this client serves no transfers (set up with global_segment_size 0): memory it mounted could not "
-                  "be reached by others");
-  }
+  YB_RETURN_IF_ERROR(MayMountMore());
   auto region = MappedRegion::MapFile(path, offset, size);
   if (!region.ok()) return region.status();
   return MountRegion(*region);

@@ -61,6 +61,8 @@ class Membership {
   Result<std::vector<SegmentDesc>> AllocateAndMount(uint64_t size);
   // A file's range mounted the same way (Mooncake's mount_segment; MappedRegion::MapFile).
   Result<std::vector<SegmentDesc>> MountFile(const std::string& path, uint64_t offset, uint64_t size);
+  // NOT_SUPPORTED for a client that serves no transfers: memory mounted at run time is its segments'.
+  Status MayMountMore() const;
   // Unmounts these segments of this client (the master drops their replicas); their memory is freed
   // once no transfer uses it. SEGMENT_NOT_FOUND for one that is not this client's (the others are
   // unmounted all the same).

@@ -106,10 +106,6 @@ Result<std::shared_ptr<MappedRegion>> MappedRegion::MapFile(const std::string& p
     return Status(Code::kInvalidParams, "mount_segment: [" + std::to_string(offset) + ", +" + std::to_string(size) +
                                             ") is outside " + path + " (" + std::to_string(st.st_size) + " bytes)");
   }
-  if (S_ISDIR(st.st_mode)) {
-    close(fd);
-    return Status(Code::kInvalidParams, "mount_segment: " + path + " is a directory");
-  }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset));
   const int e = errno;
   close(fd);  // the mapping keeps the file
