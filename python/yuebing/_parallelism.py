@@ -161,10 +161,6 @@ def _tp(axes):
     return next((a for a in axes if a.kind == "tp"), None)
 
 
-def _with_tp(axes, rank, size):
-    return [a.with_rank(rank, size) if a.kind == "tp" else a for a in axes]
-
-
 def _axes_key(key, axes):
     if len(axes) == 1 and axes[0].kind == "tp":
         return f"{key}_tp_{axes[0].rank}"  # the tensor-parallel wrappers' key
@@ -400,25 +396,23 @@ class ParallelismMixin:
 
     def _layout(self, key, axes):
         """(global shape, split dim, shard count, key of stored shard i) of the stored shards of
-        KEY for the non-tp axes of `axes` (None: none stored)."""
-        found = _parse_manifest(self._get_bytes(key + "__parallelism_manifest"))
-        if found is not None and axes is not None:
-            shape, split_dim, count = found
-            tp = _tp(axes)
-            base = axes if tp is not None else axes + [_Axis("tp", 0, count, split_dim, None, None)]
-            base = [a if a.kind != "tp" else _Axis("tp", 0, count, split_dim, None, None) for a in base]
-            base = [a for k in _ORDER for a in base if a.kind == k]
-            return shape, split_dim, count, lambda i: _axes_key(key, _with_tp(base, i, count))
-        if axes is None or (len(axes) == 1 and axes[0].kind == "tp"):
-            found = _parse_manifest(self._get_bytes(key + "__writer_manifest"))
-            if found is not None:
-                shape, split_dim, count = found
-                return shape, split_dim, count, lambda i: _writer_key(key, i, count, split_dim)
-            if axes is None:  # a layout of one tp axis, read without naming it
-                found = _parse_manifest(self._get_bytes(key + "__parallelism_manifest"))
-                if found is not None:
-                    shape, split_dim, count = found
-                    return shape, split_dim, count, lambda i: f"{key}_tp_{i}"
+        KEY, or None when none are stored. `axes` (with a tp axis) names the reader's other axes;
+        None: a read that names no layout (writer partitions, or one tp axis)."""
+        stored = _parse_manifest(self._get_bytes(key + "__parallelism_manifest"))
+        if stored is not None and axes is not None:
+            shape, split_dim, count = stored
+            others = [a for a in axes if a.kind != "tp"]
+            return shape, split_dim, count, lambda i: _axes_key(
+                key, sorted(others + [_Axis("tp", i, count, split_dim, None, None)], key=lambda a: _ORDER.index(a.kind)))
+        if axes is not None and len(axes) > 1:
+            return None
+        written = _parse_manifest(self._get_bytes(key + "__writer_manifest"))
+        if written is not None:
+            shape, split_dim, count = written
+            return shape, split_dim, count, lambda i: _writer_key(key, i, count, split_dim)
+        if stored is not None:  # axes None: a layout of one tp axis, read without naming it
+            shape, split_dim, count = stored
+            return shape, split_dim, count, lambda i: f"{key}_tp_{i}"
         return None
 
     def _stored_shard(self, key, tp, what):
