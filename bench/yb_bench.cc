@@ -68,6 +68,12 @@ void Failed(const std::string& what) {
   g_failures.push_back(what);
 }
 
+// A batch call succeeded when every key did.
+template <typename Results>
+bool AllOk(const Results& results) {
+  return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok(); });
+}
+
 // Runs `op(thread, i)` (true: the call succeeded) on `threads` threads for `seconds`; returns
 // operations per second of the calls that succeeded, where each counts `per_call` operations. Calls
 // that failed are reported as failures of the case `what`.
@@ -298,26 +304,22 @@ json MetadataBench(const yb::ClientConfig& caller, double seconds, const std::re
   };
   std::vector<std::vector<std::string>> batches;
   for (int i = 0; i < 64; ++i) batches.push_back(batch_of(i));
-  // A batch call succeeded when every key did.
-  auto all_ok = [](const auto& results) {
-    return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok(); });
-  };
   auto batch_put = [&](yb::MasterApi& m) {
     std::vector<std::string> b;
     uint64_t base = put_seq.fetch_add(kBatch);
     for (int j = 0; j < kBatch; ++j) b.push_back("bench/bput/" + std::to_string(base + j));
     auto started = m.BatchPutStart(ctx, b, std::vector<uint64_t>(kBatch, 4096), {});
     auto ended = m.BatchPutEnd(ctx, b, {});
-    return all_ok(started) && all_ok(ended);
+    return AllOk(started) && AllOk(ended);
   };
   struct BatchOp {
     const char* name;
     std::function<bool(yb::MasterApi&, uint64_t)> fn;
   };
   for (const BatchOp& op :
-       {BatchOp{"BatchExistKey_128", [&](yb::MasterApi&m, uint64_t i) { return all_ok(m.BatchExistKey(ctx, batches[i % 64])); }},
+       {BatchOp{"BatchExistKey_128", [&](yb::MasterApi&m, uint64_t i) { return AllOk(m.BatchExistKey(ctx, batches[i % 64])); }},
         BatchOp{"BatchGetReplicaList_128",
-                [&](yb::MasterApi&m, uint64_t i) { return all_ok(m.BatchGetReplicaList(ctx, batches[i % 64], false)); }},
+                [&](yb::MasterApi&m, uint64_t i) { return AllOk(m.BatchGetReplicaList(ctx, batches[i % 64], false)); }},
         BatchOp{"BatchPutStart+PutEnd_128", [&](yb::MasterApi&m, uint64_t) { return batch_put(m); }}}) {
     for (int n : {1, 4}) {
       run(op.name, n == 1 ? "1_conn" : "4_conns", [&](const std::string& what) {
@@ -531,22 +533,19 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
     };
     constexpr uint64_t kBatches = 300;  // per thread: 9,600 objects of 4 KiB, then read back
     const std::string what = "4 KiB batches of " + std::to_string(kB) + " on " + std::to_string(threads) + " threads";
-    auto all_ok = [](const auto& results) {
-      return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok(); });
-    };
     auto t0 = Clock::now();
     std::atomic<uint64_t> failed_puts{0};
     std::vector<std::thread> writers;
     for (int t = 0; t < threads; ++t) {
       writers.emplace_back([&, t] {
-        for (uint64_t i = 0; i < kBatches; ++i) failed_puts += all_ok(clients[t]->BatchPut(keys_of(t, i), slices[t])) ? 0 : 1;
+        for (uint64_t i = 0; i < kBatches; ++i) failed_puts += AllOk(clients[t]->BatchPut(keys_of(t, i), slices[t])) ? 0 : 1;
       });
     }
     for (auto& w : writers) w.join();
     if (failed_puts > 0) Failed(what + ": " + std::to_string(failed_puts.load()) + " batch puts failed");
     double put_rate = static_cast<double>(threads * kBatches * kB) / Since(t0);
     double get_rate = Rate(what + " (gets)", threads, seconds, kB, [&](int t, uint64_t i) {
-      return all_ok(clients[t]->BatchGet(keys_of(t, i % kBatches), slices[t]));
+      return AllOk(clients[t]->BatchGet(keys_of(t, i % kBatches), slices[t]));
     });
     out.push_back({{"value_bytes", 4096},
                    {"batch", kB},
