@@ -140,6 +140,13 @@ def test_tenant_secrets_bind_tenants_and_quotas_hold(tmp_path, monkeypatch):
         assert b.remove("k", True) == -704
         assert b.remove_by_regex(".*", True) == 0
         assert a.get("k") == b"A" * 1000
+        # A client of a tenant mounts no memory (--tenants_may_mount false): not at setup, nor a
+        # file's range at run time.
+        _, rc = store(c.address, auth_secret_file=a_file, tenant_id="team-a", global_segment_size=4 << 20)
+        assert rc != 0
+        shm = tmp_path / "segment.shm"
+        shm.write_bytes(bytes(4 << 20))
+        assert a.mount_segment(str(shm), 4 << 20)["ret"] < 0
         # team-b's quota (64 KB, from the flag) holds; raised through the admin endpoint it admits more.
         assert b.put("big", os.urandom(100_000)) == -1700
         token = c.yb(["--auth_secret_file", secret, "admin-token"], check=True).stdout.decode().strip()
