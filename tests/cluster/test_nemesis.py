@@ -114,6 +114,18 @@ class Pool:
         self.segments.update(seen)
         return set(seen) == set(NODES)
 
+    def settled(self):
+        """The leader holds no segment waiting for its owner: it has dropped what killed nodes held
+        (a new leader waits client_ttl and the grace after its restore before it does)."""
+        m = self.leader()
+        if m is None:
+            return False
+        try:
+            text = self.h.http(m, f"http://{self.h.addr[m]}:{HTTP}/metrics", timeout=1)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return False
+        return any(line.split() == ["yb_master_segments_unconfirmed", "0"] for line in text.splitlines())
+
     def stop(self):
         for name in list(self.procs):
             p = self.procs[name]
@@ -242,7 +254,9 @@ def run_nemesis(tmp_path, seconds):
             assert json.loads(read_line(worker, 60))["settled"]
             wait_until(lambda: pool.leader() is not None, 30, "a leader after the faults")
             wait_until(pool.refresh_segments, 30, "the four nodes to mount after the faults")
-            time.sleep(3)
+            # A loss is only final (and logged) once the leader has dropped what killed nodes held.
+            wait_until(pool.settled, 40, "the leader to drop the segments of killed nodes")
+            time.sleep(1)
             worker.stdin.write(b"check\n")
             worker.stdin.flush()
             line = read_line(worker, 120)
