@@ -138,6 +138,36 @@ void Bind(py::module_& m, Cls& cls, Ready ready) {
             return *cleared;
           },
           py::arg("keys"), py::arg("segment_name") = "")
+      // Ours: why a key holds no object, as far as the master remembers: {"ret": 0 or a negative
+      // code, "reason": "removed" (MissReasonName; "stored" if it is there), "age_ms": how long ago
+      // (-1: not known), "message": "removed 12 s ago"}.
+      .def(
+          "get_miss_reason",
+          [ready](Store& s, const std::string& key) {
+            py::dict out;
+            out["ret"] = py_values::kInvalidParams;
+            out["reason"] = "";
+            out["age_ms"] = -1;
+            out["message"] = "";
+            auto c = ready(s, "get_miss_reason");
+            if (!c) return out;
+            Result<MissInfo> w(Status(Code::kInternal, ""));
+            {
+              py::gil_scoped_release unlocked;
+              w = c->WhyMissing(key);
+            }
+            if (!w.ok()) {
+              out["ret"] = py_values::Error(w.status());
+              out["message"] = w.status().message();
+              return out;
+            }
+            out["ret"] = 0;
+            out["reason"] = std::string(MissReasonName(w->reason));
+            out["age_ms"] = w->age_ms;
+            out["message"] = DescribeMiss(*w);
+            return out;
+          },
+          py::arg("key"))
       .def("_local_buffer_size", [](const Store& s) { return s.local_buffer_size_; })  // for BufferPool
       // Objects read from an SSD tier so far (ClientStats::disk_reads); 0 before setup, as Mooncake.
       .def("get_offload_rpc_read_count", [](Store& s) -> int64_t {

@@ -146,6 +146,22 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
   p.Counter("yb_master_disk_away_untracked_total",
             "Disk copies of absent owners not remembered: --disk_away_copies_limit was reached.",
             st.disk_away_untracked);
+  // Why reads missed (MissReason; docs/operations.md, "Why a key is missing"), and Puts refused.
+  p.Family("counter", "yb_master_misses_total",
+           "Reads that found no object, by call (get, exist) and by why, as far as the master remembers.");
+  for (int i = 0; i < yb::kMissReasonCount; ++i) {
+    const auto name = yb::MissReasonName(static_cast<yb::MissReason>(i));
+    if (i == 0) continue;  // kStored: not a miss
+    p.Sample("yb_master_misses_total", fmt::format("call=\"get\",reason=\"{}\"", name), st.get_misses[i]);
+    p.Sample("yb_master_misses_total", fmt::format("call=\"exist\",reason=\"{}\"", name), st.exist_misses[i]);
+  }
+  p.Family("counter", "yb_master_puts_refused_total", "Puts refused for lack of room, by why.");
+  for (const auto r : {yb::MissReason::kRefusedQuota, yb::MissReason::kRefusedNoSpace}) {
+    p.Sample("yb_master_puts_refused_total", fmt::format("reason=\"{}\"", yb::MissReasonName(r)),
+             st.puts_refused[static_cast<size_t>(r)]);
+  }
+  p.Gauge("yb_master_miss_reason_keys", "Keys whose departure the master remembers at most (--miss_reason_keys).",
+          st.miss_reason_capacity);
   return p.text();
 }
 

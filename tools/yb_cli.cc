@@ -8,6 +8,7 @@
 //   yb --master HOST:PORT get KEY [--out PATH]        (stdout by default)
 //   yb --master HOST:PORT remove KEY [--force]
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
+//   yb --master HOST:PORT why KEY                     (why it holds no object: "removed 12 s ago", ...)
 //   yb --master HOST:PORT segments                    (segments and their usage)
 // Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -81,6 +82,10 @@ int main(int argc, char** argv) {
   rm->add_flag("--force", force, "even if leased");
   auto* exist = app.add_subcommand("exist", "print 1 if the key exists, else 0");
   exist->add_option("key", key)->required();
+  auto* why = app.add_subcommand(
+      "why", "say why a key holds no object (removed, evicted, lost with a node, Put refused...), as far as the "
+             "master remembers");
+  why->add_option("key", key)->required();
   auto* segs = app.add_subcommand("segments", "list segments and usage");
   auto* reps = app.add_subcommand("replicas", "list a key's replicas: where each is, and its state");
   auto* token = app.add_subcommand(
@@ -285,6 +290,11 @@ int main(int argc, char** argv) {
     auto e = cl.IsExist(key);
     if (!e.ok()) return Fail(e.status());
     std::printf("%d\n", *e ? 1 : 0);
+  } else if (why->parsed()) {
+    auto w = cl.WhyMissing(key);
+    if (!w.ok()) return Fail(w.status());
+    std::printf("%s: %s (%s)\n", key.c_str(), yb::DescribeMiss(*w).c_str(),
+                std::string(yb::MissReasonName(w->reason)).c_str());
   }
   return 0;
 }

@@ -180,6 +180,11 @@ int main(int argc, char** argv) {
       "--disk_away_copies_limit", mc.disk_away_copies_limit,
       "SSD tier: disk copies remembered while their owner is away (dead or unmounted), so that copies of "
       "keys removed or rewritten meanwhile are refused when it returns; about 120 bytes beside the key each");
+  app.add_option("--miss_reason_keys", mc.miss_reason_keys,
+                 "Keys whose last departure (removed, evicted, lost with a node, Put refused...) the master remembers, "
+                 "to say why a read missed (yb why, /metrics yb_master_misses_total); 24 bytes each, allocated when "
+                 "the first keys go; 0: none")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 31));
   yb::tools::AddSizeOption(app, "--repair_bandwidth", mc.repair_bandwidth,
                            "re-replication: bytes per second copied into new replicas of objects that lost one with "
                            "a node (\"256 MB\"; 0: off)");

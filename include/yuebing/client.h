@@ -230,6 +230,8 @@ class Client {
   Result<QueryResult> Query(const std::string& key);
   Result<bool> IsExist(const std::string& key);
   std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys);
+  // Why a key holds no object, as far as the master remembers (MissInfo; kStored if it does).
+  Result<MissInfo> WhyMissing(const std::string& key);
   Result<uint64_t> GetSize(const std::string& key);
   // The segments of the cluster, with their owners and usage.
   Result<std::vector<SegmentUsage>> ListSegments();

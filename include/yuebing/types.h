@@ -168,6 +168,34 @@ struct TaskId {
 enum class TaskType : uint8_t { kCopy = 0, kMove = 1 };  // Mooncake's REPLICA_COPY, REPLICA_MOVE
 enum class TaskStatus : uint8_t { kPending = 0, kProcessing = 1, kSuccess = 2, kFailed = 3 };
 
+// Why a key holds no object, as far as the master remembers (Client::WhyMissing, `yb why`,
+// Python get_miss_reason; docs/operations.md, "Why a key is missing"). The master remembers the
+// last departure of a bounded number of keys (--miss_reason_keys), from when it started or took
+// over: an older or forgotten departure reads as kNotRemembered.
+enum class MissReason : uint8_t {
+  kStored = 0,          // not missing: the key holds an object
+  kNotRemembered = 1,   // never written, as far as the master remembers
+  kPutInProgress = 2,   // a Put has started and not ended
+  kRemoved = 3,         // removed by a caller (remove, remove_by_regex, remove_all, replica clear)
+  kEvicted = 4,         // evicted from memory, with no copy on disk
+  kNodeLost = 5,        // dropped with the node that held it (died, left, or unmounted its memory)
+  kReplicaLost = 6,     // its last replica was lost otherwise (a disk copy dropped, a copy that failed)
+  kPutAbandoned = 7,    // its Put was revoked, taken over, or its writer went before ending it
+  kRefusedQuota = 8,    // its last Put was refused: the tenant's quota was used up
+  kRefusedNoSpace = 9,  // its last Put was refused: no segment had room, even after eviction
+};
+inline constexpr int kMissReasonCount = 10;
+// "stored", "not_remembered", "put_in_progress", "removed", "evicted", "node_lost", "replica_lost",
+// "put_abandoned", "refused_quota", "refused_no_space" (the label /metrics uses).
+std::string_view MissReasonName(MissReason r);
+
+struct MissInfo {
+  MissReason reason = MissReason::kNotRemembered;
+  int64_t age_ms = -1;  // how long ago the key went (or its Put was refused); -1: not known
+};
+// For a message or a tool: "removed 12 s ago", "never written, as far as the master remembers", ...
+std::string DescribeMiss(const MissInfo& why);
+
 struct TaskInfo {
   TaskId id;
   TaskType type = TaskType::kCopy;

@@ -40,6 +40,10 @@ Result<bool> MasterApi::ExistKey(const CallContext& ctx, const std::string& key)
   return First(BatchExistKey(ctx, {key}));
 }
 
+Result<MissInfo> MasterApi::WhyMissing(const CallContext& ctx, const std::string& key) {
+  return First(BatchWhyMissing(ctx, {key}));
+}
+
 Status MasterApi::Remove(const CallContext& ctx, const std::string& key, bool force) {
   return First(BatchRemove(ctx, {key}, force));
 }

@@ -221,6 +221,9 @@ class MasterApi {
                                            const std::vector<uint64_t>& read_pins) = 0;
   // Never renews a lease nor changes recency: probes cannot keep objects from eviction.
   virtual std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) = 0;
+  // Why each key holds no object (MissInfo; kStored for one that does), as far as the master
+  // remembers. Changes nothing and counts no miss.
+  virtual std::vector<Result<MissInfo>> BatchWhyMissing(const CallContext& ctx, const Keys& keys) = 0;
   virtual std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) = 0;
   // Mooncake's batch_replica_clear: of these keys, the objects no one uses now (no read lease or read
   // in progress, not written within the lease TTL, no copy being made of them) lose their MEMORY
@@ -274,6 +277,7 @@ class MasterApi {
   Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin);
   Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin);
   Result<bool> ExistKey(const CallContext& ctx, const std::string& key);
+  Result<MissInfo> WhyMissing(const CallContext& ctx, const std::string& key);
   Status Remove(const CallContext& ctx, const std::string& key, bool force);
   Result<uint64_t> RemoveByRegex(const CallContext& ctx, const std::string& pattern, bool force) {
     return RemoveWhere(ctx, pattern, force);

@@ -305,6 +305,10 @@ std::vector<Result<bool>> Client::BatchIsExist(const std::vector<std::string>& k
   return impl_->members.master().BatchExistKey(impl_->members.ctx(), keys);
 }
 
+Result<MissInfo> Client::WhyMissing(const std::string& key) {
+  return impl_->members.master().WhyMissing(impl_->members.ctx(), key);
+}
+
 Result<uint64_t> Client::GetSize(const std::string& key) {
   auto info = impl_->members.master().GetReplicaList(impl_->members.ctx(), key, false);
   if (!info.ok()) return info.status();

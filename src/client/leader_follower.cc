@@ -190,6 +190,11 @@ std::vector<Result<bool>> LeaderFollower::BatchExistKey(const CallContext& ctx, 
   return WithLeader<std::vector<Result<bool>>>([&](MasterApi& m) { return m.BatchExistKey(ctx, keys); }, keys.size());
 }
 
+std::vector<Result<MissInfo>> LeaderFollower::BatchWhyMissing(const CallContext& ctx, const Keys& keys) {
+  return WithLeader<std::vector<Result<MissInfo>>>([&](MasterApi& m) { return m.BatchWhyMissing(ctx, keys); },
+                                                   keys.size());
+}
+
 std::vector<Status> LeaderFollower::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
   return WithLeader<std::vector<Status>>([&](MasterApi& m) { return m.BatchRemove(ctx, keys, force); }, keys.size());
 }

@@ -62,6 +62,7 @@ class LeaderFollower final : public MasterApi {
   std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                    const std::vector<uint64_t>& read_pins) override;
   std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Result<MissInfo>> BatchWhyMissing(const CallContext& ctx, const Keys& keys) override;
   std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
   Result<Keys> BatchReplicaClear(const CallContext& ctx, const Keys& keys, const std::string& segment_name) override;
   Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;

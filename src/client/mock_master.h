@@ -33,6 +33,7 @@ class MockMaster : public MasterApi {
   MOCK_METHOD(std::vector<Status>, BatchReadEnd, (const CallContext&, const Keys&, const std::vector<uint64_t>&),
               (override));
   MOCK_METHOD(std::vector<Result<bool>>, BatchExistKey, (const CallContext&, const Keys&), (override));
+  MOCK_METHOD(std::vector<Result<MissInfo>>, BatchWhyMissing, (const CallContext&, const Keys&), (override));
   MOCK_METHOD(std::vector<Status>, BatchRemove, (const CallContext&, const Keys&, bool), (override));
   MOCK_METHOD(Result<uint64_t>, RemoveWhere, (const CallContext&, const std::optional<std::string>&, bool), (override));
   MOCK_METHOD(Result<std::vector<OffloadTask>>, OffloadFetch, (const CallContext&, uint32_t), (override));

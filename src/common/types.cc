@@ -1,6 +1,7 @@
 #include "yuebing/types.h"
 
 #include <cstdio>
+#include <iterator>
 #include <utility>
 #include <random>
 
@@ -34,6 +35,32 @@ ClientId ClientId::Random() {
 TaskId TaskId::Random() {
   auto [hi, lo] = RandomPair();
   return TaskId{hi, lo};
+}
+
+std::string_view MissReasonName(MissReason r) {
+  static constexpr std::string_view kNames[kMissReasonCount] = {
+      "stored",       "not_remembered", "put_in_progress", "removed",       "evicted",
+      "node_lost",    "replica_lost",   "put_abandoned",   "refused_quota", "refused_no_space"};
+  const auto i = static_cast<size_t>(r);
+  return i < std::size(kNames) ? kNames[i] : std::string_view("unknown");
+}
+
+std::string DescribeMiss(const MissInfo& why) {
+  std::string out;
+  switch (why.reason) {
+    case MissReason::kStored: return "stored";
+    case MissReason::kNotRemembered: return "never written, as far as the master remembers";
+    case MissReason::kPutInProgress: return "being written";
+    case MissReason::kRemoved: out = "removed"; break;
+    case MissReason::kEvicted: out = "evicted"; break;
+    case MissReason::kNodeLost: out = "dropped with the node that held it"; break;
+    case MissReason::kReplicaLost: out = "its last replica was lost"; break;
+    case MissReason::kPutAbandoned: out = "its Put was abandoned before it ended"; break;
+    case MissReason::kRefusedQuota: out = "its Put was refused: the tenant's quota is used up"; break;
+    case MissReason::kRefusedNoSpace: out = "its Put was refused: no segment had room"; break;
+  }
+  if (why.age_ms >= 0) out += " " + std::to_string(why.age_ms / 1000) + " s ago";
+  return out;
 }
 
 }  // namespace yb

@@ -604,6 +604,9 @@ std::vector<Status> HaMaster::BatchReadEnd(const CallContext& ctx, const Keys& k
 std::vector<Result<bool>> HaMaster::BatchExistKey(const CallContext& ctx, const Keys& keys) {
   YB_SERVE_OR(ForEveryKey<Result<bool>>(keys.size(), m.status()), BatchExistKey(ctx, keys));
 }
+std::vector<Result<MissInfo>> HaMaster::BatchWhyMissing(const CallContext& ctx, const Keys& keys) {
+  YB_SERVE_OR(ForEveryKey<Result<MissInfo>>(keys.size(), m.status()), BatchWhyMissing(ctx, keys));
+}
 std::vector<Status> HaMaster::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
   YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchRemove(ctx, keys, force));
 }

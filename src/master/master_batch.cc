@@ -57,6 +57,14 @@ std::vector<Result<bool>> MasterService::BatchExistKey(const CallContext& ctx, c
   return ForEachKey<Result<bool>>(keys, [&](size_t i) { return ExistKey(ctx, keys[i]); });
 }
 
+std::vector<Result<MissInfo>> MasterService::BatchWhyMissing(const CallContext& ctx, const Keys& keys) {
+  return ForEachKey<Result<MissInfo>>(keys, [&](size_t i) -> Result<MissInfo> {
+    YB_RETURN_IF_ERROR(CheckKey(ctx, keys[i]));
+    const TableKey tk(ctx.tenant, keys[i]);
+    return table_.Lock(tk.hashed).WhyMissing(tk.hashed);
+  });
+}
+
 std::vector<Status> MasterService::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
   return ForEachKey<Status>(keys, [&](size_t i) { return Remove(ctx, keys[i], force); });
 }

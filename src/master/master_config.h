@@ -58,6 +58,9 @@ struct MasterConfig {
   // removed or rewritten meanwhile are refused when the owner comes back. About 120 bytes beside the
   // key each.
   size_t disk_away_copies_limit = 1'000'000;
+  // Keys whose last departure (removed, evicted, lost, Put refused...) the master remembers, to say
+  // why a read missed (MissReason; GoneKeys::kBytesPerKey bytes each). 0: none.
+  size_t miss_reason_keys = 1'000'000;
   // Re-replication: bytes per second copied into new replicas of objects that lost one with a
   // segment (0: off), and how long a client has to report a copy before it is given up and redone.
   uint64_t repair_bandwidth = 256ULL << 20;

@@ -147,15 +147,19 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
                                               " bytes exceeds " + std::to_string(kMaxHostNameLength));
     }
   }
-  if (segments_.segment_count() == 0) return Status(Code::kNoAvailableHandle, "no segment is mounted");
+  const TableKey tk(ctx.tenant, key);
+  const HashedKey& hk = tk.hashed;
+  if (segments_.segment_count() == 0) {
+    NoteRefused(hk, MissReason::kRefusedNoSpace);
+    return Status(Code::kNoAvailableHandle, "no segment is mounted");
+  }
   uint64_t largest = segments_.largest_segment();
   if (size > largest) {
+    NoteRefused(hk, MissReason::kRefusedNoSpace);
     return Status(Code::kInvalidParams, "object of " + std::to_string(size) +
                                             " bytes is larger than the largest segment (" + std::to_string(largest) +
                                             " bytes)");
   }
-  const TableKey tk(ctx.tenant, key);
-  const HashedKey& hk = tk.hashed;
   const TimeMs now = clock_.NowMs();
   auto check_free = [&](ObjectTable::Locked& s) -> Status {
     auto obj = s.Find(hk);
@@ -199,7 +203,11 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     YB_RETURN_IF_ERROR(check_free(s));
   }
   auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group);
-  if (!allocs.ok()) return allocs.status();
+  if (!allocs.ok()) {
+    NoteRefused(hk, allocs.status().code() == Code::kTenantQuotaExceeded ? MissReason::kRefusedQuota
+                                                                          : MissReason::kRefusedNoSpace);
+    return allocs.status();
+  }
   std::vector<StoredReplica> replicas;
   std::vector<ReplicaDesc> descs;
   for (const auto& a : *allocs) {
@@ -242,12 +250,13 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   if (!own.ok()) return own;
   if (s.FindPending(hk)->replicas.empty()) {
     (void)s.TakePending(hk);
+    s.NoteGone(hk, MissReason::kNodeLost);
     return Status(Code::kInvalidWrite, "every replica of key " + Quote(key) + " was lost to an unmount");
   }
   PendingPut put = s.TakePending(hk, /*to_publish=*/true);
   if (auto old = s.Find(hk)) {  // upsert: readers of the old value keep its bytes
     DropDiskCopiesLocked(s, old);
-    s.Remove(old);
+    s.Remove(old, MissReason::kStored);  // replaced below, under this lock
   }
   s.SupersedeAwayCopies(tk.key);
 
@@ -292,8 +301,12 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   auto s = table_.Lock(hk);
   auto obj = s.Find(hk);
   if (!obj) {
-    if (s.FindPending(hk)) return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
-    return Status(Code::kObjectNotFound, "key " + Quote(key));
+    const MissInfo why = s.WhyMissing(hk);
+    get_misses_[static_cast<size_t>(why.reason)].fetch_add(1, std::memory_order_relaxed);
+    if (why.reason == MissReason::kPutInProgress) {
+      return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
+    }
+    return Status(Code::kObjectNotFound, "key " + Quote(key) + ": " + DescribeMiss(why));
   }
   const ObjectMeta& m = obj.meta();
   ObjectInfo info;
@@ -343,7 +356,14 @@ Result<bool> MasterService::ExistKey(const CallContext& ctx, const std::string& 
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
   auto s = table_.Lock(hk);
-  return static_cast<bool>(s.Find(hk));
+  if (s.Find(hk)) return true;
+  exist_misses_[static_cast<size_t>(s.WhyMissing(hk).reason)].fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void MasterService::NoteRefused(const HashedKey& hk, MissReason why) {
+  puts_refused_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  table_.Lock(hk).NoteGone(hk, why);
 }
 
 Status MasterService::RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now) {
@@ -355,7 +375,7 @@ Status MasterService::RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj,
   }
   DropDiskCopiesLocked(s, obj);
   s.SupersedeAwayCopies(obj.key());
-  s.Remove(obj);  // bytes still being read stay reserved until their reads end
+  s.Remove(obj, MissReason::kRemoved);  // bytes still being read stay reserved until their reads end
   return Status::OK();
 }
 

@@ -261,7 +261,8 @@ std::vector<Status> MasterService::DropDiskReplicas(const CallContext& ctx, cons
     auto s = table_.Lock(hk);
     if (auto obj = s.Find(hk)) {
       const size_t dropped = s.DropReplicasIf(
-          obj, [&](const StoredReplica& r) { return r.kind() == ReplicaKind::kLocalDisk && OwnedBy(r, ctx.client); });
+          obj, [&](const StoredReplica& r) { return r.kind() == ReplicaKind::kLocalDisk && OwnedBy(r, ctx.client); },
+          MissReason::kEvicted);  // the SSD tier's eviction: the last copy was on its disk
       disk_dropped_.fetch_add(dropped, std::memory_order_relaxed);
     }
     out.push_back(Status::OK());

@@ -40,6 +40,7 @@ Result<std::unique_ptr<MasterService>> MasterService::Create(const MasterConfig&
     return bad("allocation_alignment must be a power of two");
   }
   if (config.object_shards == 0) return bad("object_shards must be > 0");
+  if (config.miss_reason_keys > (1ULL << 31)) return bad("miss_reason_keys must be at most 2^31");
   uint64_t seed = config.random_seed ? config.random_seed : std::random_device{}();
   auto strategy = MakeAllocationStrategy(config.allocation_strategy, seed);
   if (!strategy.ok()) return strategy.status();
@@ -59,6 +60,7 @@ MasterService::MasterService(const MasterConfig& config, const Clock& clock,
       evictor_(table_, segments_, offload_, clock_, config_),
       clients_(clock_, config.client_ttl_sec * 1000) {
   if (config.hold_freed_ranges) table_.SetGrantHold(&grant_hold_);
+  table_.RememberGone(config.miss_reason_keys, clock_);
   table_.SetWriteFence(WriteGrantMs(config) + kGrantClockMarginMs);
   // A copy given up at its deadline may land bytes until its source grant lapses.
   segments_.SetFenceFloor(kCopyGrantSlackMs + kGrantClockMarginMs);
@@ -224,7 +226,7 @@ void MasterService::DropSegmentEverywhere(SegmentRef id, SegmentId segment) {
     auto s = table_.LockShard(i);
     // The owner keeps its disk copies: they come back when it registers them again.
     dropped += s.DropSegment(
-        id, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); },
+        id, MissReason::kNodeLost, [&](ObjectTable::Ref obj) { s.NoteAwayCopy(obj.key(), obj->known_checksum(), false); },
         [&](ObjectTable::Ref obj) {
           const size_t have = obj->CompleteMemoryReplicas();
           if (have < obj->want_replicas) NoteAtRisk(std::string(obj.key()), have);
@@ -447,6 +449,12 @@ MasterStats MasterService::Stats() const {
   st.offload_refused = offload_.refused();
   st.disk_registered = disk_registered_.load(std::memory_order_relaxed);
   st.disk_dropped = disk_dropped_.load(std::memory_order_relaxed);
+  for (int i = 0; i < kMissReasonCount; ++i) {
+    st.get_misses[i] = get_misses_[i].load(std::memory_order_relaxed);
+    st.exist_misses[i] = exist_misses_[i].load(std::memory_order_relaxed);
+    st.puts_refused[i] = puts_refused_[i].load(std::memory_order_relaxed);
+  }
+  st.miss_reason_capacity = table_.gone_capacity();
   st.disk_away_copies = table_.away_copies();
   st.disk_away_untracked = table_.away_untracked();
   auto& table = const_cast<ObjectTable&>(table_);

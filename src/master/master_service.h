@@ -97,6 +97,12 @@ struct MasterStats {
   uint64_t disk_dropped = 0;         // LOCAL_DISK replicas dropped by SSD-tier eviction
   uint64_t disk_away_copies = 0;     // disk copies whose owner went away, remembered (AwayCopy)
   uint64_t disk_away_untracked = 0;  // away copies not remembered: disk_away_copies_limit was reached
+  // Reads that found no object, by why (MissReason): Gets (GetReplicaList) and exist probes; and
+  // Puts refused, by the miss reason they leave (kRefusedQuota, kRefusedNoSpace).
+  std::array<uint64_t, kMissReasonCount> get_misses{};
+  std::array<uint64_t, kMissReasonCount> exist_misses{};
+  std::array<uint64_t, kMissReasonCount> puts_refused{};
+  uint64_t miss_reason_capacity = 0;  // keys whose departure is remembered at most
 };
 
 class MasterService final : public MasterApi {
@@ -127,6 +133,7 @@ class MasterService final : public MasterApi {
   std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                    const std::vector<uint64_t>& read_pins) override;
   std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
+  std::vector<Result<MissInfo>> BatchWhyMissing(const CallContext& ctx, const Keys& keys) override;
   std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
   Result<Keys> BatchReplicaClear(const CallContext& ctx, const Keys& keys, const std::string& segment_name) override;
   Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
@@ -151,6 +158,8 @@ class MasterService final : public MasterApi {
   Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin);
   Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin);
   Result<bool> ExistKey(const CallContext& ctx, const std::string& key);
+  // A Put refused for `why` (kRefusedQuota, kRefusedNoSpace): counted, and the key's miss reason.
+  void NoteRefused(const HashedKey& hk, MissReason why);
   Status Remove(const CallContext& ctx, const std::string& key, bool force);
 
   // Durability (see the class comment). Load before serving and before SetSink.
@@ -358,6 +367,8 @@ class MasterService final : public MasterApi {
   std::atomic<uint64_t> repaired_{0}, repair_bytes_{0}, objects_lost_{0};
   std::atomic<TimeMs> last_liveness_{0};  // the last LivenessOnce run (0: none yet)
   std::atomic<uint64_t> liveness_gaps_{0};
+  // Why reads missed and Puts were refused (MasterStats).
+  std::array<std::atomic<uint64_t>, kMissReasonCount> get_misses_{}, exist_misses_{}, puts_refused_{};
 };
 
 // A user key for a message: quoted, its first 64 bytes.

@@ -70,6 +70,31 @@ ObjectTable::~ObjectTable() = default;
 
 using object_table_internal::AssertHeld;
 
+void ObjectTable::RememberGone(size_t keys, const Clock& clock) {
+  gone_clock_ = &clock;
+  const size_t per_shard = keys == 0 ? 0 : (keys + shards_.size() - 1) / shards_.size();
+  gone_capacity_ = per_shard * shards_.size();
+  for (auto& shard : shards_) {
+    MutexLock lock(shard->mu);
+    shard->gone = GoneKeys(per_shard);
+  }
+}
+
+void ObjectTable::Locked::NoteGone(const HashedKey& k, MissReason why) {
+  AssertHeld(s_);
+  if (t_.gone_clock_) s_.gone.Note(k.hash, why, t_.gone_clock_->NowMs());
+}
+
+MissInfo ObjectTable::Locked::WhyMissing(const HashedKey& k) {
+  AssertHeld(s_);
+  if (Find(k)) return MissInfo{MissReason::kStored, -1};
+  if (FindPending(k)) return MissInfo{MissReason::kPutInProgress, -1};
+  auto e = s_.gone.Find(k.hash);
+  if (!e || !t_.gone_clock_) return MissInfo{};
+  const int64_t age_s = t_.gone_clock_->NowMs() / 1000 - static_cast<int64_t>(e->when_s);
+  return MissInfo{e->reason, std::max<int64_t>(age_s, 0) * 1000};
+}
+
 void ObjectTable::RaiseNextObjectId(uint64_t next) {
   uint64_t cur = next_object_id_.load(std::memory_order_relaxed);
   while (cur < next && !next_object_id_.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
@@ -273,6 +298,7 @@ bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
   t_.FreeUnfinished(p->second.tenant, p->second.size, p->second.replicas, p->second.started);
   s_.pending.erase(p);
   LogPendingGone(k.key);
+  NoteGone(k, MissReason::kPutAbandoned);
   return true;
 }
 
@@ -286,6 +312,7 @@ uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const Pen
     }
     t_.FreeUnfinished(it->second.tenant, it->second.size, it->second.replicas, it->second.started);
     LogPendingGone(it->first);
+    NoteGone(HashedKey(it->first), MissReason::kPutAbandoned);
     it = s_.pending.erase(it);
     ++n;
   }
@@ -332,8 +359,9 @@ void ObjectTable::Locked::RestoreAway(const HashedKey& k, std::vector<AwayCopy> 
   s_.away[std::string(k.key)] = std::move(copies);
 }
 
-void ObjectTable::Locked::Remove(Ref r) {
+void ObjectTable::Locked::Remove(Ref r, MissReason why) {
   AssertHeld(s_);
+  NoteGone(HashedKey(r.key()), why);
   ObjectMeta& m = r.mut();
   LruUnlink(*r.it_);  // a no-op for an object not on the list
   auto replicas = m.TakeReplicas();
@@ -349,27 +377,28 @@ void ObjectTable::Locked::Remove(Ref r) {
   t_.objects_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void ObjectTable::Locked::SetReplicas(Ref r, const std::vector<StoredReplica>& keep) {
-  if (keep.empty()) return Remove(r);
+void ObjectTable::Locked::SetReplicas(Ref r, const std::vector<StoredReplica>& keep, MissReason if_empty) {
+  if (keep.empty()) return Remove(r, if_empty);
   r.mut().SetReplicas(keep);
   Relink(*r.it_);
   LogObject(r.entry());
 }
 
-void ObjectTable::Locked::DropMemoryReplicas(Ref r) {
-  DropReplicasIf(r, [](const StoredReplica& x) { return x.kind() == ReplicaKind::kMemory; });
+void ObjectTable::Locked::DropMemoryReplicas(Ref r, MissReason if_gone) {
+  DropReplicasIf(r, [](const StoredReplica& x) { return x.kind() == ReplicaKind::kMemory; }, if_gone);
 }
 
-size_t ObjectTable::Locked::DropReplicasIf(Ref r, const std::function<bool(const StoredReplica&)>& drop) {
+size_t ObjectTable::Locked::DropReplicasIf(Ref r, const std::function<bool(const StoredReplica&)>& drop,
+                                           MissReason if_gone) {
   const ObjectMeta& m = r.meta();
   std::vector<StoredReplica> keep, gone;
   for (size_t i = 0; i < m.n_replicas; ++i) (drop(m.replica(i)) ? gone : keep).push_back(m.replica(i));
   if (gone.empty()) return 0;
   if (keep.empty()) {
-    Remove(r);  // frees what it held
+    Remove(r, if_gone);  // frees what it held
   } else {
     t_.FreeReplicas(m.tenant, m.size, gone, t_.HoldAfterStamp(m.last_access));
-    SetReplicas(r, keep);
+    SetReplicas(r, keep, if_gone);
   }
   return gone.size();
 }
@@ -380,7 +409,7 @@ void ObjectTable::Locked::AddDiskReplica(Ref r, SegmentRef segment) {
   std::vector<StoredReplica> replicas = m.TakeReplicas();
   replicas.emplace_back(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
                         ReplicaStatus::kComplete);
-  SetReplicas(r, replicas);
+  SetReplicas(r, replicas, MissReason::kStored);
 }
 
 void ObjectTable::Locked::AddRepairReplica(Ref r, const Allocation& a) {
@@ -503,7 +532,8 @@ uint64_t ObjectTable::Locked::UnpinIf(const std::function<bool(const PinKey&, Pi
 
 // ---- segments
 
-uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy,
+uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, MissReason why,
+                                          const std::function<void(Ref)>& on_disk_copy,
                                           const std::function<void(Ref)>& thinned,
                                           const std::function<void(std::string_view)>& lost) {
   AssertHeld(s_);
@@ -534,17 +564,17 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, const std::functio
     if (lost && (keep.empty() || !readable)) lost(it->first);
     if (keep.empty()) {
       (void)m.TakeReplicas();
-      Remove(Ref(it, true));
+      Remove(Ref(it, true), why);
       ++dropped;
     } else if (!readable) {
       // Only a re-replication copy in flight is left (PROCESSING): its source is gone, so it cannot
       // be finished, and the object is lost, not kept with nothing to read. The copy's range goes
       // with the object (held by the copier's pin until its task ends).
-      SetReplicas(Ref(it, true), keep);
-      Remove(Ref(it, true));
+      SetReplicas(Ref(it, true), keep, why);
+      Remove(Ref(it, true), why);
       ++dropped;
     } else {
-      SetReplicas(Ref(it, true), keep);
+      SetReplicas(Ref(it, true), keep, why);
       if (gone > 0 && thinned) thinned(Ref(it, true));
     }
     it = next;

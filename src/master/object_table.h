@@ -31,6 +31,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/thread_annotations.h"
+#include "master/gone_keys.h"
 #include "master/grant_hold.h"
 #include "master/inline_key_map.h"
 #include "master/meta_sink.h"
@@ -248,7 +249,7 @@ class ObjectTable {
     // `to_publish`: the caller publishes it (Publish with ends_put) under this same accessor, and the
     // two are recorded as one change.
     PendingPut TakePending(const HashedKey& k, bool to_publish = false);
-    // Ends a Put and frees its space. False if there is none.
+    // Ends a Put and frees its space (the key's miss reason: kPutAbandoned). False if there is none.
     bool RevokePending(const HashedKey& k);
     // Revokes every Put for which `pred` holds, calling it once per Put. Returns how many.
     uint64_t RevokePendingIf(const std::function<bool(const PendingPut&)>& pred);
@@ -257,14 +258,23 @@ class ObjectTable {
     // Publishes a new object (the key must be free) and puts it on the recency list. `ends_put`: it
     // is the Put just taken with TakePending(k, true).
     Ref Publish(const HashedKey& k, ObjectMeta meta, bool ends_put = false);
-    // Removes an object. Its bytes are freed now, or when its last reader ends.
-    void Remove(Ref r);
+    // Removes an object. Its bytes are freed now, or when its last reader ends. `why`: the key's
+    // miss reason from now on (NoteGone); kStored for an object replaced at once (nothing noted).
+    void Remove(Ref r, MissReason why);
     // Frees an object's MEMORY replicas and keeps the others (disk copies); an object left with no
-    // replica is removed. The caller makes sure no reader holds the memory.
-    void DropMemoryReplicas(Ref r);
+    // replica is removed (for `if_gone`). The caller makes sure no reader holds the memory.
+    void DropMemoryReplicas(Ref r, MissReason if_gone = MissReason::kEvicted);
     // Drops the replicas for which `drop` holds (MEMORY ones are freed); an object left with no
-    // replica is removed. Returns how many were dropped.
-    size_t DropReplicasIf(Ref r, const std::function<bool(const StoredReplica&)>& drop);
+    // replica is removed (for `if_gone`). Returns how many were dropped.
+    size_t DropReplicasIf(Ref r, const std::function<bool(const StoredReplica&)>& drop,
+                          MissReason if_gone = MissReason::kReplicaLost);
+
+    // ---- why keys are missing (GoneKeys; RememberGone sets how many keys are remembered)
+    // The key went, or its Put was refused, for `why` (kStored: nothing is noted).
+    void NoteGone(const HashedKey& k, MissReason why);
+    // Why the key holds no object: kStored if it does, kPutInProgress, what NoteGone remembers,
+    // else kNotRemembered.
+    MissInfo WhyMissing(const HashedKey& k);
     // Adds a LOCAL_DISK replica on `segment` (its owner's) and ends kDiskCopyPending.
     void AddDiskReplica(Ref r, SegmentRef segment);
     // Re-replication: a new MEMORY replica at `a`, PROCESSING (readers skip it, the log leaves it
@@ -308,7 +318,7 @@ class ObjectTable {
     // LOCAL_DISK replica, before it changes. Returns objects removed.
     // `thinned` is called with each object that keeps a replica but lost a MEMORY one; `lost` with
     // the table key of each object removed, before it goes.
-    uint64_t DropSegment(SegmentRef segment, const std::function<void(Ref)>& on_disk_copy = {},
+    uint64_t DropSegment(SegmentRef segment, MissReason why, const std::function<void(Ref)>& on_disk_copy = {},
                          const std::function<void(Ref)>& thinned = {},
                          const std::function<void(std::string_view)>& lost = {});
 
@@ -337,7 +347,7 @@ class ObjectTable {
     void LruUnlink(ObjectEntry& e);
     void LruAppend(ObjectEntry& e);
     void Relink(ObjectEntry& e);
-    void SetReplicas(Ref r, const std::vector<StoredReplica>& keep);
+    void SetReplicas(Ref r, const std::vector<StoredReplica>& keep, MissReason if_empty);
     // Records of what changed, for the sink (no-ops without one).
     void LogObject(const ObjectEntry& e, bool ends_put = false);
     void LogObjectGone(std::string_view table_key);
@@ -391,6 +401,11 @@ class ObjectTable {
   // Every access stamp below this one has been given out (GrantHold::Sample).
   uint64_t next_access_stamp() const { return access_seq_.load(std::memory_order_relaxed); }
 
+  // Remembers why up to `keys` keys went (GoneKeys, spread over the shards; 0: none), timed by
+  // `clock`. Set before the table is used from several threads.
+  void RememberGone(size_t keys, const Clock& clock);
+  size_t gone_capacity() const { return gone_capacity_; }
+
   // Where changes are recorded; null (the default): nowhere. Set before the table is used from
   // several threads (after a restart, once the recovered state is loaded).
   void SetSink(MetaSink* sink) { sink_ = sink; }
@@ -406,6 +421,8 @@ class ObjectTable {
   TenantRegistry& tenants_;
   MetaSink* sink_ = nullptr;
   const GrantHold* hold_ = nullptr;
+  const Clock* gone_clock_ = nullptr;
+  size_t gone_capacity_ = 0;
   TimeMs write_fence_ms_ = 0;
   const size_t away_limit_;
   std::vector<std::unique_ptr<Shard>> shards_;
@@ -434,6 +451,7 @@ struct ObjectTable::Shard {
   std::unordered_map<std::string, std::vector<AwayCopy>, KeyHash, KeyEq> away GUARDED_BY(mu);  // by table key
   ObjectEntry* lru_head GUARDED_BY(mu) = nullptr;                                              // least recently used
   ObjectEntry* lru_tail GUARDED_BY(mu) = nullptr;
+  GoneKeys gone GUARDED_BY(mu){0};
 };
 
 inline ObjectTable::Locked ObjectTable::Lock(const HashedKey& k) { return Locked(*this, *shards_[ShardIndex(k)]); }

@@ -86,7 +86,7 @@ TEST_F(ObjectTableTest, PublishFindAndRemoveAreRecordedAndFreeTheSpace) {
   EXPECT_EQ(segments_.allocated(), 2 * 128u);  // aligned to 64: two ranges of 128
   {
     auto s = table_.Lock(k);
-    s.Remove(s.Find(k));
+    s.Remove(s.Find(k), MissReason::kRemoved);
     EXPECT_FALSE(s.Find(k));
   }
   EXPECT_EQ(table_.object_count(), 0u);
@@ -103,7 +103,7 @@ TEST_F(ObjectTableTest, ARemovedObjectsBytesStayReservedUntilItsLastReaderEnds) 
     auto obj = Publish(s, k, 100, 1);
     id = s.AddReadPin(obj, ClientId{5, 5});
     EXPECT_EQ(s.ClientReadPins(obj), 1u);
-    s.Remove(obj);
+    s.Remove(obj, MissReason::kRemoved);
   }
   EXPECT_EQ(segments_.allocated(), 128u);  // a zombie holds the range for the reader
   {

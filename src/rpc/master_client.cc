@@ -217,6 +217,20 @@ std::vector<Result<bool>> MasterClient::BatchExistKey(const CallContext& ctx, co
   });
 }
 
+std::vector<Result<MissInfo>> MasterClient::BatchWhyMissing(const CallContext& ctx, const Keys& keys) {
+  auto r = Call<M::kWhyMissing>(KeysRequestOf<pb::KeysRequest>(ctx, keys));
+  if (r.ok() && (r->reasons_size() != r->results_size() || r->ages_ms_size() != r->results_size())) {
+    r = Status(Code::kRpcFail, "WhyMissing reply is malformed");
+  }
+  return PerKey<Result<MissInfo>>(r, keys.size(), [&](int i) -> Result<MissInfo> {
+    if (Status st = FromPb(r->results(i)); !st.ok()) return st;
+    if (r->reasons(i) >= static_cast<uint32_t>(kMissReasonCount)) {
+      return Status(Code::kRpcFail, "WhyMissing reply names an unknown reason " + std::to_string(r->reasons(i)));
+    }
+    return MissInfo{static_cast<MissReason>(r->reasons(i)), r->ages_ms(i)};
+  });
+}
+
 std::vector<Status> MasterClient::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
   auto q = KeysRequestOf<pb::RemoveRequest>(ctx, keys);
   q.set_force(force);

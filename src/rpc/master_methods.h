@@ -44,7 +44,8 @@ namespace yb::rpc {
   X(22, UndrainSegment, DrainSegmentRequest, StatusResponse)          \
   X(23, CreateTask, CreateTaskRequest, CreateTaskResponse)            \
   X(24, QueryTask, QueryTaskRequest, QueryTaskResponse)              \
-  X(25, BatchReplicaClear, ReplicaClearRequest, ReplicaClearResponse)
+  X(25, BatchReplicaClear, ReplicaClearRequest, ReplicaClearResponse)  \
+  X(26, WhyMissing, KeysRequest, WhyMissingResponse)
 
 enum class MasterMethod : uint16_t {
 #define YB_METHOD_ENUM(id, name, req, resp) k##name = id,

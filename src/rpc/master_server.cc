@@ -99,7 +99,8 @@ Status RoleMay(const net::Peer& peer, bool tenants_may_mount) {
 // A mount is judged by the master (a remount that changes nothing recorded is taken).
 constexpr bool ChangeCall(M m) {
   return !(m == M::kRegisterClient || m == M::kPing || m == M::kListSegments || m == M::kGetReplicaList ||
-           m == M::kReadEnd || m == M::kExistKey || m == M::kMountSegments || m == M::kQueryTask);
+           m == M::kReadEnd || m == M::kExistKey || m == M::kMountSegments || m == M::kQueryTask ||
+           m == M::kWhyMissing);
 }
 
 template <M m>
@@ -214,6 +215,16 @@ void Serve<M::kExistKey>(MasterApi& api, const CallContext& ctx, const pb::KeysR
   for (const auto& e : api.BatchExistKey(ctx, KeysOf(q.keys()))) {
     ToPb(e.status(), r.add_results());
     r.add_exists(e.ok() && *e);
+  }
+}
+
+template <>
+void Serve<M::kWhyMissing>(MasterApi& api, const CallContext& ctx, const pb::KeysRequest& q,
+                           pb::WhyMissingResponse& r) {
+  for (const auto& e : api.BatchWhyMissing(ctx, KeysOf(q.keys()))) {
+    ToPb(e.status(), r.add_results());
+    r.add_reasons(e.ok() ? static_cast<uint32_t>(e->reason) : 0);
+    r.add_ages_ms(e.ok() ? e->age_ms : -1);
   }
 }
 
