@@ -73,6 +73,32 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex& mu_;
 };
 
+// Holds a Mutex for its scope, and lets a std::condition_variable_any release it while it waits
+// (wait() calls unlock() and lock(): to the analysis the mutex is held throughout the wait, as it
+// is whenever the waiter runs). unlock() and lock() may also end and take it again in the scope.
+class SCOPED_CAPABILITY MutexUniqueLock {
+ public:
+  explicit MutexUniqueLock(Mutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~MutexUniqueLock() RELEASE() {
+    if (held_) mu_.unlock();
+  }
+  void lock() ACQUIRE() {
+    mu_.lock();
+    held_ = true;
+  }
+  void unlock() RELEASE() {
+    held_ = false;
+    mu_.unlock();
+  }
+  bool owns_lock() const { return held_; }
+  MutexUniqueLock(const MutexUniqueLock&) = delete;
+  MutexUniqueLock& operator=(const MutexUniqueLock&) = delete;
+
+ private:
+  Mutex& mu_;
+  bool held_ = true;
+};
+
 // Holds a SharedMutex exclusively for its scope.
 class SCOPED_CAPABILITY WriterLock {
  public:

@@ -200,7 +200,7 @@ Status EtcdClient::Authenticate(const std::string& host, uint16_t port) {
 }
 
 Result<std::string> EtcdClient::Post(const std::string& path, const std::string& body) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string errors;
   for (size_t tried = 0; tried < options_.endpoints.size(); ++tried) {
     const auto& [host, port] = options_.endpoints[current_];

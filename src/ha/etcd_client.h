@@ -11,12 +11,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "yuebing/status.h"
 
 namespace yb::ha {
@@ -82,14 +82,15 @@ class EtcdClient {
     int status = 0;
     std::string body;  // or the error
   };
-  Reply PostTo(const std::string& host, uint16_t port, const std::string& path, const std::string& body);
-  // A token for options_.user from `host`; under mu_.
-  Status Authenticate(const std::string& host, uint16_t port);
+  Reply PostTo(const std::string& host, uint16_t port, const std::string& path, const std::string& body)
+      REQUIRES(mu_);
+  // A token for options_.user from `host`.
+  Status Authenticate(const std::string& host, uint16_t port) REQUIRES(mu_);
 
   Options options_;
-  std::mutex mu_;
-  size_t current_ = 0;  // under mu_
-  std::string token_;   // etcd's auth token, under mu_
+  Mutex mu_;
+  size_t current_ GUARDED_BY(mu_) = 0;
+  std::string token_ GUARDED_BY(mu_);  // etcd's auth token
 };
 
 // Base64 (RFC 4648, with padding), as etcd's JSON gateway carries bytes.

@@ -41,6 +41,7 @@ rpc::RpcChannel::Options FollowChannel(std::shared_ptr<const net::Security> sec)
 Result<std::unique_ptr<HaMaster>> HaMaster::Create(Options options, const Clock& clock) {
   if (options.address.empty()) return Status(Code::kInvalidParams, "HA needs this master's address");
   std::unique_ptr<HaMaster> ha(new HaMaster(std::move(options), clock));
+  MutexLock lock(ha->apply_mu_);  // nothing else runs yet: for the analysis
   auto log = MetaLog::Open(ha->options_.log, &ha->image_);
   if (!log.ok()) return log.status();
   ha->log_ = std::move(log).value();
@@ -67,7 +68,7 @@ HaMaster::~HaMaster() {
   answer_until_ = 0;  // no answer from here on
   std::map<std::string, std::unique_ptr<LogShipper>> shippers;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     shippers.swap(shippers_);
   }
   shippers.clear();
@@ -78,7 +79,7 @@ HaMaster::~HaMaster() {
 bool HaMaster::GiveLeaseBack() {
   int64_t lease;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lease = lease_;
   }
   if (lease == 0) return false;
@@ -87,17 +88,17 @@ bool HaMaster::GiveLeaseBack() {
 }
 
 std::string HaMaster::leader() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return leader_;
 }
 
 std::shared_ptr<MasterService> HaMaster::master() const {
-  std::shared_lock lock(master_mu_);
+  ReaderLock lock(master_mu_);
   return master_;
 }
 
 std::vector<HaMaster::StandbyState> HaMaster::standbys() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<StandbyState> out;
   for (const auto& [addr, s] : shippers_) out.push_back({addr, s->in_sync(), s->acked()});
   return out;
@@ -106,7 +107,7 @@ std::vector<HaMaster::StandbyState> HaMaster::standbys() const {
 Result<std::shared_ptr<MasterService>> HaMaster::Serving() const {
   // The lease's own clock, whatever the election thread is doing (a call to etcd that hangs).
   if (leading_.load(std::memory_order_acquire) && clock_.NowMs() < answer_until_.load(std::memory_order_acquire)) {
-    std::shared_lock lock(master_mu_);
+    ReaderLock lock(master_mu_);
     if (master_) return master_;
   }
   return NotLeader(leader());
@@ -120,7 +121,7 @@ void HaMaster::RunOnce() {
     // Standbys that stopped asking are dropped (after which they are not counted).
     std::vector<std::unique_ptr<LogShipper>> gone;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const auto now = std::chrono::steady_clock::now();
       for (auto it = shippers_.begin(); it != shippers_.end();) {
         if (now - it->second->last_follow() > std::chrono::seconds(5)) {
@@ -153,7 +154,7 @@ void HaMaster::RunOnce() {
     if (!named.ok()) {
       // Not a master of this cluster's word: followed by no one, and no ApplyLog is taken from it.
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         leader_.clear();
         view_leader_.clear();
       }
@@ -165,7 +166,7 @@ void HaMaster::RunOnce() {
     }
     epoch_ = std::max<uint64_t>(epoch_.load(), static_cast<uint64_t>(kv.create_revision));
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       leader_ = *named;
       view_leader_ = *named;
       view_epoch_ = static_cast<uint64_t>(kv.create_revision);
@@ -224,7 +225,7 @@ void HaMaster::Campaign() {
     return;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lease_valid_until_ = granted + ttl_sec * 1000;
     last_renewal_ = granted;
   }
@@ -234,7 +235,7 @@ void HaMaster::Campaign() {
 
 void HaMaster::Lead(int64_t lease, int64_t epoch) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lease_ = lease;
     leader_ = options_.address;
     counted_.clear();
@@ -244,14 +245,14 @@ void HaMaster::Lead(int64_t lease, int64_t epoch) {
   if (!WriteInSync()) {
     YB_LOG_ERROR("HA: elected at epoch {} but etcd did not take the in-sync list: giving the lease back", epoch);
     (void)etcd_.Revoke(lease);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lease_ = 0;
     leader_.clear();
     return;
   }
   std::shared_ptr<MasterService> m;
   {
-    std::lock_guard lock(apply_mu_);
+    MutexLock lock(apply_mu_);
     auto created = MasterService::Create(options_.master, clock_);
     if (!created.ok()) StepDown("the master cannot be built: " + created.status().ToString());
     m = std::move(created).value();
@@ -262,7 +263,7 @@ void HaMaster::Lead(int64_t lease, int64_t epoch) {
   }
   log_->SetReplicated(UINT64_MAX);  // no standby counted yet
   {
-    std::unique_lock lock(master_mu_);
+    WriterLock lock(master_mu_);
     master_ = m;
   }
   leading_ = true;
@@ -277,7 +278,7 @@ void HaMaster::RenewOrStepDown() {
   int64_t lease;
   TimeMs last, valid;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lease = lease_;
     last = last_renewal_;
     valid = lease_valid_until_;
@@ -285,7 +286,7 @@ void HaMaster::RenewOrStepDown() {
   if (now - last >= quarter) {
     auto ttl = etcd_.KeepAlive(lease);
     if (ttl.ok() && *ttl > 0) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       lease_valid_until_ = valid = now + *ttl * 1000;  // counted from before the request left
       last_renewal_ = now;
       answer_until_ = valid - quarter;
@@ -312,7 +313,7 @@ void HaMaster::FollowLeader(const std::string& leader) {
   const TimeMs now = clock_.NowMs();
   rpc::RpcChannel* ch;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (now - last_follow_ < 500) return;
     last_follow_ = now;
     if (!to_leader_ || to_leader_address_ != leader) {
@@ -341,7 +342,7 @@ bool HaMaster::WriteInSync() {
   json standbys = json::array();
   int64_t epoch = static_cast<int64_t>(epoch_.load());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [addr, c] : counted_) {
       if (c.listed) standbys.push_back(addr);
     }
@@ -363,7 +364,7 @@ void HaMaster::UpdateFloor() {
 }
 
 void HaMaster::OnAcked(const std::string& standby, uint64_t seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = counted_.find(standby);
   if (it == counted_.end()) return;
   it->second.acked = std::max(it->second.acked, seq);
@@ -371,7 +372,7 @@ void HaMaster::OnAcked(const std::string& standby, uint64_t seq) {
 }
 
 uint64_t HaMaster::OnCaughtUp(const std::string& standby) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto s = shippers_.find(standby);
   counted_[standby] = Counted{s != shippers_.end() ? s->second->acked() : 0, false};
   UpdateFloor();  // every change from now on waits for it
@@ -383,26 +384,26 @@ bool HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
   if (in_sync) {
     // It has every change answered without it: listed in etcd, it may take over.
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = counted_.find(standby);
       if (it == counted_.end()) return false;
       it->second.listed = true;
     }
     if (WriteInSync()) return true;
     // Still counted (changes go on waiting for it); the shipper tries to list it again.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = counted_.find(standby); it != counted_.end()) it->second.listed = false;
     return false;
   }
   // Out of the list in etcd before we answer anything it does not have; until then, changes wait.
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!counted_.count(standby)) return true;
   }
   std::map<std::string, Counted> before;
   for (;;) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       before = counted_;
       counted_.erase(standby);
     }
@@ -411,12 +412,12 @@ bool HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
     // stop counting the standby without telling etcd.
     if (!leading_.load() || stopping_.load() || clock_.NowMs() >= answer_until_.load()) break;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       counted_ = before;  // still counted: changes go on waiting for it
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   UpdateFloor();
   YB_LOG_WARN("HA: standby {} is no longer counted (etcd told)", standby);
   return true;
@@ -454,7 +455,7 @@ std::string HaMaster::HandleFollow(std::string_view body) {
   } else if (!leading_.load()) {
     rpc::ToPb(NotLeader(leader()), r.mutable_status());
   } else {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& s = shippers_[q.standby()];
     if (!s) {
       LogShipper::Options o;
@@ -492,7 +493,7 @@ std::string HaMaster::HandleApplyLog(std::string_view body) {
   {
     // Only the leader etcd names, at the epoch etcd gives it: a master (or anyone with the secret)
     // that merely claims to lead cannot rewrite this standby's log.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (q.leader() != view_leader_ || q.epoch() != view_epoch_) {
       static LogBudget budget(1, 10'000);
       if (uint64_t held = 0; budget.Allow(clock_.NowMs(), &held)) {
@@ -508,7 +509,7 @@ std::string HaMaster::HandleApplyLog(std::string_view body) {
     leader_ = q.leader();
   }
   epoch_ = q.epoch();
-  std::lock_guard lock(apply_mu_);
+  MutexLock lock(apply_mu_);
   if (applied_epoch_ != q.epoch() && !q.snapshot_begin()) {
     rpc::ToPb(Status(Code::kInvalidParams, "a new leader starts with its snapshot"), r.mutable_status());
     return r.SerializeAsString();
@@ -536,7 +537,7 @@ void HaMaster::RunBackgroundOnce() {
 void HaMaster::MaintainLog() {
   auto m = Serving();
   if (!m.ok()) {  // a standby (or not yet either): its own log is compacted from the image it applies
-    std::unique_lock lock(apply_mu_);
+    MutexUniqueLock lock(apply_mu_);
     // A failed one waits for the leader's snapshot (LogApplier::Apply): its image lacks what it held.
     if (!leading_.load() && !log_->failed()) (void)applier_->SnapshotIfDue(lock);
     return;

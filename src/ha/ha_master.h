@@ -156,7 +156,7 @@ class HaMaster final : public MasterApi {
   void OnAcked(const std::string& standby, uint64_t seq);
   uint64_t OnCaughtUp(const std::string& standby);
   bool OnSyncChanged(const std::string& standby, bool in_sync);
-  void UpdateFloor();
+  void UpdateFloor() REQUIRES(mu_);
   std::string HandleFollow(std::string_view body);
   std::string HandleApplyLog(std::string_view body);
 
@@ -166,39 +166,40 @@ class HaMaster final : public MasterApi {
   std::unique_ptr<MetaLog> log_;
   std::unique_ptr<rpc::ReplyGate> gate_;
 
-  mutable std::shared_mutex master_mu_;
-  std::shared_ptr<MasterService> master_;  // under master_mu_; set while leading
+  mutable SharedMutex master_mu_;
+  std::shared_ptr<MasterService> master_ GUARDED_BY(master_mu_);  // set while leading
   std::atomic<bool> leading_{false};       // answering as the leader (lease known valid)
   std::atomic<bool> stopping_{false};
   std::atomic<TimeMs> answer_until_{0};  // a quarter TTL before the lease could expire: no answer after
   std::atomic<uint64_t> epoch_{0};       // the epoch of the leader this master knows of
-  mutable std::mutex mu_;                // guards what follows
-  std::string leader_;                   // address of the leader known of
+  mutable Mutex mu_;                     // guards what follows
+  std::string leader_ GUARDED_BY(mu_);   // address of the leader known of
   // The leader etcd names (master_view) and its epoch, as last read there: the only master whose
   // ApplyLog a standby takes.
-  std::string view_leader_;
-  uint64_t view_epoch_ = 0;
-  int64_t lease_ = 0;                    // ours, while leading
-  TimeMs lease_valid_until_ = 0;         // etcd keeps the lease at least until then
-  TimeMs last_renewal_ = 0;
-  TimeMs last_follow_ = 0;
-  std::unique_ptr<rpc::RpcChannel> to_leader_;
-  std::string to_leader_address_;
-  std::map<std::string, std::unique_ptr<LogShipper>> shippers_;  // by standby address, while leading
+  std::string view_leader_ GUARDED_BY(mu_);
+  uint64_t view_epoch_ GUARDED_BY(mu_) = 0;
+  int64_t lease_ GUARDED_BY(mu_) = 0;             // ours, while leading
+  TimeMs lease_valid_until_ GUARDED_BY(mu_) = 0;  // etcd keeps the lease at least until then
+  TimeMs last_renewal_ GUARDED_BY(mu_) = 0;
+  TimeMs last_follow_ GUARDED_BY(mu_) = 0;
+  std::unique_ptr<rpc::RpcChannel> to_leader_ GUARDED_BY(mu_);
+  std::string to_leader_address_ GUARDED_BY(mu_);
+  // By standby address, while leading.
+  std::map<std::string, std::unique_ptr<LogShipper>> shippers_ GUARDED_BY(mu_);
   // Standbys changes wait for -> what each acked, and whether etcd's in-sync list names it (it
   // may take over). Counted first, listed once it has every change answered without it.
   struct Counted {
     uint64_t acked = 0;
     bool listed = false;
   };
-  std::map<std::string, Counted> counted_;
+  std::map<std::string, Counted> counted_ GUARDED_BY(mu_);
 
   // Standby: applying what the leader ships.
-  std::mutex apply_mu_;
-  MasterImage image_;                    // under apply_mu_
-  std::unique_ptr<LogApplier> applier_;  // under apply_mu_
-  uint64_t applied_epoch_ = 0;           // the leader whose snapshot we applied; under apply_mu_
-  bool in_sync_ = false;                 // that leader counts us; under apply_mu_
+  Mutex apply_mu_;
+  MasterImage image_ GUARDED_BY(apply_mu_);
+  std::unique_ptr<LogApplier> applier_ GUARDED_BY(apply_mu_);
+  uint64_t applied_epoch_ GUARDED_BY(apply_mu_) = 0;  // the leader whose snapshot we applied
+  bool in_sync_ GUARDED_BY(apply_mu_) = false;        // that leader counts us
 
   std::atomic<uint64_t> elections_won_{0};
   std::atomic<uint64_t> step_downs_{0};

@@ -90,7 +90,16 @@ Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterIma
   }
   YB_RETURN_IF_ERROR(log->Recover(image));
   // A full disk: the master comes up read-only, and Maintain() retries.
-  Status st = log->OpenFile(log->next_seq_);
+  Status st;
+  {
+    MutexLock w(log->write_mu_);
+    uint64_t first;
+    {
+      MutexLock lock(log->mu_);
+      first = log->next_seq_;
+    }
+    st = log->OpenFile(first);
+  }
   if (st.ok()) st = log->CheckSpace();
   if (!st.ok()) log->Fail(st);
   log->syncer_ = std::thread([raw = log.get()] { raw->SyncerLoop(); });
@@ -101,7 +110,7 @@ MetaLog::~MetaLog() {
   if (syncer_.joinable()) {
     Flush();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;  // the syncer syncs what was written, then ends
     }
     sync_cv_.notify_all();
@@ -169,7 +178,10 @@ Status MetaLog::Recover(MasterImage* image) {
                   path, good, data->size());
     }
   }
-  next_seq_ = expect;
+  {
+    MutexLock lock(mu_);  // nothing else runs yet: for the analysis
+    next_seq_ = expect;
+  }
   written_seq_ = synced_seq_ = expect - 1;
   snapshot_seq_ = base;
   recovered_records_ = replayed;
@@ -223,7 +235,7 @@ Status MetaLog::OpenFile(uint64_t first_seq) {
   ::fstat(fd, &st);
   {
     // The file before goes to the syncer, which syncs and closes it with its next sync.
-    std::lock_guard fd_lock(fd_mu_);
+    MutexLock fd_lock(fd_mu_);
     if (fd_ >= 0) {
       if (options_.sync && !failed()) {
         retiring_.push_back(fd_);
@@ -233,8 +245,8 @@ Status MetaLog::OpenFile(uint64_t first_seq) {
       if (failed()) CloseRetiringLocked();  // the snapshot being taken vouches for what they held
     }
     fd_ = fd;
+    file_path_ = path;
   }
-  file_path_ = path;
   file_first_seq_ = first_seq;
   file_written_ = static_cast<uint64_t>(st.st_size);
   return SyncDir(options_.dir);  // the new file's name is durable
@@ -248,14 +260,14 @@ void MetaLog::Append(const pb::LogRecord& record) {
   uint64_t seq;
   bool first;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     seq = next_seq_++;
     first = buf_.empty();
     AppendFrame(seq, payload, buf_);
   }
   // A thread that does not flush its own appends (a background step) leaves them to the syncer.
   if (first && !tls_flushes) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     sync_cv_.notify_one();
   }
   tls_ticket.seq = seq;
@@ -281,15 +293,18 @@ void MetaLog::SetReplicated(uint64_t floor) {
 }
 
 uint64_t MetaLog::WaitWritten(uint64_t after, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
+  MutexUniqueLock lock(mu_);
   ++blocked_;
-  done_cv_.wait_for(lock, timeout, [&] { return stop_ || written_seq_.load(std::memory_order_acquire) > after; });
+  done_cv_.wait_for(lock, timeout, [&] {
+    mu_.AssertHeld();  // the wait holds it whenever it asks
+    return stop_ || written_seq_.load(std::memory_order_acquire) > after;
+  });
   --blocked_;
   return written_seq_.load(std::memory_order_acquire);
 }
 
 uint64_t MetaLog::last_seq() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return next_seq_ - 1;
 }
 
@@ -297,7 +312,7 @@ std::string MetaLog::SnapshotPath(uint64_t seq) const { return options_.dir + "/
 
 Status MetaLog::Writable() const {
   if (!failed()) return Status::OK();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return Status(Code::kFileWriteFail,
                 "the master's metadata log cannot be written (" + failure_.message() +
                     "): it refuses changes until it can again, and serves reads meanwhile");
@@ -305,7 +320,7 @@ Status MetaLog::Writable() const {
 
 void MetaLog::Fail(const Status& cause) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (failed_.load(std::memory_order_relaxed)) return;
     failure_ = cause;
     failed_.store(true, std::memory_order_release);
@@ -320,7 +335,7 @@ void MetaLog::Fail(const Status& cause) {
 
 void MetaLog::Resume() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     failed_.store(false, std::memory_order_release);
     failure_ = Status::OK();
     sync_cv_.notify_one();  // the syncer waits for nothing while failed
@@ -334,7 +349,7 @@ Status MetaLog::AppendFrames(std::string_view frames) {
   // held in memory would not be in the image it applies.
   YB_RETURN_IF_ERROR(Writable());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     FrameReader r(frames);
     const uint64_t first = next_seq_;
     uint64_t expect = first;
@@ -355,8 +370,8 @@ Status MetaLog::AppendFrames(std::string_view frames) {
 }
 
 Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
-  std::lock_guard one(snapshot_mu_);
-  std::lock_guard w(write_mu_);
+  MutexLock one(snapshot_mu_);
+  MutexLock w(write_mu_);
   if (seq != 0) {  // 0: the leader's log starts at its first record, with no snapshot before it
     const std::string path = SnapshotPath(seq), tmp = path + ".tmp";
     auto opened = OpenForWrite(tmp, O_TRUNC);
@@ -378,7 +393,7 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
   }
   for (uint64_t l : files.logs) ::unlink((options_.dir + "/" + LogFileName(l)).c_str());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     buf_.clear();
     next_seq_ = seq + 1;
     written_seq_.store(seq, std::memory_order_release);
@@ -387,7 +402,7 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
   snapshot_seq_ = seq;
   since_snapshot_ = 0;
   {
-    std::lock_guard fd_lock(fd_mu_);  // what they held was removed above
+    MutexLock fd_lock(fd_mu_);  // what they held was removed above
     CloseRetiringLocked();
   }
   YB_RETURN_IF_ERROR(OpenFile(seq + 1));
@@ -399,7 +414,7 @@ Status MetaLog::ReplaceWithSnapshot(uint64_t seq, std::string_view contents) {
 void MetaLog::Wait(Ticket t) {
   if (Released(t)) return;
   Flush();
-  std::unique_lock lock(mu_);
+  MutexUniqueLock lock(mu_);
   ++blocked_;
   done_cv_.wait(lock, [&] { return Released(t); });
   --blocked_;
@@ -407,7 +422,7 @@ void MetaLog::Wait(Ticket t) {
 
 void MetaLog::WhenReleased(Ticket t, std::function<void()> fn) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!Released(t)) {  // checked under mu_: the writer fires under it after publishing
       (t.sync ? on_synced_ : on_written_).emplace(t.seq, std::move(fn));
       return;
@@ -419,7 +434,7 @@ void MetaLog::WhenReleased(Ticket t, std::function<void()> fn) {
 void MetaLog::Fire(uint64_t written, uint64_t synced) {
   std::vector<std::function<void()>> due;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // Each level only moves up (the writer and the syncer each publish their own).
     if (written > written_seq_.load(std::memory_order_relaxed)) written_seq_.store(written, std::memory_order_release);
     if (synced > synced_seq_.load(std::memory_order_relaxed)) synced_seq_.store(synced, std::memory_order_release);
@@ -446,10 +461,10 @@ void MetaLog::Fire(uint64_t written, uint64_t synced) {
 void MetaLog::Flush() {
   tls_flushes = true;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (buf_.empty()) return;
   }
-  std::lock_guard w(write_mu_);
+  MutexLock w(write_mu_);
   (void)FlushLocked(false);
 }
 
@@ -463,19 +478,20 @@ Status MetaLog::FlushLocked(bool rotate) {
   out.clear();
   uint64_t last;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     out.swap(buf_);
     last = next_seq_ - 1;
   }
+  const auto [fd, path] = FileOf();
   if (!out.empty() && !failed) {
-    if (Status st = Write(fd_, out, file_path_); !st.ok()) {
+    if (Status st = Write(fd, out, *path); !st.ok()) {
       // A torn tail goes (what was written before stays); the records wait in memory, first.
-      if (::ftruncate(fd_, static_cast<off_t>(file_written_)) != 0) {
-        YB_LOG_WARN("metadata log: cannot cut {} back to {} bytes: {}", file_path_, file_written_,
+      if (::ftruncate(fd, static_cast<off_t>(file_written_)) != 0) {
+        YB_LOG_WARN("metadata log: cannot cut {} back to {} bytes: {}", *path, file_written_,
                     std::strerror(errno));
       }
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         out.append(buf_);
         buf_.swap(out);
       }
@@ -492,7 +508,7 @@ Status MetaLog::FlushLocked(bool rotate) {
   if (out.capacity() <= kSpareBytes) spare_ = std::move(out);
   if (!rotate && file_written_ < options_.file_bytes) return Status::OK();
   // Failed, each compaction tried starts a file: one it left empty goes first.
-  if (failed && file_written_ == 0 && file_first_seq_ <= last) ::unlink(file_path_.c_str());
+  if (failed && file_written_ == 0 && file_first_seq_ <= last) ::unlink(path->c_str());
   // A new file from `last` + 1 on; the syncer syncs the old one with its next round.
   if (Status st = OpenFile(last + 1); !st.ok()) {
     Fail(st);
@@ -502,11 +518,12 @@ Status MetaLog::FlushLocked(bool rotate) {
 }
 
 void MetaLog::SyncerLoop() {
-  std::unique_lock lock(mu_);
+  MutexUniqueLock lock(mu_);
   for (;;) {
     syncer_idle_ = true;
     // While failed nothing is written or synced (a compaction takes over).
     sync_cv_.wait(lock, [&] {
+      mu_.AssertHeld();
       return stop_ || (!failed() && (!buf_.empty() || written_seq_.load(std::memory_order_relaxed) >
                                                           synced_seq_.load(std::memory_order_relaxed)));
     });
@@ -515,7 +532,7 @@ void MetaLog::SyncerLoop() {
     const bool unflushed = !buf_.empty();
     lock.unlock();
     if (unflushed) {  // a background step's records: nobody else writes them
-      std::lock_guard w(write_mu_);
+      MutexLock w(write_mu_);
       (void)FlushLocked(false);
     }
     const uint64_t target = written_seq_.load(std::memory_order_acquire);
@@ -524,7 +541,7 @@ void MetaLog::SyncerLoop() {
       Status st;
       {
         // The files before the current one first (a record in them precedes every record here).
-        std::lock_guard fd_lock(fd_mu_);
+        MutexLock fd_lock(fd_mu_);
         while (st.ok() && !retiring_.empty()) {
           st = Sync(retiring_.front(), "a closed log file of " + options_.dir);
           if (!st.ok()) break;
@@ -547,7 +564,10 @@ void MetaLog::SyncerLoop() {
       if (options_.durability == Options::Durability::kProcess) {
         // Nobody waits for a sync: one per interval covers what was written meanwhile, and leaves
         // the disk (and the cores) to the answers.
-        sync_cv_.wait_until(lock, t0 + options_.sync_interval, [&] { return stop_; });
+        sync_cv_.wait_until(lock, t0 + options_.sync_interval, [&] {
+          mu_.AssertHeld();
+          return stop_;
+        });
       }
     } else {
       lock.lock();
@@ -557,14 +577,14 @@ void MetaLog::SyncerLoop() {
 }
 
 Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id) {
-  std::lock_guard one(snapshot_mu_);
+  MutexLock one(snapshot_mu_);
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t base;
   const bool was_failed = failed();
   {
     // Every record up to `base` goes to the files before the new one (or, failed, nowhere: the
     // snapshot alone vouches for them); the dump below starts after this, so it reflects all of them.
-    std::lock_guard w(write_mu_);
+    MutexLock w(write_mu_);
     YB_RETURN_IF_ERROR(FlushLocked(/*rotate=*/true));
     base = file_first_seq_ - 1;
   }
@@ -618,7 +638,7 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
     // Every record up to `base` is in the snapshot: durable, whatever the files held. Released
     // now (after the files before it are gone: a standby's shipper finds the snapshot instead).
     {
-      std::lock_guard fd_lock(fd_mu_);
+      MutexLock fd_lock(fd_mu_);
       CloseRetiringLocked();
     }
     Fire(base, base);
@@ -671,7 +691,7 @@ MetaLog::Stats MetaLog::stats() const {
   s.syncs = syncs_.load(std::memory_order_relaxed);
   s.sync_us = sync_us_.load(std::memory_order_relaxed);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     s.last_seq = next_seq_ - 1;
   }
   s.synced_seq = synced_seq_.load(std::memory_order_relaxed);
@@ -683,7 +703,7 @@ MetaLog::Stats MetaLog::stats() const {
   s.cut_bytes = cut_bytes_;
   s.failed = failed();
   if (s.failed) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     s.failure = failure_.ToString();
   }
   s.failures = failures_.load(std::memory_order_relaxed);

@@ -55,8 +55,9 @@
 #include <thread>
 #include <vector>
 
-#include "master/master_image.h"
 #include "common/files.h"
+#include "common/thread_annotations.h"
+#include "master/master_image.h"
 #include "master/meta_sink.h"
 #include "yuebing/status.h"
 
@@ -167,11 +168,11 @@ class MetaLog final : public MetaSink {
  private:
   explicit MetaLog(Options options);
   Status Recover(MasterImage* image);
-  Status OpenFile(uint64_t first_seq);
+  Status OpenFile(uint64_t first_seq) REQUIRES(write_mu_);
   // Flush, with write_mu_ held; `rotate`: then go on in a new file. While failed nothing is
   // written: without `rotate` the records stay appended; with it they are dropped, for the snapshot
   // being taken covers them.
-  Status FlushLocked(bool rotate);
+  Status FlushLocked(bool rotate) REQUIRES(write_mu_);
   // The log fails (see the class comment) for `cause`; resumes.
   void Fail(const Status& cause);
   void Resume();
@@ -181,7 +182,7 @@ class MetaLog final : public MetaSink {
   // FILE_WRITE_FAIL when less than min_free_bytes is free under the directory (free_bytes_ is set).
   Status CheckSpace();
   // Closes the earlier files unsynced: a snapshot vouches for what they held. With fd_mu_ held.
-  void CloseRetiringLocked();
+  void CloseRetiringLocked() REQUIRES(fd_mu_);
   Status Sync(int fd, const std::string& path) const;
   void SyncerLoop();
   // Publishes the levels and runs the callbacks they release.
@@ -189,40 +190,44 @@ class MetaLog final : public MetaSink {
 
   const Options options_;
   int lock_fd_ = -1;
-  // The current file: the writer's; the syncer syncs it under fd_mu_, and the writer changes it
-  // only under fd_mu_, once everything written to it is synced.
-  std::mutex fd_mu_;
-  int fd_ = -1;
-  std::vector<int> retiring_;    // earlier files, written and not yet synced; under fd_mu_
-  std::string file_path_;        // of fd_
-  uint64_t file_first_seq_ = 1;  // the first record the current file holds
-  uint64_t file_written_ = 0;
+  // Lock order: snapshot_mu_, write_mu_, fd_mu_, mu_.
+  Mutex write_mu_;  // one writer at a time; held while the current file changes
+  // The current file: the writer's (under write_mu_); the syncer syncs it under fd_mu_, and the
+  // writer changes it under both, so either lock reads it (the writer reads it with FileOf()).
+  Mutex fd_mu_;
+  int fd_ GUARDED_BY(fd_mu_) = -1;
+  std::string file_path_ GUARDED_BY(fd_mu_);  // of fd_
+  std::vector<int> retiring_ GUARDED_BY(fd_mu_);  // earlier files, written and not yet synced
+  uint64_t file_first_seq_ GUARDED_BY(write_mu_) = 1;  // the first record the current file holds
+  uint64_t file_written_ GUARDED_BY(write_mu_) = 0;
+  // The current file, as its writer reads it (write_mu_ held: it changes only under both locks).
+  std::pair<int, const std::string*> FileOf() const REQUIRES(write_mu_) NO_THREAD_SAFETY_ANALYSIS {
+    return {fd_, &file_path_};
+  }
 
-  mutable std::mutex mu_;
-  std::mutex write_mu_;              // one writer at a time; held while the current file changes
-  std::condition_variable done_cv_;  // callers wait for releases, snapshots for a rotation
-  std::string buf_;                  // frames appended and not yet taken by the writer; under mu_
+  mutable Mutex mu_;
+  std::condition_variable_any done_cv_;  // callers wait for releases, snapshots for a rotation
+  std::string buf_ GUARDED_BY(mu_);      // frames appended and not yet taken by the writer
   static constexpr size_t kSpareBytes = 8u << 20;
-  std::string spare_;         // the last round's buffer, for the next; under write_mu_
-  uint64_t next_seq_ = 1;     // under mu_
-  bool stop_ = false;         // under mu_
-  bool syncer_idle_ = false;  // under mu_: the syncer waits for work
-  int blocked_ = 0;           // under mu_: threads in Wait()
-  bool syncer_stop_ = false;  // under mu_: set once the writer has stopped
+  std::string spare_ GUARDED_BY(write_mu_);  // the last round's buffer, for the next
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool syncer_idle_ GUARDED_BY(mu_) = false;  // the syncer waits for work
+  int blocked_ GUARDED_BY(mu_) = 0;           // threads in Wait()
 
-  std::multimap<uint64_t, std::function<void()>> on_written_, on_synced_;  // under mu_
+  std::multimap<uint64_t, std::function<void()>> on_written_ GUARDED_BY(mu_), on_synced_ GUARDED_BY(mu_);
   std::atomic<uint64_t> written_seq_{0};
   std::atomic<uint64_t> synced_seq_{0};
   std::atomic<uint64_t> replicated_{UINT64_MAX};
-  std::condition_variable sync_cv_;  // the syncer waits for writes; the writer (rotating) for syncs
+  std::condition_variable_any sync_cv_;  // the syncer waits for writes; the writer (rotating) for syncs
 
-  std::mutex snapshot_mu_;  // one snapshot at a time
+  Mutex snapshot_mu_;  // one snapshot at a time
   std::atomic<uint64_t> records_{0}, bytes_{0}, rounds_{0}, snapshots_{0}, snapshot_seq_{0}, last_snapshot_ms_{0};
   std::atomic<uint64_t> since_snapshot_{0};
   std::atomic<uint64_t> syncs_{0}, sync_us_{0};
   uint64_t recovered_records_ = 0, cut_bytes_ = 0;
   std::atomic<bool> failed_{false};
-  Status failure_;  // under mu_, while failed_
+  Status failure_ GUARDED_BY(mu_);  // while failed_
   std::atomic<uint64_t> failures_{0}, free_bytes_{0};
   uint64_t maintain_failed_rounds_ = 0;  // Maintain() rounds since the log failed (its caller's thread)
   std::thread syncer_;

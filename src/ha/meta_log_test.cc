@@ -740,8 +740,8 @@ TEST_F(MetaLogTest, AStandbyFedTheSnapshotAndTheTailHasTheLeadersState) {
   // Its log called for a snapshot: it writes one from its image, at its last record, and drops the
   // log files that snapshot covers.
   ASSERT_TRUE(standby_log->SnapshotDue());
-  std::mutex mu;
-  std::unique_lock lock(mu);
+  Mutex mu;
+  MutexUniqueLock lock(mu);
   ASSERT_TRUE(applier.SnapshotIfDue(lock).ok());
   EXPECT_TRUE(lock.owns_lock());
   EXPECT_EQ(standby_log->latest_snapshot(), acked);

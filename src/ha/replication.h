@@ -135,7 +135,7 @@ class LogApplier {
   // over this applier: the image is copied under it, at the snapshot's position in the log, and it
   // is released while the copy is written, so that shipped records are not held up for long.
   // Returns with `lock` held again.
-  Status SnapshotIfDue(std::unique_lock<std::mutex>& lock);
+  Status SnapshotIfDue(MutexUniqueLock& lock);
 
  private:
   MetaLog& log_;
