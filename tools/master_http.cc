@@ -149,9 +149,8 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
   // Why reads missed (MissReason; docs/operations.md, "Why a key is missing"), and Puts refused.
   p.Family("counter", "yb_master_misses_total",
            "Reads that found no object, by call (get, exist) and by why, as far as the master remembers.");
-  for (int i = 0; i < yb::kMissReasonCount; ++i) {
+  for (int i = 1; i < yb::kMissReasonCount; ++i) {  // from 1: kStored is not a miss
     const auto name = yb::MissReasonName(static_cast<yb::MissReason>(i));
-    if (i == 0) continue;  // kStored: not a miss
     p.Sample("yb_master_misses_total", fmt::format("call=\"get\",reason=\"{}\"", name), st.get_misses[i]);
     p.Sample("yb_master_misses_total", fmt::format("call=\"exist\",reason=\"{}\"", name), st.exist_misses[i]);
   }

@@ -191,7 +191,7 @@ std::string_view MissReasonName(MissReason r);
 
 struct MissInfo {
   MissReason reason = MissReason::kNotRemembered;
-  int64_t age_ms = -1;  // how long ago the key went (or its Put was refused); -1: not known
+  int64_t age_ms = -1;  // how long ago the key went (or its Put was refused), in whole seconds; -1: not known
 };
 // For a message or a tool: "removed 12 s ago", "never written, as far as the master remembers", ...
 std::string DescribeMiss(const MissInfo& why);

@@ -301,7 +301,7 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   auto s = table_.Lock(hk);
   auto obj = s.Find(hk);
   if (!obj) {
-    const MissInfo why = s.WhyMissing(hk);
+    const MissInfo why = s.WhyAbsent(hk);
     get_misses_[static_cast<size_t>(why.reason)].fetch_add(1, std::memory_order_relaxed);
     if (why.reason == MissReason::kPutInProgress) {
       return Status(Code::kReplicaNotReady, "key " + Quote(key) + " is being written");
@@ -357,7 +357,7 @@ Result<bool> MasterService::ExistKey(const CallContext& ctx, const std::string& 
   const HashedKey& hk = tk.hashed;
   auto s = table_.Lock(hk);
   if (s.Find(hk)) return true;
-  exist_misses_[static_cast<size_t>(s.WhyMissing(hk).reason)].fetch_add(1, std::memory_order_relaxed);
+  exist_misses_[static_cast<size_t>(s.WhyAbsent(hk).reason)].fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 

@@ -86,8 +86,11 @@ void ObjectTable::Locked::NoteGone(const HashedKey& k, MissReason why) {
 }
 
 MissInfo ObjectTable::Locked::WhyMissing(const HashedKey& k) {
+  return Find(k) ? MissInfo{MissReason::kStored, -1} : WhyAbsent(k);
+}
+
+MissInfo ObjectTable::Locked::WhyAbsent(const HashedKey& k) {
   AssertHeld(s_);
-  if (Find(k)) return MissInfo{MissReason::kStored, -1};
   if (FindPending(k)) return MissInfo{MissReason::kPutInProgress, -1};
   auto e = s_.gone.Find(k.hash);
   if (!e || !t_.gone_clock_) return MissInfo{};

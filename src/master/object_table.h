@@ -273,8 +273,10 @@ class ObjectTable {
     // The key went, or its Put was refused, for `why` (kStored: nothing is noted).
     void NoteGone(const HashedKey& k, MissReason why);
     // Why the key holds no object: kStored if it does, kPutInProgress, what NoteGone remembers,
-    // else kNotRemembered.
+    // else kNotRemembered. WhyAbsent: the same for a key the caller just found absent (a miss's
+    // path looks the key up once).
     MissInfo WhyMissing(const HashedKey& k);
+    MissInfo WhyAbsent(const HashedKey& k);
     // Adds a LOCAL_DISK replica on `segment` (its owner's) and ends kDiskCopyPending.
     void AddDiskReplica(Ref r, SegmentRef segment);
     // Re-replication: a new MEMORY replica at `a`, PROCESSING (readers skip it, the log leaves it
