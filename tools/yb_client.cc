@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
     const auto dummy_port = static_cast<uint16_t>(port != 0 ? port : std::stoi(name.substr(name.rfind(':') + 1)));
     yb::DummyServer::Options o;
     o.port = dummy_port;
-    o.segments_shared = c.same_host_transfers && c.auth_secret_file.empty();
+    o.segments_shared = c.same_host_transfers;
     auto served = yb::DummyServer::Start(**client, o);
     if (served.ok()) {
       dummies = std::move(served).value();

@@ -101,6 +101,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& given) {
 MasterApi& ClientInternal::master(Client& c) { return c.impl_->members.master(); }
 std::shared_ptr<TransferEngine> ClientInternal::engine(Client& c) { return c.impl_->parts.engine; }
 std::shared_ptr<LocalSegmentRegistry> ClientInternal::served(Client& c) { return c.impl_->parts.served; }
+std::string ClientInternal::data_key(Client& c) {
+  return c.impl_->parts.data_key ? c.impl_->parts.data_key() : std::string();
+}
 Status ClientInternal::Heartbeat(Client& c) { return c.impl_->members.Beat(); }
 
 size_t ClientInternal::RunRepairOnce(Client& c) { return c.impl_->repairer.RunOnce(true); }

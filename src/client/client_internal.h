@@ -48,6 +48,9 @@ struct ClientParts {
   // ManualScheduler and steps it, or never advances it and calls Heartbeat()/RunOffloadOnce().
   Scheduler* scheduler = nullptr;
   StorageFault storage_fault;
+  // The data-plane key this client proves to transfer servers (the master may give it at
+  // registration); what its dummies prove to the same-host transport. Null: none.
+  std::function<std::string()> data_key;
 };
 
 class ClientInternal {
@@ -58,6 +61,8 @@ class ClientInternal {
   // What a dummy server (dummy_server.h) moves bytes with, and the client's own segments.
   static std::shared_ptr<TransferEngine> engine(Client& c);
   static std::shared_ptr<LocalSegmentRegistry> served(Client& c);
+  // ClientParts::data_key now ("" without one).
+  static std::string data_key(Client& c);
   // Pings the master; registers and re-mounts when it asks (what the heartbeat does each second).
   static Status Heartbeat(Client& c);
   // One SSD-tier round now (fetch, write, report, evict); the tasks handled. 0 without an SSD tier.

@@ -211,6 +211,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
   parts.served = served;
   parts.transfer_server = plumbing->server.get();
   parts.same_host_server = plumbing->same_host.get();
+  parts.data_key = [security = *security] { return security->data_key(); };
   parts.keepalive = plumbing;
   auto client = ClientInternal::Create(effective, std::move(parts));
   if (!client.ok()) return client;

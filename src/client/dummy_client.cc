@@ -1,8 +1,8 @@
 // ConnectDummy: a client of the real client of this host (dummy_server.h), with no master address
 // and no network connection of its own. Its master is the real client's RPC socket (every master
 // call forwarded). Its transports: the same-host one, for segments of this host whose owners share
-// them without a proof (the real client's, when it runs without a secret), and the relay for the
-// rest: the real client moves those bytes between the pool and this process's shared memory
+// them (proving, with a secret, the data-plane key the real client gave it in the hello), and the
+// relay for the rest: the real client moves those bytes between the pool and this process's shared memory
 // (shm/shared_memory.h). Memory the real client cannot see (a caller's own) is staged through the
 // local buffer, which is shared memory.
 #include <poll.h>
@@ -222,6 +222,7 @@ Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
     plumbing->directory = std::make_shared<SegmentDirectory>(*plumbing->master, plumbing->clock);
     auto directory = plumbing->directory;
     shm::ShmTransport::Options o;
+    if (!who.data_key().empty()) o.data_key = [key = who.data_key()] { return key; };
     o.host_of = [directory](SegmentId s) { return directory->HostOf(s); };
     o.my_host = HostIdentity();
     engine->AddTransport(std::make_shared<shm::ShmTransport>([directory](SegmentId s) { return directory->Resolve(s); },

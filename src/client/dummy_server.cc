@@ -71,6 +71,7 @@ Result<std::unique_ptr<DummyServer>> DummyServer::Start(Client& real, Options op
     resp.set_hostname(self->real_.hostname());
     resp.set_version(kDummyProtocolVersion);
     resp.set_segments_shared(self->options_.segments_shared);
+    if (self->options_.segments_shared) resp.set_data_key(ClientInternal::data_key(self->real_));
     YB_LOG_INFO("dummy client (pid {}) connected", req.pid());
     resp.AppendToString(&reply);
     return Status::OK();

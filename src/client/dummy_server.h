@@ -53,8 +53,9 @@ class DummyServer {
     uint16_t port = 0;  // the real client's transfer port: names the sockets
     int threads = 8;    // serving threads of the RPC (a relayed transfer holds one while it runs)
     const Clock* wall_clock = nullptr;  // grant expiry (tests); null: the system's
-    // The real client shares its segments with processes of this host without a proof (same-host
-    // transfers on, no secret): its dummies then map them and move those bytes themselves.
+    // Its dummies map the segments of this host and move those bytes themselves (same-host
+    // transfers on); with a secret they prove the real client's data-plane key, given them in the
+    // hello. Off: the real client moves every byte for them (the relay).
     bool segments_shared = false;
   };
   // Serves dummies of `real` (which must outlive the server) until Stop or destruction. An error

@@ -81,12 +81,20 @@ def worker():
             p.wait(10)
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["segments-mapped", "relay-only"])
-def test_every_call_of_a_dummy_is_served_by_its_real_client(cluster, shared):
-    """The real client shares its segment (no secret): the dummy maps it and moves those bytes
-    itself; or it does not (--same_host_transfers false): it moves every byte for the dummy."""
-    cluster.start_master()
-    port, http = real_client(cluster, extra=[] if shared else ["--same_host_transfers", "false"])
+@pytest.mark.parametrize("shared,secret", [(True, False), (True, True), (False, False)],
+                         ids=["segments-mapped", "segments-mapped-under-a-secret", "relay-only"])
+def test_every_call_of_a_dummy_is_served_by_its_real_client(cluster, shared, secret):
+    """The real client shares its segment: the dummy maps it and moves those bytes itself (with a
+    secret, proving the data-plane key its real client gave it); or it does not
+    (--same_host_transfers false): it moves every byte for the dummy."""
+    auth = []
+    if secret:
+        path = cluster.tmp / "secret"
+        path.write_text("cluster-secret-for-the-dummy-tests-0123456789")
+        path.chmod(0o600)
+        auth = ["--auth_secret_file", str(path)]
+    cluster.start_master(extra=auth)
+    port, http = real_client(cluster, extra=auth + ([] if shared else ["--same_host_transfers", "false"]))
     s = dummy(port)
     try:
         assert "/dummy-" in s.get_hostname()
