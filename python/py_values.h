@@ -115,15 +115,18 @@ struct Memory {
   int code = 0;
 };
 
-// Bytes that get_buffer returned: owned here, exported through the buffer protocol.
+// Bytes that get_buffer returned (yb::Client::GetView), exported through the buffer protocol: the
+// pool's own bytes in place, pinned while the handle lives and read-only to Python, or a copy,
+// owned here and writable as Mooncake's are.
 class BufferHandle {
  public:
-  explicit BufferHandle(std::string bytes) : bytes_(std::move(bytes)) {}
-  char* ptr() { return bytes_.data(); }
-  uint64_t size() const { return bytes_.size(); }
+  explicit BufferHandle(yb::ObjectView view) : view_(std::move(view)) {}
+  char* ptr() const { return static_cast<char*>(const_cast<void*>(view_.data)); }
+  uint64_t size() const { return view_.size; }
+  bool in_place() const { return view_.in_place; }
 
  private:
-  std::string bytes_;
+  yb::ObjectView view_;
 };
 
 // Mooncake's buffer descriptor: where a memory replica's bytes are, as its holder serves them.

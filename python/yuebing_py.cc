@@ -246,10 +246,10 @@ class Store {
   py::object GetBuffer(const std::string& key) {
     auto c = Ready("get_buffer");
     if (!c) return py::none();
-    yb::Result<std::string> r(yb::Status(yb::Code::kInternal, ""));
+    yb::Result<yb::ObjectView> r(yb::Status(yb::Code::kInternal, ""));
     {
       py::gil_scoped_release unlocked;
-      r = c->Get(key);
+      r = c->GetView(key);
     }
     if (!r.ok()) return py::none();
     return py::cast(std::make_shared<BufferHandle>(std::move(r).value()));
@@ -258,10 +258,10 @@ class Store {
   py::list BatchGetBuffer(const std::vector<std::string>& keys) {
     py::list out;
     auto c = Ready("batch_get_buffer");
-    std::vector<yb::Result<std::string>> res;
+    std::vector<yb::Result<yb::ObjectView>> res;
     if (c) {
       py::gil_scoped_release unlocked;
-      res = c->BatchGet(keys);
+      res = c->BatchGetView(keys);
     }
     for (size_t i = 0; i < keys.size(); ++i) {
       if (i < res.size() && res[i].ok()) {
@@ -828,9 +828,12 @@ PYBIND11_MODULE(_yuebing, m) {
       .def("ptr", [](BufferHandle& b) { return reinterpret_cast<uintptr_t>(b.ptr()); })
       .def("size", &BufferHandle::size)
       .def("__len__", &BufferHandle::size)
+      .def_property_readonly("in_place", &BufferHandle::in_place,
+                             "True: the pool's own bytes, pinned while this handle lives (read-only); "
+                             "False: a copy (ours; YB_GET_BUFFER_IN_PLACE)")
       .def_buffer([](BufferHandle& b) {
         return py::buffer_info(b.ptr(), 1, py::format_descriptor<char>::format(), 1,
-                               {static_cast<py::ssize_t>(b.size())}, {py::ssize_t{1}});
+                               {static_cast<py::ssize_t>(b.size())}, {py::ssize_t{1}}, b.in_place());
       });
   using PR = PyReplicateConfig;
   using S = Store;

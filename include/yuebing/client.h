@@ -26,6 +26,15 @@ struct Slice {
   uint64_t size = 0;
 };
 
+// Bytes of an object read in place or copied (Client::GetView); valid while any copy of the view
+// lives (`keep` holds the memory, and the object's pin when in place).
+struct ObjectView {
+  const void* data = nullptr;
+  uint64_t size = 0;
+  bool in_place = false;  // the pool's own bytes (never write to them), else a copy of them
+  std::shared_ptr<const void> keep;
+};
+
 struct ClientConfig {
   // Names this client's segments. With a networked master and memory to contribute, a name without
   // a port becomes "name:port" of the transfer server, unique in the cluster (hostname() tells).
@@ -108,6 +117,10 @@ struct ClientConfig {
   // process of this host and user may map (a memfd), and the segments of such processes are read
   // and written by memcpy through their memory instead of over TCP. False: TCP only.
   bool same_host_transfers = true;
+  // GetView (Python's get_buffer, batch_get_buffer) hands the pool's own bytes, read-only and
+  // pinned, where this process maps them; false: always a copy (Mooncake's get_buffer copies, and
+  // its buffer is writable). Environment: YB_GET_BUFFER_IN_PLACE.
+  bool get_buffer_in_place = true;
   // Mooncake's setup_dummy: "host:port" of the real client of this host (a yb-client serving
   // transfers on that port; the host part is not used). This client is then its dummy: it has no
   // master address and no network connection of its own; every call goes to the real client through
@@ -129,7 +142,7 @@ struct ClientConfig {
 // MC_STORE_CLUSTER_ID (cluster_id), MC_RPC_TIMEOUT_MS (rpc_timeout_ms), MOONCAKE_OFFLOAD_FILE_STORAGE_PATH
 // and MOONCAKE_STORAGE_ROOT_DIR (the SSD tier's directory, when none is set); ours: YB_ZONE,
 // YB_ENABLE_CHECKSUM (0 or false turns checksums off), YB_AUTH_SECRET_FILE, YB_TLS_CERT, YB_TLS_KEY,
-// YB_TLS_CA, YB_TENANT, YB_STRICT_PROTOCOL, YB_SAME_HOST_TRANSFERS (docs/compat.md lists each, read
+// YB_TLS_CA, YB_TENANT, YB_STRICT_PROTOCOL, YB_SAME_HOST_TRANSFERS, YB_GET_BUFFER_IN_PLACE (docs/compat.md lists each, read
 // or not). A value that
 // does not parse is logged and left as it was.
 void ApplyEnvironment(ClientConfig& config, const std::function<const char*(const char*)>& lookup);
@@ -220,6 +233,16 @@ class Client {
                                          const std::vector<std::vector<Slice>>& buffers);
   // Reads every key into a fresh string: two round trips to the master for the whole batch.
   std::vector<Result<std::string>> BatchGet(const std::vector<std::string>& keys);
+  // The object's bytes, read-only, where they already sit in memory this process maps (a memory
+  // replica in a segment of this process, or of another process of this host through the
+  // same-host transport), checked against the object's checksum: no copy. The object stays pinned
+  // at the master (not evicted, not removed, its range not reused) until the last copy of the view
+  // is let go. Where no replica is in reach so (another host, the SSD tier, same-host transfers
+  // off, ClientConfig::get_buffer_in_place false), a copy made as Get makes it (in_place false).
+  // Let views go before the client: a view that outlives it keeps its memory mapped, but no pin.
+  Result<ObjectView> GetView(const std::string& key);
+  // One master round trip for the batch (and one more for the keys that are copied).
+  std::vector<Result<ObjectView>> BatchGetView(const std::vector<std::string>& keys);
 
   // Metadata.
   struct QueryResult {

@@ -202,11 +202,17 @@ def _device_tensor(ptr, dtype, shape, nbytes, offset, what):
 
 
 def _view_tensor(buffer, dtype, shape, nbytes, offset):
-    """A tensor over `buffer`'s bytes after the header (sharing them; it keeps `buffer` alive)."""
+    """A tensor over `buffer`'s bytes after the header: sharing a copy's bytes (it keeps `buffer`
+    alive), or, when `buffer` is the pool's own memory in place (read-only, pinned while held), a
+    copy of them, so that the caller owns a writable tensor and holds no pin."""
     torch = _torch()
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype)
-    flat = torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=offset)
+    if getattr(buffer, "in_place", False):
+        import numpy as np
+        flat = torch.from_numpy(np.frombuffer(buffer, dtype=np.uint8, count=nbytes, offset=offset).copy())
+    else:
+        flat = torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=offset)
     return flat.view(dtype).reshape(shape)
 
 

@@ -70,6 +70,7 @@ Result<std::unique_ptr<Client>> ClientInternal::Create(const ClientConfig& confi
 
 Client::~Client() {
   Impl& i = *impl_;
+  i.data.StopViews();  // a view let go after this ends no pin: the master ends them as we leave
   i.members.StopHeartbeat();
   i.repairer.Stop();
   i.data.StopSsdTier(*i.parts.local_segments, i.parts.served.get());
@@ -253,6 +254,12 @@ std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& k
 
 std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>& keys) {
   return impl_->data.BatchReadStrings(keys);
+}
+
+Result<ObjectView> Client::GetView(const std::string& key) { return std::move(impl_->data.ReadViews({key})[0]); }
+
+std::vector<Result<ObjectView>> Client::BatchGetView(const std::vector<std::string>& keys) {
+  return impl_->data.ReadViews(keys);
 }
 
 std::vector<Status> Client::GetSessionStart(const std::vector<std::string>& keys) {

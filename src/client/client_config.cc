@@ -118,6 +118,7 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
   flag("YB_STRICT_PROTOCOL", c.strict_protocol, "refusing protocols this build has no transport for");
   flag("YB_ENABLE_CHECKSUM", c.enable_checksum, "checksumming");
   flag("YB_SAME_HOST_TRANSFERS", c.same_host_transfers, "same-host transfers through shared memory");
+  flag("YB_GET_BUFFER_IN_PLACE", c.get_buffer_in_place, "get_buffer reading the pool's bytes in place");
 }
 
 namespace {

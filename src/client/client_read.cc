@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 
 #include "client/data_path.h"
 #include "client/replica_order.h"
@@ -156,9 +157,19 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     totals[i] = t.ok() ? *t : 0;
   }
   auto infos = master().BatchGetReplicaList(ctx(), keys, true);
-  for (size_t i = 0; i < n && i < infos.size(); ++i) {
+  infos.resize(n, Status(Code::kRpcFail, "no answer for the key"));
+  for (size_t i = 0; i < n; ++i) {
     if (infos[i].ok()) members_.pins().Add(keys[i], infos[i]->read_pin);
   }
+  return ReadPinned(keys, buffers, totals, infos, std::move(out));
+}
+
+std::vector<Result<uint64_t>> DataPath::ReadPinned(const MasterApi::Keys& keys,
+                                                   const std::vector<std::vector<Slice>>& buffers,
+                                                   const std::vector<uint64_t>& totals,
+                                                   const std::vector<Result<ObjectInfo>>& infos,
+                                                   std::vector<Result<uint64_t>> out) {
+  const size_t n = keys.size();
   // First attempt: every object from its best replica, in one batch.
   std::vector<TransferRequest> reqs;
   std::vector<size_t> owner;
@@ -233,6 +244,116 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
   if (!pinned_keys.empty()) {
     for (uint64_t pin : pins) members_.pins().Remove(pin);
     (void)master().BatchReadEnd(ctx(), pinned_keys, pins);
+  }
+  return out;
+}
+
+void ViewPins::End(const std::string& key, uint64_t pin) {
+  MutexLock lock(mu_);
+  if (path_) path_->EndRead(key, pin);
+}
+
+void ViewPins::Stop() {
+  MutexLock lock(mu_);
+  path_ = nullptr;
+}
+
+namespace {
+
+// What an in-place view keeps: the memory mapped, and the object's pin until the view goes.
+struct ViewHold {
+  ViewHold(std::shared_ptr<const void> m, std::shared_ptr<ViewPins> p, std::string k, uint64_t n)
+      : memory(std::move(m)), pins(std::move(p)), key(std::move(k)), pin(n) {}
+  ~ViewHold() { pins->End(key, pin); }
+  ViewHold(const ViewHold&) = delete;
+  ViewHold& operator=(const ViewHold&) = delete;
+  std::shared_ptr<const void> memory;
+  std::shared_ptr<ViewPins> pins;
+  std::string key;
+  uint64_t pin;
+};
+
+}  // namespace
+
+std::optional<ObjectView> DataPath::ViewInPlace(const ObjectInfo& info) {
+  if (!CheckDeclared(info).ok()) return std::nullopt;
+  for (const ReplicaDesc& r : OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); })) {
+    if (r.kind != ReplicaKind::kMemory) continue;
+    TransferRequest q;
+    q.op = TransferRequest::Op::kRead;
+    q.segment = r.segment;
+    q.offset = r.offset;
+    q.length = r.size;
+    q.grant = r.grant;
+    std::shared_ptr<const void> keep;
+    const uint8_t* p = engine_->View(q, &keep);
+    if (!p) continue;
+    if (Verifies(info)) {
+      struct Piece {
+        const uint8_t* ptr;
+        uint64_t size;
+      };
+      ChecksumSink sum(info.size);
+      if (sum.Finish(std::vector<Piece>{{p, info.size}}) != *info.checksum) {
+        replica_read_failures_.fetch_add(1, std::memory_order_relaxed);
+        YB_LOG_DEBUG("replica on segment {} does not match the checksum: viewing the next", r.segment);
+        continue;
+      }
+    }
+    return ObjectView{p, info.size, true, std::move(keep)};
+  }
+  return std::nullopt;
+}
+
+std::vector<Result<ObjectView>> DataPath::ReadViews(const MasterApi::Keys& keys) {
+  const size_t n = keys.size();
+  std::vector<Result<ObjectView>> out(n, Result<ObjectView>(ObjectView{}));
+  auto infos = master().BatchGetReplicaList(ctx(), keys, true);
+  infos.resize(n, Status(Code::kRpcFail, "no answer for the key"));
+  // The objects not shown in place are copied under the pins just taken (ReadPinned ends them).
+  MasterApi::Keys copied;
+  std::vector<Result<ObjectInfo>> copied_infos;
+  std::vector<std::shared_ptr<std::string>> copies;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < n; ++i) {
+    if (!infos[i].ok()) {
+      out[i] = infos[i].status();
+      continue;
+    }
+    members_.pins().Add(keys[i], infos[i]->read_pin);
+    if (config_.get_buffer_in_place) {
+      if (auto view = ViewInPlace(*infos[i])) {
+        view->keep = std::make_shared<ViewHold>(std::move(view->keep), view_pins_, keys[i], infos[i]->read_pin);
+        out[i] = std::move(*view);
+        continue;
+      }
+    }
+    auto buffer = BufferFor(infos[i]->size);
+    if (!buffer.ok()) {
+      out[i] = buffer.status();
+      EndRead(keys[i], infos[i]->read_pin);
+      continue;
+    }
+    copies.push_back(std::make_shared<std::string>(std::move(buffer).value()));
+    copied.push_back(keys[i]);
+    copied_infos.push_back(std::move(infos[i]));
+    where.push_back(i);
+  }
+  if (copied.empty()) return out;
+  std::vector<std::vector<Slice>> slices;
+  std::vector<uint64_t> totals;
+  for (const auto& c : copies) {
+    slices.push_back({{c->data(), c->size()}});
+    totals.push_back(c->size());
+  }
+  auto got = ReadPinned(copied, slices, totals, copied_infos,
+                        std::vector<Result<uint64_t>>(copied.size(), Result<uint64_t>(uint64_t{0})));
+  for (size_t j = 0; j < copied.size(); ++j) {
+    if (got[j].ok()) {
+      out[where[j]] = ObjectView{copies[j]->data(), copies[j]->size(), false, copies[j]};
+    } else {
+      out[where[j]] = got[j].status();
+    }
   }
   return out;
 }

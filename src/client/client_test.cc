@@ -466,6 +466,87 @@ TEST_F(ClientTest, HeartbeatsNameTheReadPinsHeldAndTheBytesStayUntilTheReadEnds)
   EXPECT_EQ(master_->Stats().stale_pins_released, 0u);
 }
 
+// GetView (Python's get_buffer): the bytes where the pool holds them, no copy, the object pinned
+// (its bytes stay through a forced Remove) until the view is let go.
+TEST_F(ClientTest, AViewShowsThePoolsBytesInPlaceAndPinsThemUntilLetGo) {
+  std::string v = Bytes(10000, 'v');
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size()).ok());
+  const uint64_t stored = master_->Stats().allocated;
+  {
+    auto view = b_->GetView("k");
+    ASSERT_TRUE(view.ok()) << view.status().ToString();
+    EXPECT_TRUE(view->in_place);
+    const ReplicaDesc r = b_->Query("k")->replicas.at(0);
+    EXPECT_EQ(view->data, local_->Find(r.segment).base + r.offset);  // the segment's own bytes
+    EXPECT_EQ(ClientInternal::held_pins(*b_), 1u);
+    ASSERT_TRUE(a_->Remove("k", true).ok());
+    master_->RunBackgroundOnce();
+    EXPECT_EQ(master_->Stats().allocated, stored);  // kept for the view
+    auto copy = *view;                              // a copy of the view holds them too
+    view = Status(Code::kInternal, "let go");
+    EXPECT_EQ(std::string(static_cast<const char*>(copy.data), copy.size), v);
+    EXPECT_EQ(ClientInternal::held_pins(*b_), 1u);
+  }
+  EXPECT_EQ(ClientInternal::held_pins(*b_), 0u);
+  EXPECT_EQ(master_->Stats().allocated, 0u);  // freed once the last view went
+  EXPECT_EQ(b_->GetView("k").code(), Code::kObjectNotFound);
+}
+
+TEST_F(ClientTest, ABatchOfViewsAnswersPerKeyAndCopiesWhereAskedTo) {
+  const std::string x = Bytes(3000, 'x'), y = Bytes(5000, 'y');
+  ASSERT_TRUE(a_->Put("x", x.data(), x.size()).ok());
+  ASSERT_TRUE(a_->Put("y", y.data(), y.size()).ok());
+  auto views = b_->BatchGetView({"x", "missing", "y"});
+  ASSERT_EQ(views.size(), 3u);
+  ASSERT_TRUE(views[0].ok() && views[2].ok());
+  EXPECT_TRUE(views[0]->in_place && views[2]->in_place);
+  EXPECT_EQ(std::string(static_cast<const char*>(views[2]->data), views[2]->size), y);
+  EXPECT_EQ(views[1].code(), Code::kObjectNotFound);
+  EXPECT_EQ(ClientInternal::held_pins(*b_), 2u);
+  views.clear();
+  EXPECT_EQ(ClientInternal::held_pins(*b_), 0u);
+  // A client that asks for copies gets its own bytes, and holds no pin for them.
+  ClientConfig c;
+  c.local_hostname = "copier";
+  c.get_buffer_in_place = false;
+  auto copier = ClientInternal::Create(c, Parts());
+  ASSERT_TRUE(copier.ok());
+  auto copied = (*copier)->BatchGetView({"x", "y"});
+  ASSERT_TRUE(copied[0].ok() && copied[1].ok());
+  EXPECT_FALSE(copied[0]->in_place);
+  EXPECT_EQ(std::string(static_cast<const char*>(copied[0]->data), copied[0]->size), x);
+  EXPECT_EQ(std::string(static_cast<const char*>(copied[1]->data), copied[1]->size), y);
+  EXPECT_EQ(ClientInternal::held_pins(**copier), 0u);
+  // A view that outlives its client keeps its memory, and ends no pin through it.
+  auto late = (*copier)->GetView("x");
+  copier->reset();
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(std::string(static_cast<const char*>(late->data), late->size), x);
+}
+
+TEST_F(ClientTest, AViewOfADamagedReplicaShowsAnotherOne) {
+  const std::string v = Bytes(8192, 'd');
+  ReplicateConfig two;
+  two.replica_num = 2;
+  two.preferred_segments = {"node-a", "node-b"};
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size(), two).ok());
+  auto replicas = b_->Query("k")->replicas;
+  ASSERT_EQ(replicas.size(), 2u);
+  // Damage the replica that b would look at first (its own segment's), in the pool's memory.
+  const SegmentId mine = ClientInternal::segments(*b_)[0];
+  const ReplicaDesc damaged = replicas[0].segment == mine ? replicas[0] : replicas[1];
+  const ReplicaDesc good = replicas[0].segment == mine ? replicas[1] : replicas[0];
+  uint8_t* byte = local_->Find(damaged.segment).base + damaged.offset + 100;
+  *byte ^= 0xff;
+  auto view = b_->GetView("k");
+  ASSERT_TRUE(view.ok());
+  EXPECT_TRUE(view->in_place);
+  EXPECT_EQ(view->data, local_->Find(good.segment).base + good.offset);
+  EXPECT_EQ(std::string(static_cast<const char*>(view->data), view->size), v);
+  EXPECT_EQ(b_->Stats().replica_read_failures, 1u);  // the damaged one was looked at, and refused
+  *byte ^= 0xff;
+}
+
 TEST_F(ClientTest, ClientDeclaredDeadRemountsOnItsNextHeartbeat) {
   clock_.AdvanceSec(11);
   ASSERT_TRUE(ClientInternal::Heartbeat(*b_).ok());

@@ -34,6 +34,21 @@
 
 namespace yb {
 
+class DataPath;
+
+// Ends the pins of in-place views (DataPath::ReadViews) as they are let go, while the DataPath that
+// gave them lives; after Stop (the client is going) the master ends them with the client.
+class ViewPins {
+ public:
+  explicit ViewPins(DataPath* path) : path_(path) {}
+  void End(const std::string& key, uint64_t pin);
+  void Stop();
+
+ private:
+  Mutex mu_;
+  DataPath* path_ GUARDED_BY(mu_);
+};
+
 class DataPath {
  public:
   DataPath(const ClientConfig& config, Membership& members, std::shared_ptr<TransferEngine> engine, const Clock& clock);
@@ -54,6 +69,10 @@ class DataPath {
   Result<std::string> ReadString(const std::string& key);
   std::vector<Result<uint64_t>> BatchRead(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& buffers);
   std::vector<Result<std::string>> BatchReadStrings(const MasterApi::Keys& keys);
+  // Client::GetView / BatchGetView: each object in place where a transport shows it, else copied.
+  std::vector<Result<ObjectView>> ReadViews(const MasterApi::Keys& keys);
+  // Views let go from now on end no pin here (called as the client goes).
+  void StopViews() { view_pins_->Stop(); }
 
   // The caller's slices' total size; INVALID_PARAMS for a null one, an overflow, or a slice that
   // starts in a registered buffer and runs past its end (no byte is moved then).
@@ -98,8 +117,18 @@ class DataPath {
                                  const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
                                  const ReplicateConfig& config, WriteMode mode, int round, std::vector<Status>& out,
                                  std::vector<SegmentId>& failed_segments);
+  friend class ViewPins;
   // Ends a read: forgets the pin, then sends ReadEnd.
   void EndRead(const std::string& key, uint64_t pin);
+  // BatchRead once the master answered (`infos`, their pins held): moves the bytes, then ends
+  // every pin. `out` holds the callers' errors found before; `totals` their buffers' sizes.
+  std::vector<Result<uint64_t>> ReadPinned(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& buffers,
+                                           const std::vector<uint64_t>& totals,
+                                           const std::vector<Result<ObjectInfo>>& infos,
+                                           std::vector<Result<uint64_t>> out);
+  // The object's bytes where a transport shows them in place, checked against its checksum;
+  // nullopt when no memory replica is in reach so.
+  std::optional<ObjectView> ViewInPlace(const ObjectInfo& info);
   // Copies one object (info) into `target`, trying replicas in order from `first`; `prior` is the
   // error of the attempts already made (returned if no later replica succeeds).
   Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
@@ -142,6 +171,7 @@ class DataPath {
   std::unique_ptr<StagingBuffer> staging_;
   BufferRegistry registered_;
   std::unique_ptr<Offloader> offloader_;  // the SSD tier, when enable_offload
+  const std::shared_ptr<ViewPins> view_pins_ = std::make_shared<ViewPins>(this);
   // Failed replica transfers: a node that went away fails every transfer that touches it until the
   // master drops its segments. Counted here and logged at debug level; the transport says once
   // per peer that it became unreachable, and once that it is back.

@@ -29,6 +29,14 @@ void FaultInjectingTransport::OnSubmit(std::function<void()> hook) {
   hook_ = std::move(hook);
 }
 
+const uint8_t* FaultInjectingTransport::View(const TransferRequest& r, std::shared_ptr<const void>* keep) {
+  {
+    std::lock_guard lock(mu_);
+    if (failing_.count(r.segment) || corrupt_.count(r.segment)) return nullptr;
+  }
+  return inner_->View(r, keep);
+}
+
 std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRequest>& batch) {
   std::function<void()> hook;
   {

@@ -30,6 +30,8 @@ class FaultInjectingTransport final : public Transport {
   bool Reaches(SegmentId segment) const override { return inner_->Reaches(segment); }
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
   bool RequiresRegisteredMemory() const override { return requires_registration_; }
+  // A failing or corrupting segment shows nothing in place (its reads go through Submit).
+  const uint8_t* View(const TransferRequest& r, std::shared_ptr<const void>* keep) override;
 
  private:
   std::shared_ptr<Transport> inner_;

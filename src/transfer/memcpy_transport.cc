@@ -32,6 +32,13 @@ Status ReadObjectFrom(const LocalSegmentRegistry& registry, const TransferReques
   return Status::OK();
 }
 
+const uint8_t* MemcpyTransport::View(const TransferRequest& r, std::shared_ptr<const void>* keep) {
+  LocalSegment seg = registry_->Find(r.segment);
+  if (!seg.base || r.offset > seg.size || r.length > seg.size - r.offset) return nullptr;
+  *keep = seg.region;
+  return seg.base + r.offset;
+}
+
 namespace {
 
 // Copies a request's bytes; with a checksum sink, chunk by chunk, each hashed while in cache (a

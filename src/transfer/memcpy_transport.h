@@ -13,6 +13,7 @@ class MemcpyTransport final : public Transport {
   explicit MemcpyTransport(std::shared_ptr<LocalSegmentRegistry> registry) : registry_(std::move(registry)) {}
   bool Reaches(SegmentId segment) const override { return registry_->Contains(segment); }
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
+  const uint8_t* View(const TransferRequest& r, std::shared_ptr<const void>* keep) override;
 
  private:
   std::shared_ptr<LocalSegmentRegistry> registry_;

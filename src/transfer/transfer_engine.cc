@@ -18,6 +18,11 @@ bool TransferEngine::Unreachable(SegmentId segment) const {
   return t && t->Unreachable(segment);
 }
 
+const uint8_t* TransferEngine::View(const TransferRequest& r, std::shared_ptr<const void>* keep) const {
+  Transport* t = Route(r.segment);
+  return t ? t->View(r, keep) : nullptr;
+}
+
 void TransferEngine::Probe(SegmentId segment) {
   if (Transport* t = Route(segment)) t->Probe(segment);
 }

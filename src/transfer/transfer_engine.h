@@ -17,6 +17,8 @@ class TransferEngine {
   // The transport a segment would use, or nullptr.
   Transport* Route(SegmentId segment) const;
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch);
+  // Transport::View of the segment's transport.
+  const uint8_t* View(const TransferRequest& r, std::shared_ptr<const void>* keep) const;
   // Transport::Unreachable and Probe of the segment's transport.
   bool Unreachable(SegmentId segment) const;
   void Probe(SegmentId segment);

@@ -71,6 +71,11 @@ class Transport {
   // Tries, in the background, to reach the segment's server again if it is unreachable and its next
   // attempt is due; its outcome is what Unreachable() says next.
   virtual void Probe(SegmentId /*segment*/) {}
+  // The bytes a kRead of `r` would copy, where they already sit in memory this process maps: a
+  // read-only pointer to [r.offset, r.offset + r.length) of r.segment, checked as that read would
+  // be (bounds, and the grant where the transport checks one); `*keep` then holds the memory
+  // mapped. nullptr when this transport cannot show them in place (the caller copies instead).
+  virtual const uint8_t* View(const TransferRequest& /*r*/, std::shared_ptr<const void>* /*keep*/) { return nullptr; }
 };
 
 }  // namespace yb

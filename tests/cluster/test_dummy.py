@@ -19,7 +19,7 @@ import pytest
 yuebing = pytest.importorskip("yuebing")
 from yuebing import MooncakeDistributedStore, MooncakeHostMemAllocator  # noqa: E402
 from conftest import client_metrics, free_port, wait_until  # noqa: E402
-from test_same_host import exercise  # noqa: E402
+from test_same_host import exercise, views  # noqa: E402
 
 HERE = os.path.dirname(__file__)
 # `mooncake.store` (the shim beside the package in a build tree; pip installs it with the opt-in):
@@ -99,6 +99,9 @@ def test_every_call_of_a_dummy_is_served_by_its_real_client(cluster, shared, sec
     try:
         assert "/dummy-" in s.get_hostname()
         moved = exercise(s)  # single, batch, zero-copy, multi-buffer and range calls, every byte checked
+        # get_buffer: the real client's memory itself where the dummy maps it, else a copy.
+        assert views(s) == shared
+        moved += 0 if shared else 3 << 20
         # Straight into memory the real client maps: batch_put_from / batch_get_into, no staging.
         alloc = MooncakeHostMemAllocator()
         n = 1 << 20

@@ -64,11 +64,30 @@ def exercise(s):
     return 2 * len(big) + 2 * sum(map(len, vals)) + 2 * 2048
 
 
+def views(s):
+    """get_buffer and batch_get_buffer, bytes checked; whether they showed the pool's own bytes in
+    place (read-only, pinned while held) rather than a copy."""
+    v = value(1 << 20, 7)
+    assert s.put("view", v) == 0
+    h = s.get_buffer("view")
+    assert h is not None and len(h) == len(v) and bytes(h) == v
+    hs = s.batch_get_buffer(["view", "no-such-key"])
+    assert bytes(hs[0]) == v and hs[1] is None
+    in_place = h.in_place
+    assert memoryview(h).readonly == in_place and hs[0].in_place == in_place
+    if in_place:  # pinned: a forced remove leaves its bytes where they are until the handles go
+        assert s.remove("view", True) == 0 and s.is_exist("view") == 0 and bytes(h) == v
+    del h, hs
+    s.remove("view", True)
+    return in_place
+
+
 def assert_over_tcp(cluster, http):
     """exercise() from this process, every byte of it through the daemon's TCP transfer server."""
     s = store_of(cluster)
     try:
         moved = exercise(s)
+        assert not views(s)  # copies, over TCP
     finally:
         assert s.close() == 0
     assert served_bytes(http) >= moved
@@ -80,6 +99,7 @@ def test_a_process_and_a_daemon_of_one_host_move_bytes_through_shared_memory(clu
     s = store_of(cluster)
     try:
         exercise(s)
+        assert views(s)  # get_buffer shows the daemon's memory itself
     finally:
         assert s.close() == 0
     assert served_bytes(http) == 0  # not one byte over its TCP transfer server

@@ -234,6 +234,17 @@ Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
   return Status::OK();
 }
 
+const uint8_t* ShmTransport::View(const TransferRequest& r, std::shared_ptr<const void>* keep) {
+  if (r.op != TransferRequest::Op::kRead) return nullptr;
+  auto m = Find(r.segment);
+  if (!m || r.offset > m->size || r.length > m->size - r.offset) return nullptr;
+  if (!CheckGrant(m->grant_key, r.segment, r.grant, GrantAccess::kRead, r.offset, r.length, Wall()).ok()) {
+    return nullptr;
+  }
+  *keep = m;  // the mapping stays while the view does, even once its owner is gone
+  return m->base + r.offset;
+}
+
 std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& batch) {
   std::vector<Status> out(batch.size());
   std::vector<TransferRequest> elsewhere;

@@ -46,6 +46,7 @@ class ShmTransport final : public Transport {
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;
   bool Unreachable(SegmentId segment) const override;
   void Probe(SegmentId segment) override;
+  const uint8_t* View(const TransferRequest& r, std::shared_ptr<const void>* keep) override;
 
   size_t mapped_segments() const;
 
