@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "transfer/shm/shared_memory.h"
 
 namespace yb {
 
@@ -129,10 +130,14 @@ DeviceMemory::Stager::~Stager() {
     (void)api_.cuStreamSynchronize(stream_);
     (void)api_.cuStreamDestroy_v2(stream_);
   }
-  for (uint8_t* s : slots_) {
-    if (!s) continue;
-    (void)api_.cuMemHostUnregister(s);
-    munmap(s, slot_size_);
+  for (int i = 0; i < 2; ++i) {
+    if (!slots_[i]) continue;
+    (void)api_.cuMemHostUnregister(slots_[i]);
+    if (shared_[i]) {
+      (void)shm::SharedMemory::Process().Free(slots_[i]);
+    } else {
+      munmap(slots_[i], slot_size_);
+    }
   }
 }
 
@@ -215,13 +220,21 @@ Result<std::unique_ptr<DeviceMemory::Stager>> DeviceMemory::MakeStager(Context c
   std::unique_ptr<Stager> s(new Stager(*api_, ctx, slot_size));
   Bind bound(*this, ctx);
   YB_RETURN_IF_ERROR(bound.status());
-  for (auto& slot : s->slots_) {
-    void* p = mmap(nullptr, slot_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return Status(Code::kInternal, "cannot map a device staging slot");
-    slot = static_cast<uint8_t*>(p);
+  for (int i = 0; i < 2; ++i) {
+    void* p = shm::SharedMemory::Process().Allocate(slot_size);
+    s->shared_[i] = p != nullptr;
+    if (!p) {
+      p = mmap(nullptr, slot_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return Status(Code::kInternal, "cannot map a device staging slot");
+    }
+    s->slots_[i] = static_cast<uint8_t*>(p);
     if (CUresult r = api_->cuMemHostRegister_v2(p, slot_size, kHostRegisterPortable); r != kCudaSuccess) {
-      munmap(p, slot_size);
-      slot = nullptr;
+      if (s->shared_[i]) {
+        (void)shm::SharedMemory::Process().Free(p);
+      } else {
+        munmap(p, slot_size);
+      }
+      s->slots_[i] = nullptr;
       return Fail(*api_, r, "pinning a device staging slot (cuMemHostRegister)");
     }
   }

@@ -35,7 +35,9 @@ class DeviceMemory {
   using Context = void*;
 
   // Two pinned host slots and a stream on one context: what one pipelined move uses. Its calls
-  // run with its context current on the calling thread (Bind).
+  // run with its context current on the calling thread (Bind). The slots are shared memory
+  // (shm/shared_memory.h) where it can be had, so that a dummy client's real client moves bytes
+  // straight into them (its relay reaches only such memory).
   class Stager {
    public:
     ~Stager();
@@ -57,6 +59,7 @@ class DeviceMemory {
     Context ctx_;
     uint64_t slot_size_;
     uint8_t* slots_[2] = {nullptr, nullptr};
+    bool shared_[2] = {false, false};  // from this process's shared memory (else anonymous)
     void* stream_ = nullptr;
   };
 

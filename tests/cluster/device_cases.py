@@ -78,6 +78,31 @@ def test_every_address_taking_call_with_device_memory(cuda, store):
     assert store.unregister_buffer(src) == 0 and store.unregister_buffer(dst) == 0
 
 
+@pytest.mark.parametrize("same_host", [True, False], ids=["segment-mapped", "relay"])
+def test_a_dummy_moves_device_memory(cuda, cluster, same_host):
+    """A dummy client's GPU buffers: staged through pinned slots in shared memory, which its real
+    client moves bytes into and out of when the dummy does not map the segment itself (the relay)."""
+    from test_dummy import dummy, real_client
+    cluster.start_master()
+    port, _ = real_client(cluster, extra=[] if same_host else ["--same_host_transfers", "false"])
+    s = dummy(port)
+    try:
+        n = 3 << 20
+        data = os.urandom(n)
+        src, dst = cuda.alloc(n), cuda.alloc(n)
+        cuda.write(src, data)
+        assert s.put_from("g/one", src, n) == 0
+        assert s.get_into("g/one", dst, n) == n and cuda.read(dst, n) == data
+        assert s.get("g/one") == data
+        assert s.batch_put_from(["g/a", "g/b"], [src, src + 4096], [70000, 5000]) == [0, 0]
+        assert s.batch_get_into(["g/a", "g/b"], [dst, dst + 100000], [70000, 5000]) == [70000, 5000]
+        assert cuda.read(dst, 70000) == data[:70000] and cuda.read(dst + 100000, 5000) == data[4096:9096]
+        cuda.free(src)
+        cuda.free(dst)
+    finally:
+        assert s.close() == 0
+
+
 def test_sessions_with_device_memory(cuda, store):
     layers, page, keys = 4, 100_000, ["s/a", "s/b"]
     data = os.urandom(layers * page)

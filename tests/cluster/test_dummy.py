@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -54,7 +55,17 @@ def real_client(cluster, name="node", size="128MB", extra=()):
     port, http = free_port(), free_port()
     cluster.start_client(name, size=size, port=port, extra=["--metrics_port", str(http)] + list(extra))
     wait_until(lambda: client_metrics(http).get("yb_client_segments") == 1, 10, f"{name}'s /metrics")
+    wait_until(lambda: serves_dummies(port), 10, f"{name} to serve dummies")  # it starts after /metrics
     return port, http
+
+
+def serves_dummies(port):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(f"\0yuebing-dummy:{port}")
+            return True
+        except OSError:
+            return False
 
 
 def dummy(port, local_buffer=16 << 20):
