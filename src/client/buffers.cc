@@ -4,13 +4,14 @@
 
 namespace yb {
 
-StagingBuffer::StagingBuffer(uint64_t size, bool shared) {
+StagingBuffer::StagingBuffer(uint64_t size, bool must_share) {
   if (size == 0) return;
-  region_ = MappedRegion::Map(size, /*populate=*/false, shared);
-  if (shared && region_ && region_->fd() < 0) region_.reset();  // a dummy's relay could not reach it
+  region_ = MappedRegion::Map(size, /*populate=*/false, /*shareable=*/true);
+  if (must_share && region_ && region_->fd() < 0) region_.reset();  // a dummy's relay could not reach it
   if (!region_) return;
+  MutexLock lock(mu_);
   alloc_ = std::make_unique<OffsetAllocator>(size, 64);
-  if (shared) {
+  if (region_->fd() >= 0) {
     shm::SharedMemory::Process().Adopt(region_);
     shared_ = true;
   }
@@ -21,16 +22,16 @@ StagingBuffer::~StagingBuffer() {
 }
 
 std::optional<StagingBuffer::Lease> StagingBuffer::Allocate(uint64_t size) {
-  if (!alloc_ || size == 0) return std::nullopt;
-  std::lock_guard lock(mu_);
+  if (!region_ || size == 0) return std::nullopt;
+  MutexLock lock(mu_);
   auto a = alloc_->Allocate(size);
   if (!a) return std::nullopt;
   return Lease{region_->data() + a->offset, size, a->node};
 }
 
 void StagingBuffer::Free(const Lease& lease) {
-  if (!alloc_ || lease.node == OffsetAllocator::kNoNode) return;
-  std::lock_guard lock(mu_);
+  if (!region_ || lease.node == OffsetAllocator::kNoNode) return;
+  MutexLock lock(mu_);
   alloc_->Free(lease.node);
 }
 
@@ -44,7 +45,7 @@ Status BufferRegistry::Register(void* ptr, uint64_t size) {
   if (!ptr || size == 0) return Status(Code::kInvalidParams, "register_buffer needs a non-null buffer and a size");
   auto start = reinterpret_cast<uintptr_t>(ptr);
   if (start + size < start) return Status(Code::kInvalidParams, "buffer range wraps around");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = ranges_.find(start);
   if (it != ranges_.end() && it->second == size) return Status::OK();
   auto next = ranges_.lower_bound(start);
@@ -60,7 +61,7 @@ Status BufferRegistry::Register(void* ptr, uint64_t size) {
 }
 
 Status BufferRegistry::Unregister(void* ptr) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (ranges_.erase(reinterpret_cast<uintptr_t>(ptr)) == 0) {
     return Status(Code::kInvalidParams, "buffer was not registered");
   }
@@ -69,7 +70,7 @@ Status BufferRegistry::Unregister(void* ptr) {
 
 bool BufferRegistry::Contains(const void* p, uint64_t len) const {
   auto a = reinterpret_cast<uintptr_t>(p);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = ranges_.upper_bound(a);
   if (it == ranges_.begin()) return false;
   --it;
@@ -78,7 +79,7 @@ bool BufferRegistry::Contains(const void* p, uint64_t len) const {
 
 Status BufferRegistry::CheckSpan(const void* p, uint64_t len) const {
   auto a = reinterpret_cast<uintptr_t>(p);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = ranges_.upper_bound(a);
   if (it == ranges_.begin()) return Status::OK();
   --it;

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <vector>
-#include <mutex>
 #include <optional>
+#include <vector>
 
+#include "common/thread_annotations.h"
 #include "master/offset_allocator.h"
 #include "transfer/local_segments.h"
 #include "yuebing/status.h"
@@ -23,9 +23,10 @@ class StagingBuffer {
     uint64_t size = 0;
     uint32_t node = OffsetAllocator::kNoNode;
   };
-  // size 0: no staging buffer (every Allocate fails). `shared`: in memory another process of this
-  // host can map (a dummy client's, which its real client moves bytes into; shm/shared_memory.h).
-  explicit StagingBuffer(uint64_t size, bool shared = false);
+  // size 0: no staging buffer (every Allocate fails). In memory another process of this host can
+  // map (a memfd, in shm/shared_memory.h's registry) where it can be had, else anonymous memory;
+  // `must_share`: shared or none (a dummy client's, which its real client moves bytes into).
+  explicit StagingBuffer(uint64_t size, bool must_share = false);
   ~StagingBuffer();
   StagingBuffer(const StagingBuffer&) = delete;
   StagingBuffer& operator=(const StagingBuffer&) = delete;
@@ -37,8 +38,8 @@ class StagingBuffer {
 
  private:
   std::shared_ptr<MappedRegion> region_;
-  std::mutex mu_;
-  std::unique_ptr<OffsetAllocator> alloc_;  // guarded by mu_
+  Mutex mu_;
+  std::unique_ptr<OffsetAllocator> alloc_ GUARDED_BY(mu_);
   bool shared_ = false;
 };
 
@@ -86,8 +87,8 @@ class BufferRegistry {
   Status CheckSpan(const void* p, uint64_t len) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<uintptr_t, uint64_t> ranges_;  // start -> size, guarded by mu_
+  mutable Mutex mu_;
+  std::map<uintptr_t, uint64_t> ranges_ GUARDED_BY(mu_);  // start -> size
 };
 
 }  // namespace yb

@@ -10,7 +10,7 @@ DataPath::DataPath(const ClientConfig& config, Membership& members, std::shared_
 DataPath::~DataPath() = default;
 
 Status DataPath::Init() {
-  staging_ = std::make_unique<StagingBuffer>(config_.local_buffer_size, /*shared=*/!config_.real_client.empty());
+  staging_ = std::make_unique<StagingBuffer>(config_.local_buffer_size, /*must_share=*/!config_.real_client.empty());
   if (config_.local_buffer_size > 0 && staging_->capacity() == 0) {
     return Status(Code::kInternal,
                   "cannot map a local buffer of " + std::to_string(config_.local_buffer_size) + " bytes");
