@@ -429,6 +429,14 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
     return json{{"error", connected.status().ToString()}};
   }
   auto client = std::move(connected).value();
+  // The same run's reference for cached locations: a client whose every get asks the master.
+  yb::ClientConfig uc = c;
+  uc.location_cache_ttl_ms = 0;
+  auto uncached_client = yb::Client::Connect(uc);
+  if (!uncached_client.ok()) {
+    Failed("put/get cases: cannot connect: " + uncached_client.status().ToString());
+    return json{{"error", uncached_client.status().ToString()}};
+  }
   json out = json::array();
   for (uint64_t size : sizes) {
     // At most 256 MiB of distinct objects (more than any cache holds): none evicted in a pool of
@@ -478,6 +486,21 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
       ++got;
     }
     double get_s = Since(t0);
+    // The same gets with the location cache off (a master round trip each), the run's reference.
+    std::vector<double> uncached_us;
+    uint64_t uncached = 0;
+    t0 = Clock::now();
+    while (Since(t0) < seconds && n > 0) {
+      auto s = Clock::now();
+      auto r = (*uncached_client)->Get("bench/data/" + std::to_string(uncached % n), buf.data(), size);
+      if (!r.ok()) {
+        Failed("uncached get of " + std::to_string(size) + " bytes: " + r.status().ToString());
+        break;
+      }
+      uncached_us.push_back(Since(s) * 1e6);
+      ++uncached;
+    }
+    double uncached_s = Since(t0);
     // get_buffer's way (GetView): the bytes in place where this process maps them, checksum
     // checked, pinned while held (here: let go at once); a copy where it does not.
     std::vector<double> view_us;
@@ -498,6 +521,8 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
     json row = {{"value_bytes", size},
                 {"put", {{"ops", n}, {"ops_per_s", n / put_s}, {"GBps", n * size / put_s / 1e9}}},
                 {"get", {{"ops", got}, {"ops_per_s", got / get_s}, {"GBps", got * size / get_s / 1e9}}},
+                {"get_uncached",
+                 {{"ops", uncached}, {"ops_per_s", uncached / uncached_s}, {"GBps", uncached * size / uncached_s / 1e9}}},
                 {"get_view",
                  {{"ops", viewed},
                   {"ops_per_s", viewed / view_s},
@@ -506,6 +531,7 @@ json DataBench(const std::string& master, double seconds, const Iperf3* iperf, c
     row["put"].update(Latency(put_us));
     row["get"].update(Latency(get_us));
     row["get_view"].update(Latency(view_us));
+    row["get_uncached"].update(Latency(uncached_us));
     if (iperf && size == (1ULL << 20) && got > 0) {
       // The ">= 80% of iperf3" target: short get windows, each right after an iperf3 measurement,
       // so that each ratio compares the two at the same speed of the machine.

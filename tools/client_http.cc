@@ -57,6 +57,11 @@ std::string ClientMetricsText(const ClientStats& s) {
   p.Counter("yb_client_served_disk_read_bytes_total", "Bytes of the SSD tier reads served.", t.disk_read_bytes);
   p.Counter("yb_client_replica_read_failures_total",
             "Replica reads of this client's gets that failed (the next replica was tried).", s.replica_read_failures);
+  p.Counter("yb_client_location_cache_hits_total",
+            "Gets served from a cached location: straight to the holder, no master call.", s.location_cache_hits);
+  p.Counter("yb_client_location_cache_stale_total",
+            "Cached locations that failed or held other bytes (dropped; the master was asked).",
+            s.location_cache_stale);
   p.Counter("yb_client_disk_reads_total", "Objects this client's gets read from an SSD tier (LOCAL_DISK replicas).",
             s.disk_reads);
   p.Counter("yb_client_replica_write_failures_total",

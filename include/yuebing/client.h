@@ -121,6 +121,14 @@ struct ClientConfig {
   // pinned, where this process maps them; false: always a copy (Mooncake's get_buffer copies, and
   // its buffer is writable). Environment: YB_GET_BUFFER_IN_PLACE.
   bool get_buffer_in_place = true;
+  // Cached locations (docs/design.md section 3): a Get of an object this client read within the
+  // last `location_cache_ttl_ms` goes straight to its holder, no master round trip; its bytes are
+  // checked against the object's checksum, and a stale location (removed, evicted, replaced) is
+  // dropped and the master asked. Only objects with a checksum are cached, and only while
+  // verify_checksum is on. After a Remove, this client may read the removed object's bytes for up
+  // to the ttl. 0 turns the cache off. Environment: YB_LOCATION_CACHE_TTL_MS.
+  uint32_t location_cache_ttl_ms = 1000;
+  uint32_t location_cache_entries = 65536;  // the most locations kept (least recently used go)
   // Mooncake's setup_dummy: "host:port" of the real client of this host (a yb-client serving
   // transfers on that port; the host part is not used). This client is then its dummy: it has no
   // master address and no network connection of its own; every call goes to the real client through
@@ -142,7 +150,7 @@ struct ClientConfig {
 // MC_STORE_CLUSTER_ID (cluster_id), MC_RPC_TIMEOUT_MS (rpc_timeout_ms), MOONCAKE_OFFLOAD_FILE_STORAGE_PATH
 // and MOONCAKE_STORAGE_ROOT_DIR (the SSD tier's directory, when none is set); ours: YB_ZONE,
 // YB_ENABLE_CHECKSUM (0 or false turns checksums off), YB_AUTH_SECRET_FILE, YB_TLS_CERT, YB_TLS_KEY,
-// YB_TLS_CA, YB_TENANT, YB_STRICT_PROTOCOL, YB_SAME_HOST_TRANSFERS, YB_GET_BUFFER_IN_PLACE (docs/compat.md lists each, read
+// YB_TLS_CA, YB_TENANT, YB_STRICT_PROTOCOL, YB_SAME_HOST_TRANSFERS, YB_GET_BUFFER_IN_PLACE, YB_LOCATION_CACHE_TTL_MS (docs/compat.md lists each, read
 // or not). A value that
 // does not parse is logged and left as it was.
 void ApplyEnvironment(ClientConfig& config, const std::function<const char*(const char*)>& lookup);
@@ -173,6 +181,8 @@ struct ClientStats {
   // Replica transfers of this client's own reads and puts that failed (a read then tries the next
   // replica, a put another node): logged at debug level, counted here.
   uint64_t replica_read_failures = 0;
+  uint64_t location_cache_hits = 0;   // gets served from a cached location (no master call)
+  uint64_t location_cache_stale = 0;  // cached locations that failed or mismatched (the master asked)
   // Objects this client read from an SSD tier (a LOCAL_DISK replica, its own or another client's),
   // tried or done: Mooncake's get_offload_rpc_read_count.
   uint64_t disk_reads = 0;

@@ -193,6 +193,8 @@ ClientStats Client::Stats() const {
     ++s.segments;
     s.segment_bytes += d.size;
   }
+  s.location_cache_hits = impl_->data.locations().hits();
+  s.location_cache_stale = impl_->data.locations().stale();
   if (impl_->parts.transfer_server) s.transfer = impl_->parts.transfer_server->stats();
   if (impl_->parts.same_host_server) {
     s.transfer.same_host_given = impl_->parts.same_host_server->given();
@@ -327,19 +329,24 @@ Result<uint64_t> Client::GetSize(const std::string& key) {
 
 Result<std::vector<SegmentUsage>> Client::ListSegments() { return impl_->members.master().ListSegments(); }
 
+// A removal drops this client's cached locations of what it removes (others' expire with their ttl).
 Status Client::Remove(const std::string& key, bool force) {
+  impl_->data.locations().Drop(key);
   return impl_->members.master().Remove(impl_->members.ctx(), key, force);
 }
 
 std::vector<Status> Client::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  for (const auto& key : keys) impl_->data.locations().Drop(key);
   return impl_->members.master().BatchRemove(impl_->members.ctx(), keys, force);
 }
 
 Result<uint64_t> Client::RemoveByRegex(const std::string& pattern, bool force) {
+  impl_->data.locations().Clear();
   return impl_->members.master().RemoveByRegex(impl_->members.ctx(), pattern, force);
 }
 
 Result<uint64_t> Client::RemoveAll(bool force) {
+  impl_->data.locations().Clear();
   return impl_->members.master().RemoveAll(impl_->members.ctx(), force);
 }
 

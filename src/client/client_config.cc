@@ -103,6 +103,17 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
   if (auto v = get("YB_ETCD_USER")) c.etcd_user = *v;
   if (auto v = get("YB_ETCD_PASSWORD_FILE")) c.etcd_password_file = *v;
   if (auto v = get("YB_TENANT"); v && !v->empty()) c.tenant = *v;
+  if (auto v = get("YB_LOCATION_CACHE_TTL_MS")) {
+    try {
+      size_t used = 0;
+      const unsigned long ms = std::stoul(*v, &used);
+      if (used != v->size() || ms > 3'600'000) throw std::out_of_range(*v);
+      c.location_cache_ttl_ms = static_cast<uint32_t>(ms);
+    } catch (const std::exception&) {
+      YB_LOG_WARN("YB_LOCATION_CACHE_TTL_MS='{}' is not milliseconds (0-3600000): the cache keeps {} ms", *v,
+                  c.location_cache_ttl_ms);
+    }
+  }
   // A switch: true or false; anything else is logged and leaves it as it was.
   auto flag = [&](const char* name, bool& field, const char* what) {
     auto v = get(name);

@@ -119,9 +119,24 @@ Status DataPath::ReadReplicas(const std::string& key, const ObjectInfo& info, co
   return last;
 }
 
+Status DataPath::ReadCached(const ObjectInfo& info, const std::vector<Slice>& target) {
+  auto ordered = OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); });
+  if (ordered.empty() || !info.checksum) return Status(Code::kInvalidReplica, "no cached replica");
+  ChecksumSink sum(info.size);
+  YB_RETURN_IF_ERROR(Move(TransferRequest::Op::kRead, ordered[0], target, &sum));
+  if (sum.Finish(target) != *info.checksum) {
+    return Status(Code::kChecksumMismatch, "the cached location holds other bytes now");
+  }
+  return Status::OK();
+}
+
 Result<uint64_t> DataPath::Read(const std::string& key, const std::vector<Slice>& slices) {
   auto total = CallerSize(slices);
   if (!total.ok()) return total.status();
+  if (auto cached = locations_.Find(key)) {
+    if (cached->size <= *total && ReadCached(*cached, Trim(slices, cached->size)).ok()) return cached->size;
+    locations_.NoteStale(key);
+  }
   auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
   members_.pins().Add(key, info->read_pin);
@@ -129,10 +144,16 @@ Result<uint64_t> DataPath::Read(const std::string& key, const std::vector<Slice>
       info->size > *total ? TooSmall(*total, info->size) : ReadReplicas(key, *info, Trim(slices, info->size), 0);
   EndRead(key, info->read_pin);
   if (!st.ok()) return st;
+  RememberRead(key, *info);
   return info->size;
 }
 
 Result<std::string> DataPath::ReadString(const std::string& key) {
+  if (auto cached = locations_.Find(key)) {
+    auto out = BufferFor(cached->size);
+    if (out.ok() && ReadCached(*cached, {{out->data(), out->size()}}).ok()) return out;
+    locations_.NoteStale(key);
+  }
   auto info = master().GetReplicaList(ctx(), key, true);
   if (!info.ok()) return info.status();
   members_.pins().Add(key, info->read_pin);
@@ -140,6 +161,7 @@ Result<std::string> DataPath::ReadString(const std::string& key) {
   Status st = out.ok() ? ReadReplicas(key, *info, {{out->data(), out->size()}}, 0) : out.status();
   EndRead(key, info->read_pin);
   if (!st.ok()) return st;
+  RememberRead(key, *info);
   return out;
 }
 
@@ -156,12 +178,69 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     if (!t.ok()) out[i] = t.status();
     totals[i] = t.ok() ? *t : 0;
   }
-  auto infos = master().BatchGetReplicaList(ctx(), keys, true);
-  infos.resize(n, Status(Code::kRpcFail, "no answer for the key"));
-  for (size_t i = 0; i < n; ++i) {
-    if (infos[i].ok()) members_.pins().Add(keys[i], infos[i]->read_pin);
+  // The keys with a cached location first, in one batch of transfers; the rest (and any whose
+  // location turned out stale) from the master.
+  std::vector<bool> done(n, false);
+  if (locations_.enabled()) {
+    std::vector<std::optional<ObjectInfo>> cached(n);
+    std::vector<ChecksumSink> sums(n);
+    std::vector<std::vector<Slice>> targets(n);
+    std::vector<TransferRequest> reqs;
+    std::vector<size_t> owner;
+    for (size_t i = 0; i < n; ++i) {
+      if (!out[i].ok() || !(cached[i] = locations_.Find(keys[i]))) continue;
+      const ReplicaDesc best =
+          OrderReplicas(cached[i]->replicas, [this](SegmentId s) { return members_.IsLocal(s); }).front();
+      targets[i] = Trim(buffers[i], cached[i]->size);
+      // Staged buffers go the master's way: the cache serves what moves in one batch.
+      if (cached[i]->size > totals[i] || OnDevice(targets[i]) || NeedsRegistration(best, targets[i])) {
+        cached[i].reset();
+        continue;
+      }
+      sums[i].Reset(cached[i]->size);
+      AppendRequests(TransferRequest::Op::kRead, best, targets[i], reqs, &sums[i]);
+      owner.resize(reqs.size(), i);
+      done[i] = true;
+    }
+    auto results = engine_->Submit(reqs);
+    for (size_t k = 0; k < results.size(); ++k) {
+      if (!results[k].ok()) done[owner[k]] = false;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!cached[i]) continue;
+      if (done[i] && sums[i].Finish(targets[i]) == *cached[i]->checksum) {
+        out[i] = cached[i]->size;
+      } else {
+        done[i] = false;
+        locations_.NoteStale(keys[i]);
+      }
+    }
   }
-  return ReadPinned(keys, buffers, totals, infos, std::move(out));
+  MasterApi::Keys ask;
+  std::vector<std::vector<Slice>> ask_buffers;
+  std::vector<uint64_t> ask_totals;
+  std::vector<Result<uint64_t>> ask_out;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i]) continue;
+    ask.push_back(keys[i]);
+    ask_buffers.push_back(buffers[i]);
+    ask_totals.push_back(totals[i]);
+    ask_out.push_back(out[i]);
+    where.push_back(i);
+  }
+  if (ask.empty()) return out;
+  auto infos = master().BatchGetReplicaList(ctx(), ask, true);
+  infos.resize(ask.size(), Status(Code::kRpcFail, "no answer for the key"));
+  for (size_t j = 0; j < ask.size(); ++j) {
+    if (infos[j].ok()) members_.pins().Add(ask[j], infos[j]->read_pin);
+  }
+  auto got = ReadPinned(ask, ask_buffers, ask_totals, infos, std::move(ask_out));
+  for (size_t j = 0; j < ask.size(); ++j) {
+    if (got[j].ok()) RememberRead(ask[j], *infos[j]);
+    out[where[j]] = std::move(got[j]);
+  }
+  return out;
 }
 
 std::vector<Result<uint64_t>> DataPath::ReadPinned(const MasterApi::Keys& keys,
@@ -360,17 +439,39 @@ std::vector<Result<ObjectView>> DataPath::ReadViews(const MasterApi::Keys& keys)
 
 std::vector<Result<std::string>> DataPath::BatchReadStrings(const MasterApi::Keys& keys) {
   std::vector<Result<std::string>> out(keys.size(), Result<std::string>(std::string()));
-  auto sizes = master().BatchGetReplicaList(ctx(), keys, false);
+  // The sizes: from the cached locations where there are some, else from the master (no pin).
+  std::vector<std::optional<uint64_t>> sizes(keys.size());
+  std::vector<bool> from_cache(keys.size(), false);
+  MasterApi::Keys ask;
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (auto cached = locations_.Find(keys[i], /*read=*/false)) {
+      sizes[i] = cached->size;
+      from_cache[i] = true;
+    } else {
+      ask.push_back(keys[i]);
+      asked.push_back(i);
+    }
+  }
+  if (!ask.empty()) {
+    auto answers = master().BatchGetReplicaList(ctx(), ask, false);
+    for (size_t j = 0; j < ask.size(); ++j) {
+      if (j >= answers.size()) {
+        out[asked[j]] = Status(Code::kRpcFail, "no answer for the key");
+      } else if (!answers[j].ok()) {
+        out[asked[j]] = answers[j].status();
+      } else {
+        sizes[asked[j]] = answers[j]->size;
+      }
+    }
+  }
   MasterApi::Keys found_keys;
   std::vector<size_t> where;
   std::vector<std::string> values;
   values.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (!sizes[i].ok()) {
-      out[i] = sizes[i].status();
-      continue;
-    }
-    auto buffer = BufferFor(sizes[i]->size);
+    if (!sizes[i]) continue;
+    auto buffer = BufferFor(*sizes[i]);
     if (!buffer.ok()) {
       out[i] = buffer.status();
       continue;
@@ -383,8 +484,16 @@ std::vector<Result<std::string>> DataPath::BatchReadStrings(const MasterApi::Key
   for (auto& v : values) slices.push_back({{v.data(), v.size()}});
   auto got = BatchRead(found_keys, slices);
   for (size_t j = 0; j < found_keys.size(); ++j) {
-    // A value replaced by a larger one in between reads as BUFFER_OVERFLOW: the caller sees an error.
-    out[where[j]] = got[j].ok() ? Result<std::string>(std::move(values[j])) : Result<std::string>(got[j].status());
+    const size_t i = where[j];
+    if (got[j].ok()) {
+      values[j].resize(*got[j]);  // replaced by a smaller value in between: its own size
+      out[i] = std::move(values[j]);
+    } else if (got[j].code() == Code::kBufferOverflow && from_cache[i]) {
+      out[i] = ReadString(keys[i]);  // replaced by a larger value since it was cached: its size now
+    } else {
+      // A value replaced by a larger one in between reads as BUFFER_OVERFLOW: the caller sees an error.
+      out[i] = got[j].status();
+    }
   }
   return out;
 }

@@ -189,6 +189,7 @@ std::vector<Status> DataPath::PutSessionStart(const MasterApi::Keys& keys, const
     return std::vector<Status>(n, Status(Code::kInvalidParams, "group_ids and keys differ in length"));
   }
   std::vector<Status> out(n);
+  for (const auto& key : keys) locations_.Drop(key);
   MasterApi::Keys start_keys;
   std::vector<uint64_t> start_sizes;
   std::vector<size_t> where;

@@ -125,7 +125,49 @@ TEST_F(ClientTest, PutOfAnExistingKeyAndUpsert) {
   EXPECT_EQ(*b_->Get("k"), v1);                          // values are immutable
   EXPECT_EQ(a_->Put("k", v3.data(), v3.size()).code(), Code::kObjectAlreadyExists);
   ASSERT_TRUE(a_->Upsert("k", {{v3.data(), v3.size()}}).ok());
+  EXPECT_EQ(*a_->Get("k"), v3);  // the writer's own cached location went with its write
+  // b read it within its location cache's ttl: the value before, whose bytes are still where they
+  // were (bounded staleness, docs/design.md section 3); the ttl later, the new one.
+  EXPECT_EQ(*b_->Get("k"), v1);
+  clock_.Advance(ClientConfig{}.location_cache_ttl_ms);
   EXPECT_EQ(*b_->Get("k"), v3);
+}
+
+// A repeated get goes straight to the holder; a location whose range now holds other bytes is
+// found out by the checksum, dropped, and the master asked: the right bytes, never the others.
+TEST_F(ClientTest, RepeatedGetsUseCachedLocationsAndAStaleOneIsFoundOut) {
+  const std::string v = Bytes(6000, 'r');
+  ASSERT_TRUE(a_->Put("k", v.data(), v.size()).ok());
+  EXPECT_EQ(*b_->Get("k"), v);
+  const uint64_t hits = b_->Stats().location_cache_hits;
+  std::string out(v.size(), '\0');
+  EXPECT_EQ(*b_->Get("k", out.data(), out.size()), v.size());
+  EXPECT_EQ(out, v);
+  EXPECT_EQ(*b_->Get("k"), v);
+  auto batch = b_->BatchGet({"k"});
+  ASSERT_TRUE(batch[0].ok());
+  EXPECT_EQ(*batch[0], v);
+  EXPECT_EQ(b_->Stats().location_cache_hits, hits + 3);  // no master call for any (the batch's size neither)
+  EXPECT_EQ(ClientInternal::held_pins(*b_), 0u);
+  // Another client replaces it with a value of the same size whose range is the old one's: the
+  // cached location now holds other bytes.
+  const ReplicaDesc where = b_->Query("k")->replicas.at(0);
+  ASSERT_TRUE(a_->Remove("k", true).ok());
+  const std::string w = Bytes(6000, 'w');
+  ASSERT_TRUE(a_->Put("k", w.data(), w.size()).ok());
+  ASSERT_EQ(b_->Query("k")->replicas.at(0).offset, where.offset);  // the same range again
+  EXPECT_EQ(*b_->Get("k"), w);
+  EXPECT_EQ(b_->Stats().location_cache_stale, 1u);
+  // Removed by this client: its next read asks the master.
+  ASSERT_TRUE(b_->Remove("k", true).ok());
+  EXPECT_EQ(b_->Get("k").status().code(), Code::kObjectNotFound);
+  // Objects without a checksum are never cached.
+  Client* plain = NewClient("node-c", 1 << 20, /*checksum=*/false);
+  ASSERT_TRUE(plain->Put("p", v.data(), v.size()).ok());
+  const uint64_t before = b_->Stats().location_cache_hits;
+  EXPECT_EQ(*b_->Get("p"), v);
+  EXPECT_EQ(*b_->Get("p"), v);
+  EXPECT_EQ(b_->Stats().location_cache_hits, before);
 }
 
 TEST_F(ClientTest, FailedReplicaReadMovesToTheNextReplica) {
@@ -615,6 +657,19 @@ TEST(ClientConfigTest, TheEnvironmentIsReadInOnePlace) {
   env["YB_SAME_HOST_TRANSFERS"] = "0";
   ApplyEnvironment(c, lookup);
   EXPECT_FALSE(c.same_host_transfers);
+  EXPECT_TRUE(c.get_buffer_in_place);
+  EXPECT_EQ(c.location_cache_ttl_ms, 1000u);
+  env["YB_GET_BUFFER_IN_PLACE"] = "false";
+  env["YB_LOCATION_CACHE_TTL_MS"] = "0";
+  ApplyEnvironment(c, lookup);
+  EXPECT_FALSE(c.get_buffer_in_place);
+  EXPECT_EQ(c.location_cache_ttl_ms, 0u);
+  env["YB_LOCATION_CACHE_TTL_MS"] = "soon";  // not milliseconds: logged, left as it was
+  ApplyEnvironment(c, lookup);
+  EXPECT_EQ(c.location_cache_ttl_ms, 0u);
+  env["YB_LOCATION_CACHE_TTL_MS"] = "250";
+  ApplyEnvironment(c, lookup);
+  EXPECT_EQ(c.location_cache_ttl_ms, 250u);
 }
 
 // Mooncake's variables, where its client reads them.

@@ -36,6 +36,7 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
     return std::vector<Status>(n, Status(Code::kInvalidParams, "group_ids name " + std::to_string(config.group_ids.size()) +
                                                                    " groups for " + std::to_string(n) + " keys"));
   }
+  for (const auto& key : keys) locations_.Drop(key);  // this client's next read asks the master
   if (config.soft_pin_ttl_ms && !config.with_soft_pin) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "a soft-pin TTL goes only with a soft pin "
                                                                  "(SoftPinAction.ENABLE)"));

@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/scheduler.h"
+#include "client/location_cache.h"
 #include "transfer/transfer_engine.h"
 #include "yuebing/client.h"
 
@@ -108,6 +109,8 @@ class DataPath {
   uint64_t replica_read_failures() const { return replica_read_failures_.load(std::memory_order_relaxed); }
   uint64_t disk_reads() const { return disk_reads_.load(std::memory_order_relaxed); }
   uint64_t replica_write_failures() const { return replica_write_failures_.load(std::memory_order_relaxed); }
+  // Where this client read lately (ClientStats; its own writes and removes drop entries).
+  LocationCache& locations() { return locations_; }
 
  private:
   // One round of writes over the keys `pending` (indices): start, copy, end or revoke; sets `out`
@@ -129,6 +132,12 @@ class DataPath {
   // The object's bytes where a transport shows them in place, checked against its checksum;
   // nullopt when no memory replica is in reach so.
   std::optional<ObjectView> ViewInPlace(const ObjectInfo& info);
+  // A read through a cached location (LocationCache): the best replica only, its checksum checked.
+  Status ReadCached(const ObjectInfo& info, const std::vector<Slice>& target);
+  // Remembers where a read found the object (when it is verified, so a stale location shows).
+  void RememberRead(const std::string& key, const ObjectInfo& info) {
+    if (Verifies(info)) locations_.Remember(key, info);
+  }
   // Copies one object (info) into `target`, trying replicas in order from `first`; `prior` is the
   // error of the attempts already made (returned if no later replica succeeds).
   Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
@@ -172,6 +181,7 @@ class DataPath {
   BufferRegistry registered_;
   std::unique_ptr<Offloader> offloader_;  // the SSD tier, when enable_offload
   const std::shared_ptr<ViewPins> view_pins_ = std::make_shared<ViewPins>(this);
+  LocationCache locations_{config_.location_cache_entries, config_.location_cache_ttl_ms, clock_};
   // Failed replica transfers: a node that went away fails every transfer that touches it until the
   // master drops its segments. Counted here and logged at debug level; the transport says once
   // per peer that it became unreachable, and once that it is back.
