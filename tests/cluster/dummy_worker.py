@@ -88,12 +88,18 @@ def main():
         tcp = mine & tcp_inodes()
         print(f"sockets {len(mine)} tcp {len(tcp)}", flush=True)
         return 0 if mine and not tcp else 4
-    if mode == "wait":  # answers one line of stdin per call: "put KEY SIZE" / "get KEY SIZE"
+    if mode == "wait":  # answers one line of stdin per call: "put|get|view|held KEY SIZE"
+        views = {}
         for line in sys.stdin:
             op, key, size = line.split()
             size = int(size)
             if op == "put":
                 rc = s.put(key, value(size, 5))
+            elif op == "view":  # get_buffer, kept: 1 in place, 0 a copy, negative when wrong or missing
+                h = views[key] = s.get_buffer(key)
+                rc = -1 if h is None else (-2 if bytes(h) != value(size, 5) else int(h.in_place))
+            elif op == "held":  # the view kept still shows the same bytes
+                rc = 0 if bytes(views[key]) == value(size, 5) else -2
             else:
                 got = s.get(key)
                 rc = 0 if got == value(size, 5) else (-1 if not got else -2)

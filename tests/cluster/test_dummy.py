@@ -216,10 +216,13 @@ def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_wh
         return int(p.stdout.readline())
 
     assert call("put before 300000") == 0
+    assert call("view before 300000") == 1  # get_buffer: the real client's memory itself, kept
     cluster.kill_client("node")
     t0 = time.monotonic()
     assert call("put during 300000") < 0  # a negative code, in bounded time, the dummy alive
+    assert call("get before 300000") < 0  # its cached location too: the holder is gone
     assert time.monotonic() - t0 < 30
+    assert call("held before 300000") == 0  # the view kept: the dead process's pages, still mapped here
     cluster.start_client("node", size="128MB", port=port, extra=["--metrics_port", str(http)])
     wait_until(lambda: call("put after 300000") == 0, 20, "the dummy to work again")
     assert call("get after 300000") == 0
