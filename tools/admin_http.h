@@ -78,6 +78,11 @@ class PrometheusText {
     }
   }
 
+  // A sample whose value is not a count (a histogram's sum in seconds).
+  void Sample(std::string_view name, std::string_view labels, double value) {
+    out_ += fmt::format("{}{{{}}} {}\n", name, labels, value);
+  }
+
   const std::string& text() const { return out_; }
 
  private:

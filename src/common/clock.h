@@ -32,6 +32,13 @@ class RealClock final : public Clock {
   }
 };
 
+// steady_clock in microseconds: what durations reported as metrics are measured with (not for
+// deciding anything: that is a Clock's).
+inline int64_t MonotonicMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // A clock that moves only when told, or when someone sleeps on it: SleepUntil moves it to the
 // moment the sleeper waits for, at once, so code that waits out an interval runs without waiting
 // in a test (which then sees the clock moved). Thread-safe.

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "common/clock.h"
 #include "rpc/master_convert.h"
 
 namespace yb::rpc {
@@ -350,8 +353,10 @@ void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
         // each call: their strings and repeated fields keep their memory, so a call allocates little.
         thread_local Req<m> req;
         thread_local Resp<m> resp;
+        const int64_t started = MonotonicMicros();
+        auto took = [started] { return static_cast<uint64_t>(std::max<int64_t>(0, MonotonicMicros() - started)); };
         if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-          if (metrics) metrics->Record(id, true);
+          if (metrics) metrics->Record(id, true, took());
           return Status(Code::kInvalidParams, "request does not parse");
         }
         resp.Clear();
@@ -361,7 +366,7 @@ void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
         ctx.any_tenant = peer.any_tenant();
         ctx.peer_address = peer.address;
         if (Status who = Admit<m>(api, peer, ctx, req, max_batch, tenants_may_mount); !who.ok()) {
-          if (metrics) metrics->Record(id, true);
+          if (metrics) metrics->Record(id, true, took());
           return who;
         }
         Serve<m>(api, ctx, req, resp);
@@ -369,7 +374,7 @@ void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
           if (peer.authenticated && resp.status().code() == 0) resp.set_data_key(data_key);
         }
         if (epoch) resp.set_epoch(epoch());
-        if (metrics) metrics->Record(id, Failed(resp));
+        if (metrics) metrics->Record(id, Failed(resp), took());
         resp.AppendToString(&reply);
         if (body.size() + static_cast<size_t>(resp.GetCachedSize()) > (256u << 10)) {  // a big batch: drop its memory
           Req<m>().Swap(&req);
