@@ -192,7 +192,22 @@ Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
   auto channel = std::make_shared<rpc::RpcChannel>(socket, 0, rpc::RpcChannel::Options{});
   pb::DummyHelloRequest hello;
   hello.set_pid(static_cast<uint32_t>(getpid()));
+  // A real client opens its dummy sockets once its memory is mounted (faulting in gigabytes takes
+  // seconds): one started beside this process may not serve yet. Asked again until the call's
+  // deadline, as a master not yet up would be.
+  const RealClock clock;
+  const TimeMs give_up = clock.NowMs() + static_cast<TimeMs>(config.rpc_timeout_ms);
   auto said = channel->Call(kDummyHello, hello.SerializeAsString(), timeout);
+  for (bool told = false; !said.ok() && said.status().code() == Code::kRpcFail && clock.NowMs() < give_up;) {
+    if (!told) {
+      YB_LOG_INFO("setup_dummy: no real client at port {} of this host yet; waiting up to {} ms", port,
+                  config.rpc_timeout_ms);
+      told = true;
+    }
+    clock.SleepUntil(std::min(give_up, clock.NowMs() + 100));
+    channel = std::make_shared<rpc::RpcChannel>(socket, 0, rpc::RpcChannel::Options{});  // no backoff of the last
+    said = channel->Call(kDummyHello, hello.SerializeAsString(), timeout);
+  }
   pb::DummyHelloResponse who;
   if (!said.ok()) {
     return Status(said.status().code(),

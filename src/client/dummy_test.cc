@@ -317,6 +317,7 @@ TEST_F(DummyTest, AProcessOfAnotherUserIsRefusedOnBothSockets) {
 TEST(DummyConfigTest, ADummyWithoutARealClientIsToldWhereToStartOne) {
   ClientConfig d;
   d.real_client = "127.0.0.1:1";
+  d.rpc_timeout_ms = 1;  // how long it waits for one that is still starting
   auto c = Client::Connect(d);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("yb-client --port 1"), std::string::npos) << c.status().ToString();

@@ -50,9 +50,9 @@ def value(n, seed):
         bytes((i * 131 + seed) % 251 for i in range(n % 4096))
 
 
-def real_client(cluster, name="node", size="128MB", extra=()):
+def real_client(cluster, name="node", size="128MB", extra=(), port=None):
     """A yb-client on a fixed port (what dummies are told), with /metrics; (port, http port)."""
-    port, http = free_port(), free_port()
+    port, http = port or free_port(), free_port()
     cluster.start_client(name, size=size, port=port, extra=["--metrics_port", str(http)] + list(extra))
     wait_until(lambda: client_metrics(http).get("yb_client_segments") == 1, 10, f"{name}'s /metrics")
     wait_until(lambda: serves_dummies(port), 10, f"{name} to serve dummies")  # it starts after /metrics
@@ -155,8 +155,26 @@ def test_a_dummy_opens_no_network_connection_of_its_own(cluster, worker):
 
 def test_a_dummy_without_its_real_client_is_told_where_to_start_one(cluster):
     s = MooncakeDistributedStore()
+    t0 = time.monotonic()
     assert s.setup_dummy(0, 16 << 20, f"127.0.0.1:{free_port()}") != 0
+    assert time.monotonic() - t0 < 15  # waited for one still starting (MC_RPC_TIMEOUT_MS), then said so
     assert s.setup_dummy(0, 16 << 20, "no-port") != 0
+
+
+def test_a_dummy_started_before_its_real_client_serves_waits_for_it(cluster):
+    """An engine started beside the node's daemon, which opens its dummy sockets only once its
+    memory is mounted: setup_dummy waits for them (up to the call deadline) instead of failing."""
+    cluster.start_master()
+    port = free_port()
+    dummy_started = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from yuebing import MooncakeDistributedStore as S; s = S(); "
+         f"sys.exit(0 if s.setup_dummy(0, 16 << 20, '127.0.0.1:{port}') == 0 and s.put('k', b'v') == 0 "
+         "and s.get('k') == b'v' and s.close() == 0 else 1)"],
+        env=ENV)
+    time.sleep(0.5)  # the engine is waiting when the daemon starts
+    real_client(cluster, port=port)
+    assert dummy_started.wait(30) == 0
 
 
 def test_eight_dummies_of_one_real_client_with_mixed_calls(cluster, worker):
