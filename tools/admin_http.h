@@ -10,6 +10,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/histogram.h"
 #include "common/resolve.h"
 #include "net/security.h"
 
@@ -78,9 +79,19 @@ class PrometheusText {
     }
   }
 
-  // A sample whose value is not a count (a histogram's sum in seconds).
-  void Sample(std::string_view name, std::string_view labels, double value) {
-    out_ += fmt::format("{}{{{}}} {}\n", name, labels, value);
+  // One histogram's samples (after Family("histogram", name, ...)): its buckets in seconds, sum
+  // and count; `labels` as for Sample (empty for none).
+  void Histogram(std::string_view name, std::string_view labels, const LatencyHistogram& h) {
+    const std::string sep = labels.empty() ? "" : ",";
+    for (size_t b = 0; b < kLatencyBoundsUs.size(); ++b) {
+      Sample(fmt::format("{}_bucket", name),
+             fmt::format("{}{}le=\"{}\"", labels, sep, static_cast<double>(kLatencyBoundsUs[b]) / 1e6), h.at_most(b));
+    }
+    const uint64_t count = h.count();
+    Sample(fmt::format("{}_bucket", name), fmt::format("{}{}le=\"+Inf\"", labels, sep), count);
+    const std::string braces = labels.empty() ? "" : fmt::format("{{{}}}", labels);
+    out_ += fmt::format("{}_sum{} {}\n", name, braces, static_cast<double>(h.total_micros()) / 1e6);
+    out_ += fmt::format("{}_count{} {}\n", name, braces, count);
   }
 
   const std::string& text() const { return out_; }

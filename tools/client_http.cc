@@ -57,6 +57,16 @@ std::string ClientMetricsText(const ClientStats& s) {
   p.Counter("yb_client_served_disk_read_bytes_total", "Bytes of the SSD tier reads served.", t.disk_read_bytes);
   p.Counter("yb_client_replica_read_failures_total",
             "Replica reads of this client's gets that failed (the next replica was tried).", s.replica_read_failures);
+  if (s.get_durations) {
+    p.Family("histogram", "yb_client_get_duration_seconds",
+             "This client's get calls (a batch is one call), from the call to its answer.");
+    p.Histogram("yb_client_get_duration_seconds", "", *s.get_durations);
+  }
+  if (s.put_durations) {
+    p.Family("histogram", "yb_client_put_duration_seconds",
+             "This client's put calls (a batch is one call), from the call to its answer.");
+    p.Histogram("yb_client_put_duration_seconds", "", *s.put_durations);
+  }
   p.Counter("yb_client_location_cache_hits_total",
             "Gets served from a cached location: straight to the holder, no master call.", s.location_cache_hits);
   p.Counter("yb_client_location_cache_stale_total",

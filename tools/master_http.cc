@@ -72,18 +72,8 @@ std::string Metrics(const MasterService* master, const rpc::RpcMetrics& rpc, con
   p.Family("histogram", kDuration,
            "Time to serve an RPC call, per operation, from its request parsed to its answer made.");
   for (const auto& row : rpc::kMasterMethods) {
-    const auto m = static_cast<uint16_t>(row.method);
-    const uint64_t count = rpc.at_most(m, rpc::RpcMetrics::kBuckets - 1);
-    if (count == 0) continue;
-    for (size_t b = 0; b < rpc::kCallBucketsUs.size(); ++b) {
-      p.Sample(std::string(kDuration) + "_bucket",
-               fmt::format("op=\"{}\",le=\"{}\"", row.name, static_cast<double>(rpc::kCallBucketsUs[b]) / 1e6),
-               rpc.at_most(m, b));
-    }
-    p.Sample(std::string(kDuration) + "_bucket", fmt::format("op=\"{}\",le=\"+Inf\"", row.name), count);
-    p.Sample(std::string(kDuration) + "_sum", fmt::format("op=\"{}\"", row.name),
-             static_cast<double>(rpc.total_micros(m)) / 1e6);
-    p.Sample(std::string(kDuration) + "_count", fmt::format("op=\"{}\"", row.name), count);
+    const LatencyHistogram& h = rpc.durations(static_cast<uint16_t>(row.method));
+    if (h.count() > 0) p.Histogram(kDuration, fmt::format("op=\"{}\"", row.name), h);
   }
   p.Gauge("yb_master_rpc_connections", "Open RPC connections.", server.open_connections());
   p.Counter("yb_master_rpc_malformed_frames_total", "RPC frames refused as malformed (each closed its connection).",

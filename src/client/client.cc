@@ -193,6 +193,8 @@ ClientStats Client::Stats() const {
     ++s.segments;
     s.segment_bytes += d.size;
   }
+  s.get_durations = impl_->get_durations;
+  s.put_durations = impl_->put_durations;
   s.location_cache_hits = impl_->data.locations().hits();
   s.location_cache_stale = impl_->data.locations().stale();
   if (impl_->parts.transfer_server) s.transfer = impl_->parts.transfer_server->stats();
@@ -220,41 +222,66 @@ Status Client::Put(const std::string& key, const void* data, uint64_t size, cons
   return Put(key, std::vector<Slice>{{const_cast<void*>(data), size}}, config);
 }
 
+namespace {
+// Times a call into a histogram (ClientStats' get and put durations).
+class Timed {
+ public:
+  explicit Timed(LatencyHistogram& h) : h_(h), start_(MonotonicMicros()) {}
+  ~Timed() { h_.Record(static_cast<uint64_t>(std::max<int64_t>(0, MonotonicMicros() - start_))); }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  LatencyHistogram& h_;
+  const int64_t start_;
+};
+}  // namespace
+
 Status Client::Put(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config) {
+  Timed t(*impl_->put_durations);
   return std::move(impl_->data.Write({key}, {slices}, config, WriteMode::kPut).front());
 }
 
 Status Client::Upsert(const std::string& key, const std::vector<Slice>& slices, const ReplicateConfig& config) {
+  Timed t(*impl_->put_durations);
   return std::move(impl_->data.Write({key}, {slices}, config, WriteMode::kUpsert).front());
 }
 
 std::vector<Status> Client::BatchPut(const std::vector<std::string>& keys,
                                      const std::vector<std::vector<Slice>>& values, const ReplicateConfig& config) {
+  Timed t(*impl_->put_durations);
   return impl_->data.Write(keys, values, config, WriteMode::kPut);
 }
 
 std::vector<Status> Client::BatchUpsert(const std::vector<std::string>& keys,
                                         const std::vector<std::vector<Slice>>& values, const ReplicateConfig& config) {
+  Timed t(*impl_->put_durations);
   return impl_->data.Write(keys, values, config, WriteMode::kUpsert);
 }
 
 Result<uint64_t> Client::Get(const std::string& key, void* buffer, uint64_t size) {
   if (!buffer && size > 0) return Status(Code::kInvalidParams, "null buffer");
-  return impl_->data.Read(key, {{buffer, size}});
+  return Get(key, std::vector<Slice>{{buffer, size}});
 }
 
 Result<uint64_t> Client::Get(const std::string& key, const std::vector<Slice>& slices) {
+  Timed t(*impl_->get_durations);
   return impl_->data.Read(key, slices);
 }
 
-Result<std::string> Client::Get(const std::string& key) { return impl_->data.ReadString(key); }
+Result<std::string> Client::Get(const std::string& key) {
+  Timed t(*impl_->get_durations);
+  return impl_->data.ReadString(key);
+}
 
 std::vector<Result<uint64_t>> Client::BatchGet(const std::vector<std::string>& keys,
                                                const std::vector<std::vector<Slice>>& buffers) {
+  Timed t(*impl_->get_durations);
   return impl_->data.BatchRead(keys, buffers);
 }
 
 std::vector<Result<std::string>> Client::BatchGet(const std::vector<std::string>& keys) {
+  Timed t(*impl_->get_durations);
   return impl_->data.BatchReadStrings(keys);
 }
 

@@ -8,6 +8,7 @@
 #include "client/data_path.h"
 #include "client/membership.h"
 #include "client/repairer.h"
+#include "common/histogram.h"
 #include "common/scheduler.h"
 #include "yuebing/client.h"
 
@@ -30,6 +31,9 @@ struct Client::Impl {
   Membership members;
   DataPath data;
   Repairer repairer;
+  // How long this client's get and put calls took (a batch is one call): ClientStats, /metrics.
+  const std::shared_ptr<LatencyHistogram> get_durations = std::make_shared<LatencyHistogram>();
+  const std::shared_ptr<LatencyHistogram> put_durations = std::make_shared<LatencyHistogram>();
 };
 
 }  // namespace yb

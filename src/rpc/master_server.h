@@ -7,15 +7,11 @@
 #include <cstdint>
 
 #include "api/master_api.h"
+#include "common/histogram.h"
 #include "rpc/master_methods.h"
 #include "rpc/server.h"
 
 namespace yb::rpc {
-
-// Upper bounds of the buckets of the master's call durations, in microseconds (a last bucket holds
-// the rest: Prometheus' +Inf).
-inline constexpr std::array<uint64_t, 12> kCallBucketsUs{25,   50,   100,   250,   500,    1000,
-                                                         2500, 5000, 10000, 25000, 100000, 1000000};
 
 // Calls and failed calls per method (a per-key call fails when any of its keys fails), and how long
 // each took to serve: from its request parsed to its answer made (a change's wait for the metadata
@@ -24,34 +20,21 @@ inline constexpr std::array<uint64_t, 12> kCallBucketsUs{25,   50,   100,   250,
 class RpcMetrics {
  public:
   static constexpr uint16_t kMethods = kMethodIdLimit;
-  static constexpr size_t kBuckets = kCallBucketsUs.size() + 1;
   void Record(uint16_t method, bool failed, uint64_t micros = 0) {
     if (method >= kMethods) return;
     calls_[method].fetch_add(1, std::memory_order_relaxed);
     if (failed) failures_[method].fetch_add(1, std::memory_order_relaxed);
-    size_t b = 0;
-    while (b < kCallBucketsUs.size() && micros > kCallBucketsUs[b]) ++b;
-    buckets_[method][b].fetch_add(1, std::memory_order_relaxed);
-    micros_[method].fetch_add(micros, std::memory_order_relaxed);
+    durations_[method].Record(micros);
   }
   uint64_t calls(uint16_t m) const { return m < kMethods ? calls_[m].load(std::memory_order_relaxed) : 0; }
   uint64_t failures(uint16_t m) const { return m < kMethods ? failures_[m].load(std::memory_order_relaxed) : 0; }
-  // Calls of method `m` that took at most the bucket's bound (bucket kBuckets - 1: any), cumulative
-  // as Prometheus counts them; and their total duration.
-  uint64_t at_most(uint16_t m, size_t bucket) const {
-    uint64_t n = 0;
-    for (size_t b = 0; m < kMethods && b <= bucket && b < kBuckets; ++b) {
-      n += buckets_[m][b].load(std::memory_order_relaxed);
-    }
-    return n;
-  }
-  uint64_t total_micros(uint16_t m) const { return m < kMethods ? micros_[m].load(std::memory_order_relaxed) : 0; }
+  // How long method `m`'s calls took (m must be below kMethods).
+  const LatencyHistogram& durations(uint16_t m) const { return durations_[m]; }
 
  private:
   std::array<std::atomic<uint64_t>, kMethods> calls_{};
   std::array<std::atomic<uint64_t>, kMethods> failures_{};
-  std::array<std::array<std::atomic<uint64_t>, kBuckets>, kMethods> buckets_{};
-  std::array<std::atomic<uint64_t>, kMethods> micros_{};
+  std::array<LatencyHistogram, kMethods> durations_{};
 };
 
 struct MasterServiceOptions {

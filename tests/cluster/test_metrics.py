@@ -32,12 +32,21 @@ def test_master_calls_are_a_histogram_per_operation_and_the_dashboard_reads_real
     http = free_port()
     cluster.start_client("node", extra=["--metrics_port", str(http)])
     s = MooncakeDistributedStore()
-    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", cluster.address) == 0
+    mine = free_port()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", cluster.address,
+                   enable_client_http_server=True, client_http_port=mine) == 0
     try:
         for i in range(20):
             assert s.put(f"k{i}", b"v" * 1000) == 0
         assert s.get_batch([f"k{i}" for i in range(20)]) == [b"v" * 1000] * 20
         assert s.get("missing") == b""
+        # The caller's own calls, as histograms on its /metrics: 20 puts, a batch get and a get.
+        _, own = client_http(mine, "/metrics")
+        own_samples = {(n, l.get("le")): v for n, l, v in samples(own)}
+        assert own_samples[("yb_client_put_duration_seconds_count", None)] == 20
+        assert own_samples[("yb_client_put_duration_seconds_bucket", "+Inf")] == 20
+        assert own_samples[("yb_client_get_duration_seconds_count", None)] == 2
+        assert 0 < own_samples[("yb_client_put_duration_seconds_sum", None)] < 20
     finally:
         assert s.close() == 0
     text = cluster.http("/metrics")
