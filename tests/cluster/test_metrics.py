@@ -65,6 +65,15 @@ def test_master_calls_are_a_histogram_per_operation_and_the_dashboard_reads_real
         assert counts[-1] == count > 0
         assert by[("yb_master_requests_total", op)][0][1] == count
         assert 0 < by[("yb_master_request_duration_seconds_sum", op)][0][1] < count * 1.0  # seconds, each < 1 s
+    # Per segment and per tenant, labelled: the node's segment with its capacity and use, the
+    # default tenant with the bytes of its 20 objects.
+    seg = [(l, v) for n, l, v in page if n == "yb_master_segment_capacity_bytes"]
+    assert [l["segment"].split(":")[0] for l, _ in seg] == ["node"] and seg[0][1] == 32 << 20
+    assert sum(v for _, v in seg) == by[("yb_master_capacity_bytes", None)][0][1]
+    used = {l["segment"]: v for n, l, v in page if n == "yb_master_segment_allocated_bytes"}
+    assert sum(used.values()) == by[("yb_master_allocated_bytes", None)][0][1] >= 20 * 1000
+    tenants = {l["tenant"]: v for n, l, v in page if n == "yb_master_tenant_used_bytes"}
+    assert tenants["default"] >= 20 * 1000
     # Every counter's name ends in _total (Prometheus' convention), the master's and the client's.
     types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
     assert types["yb_master_request_duration_seconds"] == "histogram"
