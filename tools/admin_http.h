@@ -79,6 +79,20 @@ class PrometheusText {
     }
   }
 
+  // `v` as a label value: backslash, double quote and newline escaped.
+  static std::string Label(std::string_view v) {
+    std::string out;
+    for (char c : v) {
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      if (c == '\\' || c == '"') out += '\\';
+      out += c;
+    }
+    return out;
+  }
+
   // One histogram's samples (after Family("histogram", name, ...)): its buckets in seconds, sum
   // and count; `labels` as for Sample (empty for none).
   void Histogram(std::string_view name, std::string_view labels, const LatencyHistogram& h) {

@@ -98,18 +98,6 @@ std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc
   // Per segment and per tenant, labelled: both bounded (segments by the nodes and their chunks,
   // tenants by configuration); past kMaxLabelledSegments segments, none are listed.
   constexpr size_t kMaxLabelledSegments = 4096;
-  auto label = [](std::string_view v) {
-    std::string out;
-    for (char c : v) {
-      if (c == '\\' || c == '"') out += '\\';
-      if (c == '\n') {
-        out += "\\n";
-        continue;
-      }
-      out += c;
-    }
-    return out;
-  };
   if (auto segs = master->ListSegments(); segs.ok() && segs->size() <= kMaxLabelledSegments) {
     const std::pair<const char*, const char*> families[] = {
         {"yb_master_segment_capacity_bytes", "Bytes of each mounted segment (name: its owner's; id: the segment's)."},
@@ -119,13 +107,14 @@ std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc
       p.Family("gauge", families[f].first, families[f].second);
       for (const SegmentUsage& u : *segs) {
         const uint64_t v = f == 0 ? u.capacity : f == 1 ? u.allocated : u.largest_free_region;
-        p.Sample(families[f].first, fmt::format("segment=\"{}\",id=\"{}\"", label(u.desc.name), u.desc.id), v);
+        p.Sample(families[f].first,
+                 fmt::format("segment=\"{}\",id=\"{}\"", PrometheusText::Label(u.desc.name), u.desc.id), v);
       }
     }
   }
   p.Family("gauge", "yb_master_tenant_used_bytes", "Bytes each tenant's objects (and unfinished Puts) take.");
   for (const auto& t : master->Tenants()) {
-    p.Sample("yb_master_tenant_used_bytes", fmt::format("tenant=\"{}\"", label(t.name)), t.used);
+    p.Sample("yb_master_tenant_used_bytes", fmt::format("tenant=\"{}\"", PrometheusText::Label(t.name)), t.used);
   }
   p.Gauge("yb_master_keys", "Published objects.", st.keys);
   p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);

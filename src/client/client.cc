@@ -227,7 +227,7 @@ namespace {
 class Timed {
  public:
   explicit Timed(LatencyHistogram& h) : h_(h), start_(MonotonicMicros()) {}
-  ~Timed() { h_.Record(static_cast<uint64_t>(std::max<int64_t>(0, MonotonicMicros() - start_))); }
+  ~Timed() { h_.Record(MicrosSince(start_)); }
   Timed(const Timed&) = delete;
   Timed& operator=(const Timed&) = delete;
 

@@ -133,8 +133,8 @@ Status DataPath::ReadCached(const ObjectInfo& info, const std::vector<Slice>& ta
 Result<uint64_t> DataPath::Read(const std::string& key, const std::vector<Slice>& slices) {
   auto total = CallerSize(slices);
   if (!total.ok()) return total.status();
-  if (auto cached = locations_.Find(key)) {
-    if (cached->size <= *total && ReadCached(*cached, Trim(slices, cached->size)).ok()) return cached->size;
+  if (auto cached = locations_.Find(key); cached && cached->size <= *total) {  // else the master says how big
+    if (ReadCached(*cached, Trim(slices, cached->size)).ok()) return cached->size;
     locations_.NoteStale(key);
   }
   auto info = master().GetReplicaList(ctx(), key, true);

@@ -195,7 +195,14 @@ Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
   // A real client opens its dummy sockets once its memory is mounted (faulting in gigabytes takes
   // seconds): one started beside this process may not serve yet. Asked again until the call's
   // deadline, as a master not yet up would be.
-  const RealClock clock;
+  struct Plumbing {
+    RealClock clock;
+    std::shared_ptr<rpc::RpcChannel> channel;
+    std::shared_ptr<MasterApi> master;
+    std::shared_ptr<SegmentDirectory> directory;
+  };
+  auto plumbing = std::make_shared<Plumbing>();
+  const Clock& clock = plumbing->clock;
   const TimeMs give_up = clock.NowMs() + static_cast<TimeMs>(config.rpc_timeout_ms);
   auto said = channel->Call(kDummyHello, hello.SerializeAsString(), timeout);
   for (bool told = false; !said.ok() && said.status().code() == Code::kRpcFail && clock.NowMs() < give_up;) {
@@ -220,13 +227,6 @@ Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
                                       " speaks another version of the dummy protocol");
   }
   // What the master is reached through: the real client's socket, every method forwarded.
-  struct Plumbing {
-    RealClock clock;
-    std::shared_ptr<rpc::RpcChannel> channel;
-    std::shared_ptr<MasterApi> master;
-    std::shared_ptr<SegmentDirectory> directory;
-  };
-  auto plumbing = std::make_shared<Plumbing>();
   plumbing->channel = channel;
   plumbing->master = std::make_shared<rpc::MasterClient>(socket, 0, timeout);
   auto engine = std::make_shared<TransferEngine>();

@@ -38,6 +38,11 @@ inline int64_t MonotonicMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+// Microseconds from `start` (a MonotonicMicros() reading) to now; never negative.
+inline uint64_t MicrosSince(int64_t start) {
+  const int64_t d = MonotonicMicros() - start;
+  return d > 0 ? static_cast<uint64_t>(d) : 0;
+}
 
 // A clock that moves only when told, or when someone sleeps on it: SleepUntil moves it to the
 // moment the sleeper waits for, at once, so code that waits out an interval runs without waiting

@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "common/clock.h"
 #include "rpc/master_convert.h"
 
@@ -354,7 +352,7 @@ void Add(RpcServer& server, MasterApi& api, const MasterServiceOptions& o) {
         thread_local Req<m> req;
         thread_local Resp<m> resp;
         const int64_t started = MonotonicMicros();
-        auto took = [started] { return static_cast<uint64_t>(std::max<int64_t>(0, MonotonicMicros() - started)); };
+        auto took = [started] { return MicrosSince(started); };
         if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
           if (metrics) metrics->Record(id, true, took());
           return Status(Code::kInvalidParams, "request does not parse");

@@ -42,18 +42,25 @@ def test_sglang_backend_with_its_pool_in_device_memory(cuda, pool, tmp_path, is_
     run_sglang_backend(pool, tmp_path, is_mla, DeviceMemory(cuda))
 
 
-def test_every_address_taking_call_with_device_memory(cuda, store):
-    n = 700_000
+def round_trips(store, cuda, prefix, n):
+    """put_from / get_into / get of `n` bytes of unregistered device memory, single and batched,
+    every byte checked; (src, dst, data) for more."""
     data = os.urandom(n)
     src, dst = cuda.alloc(n), cuda.alloc(n)
     cuda.write(src, data)
-    # Unregistered device memory: put_from / get_into, single and batched, upsert.
-    assert store.put_from("d/one", src, n) == 0
-    assert store.get_into("d/one", dst, n) == n and cuda.read(dst, n) == data
-    assert store.get("d/one") == data
-    assert store.batch_put_from(["d/a", "d/b"], [src, src + 1000], [5000, 6000]) == [0, 0]
-    assert store.batch_get_into(["d/a", "d/b"], [dst, dst + 10000], [5000, 6000]) == [5000, 6000]
+    assert store.put_from(f"{prefix}/one", src, n) == 0
+    assert store.get_into(f"{prefix}/one", dst, n) == n and cuda.read(dst, n) == data
+    assert store.get(f"{prefix}/one") == data
+    assert store.batch_put_from([f"{prefix}/a", f"{prefix}/b"], [src, src + 1000], [5000, 6000]) == [0, 0]
+    assert store.batch_get_into([f"{prefix}/a", f"{prefix}/b"], [dst, dst + 10000], [5000, 6000]) == [5000, 6000]
     assert cuda.read(dst, 5000) == data[:5000] and cuda.read(dst + 10000, 6000) == data[1000:7000]
+    return src, dst, data
+
+
+def test_every_address_taking_call_with_device_memory(cuda, store):
+    n = 700_000
+    # Unregistered device memory: put_from / get_into, single and batched, upsert.
+    src, dst, data = round_trips(store, cuda, "d", n)
     assert store.upsert_from("d/one", src + 1, n - 1) == 0
     assert store.get_into("d/one", dst, n) == n - 1 and cuda.read(dst, n - 1) == data[1:]
     # Registered device memory (what vLLM does), multi-buffer values that mix host and device.
@@ -87,16 +94,7 @@ def test_a_dummy_moves_device_memory(cuda, cluster, same_host):
     port, _ = real_client(cluster, extra=[] if same_host else ["--same_host_transfers", "false"])
     s = dummy(port)
     try:
-        n = 3 << 20
-        data = os.urandom(n)
-        src, dst = cuda.alloc(n), cuda.alloc(n)
-        cuda.write(src, data)
-        assert s.put_from("g/one", src, n) == 0
-        assert s.get_into("g/one", dst, n) == n and cuda.read(dst, n) == data
-        assert s.get("g/one") == data
-        assert s.batch_put_from(["g/a", "g/b"], [src, src + 4096], [70000, 5000]) == [0, 0]
-        assert s.batch_get_into(["g/a", "g/b"], [dst, dst + 100000], [70000, 5000]) == [70000, 5000]
-        assert cuda.read(dst, 70000) == data[:70000] and cuda.read(dst + 100000, 5000) == data[4096:9096]
+        src, dst, _ = round_trips(s, cuda, "g", 3 << 20)
         cuda.free(src)
         cuda.free(dst)
     finally:
