@@ -113,7 +113,11 @@ class Worker:
                         wrong.append(key)
             missing = still
         for key in missing:
-            lost[key] = {"holders": self.acked[key], "acked_at": self.acked_at[key]}
+            # What the master says became of it (its table of gone keys): a loss with its node reads
+            # node_lost; anything else names another cause.
+            why = self.store.get_miss_reason(key)
+            lost[key] = {"holders": self.acked[key], "acked_at": self.acked_at[key],
+                         "reason": why.get("reason"), "age_ms": why.get("age_ms")}
         return lost, wrong
 
 

@@ -115,14 +115,18 @@ class Pool:
         return set(seen) == set(NODES)
 
     def settled(self):
-        """The leader holds no segment waiting for its owner: it has dropped what killed nodes held
-        (a new leader waits client_ttl and the grace after its restore before it does)."""
+        """The leader holds no segment waiting for its owner and none of a killed node: it has
+        dropped what killed nodes held (a new leader waits client_ttl and the grace after its
+        restore, and any leader client_ttl after a node's last heartbeat, before it does)."""
         m = self.leader()
         if m is None:
             return False
         try:
             text = self.h.http(m, f"http://{self.h.addr[m]}:{HTTP}/metrics", timeout=1)
+            listed = json.loads(self.h.http(m, f"http://{self.h.addr[m]}:{HTTP}/segments", timeout=1))
         except (OSError, ValueError, subprocess.TimeoutExpired):
+            return False
+        if any(int(s["id"]) in self.killed_segments for s in listed):
             return False
         return any(line.split() == ["yb_master_segments_unconfirmed", "0"] for line in text.splitlines())
 
@@ -255,7 +259,7 @@ def run_nemesis(tmp_path, seconds):
             wait_until(lambda: pool.leader() is not None, 30, "a leader after the faults")
             wait_until(pool.refresh_segments, 30, "the four nodes to mount after the faults")
             # A loss is only final (and logged) once the leader has dropped what killed nodes held.
-            wait_until(pool.settled, 40, "the leader to drop the segments of killed nodes")
+            wait_until(pool.settled, 60, "the leader to drop the segments of killed nodes")
             time.sleep(1)
             worker.stdin.write(b"check\n")
             worker.stdin.flush()
@@ -273,10 +277,12 @@ def run_nemesis(tmp_path, seconds):
             logs = "".join((tmp_path / f"{m}.log").read_text(errors="replace") for m in MASTERS)
             for key, loss in report["lost"].items():
                 holders = loss["holders"]
-                assert set(holders) <= pool.killed_segments, \
-                    f"{key} (acknowledged at {loss['acked_at']:.1f}) lost with holders {holders} alive\n{text}"
+                said = f"{key} (acknowledged at {loss['acked_at']:.1f}, holders {holders}, the master says " \
+                       f"{loss['reason']} {loss['age_ms']} ms ago)"
+                assert set(holders) <= pool.killed_segments, f"{said} lost with holders alive\n{text}"
+                assert loss["reason"] in ("node_lost", "replica_lost"), f"{said}: not lost with a node\n{text}"
                 assert f"'{key}'" in logs or any(f"segment {s}: removed" in logs and ", ...)" in logs
-                                                 for s in holders), f"{key} lost without a word in the log\n{text}"
+                                                 for s in holders), f"{said} lost without a word in the log\n{text}"
         finally:
             pool.stop()
             disks.close()
