@@ -14,6 +14,7 @@ PKGS=(
   etcd-server etcd-client
   systemd
   python3-yaml python3-kubernetes
+  libzmq3-dev cppzmq-dev libmsgpack-dev python3-zmq python3-msgpack
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -16,8 +16,16 @@ namespace yb::tools {
 namespace {
 
 std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc::RpcServer& server,
-                    const ha::MetaLog* log, const ha::HaMaster* ha) {
+                    const ha::MetaLog* log, const ha::HaMaster* ha, const KvEvents* kv_events) {
   PrometheusText p;
+  if (kv_events) {
+    const KvEventStats k = kv_events->stats();
+    p.Counter("yb_master_kv_events_published_total", "KV events sent (--enable_kv_events).", k.published_events);
+    p.Counter("yb_master_kv_event_batches_published_total", "KV event messages sent.", k.published_batches);
+    p.Counter("yb_master_kv_events_dropped_total",
+              "KV events dropped: past --kv_events_queue_capacity, or their message not sent.", k.dropped_events);
+    p.Gauge("yb_master_kv_events_queued", "KV events waiting to be sent.", k.queued);
+  }
   if (ha) {
     p.Gauge("yb_master_ha_leader", "1 while this master leads (HA).", ha->role() == ha::HaMaster::Role::kLeader);
     p.Gauge("yb_master_ha_epoch", "Epoch of the leader this master knows of.", ha->epoch());
@@ -252,7 +260,23 @@ std::shared_ptr<MasterService> ForChange(const MasterHttpContext& c, const httpl
 void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     auto m = c.current();
-    res.set_content(Metrics(m.get(), c.rpc, c.server, c.log, c.ha), yb::tools::PrometheusText::kContentType);
+    res.set_content(Metrics(m.get(), c.rpc, c.server, c.log, c.ha, c.kv_events),
+                    yb::tools::PrometheusText::kContentType);
+  });
+  // Mooncake's: whether KV events are published, and their counts.
+  server.Get("/kv_events/status", [&](const httplib::Request&, httplib::Response& res) {
+    const KvEventStats k = c.kv_events ? c.kv_events->stats() : KvEventStats{};
+    nlohmann::json j = {{"enabled", c.kv_events != nullptr},
+                        {"published_batches", k.published_batches},
+                        {"published_events", k.published_events},
+                        {"dropped_events", k.dropped_events},
+                        {"skipped_unparsed_keys", k.skipped_unparsed_keys}};
+    if (c.kv_events) {
+      j["queued_events"] = k.queued;  // ours
+      j["bind_endpoint"] = c.kv_events->config().bind_endpoint;
+      j["backend_id"] = c.kv_events->config().backend_id;
+    }
+    res.set_content(j.dump(), "application/json");
   });
   // Plain "OK" for scripts that wait for the master; JSON (?format=json, or asking for JSON) with
   // its role and log position.

@@ -1,5 +1,6 @@
 // The master's HTTP endpoints (on --metrics_port): /metrics (Prometheus text), /health, /segments
 // (JSON usage), /get_all_segments (segment names, as SGLang polls), /tenants (quotas and usage),
+// /kv_events/status (Mooncake's counts of the KV events published),
 // and the administration that changes state: POST /drain, POST /undrain and POST /tenants/quota.
 // Those always answer 401 unless the request carries `Authorization: Bearer <token>` (a header no
 // web page can make a browser send: no CSRF), the token `yb admin-token` prints: derived from the
@@ -15,6 +16,7 @@
 #include "admin_token.h"
 #include "ha/ha_master.h"
 #include "ha/meta_log.h"
+#include "master/kv_events.h"
 #include "master/master_service.h"
 #include "rpc/master_server.h"
 
@@ -28,6 +30,7 @@ struct MasterHttpContext {
   ha::HaMaster* ha = nullptr;  // with --enable_ha
   std::string cluster_id;
   std::string admin_token;  // what the endpoints that change state ask for (never empty)
+  const KvEvents* kv_events = nullptr;  // with --enable_kv_events
 };
 
 // The admin token of a master: from its security (the cluster secret), else the one kept in

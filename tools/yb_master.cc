@@ -4,6 +4,7 @@
 // /segments (JSON usage) and /get_all_segments (segment names, as SGLang polls).
 #include <cstdlib>
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
@@ -22,6 +23,7 @@
 #include "ha/meta_log.h"
 #include "master/master_service.h"
 #include "master_http.h"
+#include "master_kv_events.h"
 #include "net/auth.h"
 #include "net/security.h"
 #include "rpc/master_client.h"
@@ -69,8 +71,20 @@ struct DaemonFlags {
   std::string tenant_secrets_file;
   std::string tls_cert, tls_key, tls_ca;
   std::string tenant_quotas;  // "team-a=10GB,team-b=1TB"
+  yb::tools::KvEventsFlags kv_events;
 };
 
+
+// host:port of this master as others name it: its RPC address, or its host name where it listens
+// on every address.
+std::string AdvertisedAddress(const DaemonFlags& f) {
+  std::string host = f.rpc_address;
+  if (host.empty() || host == "0.0.0.0" || host == "::") {
+    char name[256] = {};
+    host = gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
+  }
+  return host + ":" + std::to_string(f.rpc_port);
+}
 
 }  // namespace
 
@@ -241,6 +255,7 @@ int main(int argc, char** argv) {
   app.add_option("--tenant_quotas", f.tenant_quotas,
                  "byte quotas of tenants, NAME=SIZE separated by commas (\"team-a=10GB,team-b=none\"); also POST "
                  "/tenants/quota");
+  yb::tools::AddKvEventsFlags(app, f.kv_events);
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
   CLI11_PARSE(app, argc, argv);
@@ -304,6 +319,11 @@ int main(int argc, char** argv) {
         f.rpc_address);
     return 2;
   }
+  auto kv_events = yb::tools::StartKvEvents(f.kv_events, AdvertisedAddress(f), *security);
+  if (!kv_events.ok()) {
+    spdlog::error("{}", kv_events.status().message());
+    return 2;
+  }
   yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
   // The RPC server's loops are watched for stalls (liveness judged fairly); it starts below.
   auto serving = std::make_shared<std::atomic<const yb::rpc::RpcServer*>>(nullptr);
@@ -363,6 +383,7 @@ int main(int argc, char** argv) {
     ho.master = mc;
     ho.log = lo;
     ho.security = security;
+    ho.media_observer = kv_events->get();
     if (const auto& sec = security->options(); !sec.secret.empty()) {
       // The leader signs its name in etcd under every key a caller may hold.
       ho.view_keys = {sec.secret, yb::net::RoleKey(sec.secret, yb::net::Role::kNode),
@@ -406,6 +427,7 @@ int main(int argc, char** argv) {
     }
   }
   if (lone) {
+    lone->SetMediaObserver(kv_events->get());
     if (auto st = lone->ApplyConfiguredQuotas(); !st.ok()) {
       spdlog::error("--tenant_quotas: {}", st.ToString());
       return 2;
@@ -460,13 +482,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   yb::tools::AdminHttp http;
-  yb::tools::MasterHttpContext http_context{current, rpc_metrics, server, log, ha.get(), f.cluster_id, *admin_token};
+  yb::tools::MasterHttpContext http_context{current,      rpc_metrics,  server, log, ha.get(), f.cluster_id,
+                                            *admin_token, kv_events->get()};
   if (f.metrics_port > 0) {
     yb::tools::AddMasterRoutes(http.server(), http_context);
     if (!http.Start("yb-master", f.metrics_address, f.metrics_port, security->loopback_only())) return 1;
   }
 
-  std::unique_ptr<yb::Scheduler::Job> background, snapshots, election;
+  std::unique_ptr<yb::Scheduler::Job> background, snapshots, election, publisher;
+  if (yb::KvEvents* ev = kv_events->get()) {
+    publisher = scheduler.Every("yb-kv-events", std::chrono::milliseconds(2),
+                                yb::Scheduler::Step([ev] { return ev->PublishOnce(); }));
+  }
   if (ha) {
     yb::ha::HaMaster* h = ha.get();
     election = scheduler.Every("yb-ha", std::chrono::milliseconds(100), [h] { h->RunOnce(); });
@@ -491,6 +518,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   spdlog::info("yb-master: signal {} received, shutting down", sig);
   election.reset();
+  publisher.reset();
   snapshots.reset();
   background.reset();
   http.Stop();

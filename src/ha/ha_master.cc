@@ -259,6 +259,7 @@ void HaMaster::Lead(int64_t lease, int64_t epoch) {
     if (Status st = m->Load(image_); !st.ok()) StepDown("the replicated state does not load: " + st.ToString());
     image_ = MasterImage{};  // the master holds it now
     m->SetSink(log_.get());
+    m->SetMediaObserver(options_.media_observer);
     if (Status st = m->ApplyConfiguredQuotas(); !st.ok()) YB_LOG_WARN("HA: --tenant_quotas: {}", st.ToString());
   }
   log_->SetReplicated(UINT64_MAX);  // no standby counted yet

@@ -61,6 +61,8 @@ class HaMaster final : public MasterApi {
     // The keys the leader signs its name in etcd with (net::SignView): the cluster secret, the role
     // keys, each tenant's secret. Empty without a secret (the name goes unsigned).
     std::vector<std::string> view_keys;
+    // Told of changes of media while this master leads (the KV events); null: no one.
+    MediaObserver* media_observer = nullptr;
   };
   enum class Role { kStandby, kLeader };
 

@@ -165,6 +165,9 @@ class MasterService final : public MasterApi {
   // Durability (see the class comment). Load before serving and before SetSink.
   Status Load(const MasterImage& image);
   void SetSink(MetaSink* sink);
+  // Who is told when the media an object can be read from change (the KV events); null: no one.
+  // Set before serving, after Load (a restored state tells no one).
+  void SetMediaObserver(MediaObserver* observer) { table_.SetMediaObserver(observer); }
   // The whole state as records (tenants, segments, then each shard's objects, unfinished Puts
   // and away copies), for a snapshot; safe while serving (shards are visited one at a time).
   void WriteImage(const std::function<void(const pb::LogRecord&)>& emit);

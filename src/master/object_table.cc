@@ -336,9 +336,24 @@ void ObjectTable::Locked::Relink(ObjectEntry& e) {
 
 // ---- published objects
 
+uint8_t MediaOf(const ObjectMeta& m) {
+  uint8_t media = 0;
+  for (size_t i = 0; i < m.n_replicas; ++i) {
+    const StoredReplica& r = m.replica(i);
+    if (r.status() != ReplicaStatus::kComplete) continue;
+    media |= r.kind() == ReplicaKind::kMemory ? kMediaMemory : kMediaDisk;
+  }
+  return media;
+}
+
+void ObjectTable::Locked::NoteMedia(Ref r, uint8_t before, uint8_t after) const {
+  if (t_.media_observer_ && before != after) t_.media_observer_->MediaChanged(r.key(), t_.tenants_.name(r->tenant), before, after);
+}
+
 ObjectTable::Ref ObjectTable::Locked::Publish(const HashedKey& k, ObjectMeta meta, bool ends_put) {
   Ref r = RestoreObject(k, std::move(meta));
   LogObject(r.entry(), ends_put);
+  NoteMedia(r, 0, MediaOf(r.meta()));
   return r;
 }
 
@@ -362,9 +377,12 @@ void ObjectTable::Locked::RestoreAway(const HashedKey& k, std::vector<AwayCopy> 
   s_.away[std::string(k.key)] = std::move(copies);
 }
 
-void ObjectTable::Locked::Remove(Ref r, MissReason why) {
+void ObjectTable::Locked::Remove(Ref r, MissReason why) { RemoveHad(r, why, MediaOf(r.meta())); }
+
+void ObjectTable::Locked::RemoveHad(Ref r, MissReason why, uint8_t had) {
   AssertHeld(s_);
   NoteGone(HashedKey(r.key()), why);
+  NoteMedia(r, had, 0);
   ObjectMeta& m = r.mut();
   LruUnlink(*r.it_);  // a no-op for an object not on the list
   auto replicas = m.TakeReplicas();
@@ -380,11 +398,13 @@ void ObjectTable::Locked::Remove(Ref r, MissReason why) {
   t_.objects_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void ObjectTable::Locked::SetReplicas(Ref r, const std::vector<StoredReplica>& keep, MissReason if_empty) {
-  if (keep.empty()) return Remove(r, if_empty);
+void ObjectTable::Locked::SetReplicas(Ref r, const std::vector<StoredReplica>& keep, MissReason if_empty,
+                                      uint8_t had) {
+  if (keep.empty()) return RemoveHad(r, if_empty, had);
   r.mut().SetReplicas(keep);
   Relink(*r.it_);
   LogObject(r.entry());
+  NoteMedia(r, had, MediaOf(r.meta()));
 }
 
 void ObjectTable::Locked::DropMemoryReplicas(Ref r, MissReason if_gone) {
@@ -400,8 +420,9 @@ size_t ObjectTable::Locked::DropReplicasIf(Ref r, const std::function<bool(const
   if (keep.empty()) {
     Remove(r, if_gone);  // frees what it held
   } else {
+    const uint8_t had = MediaOf(m);
     t_.FreeReplicas(m.tenant, m.size, gone, t_.HoldAfterStamp(m.last_access));
-    SetReplicas(r, keep, if_gone);
+    SetReplicas(r, keep, if_gone, had);
   }
   return gone.size();
 }
@@ -409,10 +430,11 @@ size_t ObjectTable::Locked::DropReplicasIf(Ref r, const std::function<bool(const
 void ObjectTable::Locked::AddDiskReplica(Ref r, SegmentRef segment) {
   ObjectMeta& m = r.mut();
   m.flags &= static_cast<uint8_t>(~kDiskCopyPending);
+  const uint8_t had = MediaOf(m);
   std::vector<StoredReplica> replicas = m.TakeReplicas();
   replicas.emplace_back(Allocation{0, segment, OffsetAllocator::kNoNode}, ReplicaKind::kLocalDisk,
                         ReplicaStatus::kComplete);
-  SetReplicas(r, replicas, MissReason::kStored);
+  SetReplicas(r, replicas, MissReason::kStored, had);
 }
 
 void ObjectTable::Locked::AddRepairReplica(Ref r, const Allocation& a) {
@@ -430,8 +452,10 @@ bool ObjectTable::Locked::CompleteReplica(Ref r, const Allocation& a) {
     StoredReplica& x = m.replica(i);
     if (x.kind() == ReplicaKind::kMemory && x.status() == ReplicaStatus::kProcessing && x.segment() == a.segment &&
         x.offset() == a.offset) {
+      const uint8_t had = MediaOf(m);
       x.set_status(ReplicaStatus::kComplete);
       LogObject(r.entry());
+      NoteMedia(r, had, MediaOf(m));
       return true;
     }
   }
@@ -550,6 +574,7 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, MissReason why,
       it = next;
       continue;
     }
+    const uint8_t had = MediaOf(m);
     std::vector<StoredReplica> keep;
     uint64_t gone = 0;
     for (size_t i = 0; i < m.n_replicas; ++i) {
@@ -567,17 +592,17 @@ uint64_t ObjectTable::Locked::DropSegment(SegmentRef segment, MissReason why,
     if (lost && (keep.empty() || !readable)) lost(it->first);
     if (keep.empty()) {
       (void)m.TakeReplicas();
-      Remove(Ref(it, true), why);
+      RemoveHad(Ref(it, true), why, had);
       ++dropped;
     } else if (!readable) {
       // Only a re-replication copy in flight is left (PROCESSING): its source is gone, so it cannot
       // be finished, and the object is lost, not kept with nothing to read. The copy's range goes
       // with the object (held by the copier's pin until its task ends).
-      SetReplicas(Ref(it, true), keep, why);
+      SetReplicas(Ref(it, true), keep, why, had);
       Remove(Ref(it, true), why);
       ++dropped;
     } else {
-      SetReplicas(Ref(it, true), keep, why);
+      SetReplicas(Ref(it, true), keep, why, had);
       if (gone > 0 && thinned) thinned(Ref(it, true));
     }
     it = next;

@@ -192,6 +192,20 @@ struct AwayCopy {
   bool superseded = false;           // the key was removed or written since the copy was made
 };
 
+// Where an object can be read from (COMPLETE replicas only), as a set of bits.
+enum ObjectMedia : uint8_t { kMediaMemory = 1, kMediaDisk = 2 };
+uint8_t MediaOf(const ObjectMeta& m);
+
+// Told, under the key's shard lock, each time the media an object can be read from change: a Put
+// published, a value removed or replaced, a replica lost with its node, evicted, offloaded to disk
+// or repaired. `before` and `after` are ObjectMedia bits (0: no object). The KV events
+// (master/kv_events.h) are made from it. Must be quick and call nothing back.
+class MediaObserver {
+ public:
+  virtual ~MediaObserver() = default;
+  virtual void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) = 0;
+};
+
 class ObjectTable {
   struct Shard;
 
@@ -349,7 +363,10 @@ class ObjectTable {
     void LruUnlink(ObjectEntry& e);
     void LruAppend(ObjectEntry& e);
     void Relink(ObjectEntry& e);
-    void SetReplicas(Ref r, const std::vector<StoredReplica>& keep, MissReason if_empty);
+    // `had`: the object's media before the change began (MediaOf).
+    void SetReplicas(Ref r, const std::vector<StoredReplica>& keep, MissReason if_empty, uint8_t had);
+    void RemoveHad(Ref r, MissReason why, uint8_t had);
+    void NoteMedia(Ref r, uint8_t before, uint8_t after) const;
     // Records of what changed, for the sink (no-ops without one).
     void LogObject(const ObjectEntry& e, bool ends_put = false);
     void LogObjectGone(std::string_view table_key);
@@ -412,6 +429,9 @@ class ObjectTable {
   // several threads (after a restart, once the recovered state is loaded).
   void SetSink(MetaSink* sink) { sink_ = sink; }
   MetaSink* sink() const { return sink_; }
+  // Who is told of changes of media (MediaObserver); null (the default): no one. Set before the
+  // table is used from several threads. Restoring a recovered state tells no one.
+  void SetMediaObserver(MediaObserver* observer) { media_observer_ = observer; }
   // Object ids start at `next` or above (every id recovered after a restart is below it).
   void RaiseNextObjectId(uint64_t next);
   uint64_t next_object_id() const { return next_object_id_.load(std::memory_order_relaxed); }
@@ -422,6 +442,7 @@ class ObjectTable {
   SegmentManager& segments_;
   TenantRegistry& tenants_;
   MetaSink* sink_ = nullptr;
+  MediaObserver* media_observer_ = nullptr;
   const GrantHold* hold_ = nullptr;
   const Clock* gone_clock_ = nullptr;
   size_t gone_capacity_ = 0;

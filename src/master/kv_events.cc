@@ -1,0 +1,240 @@
+#include "master/kv_events.h"
+
+#include <endian.h>
+#include <msgpack.h>
+
+#include <charconv>
+#include <cstring>
+#include <zmq.hpp>
+
+#include "common/log.h"
+
+namespace yb {
+namespace {
+
+// The msgpack C packer over an sbuffer it owns.
+class Packer {
+ public:
+  Packer() {
+    msgpack_sbuffer_init(&buf_);
+    msgpack_packer_init(&pk_, &buf_, msgpack_sbuffer_write);
+  }
+  ~Packer() { msgpack_sbuffer_destroy(&buf_); }
+  Packer(const Packer&) = delete;
+  Packer& operator=(const Packer&) = delete;
+
+  void Str(std::string_view s) {
+    msgpack_pack_str(&pk_, s.size());
+    msgpack_pack_str_body(&pk_, s.data(), s.size());
+  }
+  void Nil() { msgpack_pack_nil(&pk_); }
+  void U64(uint64_t v) { msgpack_pack_uint64(&pk_, v); }
+  void I64(int64_t v) { msgpack_pack_int64(&pk_, v); }
+  void Array(size_t n) { msgpack_pack_array(&pk_, n); }
+  void Map(size_t n) { msgpack_pack_map(&pk_, n); }
+  // A key, then its value.
+  void Field(std::string_view k, std::string_view v) {
+    Str(k);
+    Str(v);
+  }
+  void NilField(std::string_view k) {
+    Str(k);
+    Nil();
+  }
+  std::string Take() const { return std::string(buf_.data, buf_.size); }
+
+ private:
+  msgpack_sbuffer buf_;
+  msgpack_packer pk_;
+};
+
+class ZmqSender final : public KvEventSender {
+ public:
+  ZmqSender() : socket_(context_, zmq::socket_type::pub) {}
+  Status Bind(const std::string& endpoint) {
+    try {
+      socket_.set(zmq::sockopt::sndhwm, 10000);
+      socket_.set(zmq::sockopt::linger, 0);
+      socket_.bind(endpoint);
+    } catch (const zmq::error_t& e) {
+      return Status(Code::kInvalidParams, "cannot publish KV events on '" + endpoint + "': " + e.what());
+    }
+    return Status::OK();
+  }
+  bool Send(uint64_t seq, std::string_view payload) override {
+    const uint64_t be = htobe64(seq);
+    try {
+      // A PUB socket never blocks: past its high-water mark a message is dropped for that subscriber.
+      return socket_.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
+             socket_.send(zmq::const_buffer(&be, sizeof(be)), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
+             socket_.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      YB_LOG_WARN("KV events: sending batch {}: {}", seq, e.what());
+      return false;
+    }
+  }
+
+ private:
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+};
+
+}  // namespace
+
+std::optional<uint64_t> BlockHashOfKey(std::string_view key) {
+  int base = 10;
+  if (key.size() > 2 && key[0] == '0' && (key[1] == 'x' || key[1] == 'X')) {
+    key.remove_prefix(2);
+    base = 16;
+  }
+  if (key.empty()) return std::nullopt;
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), v, base);
+  if (ec != std::errc() || end != key.data() + key.size()) return std::nullopt;
+  return v;
+}
+
+std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first_event_id, int64_t timestamp_ms,
+                               const KvEventsConfig& config, uint64_t* events_encoded, uint64_t* skipped) {
+  struct Item {
+    const KvEvent* e;
+    std::optional<uint64_t> hash;
+  };
+  std::vector<Item> items;
+  items.reserve(batch.size());
+  for (const KvEvent& e : batch) {
+    auto hash = BlockHashOfKey(e.key);
+    if (!hash) {
+      ++*skipped;
+      if (!config.emit_object_key) continue;  // nothing would name the block
+    }
+    items.push_back({&e, hash});
+  }
+  *events_encoded = items.size();
+  if (items.empty()) return {};
+  const bool legacy = config.emit_legacy_compat_fields;
+  Packer p;
+  p.Array(3);
+  p.I64(timestamp_ms);
+  p.Array(items.size());
+  uint64_t id = first_event_id;
+  for (const Item& it : items) {
+    const KvEvent& e = *it.e;
+    // Mooncake's envelope: 13 fields, the legacy pair, object_key, and what a stored or removed
+    // event adds.
+    size_t fields = 13 + (legacy ? 2 : 0) + (config.emit_object_key ? 1 : 0);
+    fields += e.stored ? 3 + (legacy ? 1 : 0) : 1;
+    p.Map(fields);
+    p.Str("event_id");
+    p.U64(id++);
+    p.Str("timestamp");
+    p.I64(timestamp_ms);
+    p.Field("event_type", e.stored ? "stored" : "removed");
+    if (legacy) p.Field("type", e.stored ? "BlockStored" : "BlockRemoved");
+    // What a storage pool cannot know of a block (the registration of an indexer supplies it).
+    p.NilField("model_name");
+    p.NilField("block_size");
+    p.NilField("additional_salt");
+    p.NilField("lora_name");
+    p.Field("tenant_id", e.tenant);
+    p.Field("backend_id", config.backend_id);
+    p.NilField("group_id");
+    p.Field("medium", e.disk ? "disk" : "cpu");
+    p.NilField("dp_rank");
+    if (config.emit_object_key) p.Field("object_key", e.key);
+    p.Str("seq_hashes");
+    p.Array(it.hash ? 1 : 0);
+    if (it.hash) p.U64(*it.hash);
+    if (legacy) {
+      p.Str("block_hashes");
+      p.Array(it.hash ? 1 : 0);
+      if (it.hash) p.I64(static_cast<int64_t>(*it.hash));  // vLLM's are signed
+    }
+    if (e.stored) {
+      p.Str("base_block_idx");  // a pool's blocks stand alone: depth 0
+      p.U64(0);
+      p.NilField("parent_hash");
+      p.NilField("token_ids");
+      if (legacy) p.NilField("parent_block_hash");
+    } else {
+      p.NilField("base_block_idx");
+    }
+  }
+  p.U64(0);  // the batch's dp_rank: a pool has none
+  return p.Take();
+}
+
+Result<std::unique_ptr<KvEventSender>> BindKvEventSocket(const std::string& endpoint) {
+  auto s = std::make_unique<ZmqSender>();
+  YB_RETURN_IF_ERROR(s->Bind(endpoint));
+  return std::unique_ptr<KvEventSender>(std::move(s));
+}
+
+KvEvents::KvEvents(KvEventsConfig config, std::unique_ptr<KvEventSender> sender, std::function<int64_t()> unix_ms)
+    : config_(std::move(config)), sender_(std::move(sender)), unix_ms_(std::move(unix_ms)) {}
+
+void KvEvents::MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) {
+  const std::string_view key = table_key.size() >= 2 ? table_key.substr(2) : table_key;
+  // Removed before stored: a value replaced on another medium is never shown on none.
+  for (uint8_t m : {kMediaMemory, kMediaDisk}) {
+    if ((before & m) && !(after & m)) Push(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant)});
+  }
+  for (uint8_t m : {kMediaMemory, kMediaDisk}) {
+    if (!(before & m) && (after & m)) Push(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant)});
+  }
+}
+
+void KvEvents::Push(KvEvent e) {
+  MutexLock lock(mu_);
+  if (config_.queue_capacity > 0 && queue_.size() >= config_.queue_capacity) {
+    queue_.pop_front();
+    ++dropped_;
+    ++next_seq_;  // a gap in the sequence: subscribers see that they missed something
+  }
+  queue_.push_back(std::move(e));
+}
+
+bool KvEvents::PublishOnce() {
+  MutexLock send(send_mu_);
+  std::vector<KvEvent> batch;
+  uint64_t seq = 0;
+  bool more = false;
+  {
+    MutexLock lock(mu_);
+    const size_t n = std::min(queue_.size(), kMaxBatch);
+    if (n == 0) return false;
+    batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + n));
+    queue_.erase(queue_.begin(), queue_.begin() + n);
+    more = !queue_.empty();
+    seq = next_seq_;
+  }
+  uint64_t encoded = 0;
+  const std::string payload = EncodeKvEventBatch(batch, next_event_id_, unix_ms_(), config_, &encoded, &skipped_);
+  if (encoded == 0) return more;  // nothing in it could be named
+  next_event_id_ += encoded;
+  {
+    MutexLock lock(mu_);
+    ++next_seq_;  // this batch's number is taken, sent or not
+  }
+  if (sender_->Send(seq, payload)) {
+    ++batches_;
+    events_ += encoded;
+  } else {
+    send_failed_ += encoded;
+  }
+  return more;
+}
+
+KvEventStats KvEvents::stats() const {
+  KvEventStats s;
+  MutexLock send(send_mu_);
+  s.published_batches = batches_;
+  s.published_events = events_;
+  s.skipped_unparsed_keys = skipped_;
+  MutexLock lock(mu_);
+  s.dropped_events = dropped_ + send_failed_;
+  s.queued = queue_.size();
+  return s;
+}
+
+}  // namespace yb

@@ -1,0 +1,117 @@
+// KV events, as Mooncake's master publishes them: what the pool holds and drops, per key and medium,
+// on a ZeroMQ PUB socket, for cache-aware routers (vLLM's, SGLang's, Dynamo's KV indexers).
+//
+// Each change of the media an object can be read from (object_table.h's MediaObserver: a Put
+// published, a value removed or replaced, a replica lost with its node, evicted, offloaded to disk,
+// repaired back into memory) becomes one event per medium gained ("stored") or lost ("removed"),
+// queued under the key's shard lock and so in the order of that key's changes. A publishing step
+// (run by the Scheduler) sends them in batches of up to 64, each batch one message of three frames:
+// an empty topic, an 8-byte big-endian sequence number, and a msgpack array
+// [timestamp_ms, [event, ...], dp_rank 0]; each event a map with Mooncake's field names (RFC #1527's
+// and, by default, vLLM's legacy `type`/`block_hashes`/`parent_block_hash`). The queue holds at most
+// `queue_capacity` events: past it the oldest is dropped, counted, and its batch's sequence number
+// skipped, so a subscriber sees the gap.
+//
+// A key that is a decimal or 0x-hex 64-bit number (a block hash) is also given as `seq_hashes` and
+// `block_hashes`; any other key only as `object_key` (with emit_object_key; without it, such an
+// event is not published), counted as skipped_unparsed_keys, as Mooncake counts it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/thread_annotations.h"
+#include "master/object_table.h"
+#include "yuebing/status.h"
+
+namespace yb {
+
+struct KvEventsConfig {
+  std::string bind_endpoint = "tcp://127.0.0.1:5557";  // --kv_events_bind_endpoint
+  std::string backend_id;                              // --kv_events_backend_id: names this pool's stream
+  size_t queue_capacity = 65536;                       // --kv_events_queue_capacity (0: unbounded)
+  bool emit_legacy_compat_fields = true;               // --kv_events_emit_legacy_compat
+  bool emit_object_key = true;                         // --kv_events_emit_object_key
+};
+
+struct KvEvent {
+  bool stored = true;  // else removed
+  bool disk = false;   // medium "disk", else "cpu"
+  std::string key;     // the caller's key
+  std::string tenant;
+};
+
+struct KvEventStats {
+  uint64_t published_batches = 0;
+  uint64_t published_events = 0;
+  uint64_t dropped_events = 0;
+  uint64_t skipped_unparsed_keys = 0;
+  uint64_t queued = 0;  // waiting to be sent now
+};
+
+// The key as a block hash: a decimal or 0x-prefixed hex number that fits 64 bits, else nothing.
+std::optional<uint64_t> BlockHashOfKey(std::string_view key);
+
+// One batch as Mooncake encodes it: msgpack [timestamp_ms, [event map, ...], 0]. Event ids run from
+// `first_event_id`; an event whose key is not a block hash is left out when the config does not emit
+// object keys. `*skipped` counts the events whose key is not a block hash.
+std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first_event_id, int64_t timestamp_ms,
+                               const KvEventsConfig& config, uint64_t* events_encoded, uint64_t* skipped);
+
+// Where batches go: a ZeroMQ PUB socket (BindKvEventSocket), or a test's recorder.
+class KvEventSender {
+ public:
+  virtual ~KvEventSender() = default;
+  // Sends one message: empty topic, `seq` (big-endian), `payload`. False if it was not sent.
+  virtual bool Send(uint64_t seq, std::string_view payload) = 0;
+};
+
+// A PUB socket bound to `endpoint` (ZeroMQ's syntax, e.g. tcp://127.0.0.1:5557), send high-water
+// mark 10,000 messages, no linger. INVALID_PARAMS naming the endpoint when it cannot be bound.
+Result<std::unique_ptr<KvEventSender>> BindKvEventSocket(const std::string& endpoint);
+
+class KvEvents final : public MediaObserver {
+ public:
+  // `unix_ms`: the wall clock the events are stamped with (milliseconds since 1970).
+  KvEvents(KvEventsConfig config, std::unique_ptr<KvEventSender> sender, std::function<int64_t()> unix_ms);
+
+  // MediaObserver: queues a stored event for each medium gained and a removed one for each lost.
+  // `table_key` is the tenant's two bytes then the caller's key (InternalKey, master_service.h).
+  void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) override;
+
+  // Sends one batch of what is queued (up to 64 events). True if more is queued: the Scheduler's
+  // step runs it again at once.
+  bool PublishOnce();
+
+  KvEventStats stats() const;
+  const KvEventsConfig& config() const { return config_; }
+
+  static constexpr size_t kMaxBatch = 64;
+
+ private:
+  void Push(KvEvent e);
+
+  const KvEventsConfig config_;
+  const std::unique_ptr<KvEventSender> sender_;
+  const std::function<int64_t()> unix_ms_;
+  // Lock order: send_mu_ (one batch at a time, sent in sequence order), then mu_ (a leaf, also
+  // taken under a shard lock; nothing is called while it is held).
+  mutable Mutex send_mu_;
+  mutable Mutex mu_;
+  std::deque<KvEvent> queue_ GUARDED_BY(mu_);
+  uint64_t next_seq_ GUARDED_BY(mu_) = 0;  // the next batch's sequence number
+  uint64_t dropped_ GUARDED_BY(mu_) = 0;
+  uint64_t next_event_id_ GUARDED_BY(send_mu_) = 0;
+  uint64_t batches_ GUARDED_BY(send_mu_) = 0;
+  uint64_t events_ GUARDED_BY(send_mu_) = 0;
+  uint64_t skipped_ GUARDED_BY(send_mu_) = 0;
+  uint64_t send_failed_ GUARDED_BY(send_mu_) = 0;
+};
+
+}  // namespace yb
