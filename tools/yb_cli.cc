@@ -10,6 +10,7 @@
 //   yb --master HOST:PORT exist KEY                   (prints 1 or 0)
 //   yb --master HOST:PORT why KEY                     (why it holds no object: "removed 12 s ago", ...)
 //   yb --master HOST:PORT segments                    (segments and their usage)
+//   yb events [--endpoint tcp://HOST:PORT] [--count N] [--timeout SEC] [--json]   (tail the KV events)
 // Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +33,7 @@
 #include "flags.h"
 #include "net/security.h"
 #include "rpc/master_client.h"
+#include "yb_events.h"
 #include "yuebing/client.h"
 
 namespace {
@@ -110,6 +112,14 @@ int main(int argc, char** argv) {
   drain->add_option("--timeout", drain_timeout, "seconds to wait at most")->check(CLI::PositiveNumber);
   undrain->add_option("name", node, "the node's segment name, or its host")->required();
   reps->add_option("key", key)->required();
+  yb::tools::EventsOptions ev;
+  auto* events = app.add_subcommand(
+      "events", "tail the KV events a master publishes (yb-master --enable_kv_events): one line per event, "
+                "\"SEQ stored|removed cpu|disk KEY tenant=T\"; a gap in the sequence is said on stderr");
+  events->add_option("--endpoint", ev.endpoint, "the master's --kv_events_bind_endpoint")->capture_default_str();
+  events->add_option("--count", ev.count, "stop after this many events (0: never)");
+  events->add_option("--timeout", ev.timeout_s, "stop after this many seconds without a message (0: never)");
+  events->add_flag("--json", ev.json, "print each event as the JSON object its msgpack map decodes to");
   app.add_option("--enable_checksum", c.enable_checksum,
                  "record a checksum with a put and check it on a get (YB_ENABLE_CHECKSUM)")
       ->capture_default_str();
@@ -121,6 +131,7 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb"));  // stdout carries values
   spdlog::set_level(spdlog::level::warn);
 
+  if (events->parsed()) return yb::tools::TailKvEvents(ev);
   if (token->parsed() || role_key->parsed()) {
     if (c.auth_secret_file.empty()) {
       if (role_key->parsed()) {

@@ -4,6 +4,7 @@
 #include <msgpack.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <zmq.hpp>
 
@@ -79,7 +80,50 @@ class ZmqSender final : public KvEventSender {
   zmq::socket_t socket_;
 };
 
+class ZmqSubscriber final : public KvEventSubscriber {
+ public:
+  ZmqSubscriber() : socket_(context_, zmq::socket_type::sub) {}
+  Status Connect(const std::string& endpoint) {
+    try {
+      socket_.set(zmq::sockopt::subscribe, "");
+      socket_.set(zmq::sockopt::linger, 0);
+      socket_.connect(endpoint);
+    } catch (const zmq::error_t& e) {
+      return Status(Code::kInvalidParams, "cannot subscribe to KV events at '" + endpoint + "': " + e.what());
+    }
+    return Status::OK();
+  }
+  Result<std::optional<Message>> Receive(int timeout_ms) override {
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) == 0) return std::optional<Message>();
+    std::vector<zmq::message_t> frames;
+    do {
+      frames.emplace_back();
+      if (!socket_.recv(frames.back(), zmq::recv_flags::none)) return Status(Code::kInternal, "receive failed");
+    } while (socket_.get(zmq::sockopt::rcvmore));
+    if (frames.size() != 3 || frames[1].size() != 8) {
+      return Status(Code::kInvalidParams, "a KV event message of " + std::to_string(frames.size()) +
+                                              " frames (topic, sequence, payload expected)");
+    }
+    uint64_t be = 0;
+    std::memcpy(&be, frames[1].data(), sizeof(be));
+    auto batch = DecodeKvEventBatch(frames[2].to_string_view());
+    if (!batch.ok()) return batch.status();
+    return std::optional<Message>(Message{be64toh(be), std::move(batch).value()});
+  }
+
+ private:
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+};
+
 }  // namespace
+
+Result<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::Connect(const std::string& endpoint) {
+  auto s = std::make_unique<ZmqSubscriber>();
+  YB_RETURN_IF_ERROR(s->Connect(endpoint));
+  return std::unique_ptr<KvEventSubscriber>(std::move(s));
+}
 
 std::optional<uint64_t> BlockHashOfKey(std::string_view key) {
   int base = 10;
@@ -162,6 +206,65 @@ std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first
   }
   p.U64(0);  // the batch's dp_rank: a pool has none
   return p.Take();
+}
+
+namespace {
+
+Status ToJson(const msgpack_object& o, int depth, nlohmann::json* out) {
+  if (depth > 8) return Status(Code::kInvalidParams, "KV event message nested too deep");
+  switch (o.type) {
+    case MSGPACK_OBJECT_NIL: *out = nullptr; return Status::OK();
+    case MSGPACK_OBJECT_BOOLEAN: *out = o.via.boolean; return Status::OK();
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: *out = o.via.u64; return Status::OK();
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *out = o.via.i64; return Status::OK();
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: *out = o.via.f64; return Status::OK();
+    case MSGPACK_OBJECT_STR: *out = std::string(o.via.str.ptr, o.via.str.size); return Status::OK();
+    case MSGPACK_OBJECT_ARRAY:
+      *out = nlohmann::json::array();
+      for (uint32_t i = 0; i < o.via.array.size; ++i) {
+        nlohmann::json v;
+        YB_RETURN_IF_ERROR(ToJson(o.via.array.ptr[i], depth + 1, &v));
+        out->push_back(std::move(v));
+      }
+      return Status::OK();
+    case MSGPACK_OBJECT_MAP:
+      *out = nlohmann::json::object();
+      for (uint32_t i = 0; i < o.via.map.size; ++i) {
+        const msgpack_object_kv& kv = o.via.map.ptr[i];
+        if (kv.key.type != MSGPACK_OBJECT_STR) return Status(Code::kInvalidParams, "KV event field not named");
+        std::string k(kv.key.via.str.ptr, kv.key.via.str.size);
+        if (out->contains(k)) return Status(Code::kInvalidParams, "KV event field '" + k + "' given twice");
+        YB_RETURN_IF_ERROR(ToJson(kv.val, depth + 1, &(*out)[k]));
+      }
+      return Status::OK();
+    default: return Status(Code::kInvalidParams, "KV event message holds an unexpected msgpack type");
+  }
+}
+
+}  // namespace
+
+Result<nlohmann::json> DecodeKvEventBatch(std::string_view payload) {
+  msgpack_unpacked u;
+  msgpack_unpacked_init(&u);
+  size_t off = 0;
+  nlohmann::json out;
+  Status st;
+  if (msgpack_unpack_next(&u, payload.data(), payload.size(), &off) != MSGPACK_UNPACK_SUCCESS ||
+      off != payload.size()) {
+    st = Status(Code::kInvalidParams, "KV event message is not one msgpack value");
+  } else {
+    st = ToJson(u.data, 0, &out);
+  }
+  msgpack_unpacked_destroy(&u);
+  YB_RETURN_IF_ERROR(st);
+  if (!out.is_array() || out.size() != 3 || !out[0].is_number_integer() || !out[1].is_array()) {
+    return Status(Code::kInvalidParams, "KV event message is not [timestamp, [events], dp_rank]");
+  }
+  for (const auto& e : out[1]) {
+    if (!e.is_object()) return Status(Code::kInvalidParams, "KV event is not a map");
+  }
+  return out;
 }
 
 Result<std::unique_ptr<KvEventSender>> BindKvEventSocket(const std::string& endpoint) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -64,6 +65,10 @@ std::optional<uint64_t> BlockHashOfKey(std::string_view key);
 std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first_event_id, int64_t timestamp_ms,
                                const KvEventsConfig& config, uint64_t* events_encoded, uint64_t* skipped);
 
+// A message's payload decoded (what a subscriber does): [timestamp_ms, [event map, ...], dp_rank]
+// as JSON. INVALID_PARAMS when it is not msgpack of that shape, or a map repeats a field.
+Result<nlohmann::json> DecodeKvEventBatch(std::string_view payload);
+
 // Where batches go: a ZeroMQ PUB socket (BindKvEventSocket), or a test's recorder.
 class KvEventSender {
  public:
@@ -75,6 +80,21 @@ class KvEventSender {
 // A PUB socket bound to `endpoint` (ZeroMQ's syntax, e.g. tcp://127.0.0.1:5557), send high-water
 // mark 10,000 messages, no linger. INVALID_PARAMS naming the endpoint when it cannot be bound.
 Result<std::unique_ptr<KvEventSender>> BindKvEventSocket(const std::string& endpoint);
+
+// A SUB socket on a KV event endpoint (what `yb events` tails).
+class KvEventSubscriber {
+ public:
+  struct Message {
+    uint64_t seq = 0;
+    nlohmann::json batch;  // DecodeKvEventBatch's
+  };
+  // INVALID_PARAMS naming the endpoint when ZeroMQ refuses it (it connects in the background).
+  static Result<std::unique_ptr<KvEventSubscriber>> Connect(const std::string& endpoint);
+  virtual ~KvEventSubscriber() = default;
+  // The next message, or nothing after `timeout_ms`; INVALID_PARAMS for a message that is not one
+  // of three frames with a decodable payload.
+  virtual Result<std::optional<Message>> Receive(int timeout_ms) = 0;
+};
 
 class KvEvents final : public MediaObserver {
  public:

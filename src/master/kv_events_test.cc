@@ -4,7 +4,6 @@
 
 #include <endian.h>
 #include <gtest/gtest.h>
-#include <msgpack.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,43 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-json ToJson(const msgpack_object& o) {
-  switch (o.type) {
-    case MSGPACK_OBJECT_NIL: return nullptr;
-    case MSGPACK_OBJECT_BOOLEAN: return o.via.boolean;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: return o.via.u64;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: return o.via.i64;
-    case MSGPACK_OBJECT_STR: return std::string(o.via.str.ptr, o.via.str.size);
-    case MSGPACK_OBJECT_ARRAY: {
-      json a = json::array();
-      for (uint32_t i = 0; i < o.via.array.size; ++i) a.push_back(ToJson(o.via.array.ptr[i]));
-      return a;
-    }
-    case MSGPACK_OBJECT_MAP: {
-      json m = json::object();
-      for (uint32_t i = 0; i < o.via.map.size; ++i) {
-        const msgpack_object_kv& kv = o.via.map.ptr[i];
-        EXPECT_EQ(kv.key.type, MSGPACK_OBJECT_STR);
-        const std::string k(kv.key.via.str.ptr, kv.key.via.str.size);
-        EXPECT_FALSE(m.contains(k)) << "field " << k << " twice";
-        m[k] = ToJson(kv.val);
-      }
-      return m;
-    }
-    default: ADD_FAILURE() << "unexpected msgpack type " << o.type; return nullptr;
-  }
-}
-
-// The whole payload as one msgpack value (nothing left over).
+// The whole payload as a subscriber decodes it.
 json Decode(const std::string& payload) {
-  msgpack_unpacked u;
-  msgpack_unpacked_init(&u);
-  size_t off = 0;
-  EXPECT_EQ(msgpack_unpack_next(&u, payload.data(), payload.size(), &off), MSGPACK_UNPACK_SUCCESS);
-  EXPECT_EQ(off, payload.size());
-  json out = ToJson(u.data);
-  msgpack_unpacked_destroy(&u);
-  return out;
+  auto m = DecodeKvEventBatch(payload);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? *m : json();
 }
 
 class Recorder : public KvEventSender {
@@ -210,6 +177,21 @@ TEST(KvEventsTest, AFullQueueDropsTheOldestAndLeavesAGapInTheSequence) {
   EXPECT_EQ(r->sent.back().first, 4u);
   EXPECT_EQ(ev.stats().dropped_events, 4u);
   EXPECT_EQ(ev.stats().published_events, 2u);
+}
+
+std::string Bytes(std::initializer_list<uint8_t> b) { return std::string(b.begin(), b.end()); }
+
+TEST(KvEventsTest, WhatIsNotAMessageIsRefusedWhenDecoded) {
+  EXPECT_FALSE(DecodeKvEventBatch("").ok());
+  EXPECT_FALSE(DecodeKvEventBatch(Bytes({0x93, 0x01})).ok());                    // an array of 3 cut short
+  EXPECT_FALSE(DecodeKvEventBatch(Bytes({0x93, 0x01, 0x90, 0x00, 0x00})).ok());  // a byte left over
+  EXPECT_FALSE(DecodeKvEventBatch(Bytes({0x92, 0x01, 0x90})).ok());              // two elements, not three
+  EXPECT_FALSE(DecodeKvEventBatch(Bytes({0x93, 0x01, 0x91, 0x01, 0x00})).ok());  // an event that is not a map
+  // A map that names its field twice ({"k": 1, "k": 2}).
+  EXPECT_FALSE(DecodeKvEventBatch(Bytes({0x93, 0x01, 0x91, 0x82, 0xa1, 'k', 0x01, 0xa1, 'k', 0x02, 0x00})).ok());
+  auto empty = DecodeKvEventBatch(Bytes({0x93, 0x01, 0x90, 0x00}));
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(*empty, json::array({1, json::array(), 0}));
 }
 
 TEST(KvEventsTest, ASocketThatCannotBindSaysWhich) {
