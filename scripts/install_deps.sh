@@ -15,6 +15,7 @@ PKGS=(
   systemd
   python3-yaml python3-kubernetes
   libzmq3-dev cppzmq-dev libmsgpack-dev python3-zmq python3-msgpack
+  chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <unistd.h>
@@ -192,6 +194,10 @@ std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc
     p.Sample("yb_master_misses_total", fmt::format("call=\"get\",reason=\"{}\"", name), st.get_misses[i]);
     p.Sample("yb_master_misses_total", fmt::format("call=\"exist\",reason=\"{}\"", name), st.exist_misses[i]);
   }
+  p.Family("counter", "yb_master_hits_total",
+           "Reads that found their object, by call: get (a Get that pinned it to read), exist.");
+  p.Sample("yb_master_hits_total", "call=\"get\"", st.get_hits);
+  p.Sample("yb_master_hits_total", "call=\"exist\"", st.exist_hits);
   p.Family("counter", "yb_master_puts_refused_total", "Puts refused for lack of room, by why.");
   for (const auto r : {yb::MissReason::kRefusedQuota, yb::MissReason::kRefusedNoSpace}) {
     p.Sample("yb_master_puts_refused_total", fmt::format("reason=\"{}\"", yb::MissReasonName(r)),
@@ -257,7 +263,114 @@ std::shared_ptr<MasterService> ForChange(const MasterHttpContext& c, const httpl
 
 }  // namespace
 
+DashboardSample DashboardSampleOf(const MasterHttpContext& c) {
+  DashboardSample d;
+  d.t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+               .count();
+  for (const auto& row : rpc::kMasterMethods) {
+    const auto m = static_cast<uint16_t>(row.method);
+    d.rpc_calls += c.rpc.calls(m);
+    d.rpc_failures += c.rpc.failures(m);
+    d.rpc_micros += c.rpc.durations(m).total_micros();
+  }
+  if (c.ha) {
+    const uint64_t last = c.log ? c.log->stats().last_seq : 0;
+    for (const auto& s : c.ha->standbys()) {
+      d.standby_lag_records = std::max(d.standby_lag_records, last > s.acked ? last - s.acked : 0);
+    }
+  }
+  auto m = c.current();
+  d.leader = m != nullptr;
+  if (!m) return d;
+  const MasterStats st = m->Stats();
+  d.keys = st.keys;
+  d.capacity = st.capacity;
+  d.allocated = st.allocated;
+  d.segments = st.segments;
+  d.live_clients = st.live_clients;
+  d.get_hits = st.get_hits;
+  d.exist_hits = st.exist_hits;
+  for (int i = 1; i < kMissReasonCount; ++i) {  // from 1: kStored is not a miss
+    d.get_misses += st.get_misses[i];
+    d.exist_misses += st.exist_misses[i];
+    d.puts_refused += st.puts_refused[i];
+  }
+  d.evicted_objects = st.evicted_objects;
+  d.repaired = st.repaired;
+  d.objects_lost = st.objects_lost;
+  d.offloaded = st.offloaded + st.offloaded_on_evict;
+  d.disk_replicas_dropped = st.disk_dropped;
+  return d;
+}
+
+namespace {
+
+// /dashboard.json: the numbers now, and the history the charts are drawn from.
+nlohmann::json DashboardJson(const MasterHttpContext& c) {
+  nlohmann::json j = {{"cluster_id", c.cluster_id},
+                      {"role", !c.ha || c.ha->role() == ha::HaMaster::Role::kLeader ? "leader" : "standby"},
+                      {"epoch", c.ha ? c.ha->epoch() : 0},
+                      {"now", ToJson(DashboardSampleOf(c))},
+                      {"history", c.history ? c.history->Json() : nlohmann::json::array()}};
+  auto m = c.current();
+  nlohmann::json segments = nlohmann::json::array();
+  if (m) {
+    for (const auto& u : m->ListSegments().value()) {
+      segments.push_back({{"id", std::to_string(u.desc.id)},
+                          {"name", u.desc.name},
+                          {"endpoint", u.desc.endpoint},
+                          {"zone", u.desc.zone},
+                          {"capacity", u.capacity},
+                          {"allocated", u.allocated},
+                          {"largest_free", u.largest_free_region},
+                          {"fragmentation", u.fragmentation},
+                          {"draining", u.draining}});
+    }
+    const MasterStats st = m->Stats();
+    nlohmann::json misses = nlohmann::json::object();
+    for (int i = 1; i < kMissReasonCount; ++i) {
+      const std::string name(MissReasonName(static_cast<MissReason>(i)));
+      misses[name] = {{"get", st.get_misses[i]}, {"exist", st.exist_misses[i]}, {"put_refused", st.puts_refused[i]}};
+    }
+    j["misses"] = misses;
+    j["stats"] = {{"pending_puts", st.pending_puts},
+                  {"segments_unconfirmed", st.segments_unconfirmed},
+                  {"segments_unreachable", st.segments_unreachable},
+                  {"repair_at_risk", st.repair_at_risk},
+                  {"repairs_in_flight", st.repairs_in_flight},
+                  {"offload_queued", st.offload_queued},
+                  {"under_replicated_puts", st.under_replicated_puts},
+                  {"evicted_bytes", st.evicted_bytes}};
+  }
+  j["segments"] = segments;
+  nlohmann::json standbys = nlohmann::json::array();
+  if (c.ha) {
+    const uint64_t last = c.log ? c.log->stats().last_seq : 0;
+    for (const auto& s : c.ha->standbys()) {
+      standbys.push_back({{"address", s.address},
+                          {"in_sync", s.in_sync},
+                          {"lag_records", last > s.acked ? last - s.acked : 0}});
+    }
+  }
+  j["standbys"] = standbys;
+  if (c.kv_events) {
+    const KvEventStats k = c.kv_events->stats();
+    j["kv_events"] = {{"published", k.published_events}, {"dropped", k.dropped_events}, {"queued", k.queued}};
+  }
+  return j;
+}
+
+}  // namespace
+
 void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
+  for (const char* path : {"/", "/dashboard"}) {
+    server.Get(path, [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(DashboardPage()), "text/html; charset=utf-8");
+    });
+  }
+  server.Get("/dashboard.json", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(DashboardJson(c).dump(), "application/json");
+  });
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     auto m = c.current();
     res.set_content(Metrics(m.get(), c.rpc, c.server, c.log, c.ha, c.kv_events),

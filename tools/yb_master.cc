@@ -482,14 +482,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   yb::tools::AdminHttp http;
-  yb::tools::MasterHttpContext http_context{current,      rpc_metrics,  server, log, ha.get(), f.cluster_id,
-                                            *admin_token, kv_events->get()};
+  yb::tools::DashboardHistory dashboard_history;
+  yb::tools::MasterHttpContext http_context{current,      rpc_metrics,      server, log, ha.get(), f.cluster_id,
+                                            *admin_token, kv_events->get(), &dashboard_history};
   if (f.metrics_port > 0) {
     yb::tools::AddMasterRoutes(http.server(), http_context);
     if (!http.Start("yb-master", f.metrics_address, f.metrics_port, security->loopback_only())) return 1;
   }
 
-  std::unique_ptr<yb::Scheduler::Job> background, snapshots, election, publisher;
+  std::unique_ptr<yb::Scheduler::Job> background, snapshots, election, publisher, sampler;
+  if (f.metrics_port > 0) {
+    sampler = scheduler.Every("yb-dashboard", std::chrono::seconds(1), [&http_context, &dashboard_history] {
+      dashboard_history.Record(yb::tools::DashboardSampleOf(http_context));
+    });
+  }
   if (yb::KvEvents* ev = kv_events->get()) {
     publisher = scheduler.Every("yb-kv-events", std::chrono::milliseconds(2),
                                 yb::Scheduler::Step([ev] { return ev->PublishOnce(); }));
@@ -518,6 +524,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   spdlog::info("yb-master: signal {} received, shutting down", sig);
   election.reset();
+  sampler.reset();
   publisher.reset();
   snapshots.reset();
   background.reset();

@@ -336,6 +336,7 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
     if (m.flags & kSoftPin) s.SetSoftPinDeadline(obj, now + config_.default_kv_soft_pin_ttl_ms);
     s.Touch(obj);
     info.read_pin = s.AddReadPin(obj, ctx.client);
+    get_hits_.fetch_add(1, std::memory_order_relaxed);
   }
   return info;
 }
@@ -356,7 +357,10 @@ Result<bool> MasterService::ExistKey(const CallContext& ctx, const std::string& 
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
   auto s = table_.Lock(hk);
-  if (s.Find(hk)) return true;
+  if (s.Find(hk)) {
+    exist_hits_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
   exist_misses_[static_cast<size_t>(s.WhyAbsent(hk).reason)].fetch_add(1, std::memory_order_relaxed);
   return false;
 }

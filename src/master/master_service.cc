@@ -454,6 +454,8 @@ MasterStats MasterService::Stats() const {
     st.exist_misses[i] = exist_misses_[i].load(std::memory_order_relaxed);
     st.puts_refused[i] = puts_refused_[i].load(std::memory_order_relaxed);
   }
+  st.get_hits = get_hits_.load(std::memory_order_relaxed);
+  st.exist_hits = exist_hits_.load(std::memory_order_relaxed);
   st.miss_reason_capacity = table_.gone_capacity();
   st.disk_away_copies = table_.away_copies();
   st.disk_away_untracked = table_.away_untracked();

@@ -102,6 +102,10 @@ struct MasterStats {
   std::array<uint64_t, kMissReasonCount> get_misses{};
   std::array<uint64_t, kMissReasonCount> exist_misses{};
   std::array<uint64_t, kMissReasonCount> puts_refused{};
+  // Reads that found their object: Gets that pinned it (a lookup of size or replicas is not one),
+  // and exist probes.
+  uint64_t get_hits = 0;
+  uint64_t exist_hits = 0;
   uint64_t miss_reason_capacity = 0;  // keys whose departure is remembered at most
 };
 
@@ -372,6 +376,7 @@ class MasterService final : public MasterApi {
   std::atomic<uint64_t> liveness_gaps_{0};
   // Why reads missed and Puts were refused (MasterStats).
   std::array<std::atomic<uint64_t>, kMissReasonCount> get_misses_{}, exist_misses_{}, puts_refused_{};
+  std::atomic<uint64_t> get_hits_{0}, exist_hits_{0};
 };
 
 // A user key for a message: quoted, its first 64 bytes.
