@@ -11,6 +11,8 @@
 //   yb --master HOST:PORT why KEY                     (why it holds no object: "removed 12 s ago", ...)
 //   yb --master HOST:PORT segments                    (segments and their usage)
 //   yb events [--endpoint tcp://HOST:PORT] [--count N] [--timeout SEC] [--json]   (tail the KV events)
+//   yb [--master HOST:PORT] stats [--http HOST:PORT] [--json]   (the dashboard's numbers as text)
+//   yb [--master HOST:PORT] top [--http HOST:PORT] [--interval SEC]   (the same, refreshed in place)
 // Exit status: 0 on success, 1 on a store error (printed with Mooncake's code), 2 on bad usage.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -34,6 +36,7 @@
 #include "net/security.h"
 #include "rpc/master_client.h"
 #include "yb_events.h"
+#include "yb_stats.h"
 #include "yuebing/client.h"
 
 namespace {
@@ -120,6 +123,16 @@ int main(int argc, char** argv) {
   events->add_option("--count", ev.count, "stop after this many events (0: never)");
   events->add_option("--timeout", ev.timeout_s, "stop after this many seconds without a message (0: never)");
   events->add_flag("--json", ev.json, "print each event as the JSON object its msgpack map decodes to");
+  yb::tools::StatsOptions so;
+  auto* stats = app.add_subcommand("stats", "print the dashboard's numbers (a master's /dashboard.json) as text");
+  auto* top = app.add_subcommand("top", "the dashboard's numbers in the terminal, refreshed until interrupted");
+  for (auto* sub : {stats, top}) {
+    sub->add_option("--http", so.http, "the master's metrics address host:port (default: --master's host, port 9003)");
+  }
+  stats->add_flag("--json", so.json, "print the feed itself");
+  top->add_option("--interval", so.interval_s, "seconds between refreshes")->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  top->add_option("--iterations", so.iterations, "stop after this many refreshes (0: never)");
   app.add_option("--enable_checksum", c.enable_checksum,
                  "record a checksum with a put and check it on a get (YB_ENABLE_CHECKSUM)")
       ->capture_default_str();
@@ -132,6 +145,16 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
 
   if (events->parsed()) return yb::tools::TailKvEvents(ev);
+  if (stats->parsed() || top->parsed()) {
+    if (so.http.empty()) {
+      if (yb::LeaderFollower::IsEtcdAddress(master)) {
+        std::fprintf(stderr, "with --master etcd://..., name the leader's metrics address: --http HOST:PORT\n");
+        return 2;
+      }
+      so.http = master.substr(0, master.rfind(':')) + ":9003";
+    }
+    return stats->parsed() ? yb::tools::PrintStats(so) : yb::tools::Top(so);
+  }
   if (token->parsed() || role_key->parsed()) {
     if (c.auth_secret_file.empty()) {
       if (role_key->parsed()) {

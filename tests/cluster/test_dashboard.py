@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import wait_until
+from conftest import BIN, free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -77,3 +77,27 @@ def test_the_dashboard_shows_the_clusters_numbers(cluster, tmp_path):
     with open(shot, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(shot) > 20000
+
+
+def test_yb_stats_and_top_print_the_dashboards_numbers(cluster):
+    cluster.start_master()
+    cluster.start_client("node-a", "16MB")
+    for i in range(3):
+        cluster.yb(["put", f"k{i}", "--value", "v" * 100], check=True)
+    cluster.yb(["get", "k0"], check=True)
+    cluster.yb(["get", "gone"])
+    http = f"{cluster.master_host}:{cluster.http_port}"
+    out = cluster.yb(["stats", "--http", http], check=True).stdout.decode()
+    assert re.search(r"^keys +3 ", out, re.M), out
+    assert re.search(r"^get hit rate +50\.0% since start \(1 hits, 1 misses\)", out, re.M), out
+    assert re.search(r"^not_remembered +1 +0 +0$", out, re.M), out
+    [seg] = json.loads(cluster.http("/segments"))
+    assert re.search(rf"^{re.escape(seg['name'])} +127\.0\.0\.1:\d+ +- +16\.0 MiB ", out, re.M), out
+    feed = json.loads(cluster.yb(["stats", "--http", http, "--json"], check=True).stdout)
+    assert feed["now"]["keys"] == 3
+    top = cluster.yb(["top", "--http", http, "--interval", "0.2", "--iterations", "2"], check=True).stdout.decode()
+    assert top.count("\x1b[H\x1b[2J") == 2 and top.count("get hit rate") == 2, top
+    down = cluster.yb(["stats", "--http", f"127.0.0.1:{free_port()}"])
+    assert down.returncode == 1 and b"cannot reach the master's HTTP at 127.0.0.1:" in down.stderr
+    etcd = subprocess.run([f"{BIN}/yb", "--master", "etcd://127.0.0.1:1", "stats"], capture_output=True, timeout=30)
+    assert etcd.returncode == 2 and b"--http HOST:PORT" in etcd.stderr
