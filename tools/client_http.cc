@@ -67,6 +67,25 @@ std::string ClientMetricsText(const ClientStats& s) {
              "This client's put calls (a batch is one call), from the call to its answer.");
     p.Histogram("yb_client_put_duration_seconds", "", *s.put_durations);
   }
+  if (!s.transports.empty()) {
+    // This client's own replica transfers, by what they went over.
+    auto per_transport = [&](const char* name, const char* help, auto value) {
+      p.Family("counter", name, help);
+      for (const auto& t : s.transports) p.Sample(name, "transport=\"" + PrometheusText::Label(t.kind) + "\"", value(t));
+    };
+    per_transport("yb_client_transfer_requests_total", "Replica transfers of this client's gets and puts, by transport.",
+                  [](const TransportUse& t) { return t.requests; });
+    per_transport("yb_client_transfer_bytes_total", "Bytes those transfers moved, by transport.",
+                  [](const TransportUse& t) { return t.bytes; });
+    per_transport("yb_client_transfer_failures_total", "Those transfers that failed, by transport.",
+                  [](const TransportUse& t) { return t.failures; });
+    p.Family("histogram", "yb_client_transfer_duration_seconds",
+             "Time to move one batch of this client's replica transfers over one transport.");
+    for (const auto& t : s.transports) {
+      if (t.durations) p.Histogram("yb_client_transfer_duration_seconds", "transport=\"" + PrometheusText::Label(t.kind) + "\"",
+                                   *t.durations);
+    }
+  }
   p.Counter("yb_client_location_cache_hits_total",
             "Gets served from a cached location: straight to the holder, no master call.", s.location_cache_hits);
   p.Counter("yb_client_location_cache_stale_total",

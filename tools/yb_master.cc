@@ -1,7 +1,8 @@
 // yb-master: the metadata service, over the network. Mooncake's flag names and defaults;
 // --config_path names a YAML or JSON file with the same keys (command-line flags win).
-// Serves RPC on --rpc_port and HTTP on --metrics_port: /metrics (Prometheus text), /health,
-// /segments (JSON usage) and /get_all_segments (segment names, as SGLang polls).
+// Serves RPC on --rpc_port and HTTP on --metrics_port (tools/master_http.h: /metrics, /health,
+// /segments, /get_all_segments as SGLang polls, the dashboard at /, /kv_events/status, ...), and
+// with --enable_kv_events the KV events on a ZeroMQ PUB socket (tools/master_kv_events.h).
 #include <cstdlib>
 #include <signal.h>
 #include <unistd.h>

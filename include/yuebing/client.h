@@ -26,7 +26,6 @@ struct Slice {
   uint64_t size = 0;
 };
 
-class LatencyHistogram;  // durations in buckets (an internal header: common/histogram.h)
 
 // Bytes of an object read in place or copied (Client::GetView); valid while any copy of the view
 // lives (`keep` holds the memory, and the object's pin when in place).
@@ -186,6 +185,7 @@ struct ClientStats {
   // How long this client's get and put calls took, a batch as one call (from the call to its
   // answer: master calls and transfers); exported on /metrics as histograms.
   std::shared_ptr<const LatencyHistogram> get_durations, put_durations;
+  std::vector<TransportUse> transports;  // this client's transfers, by transport
   uint64_t location_cache_hits = 0;   // gets served from a cached location (no master call)
   uint64_t location_cache_stale = 0;  // cached locations that failed or mismatched (the master asked)
   // Objects this client read from an SSD tier (a LOCAL_DISK replica, its own or another client's),

@@ -4,6 +4,7 @@
 #include <array>
 #include <compare>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -136,6 +137,16 @@ struct SegmentUsage {
 
 // What a client's transfer server has served since it started (all zero for a client that
 // contributes no memory and so runs none).
+class LatencyHistogram;  // durations in buckets (an internal header: common/histogram.h)
+
+// What one transport of a client's transfer engine moved since the client started: its own reads
+// and writes of replicas, by what they went over.
+struct TransportUse {
+  std::string kind;  // "memory" (this process), "shm" (this host), "tcp", "relay" (a dummy's)
+  uint64_t requests = 0, bytes = 0, failures = 0;
+  std::shared_ptr<const LatencyHistogram> durations;  // of each batch handed to it
+};
+
 struct TransferServerStats {
   uint64_t open_connections = 0;
   uint64_t refused_connections = 0;  // closed at once: the connection limit was reached

@@ -194,6 +194,7 @@ ClientStats Client::Stats() const {
     s.segment_bytes += d.size;
   }
   s.get_durations = impl_->get_durations;
+  s.transports = impl_->parts.engine->uses();
   s.put_durations = impl_->put_durations;
   s.location_cache_hits = impl_->data.locations().hits();
   s.location_cache_stale = impl_->data.locations().stale();

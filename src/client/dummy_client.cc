@@ -39,6 +39,7 @@ class RelayTransport final : public Transport {
  public:
   RelayTransport(std::shared_ptr<rpc::RpcChannel> channel, uint16_t port, std::chrono::milliseconds timeout)
       : channel_(std::move(channel)), port_(port), timeout_(timeout) {}
+  std::string_view kind() const override { return "relay"; }
   ~RelayTransport() override {
     if (mem_ >= 0) close(mem_);
   }

@@ -15,6 +15,7 @@ class FaultInjectingTransport final : public Transport {
  public:
   explicit FaultInjectingTransport(std::shared_ptr<Transport> inner, bool requires_registration = false)
       : inner_(std::move(inner)), requires_registration_(requires_registration) {}
+  std::string_view kind() const override { return inner_->kind(); }
 
   // Every transfer to or from `segment` fails with TRANSFER_FAIL.
   void FailSegment(SegmentId segment);

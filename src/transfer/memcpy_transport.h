@@ -10,6 +10,7 @@ namespace yb {
 
 class MemcpyTransport final : public Transport {
  public:
+  std::string_view kind() const override { return "memory"; }
   explicit MemcpyTransport(std::shared_ptr<LocalSegmentRegistry> registry) : registry_(std::move(registry)) {}
   bool Reaches(SegmentId segment) const override { return registry_->Contains(segment); }
   std::vector<Status> Submit(const std::vector<TransferRequest>& batch) override;

@@ -1,5 +1,7 @@
 #include "transfer/memcpy_transport.h"
 
+#include "transfer/transfer_engine.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -48,6 +50,43 @@ TEST(MemcpyTransportTest, RegionOutlivesRemovalWhileHeld) {
   held.base[0] = 1;  // still mapped: `held` keeps it alive
   EXPECT_EQ(held.base[0], 1);
   EXPECT_FALSE(reg->Find(1).base);
+}
+
+}  // namespace
+}  // namespace yb
+
+namespace yb {
+namespace {
+
+// The engine counts what each of its transports moved and times each batch it hands one; two
+// transports of one kind are told apart.
+TEST(TransferEngineTest, EachTransportsRequestsBytesFailuresAndBatchesAreCounted) {
+  auto reg = std::make_shared<LocalSegmentRegistry>();
+  auto region = MappedRegion::Map(8192);
+  ASSERT_TRUE(region);
+  reg->Add(7, LocalSegment{region, region->data(), 8192});
+  auto other = std::make_shared<LocalSegmentRegistry>();
+  TransferEngine engine;
+  engine.AddTransport(std::make_shared<MemcpyTransport>(reg));
+  engine.AddTransport(std::make_shared<MemcpyTransport>(other));
+  char buf[100] = {};
+  using Op = TransferRequest::Op;
+  auto st = engine.Submit({{Op::kWrite, 7, 0, buf, 100}, {Op::kRead, 7, 0, buf, 50}, {Op::kRead, 7, 8190, buf, 10},
+                           {Op::kRead, 9, 0, buf, 10}});  // the last reaches neither
+  EXPECT_TRUE(st[0].ok() && st[1].ok());
+  EXPECT_FALSE(st[2].ok());
+  EXPECT_EQ(st[3].code(), Code::kTransferFail);
+  auto uses = engine.uses();
+  ASSERT_EQ(uses.size(), 2u);
+  EXPECT_EQ(uses[0].kind, "memory");
+  EXPECT_EQ(uses[1].kind, "memory-2");
+  EXPECT_EQ(uses[0].requests, 3u);
+  EXPECT_EQ(uses[0].bytes, 160u);
+  EXPECT_EQ(uses[0].failures, 1u);
+  ASSERT_TRUE(uses[0].durations);
+  EXPECT_EQ(uses[0].durations->count(), 1u);  // one batch
+  EXPECT_EQ(uses[1].requests, 0u);
+  EXPECT_EQ(uses[1].durations->count(), 0u);
 }
 
 }  // namespace

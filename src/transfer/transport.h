@@ -55,6 +55,9 @@ class Transport {
   virtual ~Transport() = default;
   // Whether this transport can reach the segment at all.
   virtual bool Reaches(SegmentId segment) const = 0;
+  // What it moves bytes over, as metrics label it: "memory" (this process), "shm" (this host's
+  // shared memory), "tcp", "relay" (a dummy's real client).
+  virtual std::string_view kind() const { return "other"; }
   // Runs a batch; one Status per request, in order. A request outside its segment's bounds fails
   // with INVALID_PARAMS and touches no byte. The requests of a batch may run concurrently and in
   // any order: a batch must not write bytes that another of its requests reads or writes.

@@ -47,6 +47,19 @@ def test_master_calls_are_a_histogram_per_operation_and_the_dashboard_reads_real
         assert own_samples[("yb_client_put_duration_seconds_bucket", "+Inf")] == 20
         assert own_samples[("yb_client_get_duration_seconds_count", None)] == 2
         assert 0 < own_samples[("yb_client_put_duration_seconds_sum", None)] < 20
+        # Its transfers, by transport: the 20 puts and the 20 reads of the batch went to the node on
+        # this host (shared memory: the shm transport).
+        by_transport = {}
+        for n, l, v in samples(own):
+            if "transport" in l and "le" not in l:
+                by_transport.setdefault(l["transport"], {})[n] = v
+        assert set(by_transport) == {"memory", "shm", "tcp"}, by_transport
+        shm = by_transport["shm"]
+        assert shm["yb_client_transfer_requests_total"] >= 40, by_transport
+        assert shm["yb_client_transfer_bytes_total"] >= 40 * 1000, by_transport
+        assert shm["yb_client_transfer_failures_total"] == 0, by_transport
+        assert shm["yb_client_transfer_duration_seconds_count"] >= 2, by_transport
+        assert by_transport["tcp"]["yb_client_transfer_requests_total"] == 0, by_transport
     finally:
         assert s.close() == 0
     text = cluster.http("/metrics")
@@ -85,7 +98,8 @@ def test_master_calls_are_a_histogram_per_operation_and_the_dashboard_reads_real
     wait_until(lambda: "yb_client_location_cache_hits_total" in client_metrics(http), 10, "the client's /metrics")
     names |= {n for n, _, _ in samples(client_http(http, "/metrics")[1])}
     # The dashboard: valid JSON, and every metric its queries name is exported (HA's only by an HA
-    # master: those are checked against the code that exports them).
+    # master and the KV events' only with them on: those are checked against the code that exports
+    # them).
     with open(DASHBOARD) as f:
         dash = json.load(f)
     exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
@@ -94,7 +108,7 @@ def test_master_calls_are_a_histogram_per_operation_and_the_dashboard_reads_real
         exported_by_code = f.read()
     for expr in exprs:
         for metric in re.findall(r"\byb_[a-z_]+", expr):
-            if metric.startswith("yb_master_ha_"):
+            if metric.startswith(("yb_master_ha_", "yb_master_kv_event")):  # with --enable_ha, --enable_kv_events
                 assert f'"{metric}"' in exported_by_code, metric
             else:
                 assert metric in names, f"the dashboard's {metric} is not exported ({expr})"

@@ -27,6 +27,7 @@ namespace yb::shm {
 
 class ShmTransport final : public Transport {
  public:
+  std::string_view kind() const override { return "shm"; }
   using Resolver = std::function<std::optional<std::string>(SegmentId)>;
   struct Options {
     // The data-plane key this process proves (the owner checks it when it has a secret); read at

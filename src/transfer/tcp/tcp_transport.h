@@ -45,6 +45,7 @@ namespace yb::tcp {
 
 class TcpTransport final : public Transport {
  public:
+  std::string_view kind() const override { return "tcp"; }
   using Resolver = std::function<std::optional<std::string>(SegmentId)>;  // segment -> "host:port"
   struct Options {
     // 64 KiB, as Mooncake: with two connections per batch, a 1 MiB read came back ~12% sooner
