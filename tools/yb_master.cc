@@ -87,12 +87,10 @@ std::string AdvertisedAddress(const DaemonFlags& f) {
   return host + ":" + std::to_string(f.rpc_port);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Reads the command line and the config file into `f` and `mc` (whose fields hold the defaults):
+// -1 to go on, else the exit status (0 after --help, 2 for a bad value).
+int ParseFlags(int argc, char** argv, DaemonFlags& f, yb::MasterConfig& mc) {
   CLI::App app{"yb-master: Yuebing's metadata service"};
-  DaemonFlags f;
-  yb::MasterConfig mc;  // the defaults of the flags below
   app.option_defaults()->always_capture_default();
   app.add_option("--rpc_address", f.rpc_address, "address to serve RPC on");
   app.add_option("--rpc_port", f.rpc_port, "RPC port")->check(CLI::Range(1, 65535));
@@ -259,7 +257,11 @@ int main(int argc, char** argv) {
   yb::tools::AddKvEventsFlags(app, f.kv_events);
   app.add_option("--config_path", f.config_path, "YAML or JSON file with the same keys");
   app.add_option("--log_level", f.log_level, "trace | debug | info | warn | error");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help; else a bad flag or value, said by CLI11
+  }
   if (!f.config_path.empty()) {
     if (auto st = yb::tools::ApplyConfigFile(app, f.config_path); !st.ok()) {
       spdlog::error("{}", st.message());
@@ -271,6 +273,12 @@ int main(int argc, char** argv) {
     spdlog::error("--tenant_quotas: {}", st.message());
     return 2;
   }
+  return -1;
+}
+
+// The security the flags ask for (a secret, tenants' secrets, TLS, protected mode), said at start;
+// null, with the reason logged, when it cannot be had or does not allow what the flags ask.
+std::shared_ptr<yb::net::Security> MakeSecurity(const DaemonFlags& f, yb::MasterConfig& mc) {
   yb::net::SecurityOptions so;
   so.tls = {f.tls_cert, f.tls_key, f.tls_ca};
   so.protected_mode = f.protected_mode;
@@ -279,7 +287,7 @@ int main(int argc, char** argv) {
     auto secret = yb::net::ReadSecretFile(f.auth_secret_file);
     if (!secret.ok()) {
       spdlog::error("--auth_secret_file: {}", secret.status().message());
-      return 2;
+      return nullptr;
     }
     so.secret = std::move(secret).value();
   }
@@ -287,19 +295,19 @@ int main(int argc, char** argv) {
     auto tenants = yb::net::ReadTenantSecrets(f.tenant_secrets_file);
     if (!tenants.ok()) {
       spdlog::error("--tenant_secrets_file: {}", tenants.status().message());
-      return 2;
+      return nullptr;
     }
     so.tenant_secrets = std::move(tenants).value();
     mc.hold_freed_ranges = true;  // tenants are walled off from each other: so are their old grants
   }
   if (so.tls.enabled() && (f.tls_cert.empty() || f.tls_key.empty())) {
     spdlog::error("TLS: the master serves it, so it needs --tls_cert and --tls_key");
-    return 2;
+    return nullptr;
   }
   auto made = yb::net::Security::Create(std::move(so));
   if (!made.ok()) {
     spdlog::error("{}", made.status().message());
-    return 2;
+    return nullptr;
   }
   const std::shared_ptr<yb::net::Security> security = std::move(made).value();
   if (security->loopback_only()) {
@@ -318,8 +326,14 @@ int main(int argc, char** argv) {
         "segment's grant key and the key that signs client tokens, so only masters that prove the cluster's "
         "secret may follow the log",
         f.rpc_address);
-    return 2;
+    return nullptr;
   }
+  return security;
+}
+
+// Builds the master (lone, or one of several under etcd), serves RPC and HTTP, and runs the
+// background steps until a stop signal: the exit status.
+int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::Security>& security) {
   auto kv_events = yb::tools::StartKvEvents(f.kv_events, AdvertisedAddress(f), *security);
   if (!kv_events.ok()) {
     spdlog::error("{}", kv_events.status().message());
@@ -536,4 +550,15 @@ int main(int argc, char** argv) {
   lone_log.reset();  // what was appended is written and synced
   spdlog::info("yb-master stopped");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  DaemonFlags f;
+  yb::MasterConfig mc;  // the defaults of the flags
+  if (int status = ParseFlags(argc, argv, f, mc); status >= 0) return status;
+  auto security = MakeSecurity(f, mc);
+  if (!security) return 2;
+  return Serve(f, mc, security);
 }
