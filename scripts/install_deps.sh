@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package Yuebing needs to build, test and benchmark.
+# `--build-only`: leaves out what only the tests and benchmarks use and that weighs most (Chromium
+# for the dashboard's test, PyTorch, iperf3), as the container image's build stage does.
 # Safe to run again; needs root (or sudo).
 set -euo pipefail
+BUILD_ONLY=0
+[ "${1:-}" = "--build-only" ] && BUILD_ONLY=1
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(
@@ -9,14 +13,16 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
   libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libre2-dev libssl-dev
-  python3 python3-dev python3-pytest python3-numpy python3-torch pybind11-dev iproute2 iperf3 curl
+  python3 python3-dev python3-pytest python3-numpy pybind11-dev iproute2 curl
   clang
   etcd-server etcd-client
   systemd
   python3-yaml python3-kubernetes
   libzmq3-dev cppzmq-dev libmsgpack-dev python3-zmq python3-msgpack
-  chromium
 )
+if [ "$BUILD_ONLY" = 0 ]; then
+  PKGS+=(python3-torch iperf3 chromium)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
