@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -16,6 +17,12 @@
 
 namespace yb::tools {
 namespace {
+
+// The records a standby that has `acked` is behind the leader's log.
+uint64_t LagOf(const ha::MetaLog* log, uint64_t acked) {
+  const uint64_t last = log ? log->stats().last_seq : 0;
+  return last > acked ? last - acked : 0;
+}
 
 std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc::RpcServer& server,
                     const ha::MetaLog* log, const ha::HaMaster* ha, const KvEvents* kv_events) {
@@ -33,10 +40,9 @@ std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc
     p.Gauge("yb_master_ha_epoch", "Epoch of the leader this master knows of.", ha->epoch());
     p.Counter("yb_master_ha_elections_won_total", "Elections this master won (failovers to it).", ha->elections_won());
     uint64_t counted = 0, lag = 0;
-    const uint64_t last = log ? log->stats().last_seq : 0;
     for (const auto& s : ha->standbys()) {
       counted += s.in_sync;
-      lag = std::max(lag, last > s.acked ? last - s.acked : 0);
+      lag = std::max(lag, LagOf(log, s.acked));
     }
     p.Gauge("yb_master_ha_standbys", "Standbys this leader ships its log to.", ha->standbys().size());
     p.Gauge("yb_master_ha_standbys_in_sync", "Standbys counted: a change waits for each of them.", counted);
@@ -221,6 +227,7 @@ nlohmann::json SegmentsJson(MasterService* master) {
                    {"capacity", u.capacity},
                    {"allocated", u.allocated},
                    {"allocations", u.allocations},
+                   {"largest_free", u.largest_free_region},
                    {"fragmentation", u.fragmentation},
                    {"draining", u.draining}});
   }
@@ -261,9 +268,22 @@ std::shared_ptr<MasterService> ForChange(const MasterHttpContext& c, const httpl
   return m;
 }
 
-}  // namespace
 
-DashboardSample DashboardSampleOf(const MasterHttpContext& c) {
+// The standbys this leader ships its log to (/health, /dashboard.json).
+nlohmann::json StandbysJson(const MasterHttpContext& c) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!c.ha) return out;
+  for (const auto& s : c.ha->standbys()) {
+    out.push_back({{"address", s.address},
+                   {"in_sync", s.in_sync},
+                   {"acked_seq", s.acked},
+                   {"lag_records", LagOf(c.log, s.acked)}});
+  }
+  return out;
+}
+
+// The sample of the master whose stats are `st` (null: none serves here, a standby).
+DashboardSample SampleOf(const MasterHttpContext& c, const MasterStats* st) {
   DashboardSample d;
   d.t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
                .count();
@@ -274,85 +294,59 @@ DashboardSample DashboardSampleOf(const MasterHttpContext& c) {
     d.rpc_micros += c.rpc.durations(m).total_micros();
   }
   if (c.ha) {
-    const uint64_t last = c.log ? c.log->stats().last_seq : 0;
-    for (const auto& s : c.ha->standbys()) {
-      d.standby_lag_records = std::max(d.standby_lag_records, last > s.acked ? last - s.acked : 0);
-    }
+    for (const auto& s : c.ha->standbys()) d.standby_lag_records = std::max(d.standby_lag_records, LagOf(c.log, s.acked));
   }
-  auto m = c.current();
-  d.leader = m != nullptr;
-  if (!m) return d;
-  const MasterStats st = m->Stats();
-  d.keys = st.keys;
-  d.capacity = st.capacity;
-  d.allocated = st.allocated;
-  d.segments = st.segments;
-  d.live_clients = st.live_clients;
-  d.get_hits = st.get_hits;
-  d.exist_hits = st.exist_hits;
+  d.leader = st != nullptr;
+  if (!st) return d;
+  d.keys = st->keys;
+  d.capacity = st->capacity;
+  d.allocated = st->allocated;
+  d.segments = st->segments;
+  d.live_clients = st->live_clients;
+  d.get_hits = st->get_hits;
+  d.exist_hits = st->exist_hits;
   for (int i = 1; i < kMissReasonCount; ++i) {  // from 1: kStored is not a miss
-    d.get_misses += st.get_misses[i];
-    d.exist_misses += st.exist_misses[i];
-    d.puts_refused += st.puts_refused[i];
+    d.get_misses += st->get_misses[i];
+    d.exist_misses += st->exist_misses[i];
+    d.puts_refused += st->puts_refused[i];
   }
-  d.evicted_objects = st.evicted_objects;
-  d.repaired = st.repaired;
-  d.objects_lost = st.objects_lost;
-  d.offloaded = st.offloaded + st.offloaded_on_evict;
-  d.disk_replicas_dropped = st.disk_dropped;
+  d.evicted_objects = st->evicted_objects;
+  d.repaired = st->repaired;
+  d.objects_lost = st->objects_lost;
+  d.offloaded = st->offloaded + st->offloaded_on_evict;
+  d.disk_replicas_dropped = st->disk_dropped;
   return d;
 }
 
-namespace {
-
-// /dashboard.json: the numbers now, and the history the charts are drawn from.
+// /dashboard.json: the numbers now, and the history the charts are drawn from. The master's stats
+// (which visit every shard) are taken once.
 nlohmann::json DashboardJson(const MasterHttpContext& c) {
+  auto m = c.current();
+  std::optional<MasterStats> st;
+  if (m) st = m->Stats();
   nlohmann::json j = {{"cluster_id", c.cluster_id},
                       {"role", !c.ha || c.ha->role() == ha::HaMaster::Role::kLeader ? "leader" : "standby"},
                       {"epoch", c.ha ? c.ha->epoch() : 0},
-                      {"now", ToJson(DashboardSampleOf(c))},
-                      {"history", c.history ? c.history->Json() : nlohmann::json::array()}};
-  auto m = c.current();
-  nlohmann::json segments = nlohmann::json::array();
-  if (m) {
-    for (const auto& u : m->ListSegments().value()) {
-      segments.push_back({{"id", std::to_string(u.desc.id)},
-                          {"name", u.desc.name},
-                          {"endpoint", u.desc.endpoint},
-                          {"zone", u.desc.zone},
-                          {"capacity", u.capacity},
-                          {"allocated", u.allocated},
-                          {"largest_free", u.largest_free_region},
-                          {"fragmentation", u.fragmentation},
-                          {"draining", u.draining}});
-    }
-    const MasterStats st = m->Stats();
+                      {"now", ToJson(SampleOf(c, st ? &*st : nullptr))},
+                      {"history", c.history ? c.history->Json() : nlohmann::json::array()},
+                      {"segments", SegmentsJson(m.get())},
+                      {"standbys", StandbysJson(c)}};
+  if (st) {
     nlohmann::json misses = nlohmann::json::object();
     for (int i = 1; i < kMissReasonCount; ++i) {
       const std::string name(MissReasonName(static_cast<MissReason>(i)));
-      misses[name] = {{"get", st.get_misses[i]}, {"exist", st.exist_misses[i]}, {"put_refused", st.puts_refused[i]}};
+      misses[name] = {{"get", st->get_misses[i]}, {"exist", st->exist_misses[i]}, {"put_refused", st->puts_refused[i]}};
     }
     j["misses"] = misses;
-    j["stats"] = {{"pending_puts", st.pending_puts},
-                  {"segments_unconfirmed", st.segments_unconfirmed},
-                  {"segments_unreachable", st.segments_unreachable},
-                  {"repair_at_risk", st.repair_at_risk},
-                  {"repairs_in_flight", st.repairs_in_flight},
-                  {"offload_queued", st.offload_queued},
-                  {"under_replicated_puts", st.under_replicated_puts},
-                  {"evicted_bytes", st.evicted_bytes}};
+    j["stats"] = {{"pending_puts", st->pending_puts},
+                  {"segments_unconfirmed", st->segments_unconfirmed},
+                  {"segments_unreachable", st->segments_unreachable},
+                  {"repair_at_risk", st->repair_at_risk},
+                  {"repairs_in_flight", st->repairs_in_flight},
+                  {"offload_queued", st->offload_queued},
+                  {"under_replicated_puts", st->under_replicated_puts},
+                  {"evicted_bytes", st->evicted_bytes}};
   }
-  j["segments"] = segments;
-  nlohmann::json standbys = nlohmann::json::array();
-  if (c.ha) {
-    const uint64_t last = c.log ? c.log->stats().last_seq : 0;
-    for (const auto& s : c.ha->standbys()) {
-      standbys.push_back({{"address", s.address},
-                          {"in_sync", s.in_sync},
-                          {"lag_records", last > s.acked ? last - s.acked : 0}});
-    }
-  }
-  j["standbys"] = standbys;
   if (c.kv_events) {
     const KvEventStats k = c.kv_events->stats();
     j["kv_events"] = {{"published", k.published_events}, {"dropped", k.dropped_events}, {"queued", k.queued}};
@@ -361,6 +355,13 @@ nlohmann::json DashboardJson(const MasterHttpContext& c) {
 }
 
 }  // namespace
+
+DashboardSample DashboardSampleOf(const MasterHttpContext& c) {
+  auto m = c.current();
+  if (!m) return SampleOf(c, nullptr);
+  const MasterStats st = m->Stats();
+  return SampleOf(c, &st);
+}
 
 void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
   for (const char* path : {"/", "/dashboard"}) {
@@ -412,15 +413,7 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
       h["epoch"] = c.ha->epoch();
       h["leader"] = c.ha->leader();
       h["cluster_id"] = c.cluster_id;
-      nlohmann::json standbys = nlohmann::json::array();
-      const uint64_t last = c.log->stats().last_seq;
-      for (const auto& s : c.ha->standbys()) {
-        standbys.push_back({{"address", s.address},
-                            {"in_sync", s.in_sync},
-                            {"acked_seq", s.acked},
-                            {"lag_records", last > s.acked ? last - s.acked : 0}});
-      }
-      h["standbys"] = standbys;
+      h["standbys"] = StandbysJson(c);
     }
     if (c.log) {
       auto s = c.log->stats();
