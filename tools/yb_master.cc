@@ -424,6 +424,7 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
     lone = std::move(created).value();
     if (!f.metadata_dir.empty()) {
       yb::MasterImage image;
+      image.gone = yb::GoneKeys(mc.miss_reason_keys);
       auto opened = yb::ha::MetaLog::Open(lo, &image);
       if (!opened.ok()) {
         spdlog::error("--metadata_dir {}: {}", f.metadata_dir, opened.status().ToString());

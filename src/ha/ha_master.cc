@@ -42,6 +42,7 @@ Result<std::unique_ptr<HaMaster>> HaMaster::Create(Options options, const Clock&
   if (options.address.empty()) return Status(Code::kInvalidParams, "HA needs this master's address");
   std::unique_ptr<HaMaster> ha(new HaMaster(std::move(options), clock));
   MutexLock lock(ha->apply_mu_);  // nothing else runs yet: for the analysis
+  ha->image_.gone = GoneKeys(ha->options_.master.miss_reason_keys);
   auto log = MetaLog::Open(ha->options_.log, &ha->image_);
   if (!log.ok()) return log.status();
   ha->log_ = std::move(log).value();

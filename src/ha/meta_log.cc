@@ -71,7 +71,7 @@ bool LoadSnapshotContents(std::string_view contents, uint64_t seq, MasterImage* 
     ++n;
   }
   if (!r.clean()) return false;
-  *image = std::move(loaded);
+  image->TakeSnapshotState(std::move(loaded));
   *records = n;
   return true;
 }
@@ -124,7 +124,7 @@ MetaLog::~MetaLog() {
 Status MetaLog::Recover(MasterImage* image) {
   DirFiles files = ListDir(options_.dir);
   uint64_t base = 0, snapshot_records = 0;
-  *image = MasterImage{};
+  image->TakeSnapshotState(MasterImage{});
   for (auto it = files.snapshots.rbegin(); it != files.snapshots.rend(); ++it) {
     const std::string path = options_.dir + "/" + SnapshotFileName(*it);
     if (LoadSnapshot(path, *it, image, &snapshot_records)) {

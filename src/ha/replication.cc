@@ -303,7 +303,7 @@ Result<uint64_t> LogApplier::Apply(bool snapshot_begin, uint64_t snapshot_seq, s
       return Status(Code::kInvalidParams, "the shipped snapshot is not intact");
     }
     YB_RETURN_IF_ERROR(log_.ReplaceWithSnapshot(snapshot_seq_, snapshot_));
-    image_ = std::move(image);
+    image_.TakeSnapshotState(std::move(image));
     receiving_ = false;
     snapshot_.clear();
     YB_LOG_INFO("replication: snapshot {} received ({} records): {}", snapshot_seq_, records, image_.Summary());
@@ -331,7 +331,9 @@ Status LogApplier::SnapshotIfDue(MutexUniqueLock& lock) NO_THREAD_SAFETY_ANALYSI
   Status st = log_.Snapshot(
       [&](const auto& emit) NO_THREAD_SAFETY_ANALYSIS {
         // Called once the log has moved to a new file: the image holds every record before it.
+        GoneKeys gone = std::move(image_.gone);  // not in snapshots: not copied
         MasterImage copy = image_;
+        image_.gone = std::move(gone);
         lock.unlock();
         copy.Emit(emit);
       },

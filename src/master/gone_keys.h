@@ -36,6 +36,14 @@ class GoneKeys {
   void Note(uint64_t hash, MissReason why, TimeMs now);
   // What is remembered of the key of hash `hash`: nothing if it was never noted or was forgotten.
   std::optional<Entry> Find(uint64_t hash) const;
+  // Calls `fn` with each remembered entry, oldest first.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (size_t i = 0; i < ring_.size(); ++i) {
+      const Entry& e = ring_[(next_ + i) % ring_.size()];
+      if (e.reason != MissReason::kStored) fn(e);
+    }
+  }
 
   size_t capacity() const { return capacity_; }
   size_t size() const { return count_; }

@@ -3,8 +3,22 @@
 #include <algorithm>
 
 #include "common/grant.h"
+#include "common/hash.h"
 
 namespace yb {
+
+void MasterImage::NoteGone(const std::string& table_key, const pb::LogRecord& r) {
+  // Only a reason a miss can give (a damaged or future value is not remembered).
+  const uint32_t why = r.gone_reason();
+  if (why <= static_cast<uint32_t>(MissReason::kPutInProgress) || why >= kMissReasonCount) return;
+  gone.Note(HashKey(table_key), static_cast<MissReason>(why), r.gone_wall_ms());
+}
+
+void MasterImage::TakeSnapshotState(MasterImage&& loaded) {
+  GoneKeys keep = std::move(gone);
+  *this = std::move(loaded);
+  gone = std::move(keep);
+}
 
 void MasterImage::Apply(const pb::LogRecord& r) {
   switch (r.change_case()) {
@@ -14,6 +28,7 @@ void MasterImage::Apply(const pb::LogRecord& r) {
       break;
     case pb::LogRecord::kObjectGone:
       objects.erase(r.object_gone());
+      NoteGone(r.object_gone(), r);
       break;
     case pb::LogRecord::kPublished:
       next_object_id = std::max(next_object_id, r.published().object_id() + 1);
@@ -25,6 +40,7 @@ void MasterImage::Apply(const pb::LogRecord& r) {
       break;
     case pb::LogRecord::kPendingGone:
       pending.erase(r.pending_gone());
+      NoteGone(r.pending_gone(), r);
       break;
     case pb::LogRecord::kAway:
       if (r.away().copies().empty()) {
@@ -109,7 +125,8 @@ void MasterImage::PruneHolds(int64_t wall_ms) {
 std::string MasterImage::Summary() const {
   return std::to_string(objects.size()) + " objects, " + std::to_string(pending.size()) + " unfinished Puts, " +
          std::to_string(segments.size()) + " segments, " + std::to_string(tenants.size()) + " tenants, " +
-         std::to_string(tasks.size()) + " copy and move tasks";
+         std::to_string(tasks.size()) + " copy and move tasks, " + std::to_string(gone.size()) +
+         " reasons for gone keys";
 }
 
 }  // namespace yb

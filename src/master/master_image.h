@@ -13,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "master/gone_keys.h"
 #include "metalog.pb.h"
 #include "yuebing/types.h"
 
@@ -32,6 +33,14 @@ struct MasterImage {
   std::map<std::pair<SegmentId, uint64_t>, pb::LogHold> holds;
   size_t holds_prune_at = 1024;
   void PruneHolds(int64_t wall_ms);
+  // Why keys went, as the records that removed them say (timed in Unix milliseconds), for the miss
+  // reasons of a master built from this image (MasterService::Load). Not in snapshots: what it
+  // holds is kept when a snapshot replaces the rest (TakeSnapshotState). Its capacity is set by
+  // the image's owner (yb-master's --miss_reason_keys; 0, the default: none).
+  GoneKeys gone{0};
+
+  // Replaces this image with `loaded` (a snapshot's), keeping what `gone` remembers.
+  void TakeSnapshotState(MasterImage&& loaded);
 
   void Apply(const pb::LogRecord& r);
   // Calls `emit` with records that rebuild this image when applied to an empty one (a snapshot's
@@ -39,6 +48,9 @@ struct MasterImage {
   void Emit(const std::function<void(const pb::LogRecord&)>& emit) const;
   // Human-readable counts, for logs.
   std::string Summary() const;
+
+ private:
+  void NoteGone(const std::string& table_key, const pb::LogRecord& r);
 };
 
 }  // namespace yb

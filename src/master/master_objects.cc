@@ -249,8 +249,7 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   Status own = CheckWriter(s, hk, ctx, key);
   if (!own.ok()) return own;
   if (s.FindPending(hk)->replicas.empty()) {
-    (void)s.TakePending(hk);
-    s.NoteGone(hk, MissReason::kNodeLost);
+    (void)s.TakePending(hk, false, MissReason::kNodeLost);
     return Status(Code::kInvalidWrite, "every replica of key " + Quote(key) + " was lost to an unmount");
   }
   PendingPut put = s.TakePending(hk, /*to_publish=*/true);

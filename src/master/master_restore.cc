@@ -25,6 +25,12 @@ ClientId Owner(const pb::LogSegment& s) { return ClientId{s.owner_hi(), s.owner_
 Status MasterService::Load(const MasterImage& image) {
   const TimeMs now = clock_.NowMs();
   if (image.identity_key.size() == kGrantKeySize) identity_key_ = image.identity_key;
+  // Why keys went, as the records say: on this clock, as long ago as they went by the wall's.
+  const int64_t wall_now = WallMs();
+  image.gone.ForEach([&](const GoneKeys::Entry& e) {
+    const int64_t ago = std::max<int64_t>(0, wall_now - static_cast<int64_t>(e.when_s) * 1000);
+    table_.RestoreGone(e.hash, e.reason, std::max<int64_t>(0, now - ago));
+  });
   for (const auto& [index, t] : image.tenants) {
     YB_RETURN_IF_ERROR(tenants_.Restore(static_cast<TenantIndex>(index), t.name(),
                                         t.has_quota() ? t.quota() : TenantRegistry::kNoQuota));
@@ -114,6 +120,7 @@ Status MasterService::Load(const MasterImage& image) {
     uint64_t memory = 0;
     auto replicas = replicas_of(k, false, o.replicas(), ReplicaStatus::kComplete, &memory);
     if (replicas.empty() || !tenants_.Valid(tenant)) {
+      table_.RestoreGone(HashKey(k), MissReason::kNodeLost, now);
       ++lost;
       continue;
     }

@@ -2,7 +2,9 @@
 // and the master counts misses and refused Puts by reason.
 #include <gtest/gtest.h>
 
+#include "master/master_image.h"
 #include "master/master_test_util.h"
+#include "master/meta_sink.h"
 
 namespace yb {
 namespace {
@@ -124,6 +126,60 @@ TEST_F(MissReasonTest, TheTableIsBoundedAndCanBeTurnedOff) {
   EXPECT_LE(static_cast<uint64_t>(remembered), capacity);
   EXPECT_GE(remembered, 4000);  // the newest, spread over the shards by hash
   EXPECT_EQ(Why("k19999"), MissReason::kRemoved);
+}
+
+// The log's records say why keys went: a master built from them (restarted from its log, or a
+// standby taking over) explains the same misses, across a snapshot that replaces the rest.
+TEST_F(MissReasonTest, AMasterBuiltFromTheLogRemembersWhyKeysWent) {
+  struct Sink final : MetaSink {
+    void Append(const pb::LogRecord& r) override { image.Apply(r); }
+    MasterImage image;
+  } sink;
+  sink.image.gone = GoneKeys(1000);
+  master_->SetSink(&sink);
+  CallContext owner_b = Register(ClientId{2, 2});
+  Mount("a", 1 << 20);
+  const SegmentId b = Mount("b", 1 << 20, owner_b);
+  ASSERT_TRUE(Put("removed", 100).ok());
+  ASSERT_TRUE(master_->Remove(ctx_, "removed", true).ok());
+  ASSERT_TRUE(master_->PutStart(ctx_, "abandoned", 100, {}).ok());
+  ASSERT_TRUE(master_->PutRevoke(ctx_, "abandoned").ok());
+  PutBothAndOnlyOn("b", "both", "only_b", 100);
+  ASSERT_TRUE(master_->UnmountSegment(owner_b, b).ok());
+  ASSERT_TRUE(Put("upserted", 100).ok());
+  ASSERT_TRUE(master_->UpsertStart(ctx_, "upserted", 100, {}).ok());  // replaced at once: nothing noted
+  ASSERT_TRUE(master_->PutEnd(ctx_, "upserted", std::nullopt).ok());
+
+  // A snapshot taken now replaces the image's state and keeps what it remembers.
+  MasterImage snapshot;
+  master_->WriteImage([&](const pb::LogRecord& r) { snapshot.Apply(r); });
+  sink.image.TakeSnapshotState(std::move(snapshot));
+  EXPECT_EQ(sink.image.gone.size(), 3u);
+
+  auto again = std::move(MasterService::Create(config_, clock_).value());
+  ASSERT_TRUE(again->Load(sink.image).ok());
+  auto why = [&](const std::string& key) { return again->WhyMissing(ctx_, key).value(); };
+  EXPECT_EQ(why("removed").reason, MissReason::kRemoved);
+  EXPECT_GE(why("removed").age_ms, 0);
+  EXPECT_LE(why("removed").age_ms, 5000);  // as long ago as the wall clock says
+  EXPECT_EQ(why("abandoned").reason, MissReason::kPutAbandoned);
+  EXPECT_EQ(why("only_b").reason, MissReason::kNodeLost);
+  EXPECT_EQ(why("both").reason, MissReason::kStored);
+  EXPECT_EQ(why("upserted").reason, MissReason::kStored);
+  EXPECT_EQ(why("never").reason, MissReason::kNotRemembered);
+
+  // A record without a reason (a log written before it) or with one a miss cannot give leaves
+  // nothing remembered.
+  MasterImage old;
+  old.gone = GoneKeys(1000);
+  pb::LogRecord r;
+  r.set_object_gone(std::string("\0\0old", 5));
+  old.Apply(r);
+  r.set_gone_reason(static_cast<uint32_t>(MissReason::kPutInProgress));
+  old.Apply(r);
+  r.set_gone_reason(200);
+  old.Apply(r);
+  EXPECT_EQ(old.gone.size(), 0u);
 }
 
 TEST_F(MissReasonTest, AConfigurationOverTheBoundIsRefused) {

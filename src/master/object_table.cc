@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "common/grant.h"
 #include "common/log.h"
 
 namespace yb {
@@ -80,6 +81,12 @@ void ObjectTable::RememberGone(size_t keys, const Clock& clock) {
   }
 }
 
+void ObjectTable::RestoreGone(uint64_t hash, MissReason why, TimeMs when) {
+  Shard& shard = *shards_[ShardIndex(hash)];
+  MutexLock lock(shard.mu);
+  shard.gone.Note(hash, why, when);
+}
+
 void ObjectTable::Locked::NoteGone(const HashedKey& k, MissReason why) {
   AssertHeld(s_);
   if (t_.gone_clock_) s_.gone.Note(k.hash, why, t_.gone_clock_->NowMs());
@@ -125,6 +132,13 @@ thread_local Scratch tls_scratch;
 // What of an object's flags is part of its value; the offload bits are rebuilt.
 constexpr uint8_t kLoggedFlags = kHardPin | kSoftPin | kHasChecksum | kDiskChecksum;
 
+// Only what a miss can say is written: nothing for an object replaced at once.
+void SayWhyGone(pb::LogRecord* rec, MissReason why) {
+  if (why == MissReason::kStored) return;
+  rec->set_gone_reason(static_cast<uint32_t>(why));
+  rec->set_gone_wall_ms(WallMs());
+}
+
 }  // namespace
 
 void ObjectTable::Locked::LogObject(const ObjectEntry& e, bool ends_put) {
@@ -155,10 +169,11 @@ void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) co
   }
 }
 
-void ObjectTable::Locked::LogObjectGone(std::string_view table_key) {
+void ObjectTable::Locked::LogObjectGone(std::string_view table_key, MissReason why) {
   if (!t_.sink_) return;
   pb::LogRecord* rec = tls_scratch.Fresh();
   rec->set_object_gone(table_key.data(), table_key.size());
+  SayWhyGone(rec, why);
   t_.sink_->Append(*rec);
 }
 
@@ -187,10 +202,11 @@ void ObjectTable::Locked::BuildPending(std::string_view table_key, const Pending
   }
 }
 
-void ObjectTable::Locked::LogPendingGone(std::string_view table_key) {
+void ObjectTable::Locked::LogPendingGone(std::string_view table_key, MissReason why) {
   if (!t_.sink_) return;
   pb::LogRecord* rec = tls_scratch.Fresh();
   rec->set_pending_gone(table_key.data(), table_key.size());
+  SayWhyGone(rec, why);
   t_.sink_->Append(*rec);
 }
 
@@ -285,12 +301,13 @@ void ObjectTable::Locked::AddPending(const HashedKey& k, PendingPut put) {
   LogPending(it->first, it->second);
 }
 
-PendingPut ObjectTable::Locked::TakePending(const HashedKey& k, bool to_publish) {
+PendingPut ObjectTable::Locked::TakePending(const HashedKey& k, bool to_publish, MissReason why) {
   AssertHeld(s_);
   auto p = s_.pending.find(k);
   PendingPut put = std::move(p->second);
   s_.pending.erase(p);
-  if (!to_publish) LogPendingGone(k.key);
+  if (!to_publish) LogPendingGone(k.key, why);
+  NoteGone(k, why);
   return put;
 }
 
@@ -300,7 +317,7 @@ bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
   if (p == s_.pending.end()) return false;
   t_.FreeUnfinished(p->second.tenant, p->second.size, p->second.replicas, p->second.started);
   s_.pending.erase(p);
-  LogPendingGone(k.key);
+  LogPendingGone(k.key, MissReason::kPutAbandoned);
   NoteGone(k, MissReason::kPutAbandoned);
   return true;
 }
@@ -314,7 +331,7 @@ uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const Pen
       continue;
     }
     t_.FreeUnfinished(it->second.tenant, it->second.size, it->second.replicas, it->second.started);
-    LogPendingGone(it->first);
+    LogPendingGone(it->first, MissReason::kPutAbandoned);
     NoteGone(HashedKey(it->first), MissReason::kPutAbandoned);
     it = s_.pending.erase(it);
     ++n;
@@ -393,7 +410,7 @@ void ObjectTable::Locked::RemoveHad(Ref r, MissReason why, uint8_t had) {
   } else {
     t_.FreeReplicas(m.tenant, m.size, replicas, hold);
   }
-  LogObjectGone(r.key());
+  LogObjectGone(r.key(), why);
   s_.objects.erase(r.it_);
   t_.objects_.fetch_sub(1, std::memory_order_relaxed);
 }

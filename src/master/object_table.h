@@ -262,7 +262,9 @@ class ObjectTable {
     // Takes a Put out of the table, its space still reserved (the caller frees or keeps it).
     // `to_publish`: the caller publishes it (Publish with ends_put) under this same accessor, and the
     // two are recorded as one change.
-    PendingPut TakePending(const HashedKey& k, bool to_publish = false);
+    // `why`: the reason a miss on the key gives from now on (kStored: the caller says it, or the
+    // key is written again at once).
+    PendingPut TakePending(const HashedKey& k, bool to_publish = false, MissReason why = MissReason::kStored);
     // Ends a Put and frees its space (the key's miss reason: kPutAbandoned). False if there is none.
     bool RevokePending(const HashedKey& k);
     // Revokes every Put for which `pred` holds, calling it once per Put. Returns how many.
@@ -369,9 +371,9 @@ class ObjectTable {
     void NoteMedia(Ref r, uint8_t before, uint8_t after) const;
     // Records of what changed, for the sink (no-ops without one).
     void LogObject(const ObjectEntry& e, bool ends_put = false);
-    void LogObjectGone(std::string_view table_key);
+    void LogObjectGone(std::string_view table_key, MissReason why);
     void LogPending(std::string_view table_key, const PendingPut& p);
-    void LogPendingGone(std::string_view table_key);
+    void LogPendingGone(std::string_view table_key, MissReason why);
     void LogAway(std::string_view table_key);
     void BuildObject(const ObjectEntry& e, pb::LogObject* out) const;
     void BuildPending(std::string_view table_key, const PendingPut& p, pb::LogPending* out) const;
@@ -385,7 +387,8 @@ class ObjectTable {
   Locked Lock(const HashedKey& k);
   Locked LockShard(size_t i);
   size_t shard_count() const { return shards_.size(); }
-  size_t ShardIndex(const HashedKey& k) const { return (k.hash >> 32) % shards_.size(); }
+  size_t ShardIndex(const HashedKey& k) const { return ShardIndex(k.hash); }
+  size_t ShardIndex(uint64_t hash) const { return (hash >> 32) % shards_.size(); }
 
   uint64_t NextObjectId() { return next_object_id_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t object_count() const { return objects_.load(std::memory_order_relaxed); }
@@ -423,6 +426,9 @@ class ObjectTable {
   // Remembers why up to `keys` keys went (GoneKeys, spread over the shards; 0: none), timed by
   // `clock`. Set before the table is used from several threads.
   void RememberGone(size_t keys, const Clock& clock);
+  // Remembers that the key of hash `hash` went for `why` at `when` (this table's clock): what a
+  // recovered image remembers (MasterService::Load).
+  void RestoreGone(uint64_t hash, MissReason why, TimeMs when);
   size_t gone_capacity() const { return gone_capacity_; }
 
   // Where changes are recorded; null (the default): nowhere. Set before the table is used from

@@ -486,6 +486,8 @@ def test_a_master_killed_and_restarted_keeps_every_object(cluster):
     objects = {f"obj-{i}": value(20000 + i * 100, i) for i in range(30)}
     for k, v in objects.items():
         assert put(cluster, k, v, replicas=2).returncode == 0
+    cluster.yb(["put", "gone", "--value", "v"], check=True)
+    cluster.yb(["remove", "gone", "--force"], check=True)
     before = cluster.health()
     # The default level: each answer waited only for its record to be written, not synced, which
     # is what a killed process cannot undo (the kill may land before the background sync).
@@ -497,6 +499,9 @@ def test_a_master_killed_and_restarted_keeps_every_object(cluster):
         assert get(cluster, k) == (0, v), k
     assert cluster.metric("yb_master_keys") == 30
     assert cluster.health()["log"]["last_seq"] >= before["log"]["last_seq"]
+    # The log said why the removed key went: the restarted master still explains its miss.
+    why = cluster.yb(["why", "gone"], check=True).stdout.decode()
+    assert why.strip().endswith("(removed)"), why
     # New objects go on next to the restored ones, never over them.
     extra = value(50000, 99)
     assert put(cluster, "after", extra, replicas=2).returncode == 0

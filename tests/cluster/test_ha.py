@@ -315,6 +315,7 @@ def test_all_masters_killed_then_started_again_keep_the_index(ha):
     objs = {f"k{i}": value(3000 + i, i) for i in range(30)}
     for k, v in objs.items():
         assert s.put(k, v) == 0
+    assert s.put("gone", b"x") == 0 and s.remove("gone") == 0
     for i in list(ha.masters):
         ha.kill_master(i)
     for i in ha.ports:
@@ -324,6 +325,8 @@ def test_all_masters_killed_then_started_again_keep_the_index(ha):
     # objects in it are unreadable (restored, not yet served), never lost.
     for k, v in objs.items():
         wait_until(lambda: s.get(k) == v, 20, f"{k} readable once its daemon re-mounted")
+    # The log said why the removed key went: the new leader still explains its miss.
+    assert s.get_miss_reason("gone")["reason"] == "removed"
     s.close()
 
 
