@@ -387,6 +387,7 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
                         {"skipped_unparsed_keys", k.skipped_unparsed_keys}};
     if (c.kv_events) {
       j["queued_events"] = k.queued;  // ours
+      j["last_log_position"] = k.last_position;  // ours: of the last event sent (0: no metadata log)
       j["bind_endpoint"] = c.kv_events->config().bind_endpoint;
       j["backend_id"] = c.kv_events->config().backend_id;
     }

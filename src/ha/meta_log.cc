@@ -76,6 +76,45 @@ bool LoadSnapshotContents(std::string_view contents, uint64_t seq, MasterImage* 
   return true;
 }
 
+Status ReadLogRange(const std::string& dir, uint64_t from, uint64_t upto, MasterImage* image,
+                    const std::function<void(uint64_t seq, const pb::LogRecord& record)>& each) {
+  const DirFiles files = ListDir(dir);
+  uint64_t base = 0, records = 0;
+  image->TakeSnapshotState(MasterImage{});
+  for (auto it = files.snapshots.rbegin(); it != files.snapshots.rend(); ++it) {
+    if (*it > from) continue;
+    if (LoadSnapshot(dir + "/" + SnapshotFileName(*it), *it, image, &records)) {
+      base = *it;
+      break;
+    }
+  }
+  uint64_t expect = base + 1;
+  pb::LogRecord rec;
+  for (size_t i = 0; i < files.logs.size() && expect <= upto; ++i) {
+    if (i + 1 < files.logs.size() && files.logs[i + 1] <= expect) continue;  // wholly before
+    if (files.logs[i] > expect) break;  // a gap: what it held was compacted away
+    auto data = ReadWholeFile(dir + "/" + LogFileName(files.logs[i]));
+    if (!data.ok()) return Status(Code::kFileNotFound, "the metadata log changed while it was read: " + data.status().ToString());
+    FrameReader r(*data);
+    while (auto f = r.Next()) {
+      if (f->seq < expect) continue;
+      if (f->seq != expect || f->seq > upto) break;
+      if (!rec.ParseFromArray(f->payload.data(), static_cast<int>(f->payload.size()))) {
+        return Status(Code::kFileNotFound, "record " + std::to_string(f->seq) + " of the metadata log does not parse");
+      }
+      if (f->seq > from) each(f->seq, rec);
+      image->Apply(rec);
+      ++expect;
+    }
+  }
+  if (expect <= from || expect <= upto) {
+    return Status(Code::kFileNotFound, "the metadata log in " + dir + " holds records " + std::to_string(base + 1) + " to " +
+                                       std::to_string(expect - 1) + ", not every one after " + std::to_string(from) +
+                                       " up to " + std::to_string(upto));
+  }
+  return Status::OK();
+}
+
 MetaLog::MetaLog(Options options) : options_(std::move(options)) {}
 
 Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterImage* image) {
@@ -252,7 +291,11 @@ Status MetaLog::OpenFile(uint64_t first_seq) {
   return SyncDir(options_.dir);  // the new file's name is durable
 }
 
-void MetaLog::Append(const pb::LogRecord& record) {
+uint64_t MetaLog::Append(const pb::LogRecord& record) { return AppendLocked(record, nullptr); }
+
+uint64_t MetaLog::AppendThen(const pb::LogRecord& record, Appended& then) { return AppendLocked(record, &then); }
+
+uint64_t MetaLog::AppendLocked(const pb::LogRecord& record, Appended* then) {
   thread_local std::string payload;
   payload.clear();
   record.AppendToString(&payload);
@@ -264,6 +307,7 @@ void MetaLog::Append(const pb::LogRecord& record) {
     seq = next_seq_++;
     first = buf_.empty();
     AppendFrame(seq, payload, buf_);
+    if (then) then->At(seq);
   }
   // A thread that does not flush its own appends (a background step) leaves them to the syncer.
   if (first && !tls_flushes) {
@@ -273,6 +317,7 @@ void MetaLog::Append(const pb::LogRecord& record) {
   tls_ticket.seq = seq;
   tls_ticket.sync = tls_ticket.sync || sync;
   records_.fetch_add(1, std::memory_order_relaxed);
+  return seq;
 }
 
 MetaLog::Ticket MetaLog::TakeTicket() {
@@ -301,6 +346,11 @@ uint64_t MetaLog::WaitWritten(uint64_t after, std::chrono::milliseconds timeout)
   });
   --blocked_;
   return written_seq_.load(std::memory_order_acquire);
+}
+
+uint64_t MetaLog::released_seq() const {
+  const auto& level = options_.durability == Options::Durability::kAlways ? synced_seq_ : written_seq_;
+  return std::min(level.load(std::memory_order_acquire), replicated_.load(std::memory_order_acquire));
 }
 
 uint64_t MetaLog::last_seq() const {

@@ -111,7 +111,9 @@ class MetaLog final : public MetaSink {
   MetaLog(const MetaLog&) = delete;
   MetaLog& operator=(const MetaLog&) = delete;
 
-  void Append(const pb::LogRecord& record) override;
+  uint64_t Append(const pb::LogRecord& record) override;
+  // `then` runs under the log's lock (it must be quick, take only leaf locks and call nothing back).
+  uint64_t AppendThen(const pb::LogRecord& record, Appended& then) override;
   // OK, or (failed) FILE_WRITE_FAIL saying why no change is taken.
   Status Writable() const override;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -136,6 +138,9 @@ class MetaLog final : public MetaSink {
   // Waits until a record after `after` is written, or for `timeout`; the written level then.
   uint64_t WaitWritten(uint64_t after, std::chrono::milliseconds timeout);
   uint64_t last_seq() const;
+  // Every record up to it is released: written (kProcess) or synced (kAlways), and on each counted
+  // standby. What the KV events publish up to: a leader that dies loses nothing published.
+  uint64_t released_seq() const;
   // A standby: appends frames the leader shipped (their numbers follow the last record's); they
   // are written when this returns.
   Status AppendFrames(std::string_view frames);
@@ -166,6 +171,7 @@ class MetaLog final : public MetaSink {
   std::chrono::milliseconds sync_interval() const { return options_.sync_interval; }
 
  private:
+  uint64_t AppendLocked(const pb::LogRecord& record, Appended* then);
   explicit MetaLog(Options options);
   Status Recover(MasterImage* image);
   Status OpenFile(uint64_t first_seq) REQUIRES(write_mu_);
@@ -236,5 +242,14 @@ class MetaLog final : public MetaSink {
 // A snapshot file's contents (its frames, the header first) as an image; false when they are not
 // intact or not of snapshot `seq`.
 bool LoadSnapshotContents(std::string_view contents, uint64_t seq, MasterImage* image, uint64_t* records);
+
+// Reads the log directory `dir` without changing it (its master may be writing it): `image`
+// becomes the state as of `from` (the newest intact snapshot at or before it, then the records up
+// to it), and `each` is called with every record after `from` up to `upto`, in order, with `image`
+// the state before that record (it is applied after). FILE_NOT_FOUND when the directory no longer holds
+// the state as of `from` (a later snapshot replaced what it was built from) or not every record up
+// to `upto` (a file removed meanwhile, or not written yet).
+Status ReadLogRange(const std::string& dir, uint64_t from, uint64_t upto, MasterImage* image,
+                    const std::function<void(uint64_t seq, const pb::LogRecord& record)>& each);
 
 }  // namespace yb::ha

@@ -36,7 +36,10 @@ TEST(GrantHoldTest, AStampIsBoundedByTheFirstSampleTakenAfterIt) {
 // Records appended by the master, applied as a standby or a restart applies them.
 class ImageSink final : public MetaSink {
  public:
-  void Append(const pb::LogRecord& r) override { image.Apply(r); }
+  uint64_t Append(const pb::LogRecord& r) override {
+      image.Apply(r);
+      return 0;
+    }
   MasterImage image;
 };
 

@@ -6,7 +6,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "common/log.h"
 
@@ -71,6 +73,61 @@ class ZmqSender final : public KvEventSender {
              socket_.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::dontwait);
     } catch (const zmq::error_t& e) {
       YB_LOG_WARN("KV events: sending batch {}: {}", seq, e.what());
+      return false;
+    }
+  }
+
+ private:
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+};
+
+class ZmqReplaySocket final : public KvReplaySocket {
+ public:
+  ZmqReplaySocket() : socket_(context_, zmq::socket_type::router) {}
+  Status Bind(const std::string& endpoint) {
+    try {
+      socket_.set(zmq::sockopt::sndhwm, 0);  // an answer is sent whole, however long
+      socket_.set(zmq::sockopt::router_mandatory, 1);  // a peer gone: the send fails, not drops
+      socket_.set(zmq::sockopt::linger, 0);
+      socket_.set(zmq::sockopt::sndtimeo, 5000);
+      socket_.bind(endpoint);
+    } catch (const zmq::error_t& e) {
+      return Status(Code::kInvalidParams, "cannot serve KV event replay on '" + endpoint + "': " + e.what());
+    }
+    return Status::OK();
+  }
+  std::optional<Request> Receive(int timeout_ms) override {
+    try {
+      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) == 0) return std::nullopt;
+      std::vector<zmq::message_t> frames;
+      if (!zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait)) return std::nullopt;
+      if (frames.size() < 2) return std::nullopt;
+      Request r;
+      for (size_t i = 0; i + 1 < frames.size(); ++i) r.envelope.push_back(frames[i].to_string());
+      const zmq::message_t& body = frames.back();
+      if (body.size() == sizeof(uint64_t)) {
+        uint64_t be = 0;
+        std::memcpy(&be, body.data(), sizeof(be));
+        r.position = be64toh(be);
+      }
+      return r;
+    } catch (const zmq::error_t& e) {
+      YB_LOG_WARN("KV event replay: receiving: {}", e.what());
+      return std::nullopt;
+    }
+  }
+  bool Reply(const Request& to, uint64_t position, std::string_view payload) override {
+    const uint64_t be = htobe64(position);
+    try {
+      for (const std::string& f : to.envelope) {
+        if (!socket_.send(zmq::const_buffer(f.data(), f.size()), zmq::send_flags::sndmore)) return false;
+      }
+      return socket_.send(zmq::const_buffer(&be, sizeof(be)), zmq::send_flags::sndmore) &&
+             socket_.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none);
+    } catch (const zmq::error_t& e) {
+      YB_LOG_WARN("KV event replay: answering: {}", e.what());
       return false;
     }
   }
@@ -147,7 +204,7 @@ std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first
   std::vector<Item> items;
   items.reserve(batch.size());
   for (const KvEvent& e : batch) {
-    auto hash = BlockHashOfKey(e.key);
+    auto hash = e.cleared ? std::optional<uint64_t>(0) : BlockHashOfKey(e.key);
     if (!hash) {
       ++*skipped;
       if (!config.emit_object_key) continue;  // nothing would name the block
@@ -164,10 +221,24 @@ std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first
   uint64_t id = first_event_id;
   for (const Item& it : items) {
     const KvEvent& e = *it.e;
+    if (e.cleared) {  // vLLM's AllBlocksCleared, with our position
+      p.Map(legacy ? 6 : 5);
+      p.Str("event_id");
+      p.U64(id++);
+      p.Str("timestamp");
+      p.I64(timestamp_ms);
+      p.Field("event_type", "all_cleared");
+      if (legacy) p.Field("type", "AllBlocksCleared");
+      p.Field("backend_id", config.backend_id);
+      p.Str("log_position");
+      p.U64(e.position);
+      continue;
+    }
     // Mooncake's envelope: 13 fields, the legacy pair, object_key, and what a stored or removed
     // event adds.
     size_t fields = 13 + (legacy ? 2 : 0) + (config.emit_object_key ? 1 : 0);
     fields += e.stored ? 3 + (legacy ? 1 : 0) : 1;
+    fields += e.position != 0 ? 1 : 0;
     p.Map(fields);
     p.Str("event_id");
     p.U64(id++);
@@ -202,6 +273,10 @@ std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first
       if (legacy) p.NilField("parent_block_hash");
     } else {
       p.NilField("base_block_idx");
+    }
+    if (e.position != 0) {  // ours: where the change is in the metadata log (replay, kv_events_replay)
+      p.Str("log_position");
+      p.U64(e.position);
     }
   }
   p.U64(0);  // the batch's dp_rank: a pool has none
@@ -267,6 +342,12 @@ Result<nlohmann::json> DecodeKvEventBatch(std::string_view payload) {
   return out;
 }
 
+Result<std::unique_ptr<KvReplaySocket>> KvReplaySocket::Bind(const std::string& endpoint) {
+  auto s = std::make_unique<ZmqReplaySocket>();
+  YB_RETURN_IF_ERROR(s->Bind(endpoint));
+  return std::unique_ptr<KvReplaySocket>(std::move(s));
+}
+
 Result<std::unique_ptr<KvEventSender>> BindKvEventSocket(const std::string& endpoint) {
   auto s = std::make_unique<ZmqSender>();
   YB_RETURN_IF_ERROR(s->Bind(endpoint));
@@ -276,14 +357,24 @@ Result<std::unique_ptr<KvEventSender>> BindKvEventSocket(const std::string& endp
 KvEvents::KvEvents(KvEventsConfig config, std::unique_ptr<KvEventSender> sender, std::function<int64_t()> unix_ms)
     : config_(std::move(config)), sender_(std::move(sender)), unix_ms_(std::move(unix_ms)) {}
 
-void KvEvents::MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) {
+void KvEvents::SetReleased(std::function<uint64_t()> released) {
+  MutexLock send(send_mu_);
+  released_ = std::move(released);
+}
+
+void KvEvents::MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after,
+                            uint64_t position) {
   const std::string_view key = table_key.size() >= 2 ? table_key.substr(2) : table_key;
   // Removed before stored: a value replaced on another medium is never shown on none.
   for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if ((before & m) && !(after & m)) Push(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant)});
+    if ((before & m) && !(after & m)) {
+      Push(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant), position});
+    }
   }
   for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if (!(before & m) && (after & m)) Push(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant)});
+    if (!(before & m) && (after & m)) {
+      Push(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant), position});
+    }
   }
 }
 
@@ -302,15 +393,19 @@ bool KvEvents::PublishOnce() {
   std::vector<KvEvent> batch;
   uint64_t seq = 0;
   bool more = false;
+  // Queued in position order (MediaObserver): what the log has released is a prefix.
+  const uint64_t released = released_ ? released_() : UINT64_MAX;
   {
     MutexLock lock(mu_);
-    const size_t n = std::min(queue_.size(), kMaxBatch);
+    size_t n = 0;
+    while (n < std::min(queue_.size(), kMaxBatch) && queue_[n].position <= released) ++n;
     if (n == 0) return false;
     batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + n));
     queue_.erase(queue_.begin(), queue_.begin() + n);
-    more = !queue_.empty();
+    more = !queue_.empty() && queue_.front().position <= released;
     seq = next_seq_;
   }
+  last_position_ = std::max(last_position_, batch.back().position);
   uint64_t encoded = 0;
   const std::string payload = EncodeKvEventBatch(batch, next_event_id_, unix_ms_(), config_, &encoded, &skipped_);
   if (encoded == 0) return more;  // nothing in it could be named
@@ -334,6 +429,7 @@ KvEventStats KvEvents::stats() const {
   s.published_batches = batches_;
   s.published_events = events_;
   s.skipped_unparsed_keys = skipped_;
+  s.last_position = last_position_;
   MutexLock lock(mu_);
   s.dropped_events = dropped_ + send_failed_;
   s.queued = queue_.size();

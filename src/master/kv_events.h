@@ -46,6 +46,8 @@ struct KvEvent {
   bool disk = false;   // medium "disk", else "cpu"
   std::string key;     // the caller's key
   std::string tenant;
+  uint64_t position = 0;  // of the change's record in the metadata log (0: no log)
+  bool cleared = false;   // vLLM's AllBlocksCleared (a snapshot's first event): the fields above unused
 };
 
 struct KvEventStats {
@@ -53,7 +55,8 @@ struct KvEventStats {
   uint64_t published_events = 0;
   uint64_t dropped_events = 0;
   uint64_t skipped_unparsed_keys = 0;
-  uint64_t queued = 0;  // waiting to be sent now
+  uint64_t queued = 0;         // waiting to be sent now
+  uint64_t last_position = 0;  // of the last event sent
 };
 
 // The key as a block hash: a decimal or 0x-prefixed hex number that fits 64 bits, else nothing.
@@ -96,6 +99,27 @@ class KvEventSubscriber {
   virtual Result<std::optional<Message>> Receive(int timeout_ms) = 0;
 };
 
+// The replay endpoint's socket (ZeroMQ ROUTER): a subscriber (REQ or DEALER) sends one frame, the
+// 8-byte big-endian log position it has applied everything up to (kReplaySnapshot: it asks for a
+// snapshot); the answer is messages of two frames, an 8-byte big-endian position and a batch as
+// the PUB socket sends it, then an end of two frames: the position the answer brings it up to, and
+// an empty payload (vLLM's replay end marker).
+class KvReplaySocket {
+ public:
+  static constexpr uint64_t kReplaySnapshot = UINT64_MAX;
+  struct Request {
+    std::vector<std::string> envelope;  // the peer's routing frames, and REQ's empty delimiter
+    std::optional<uint64_t> position;   // none: the request was not 8 bytes
+  };
+  // INVALID_PARAMS naming the endpoint when it cannot be bound.
+  static Result<std::unique_ptr<KvReplaySocket>> Bind(const std::string& endpoint);
+  virtual ~KvReplaySocket() = default;
+  // The next request, or nothing after `timeout_ms`.
+  virtual std::optional<Request> Receive(int timeout_ms) = 0;
+  // One message of the answer to `to`. False when the peer is gone.
+  virtual bool Reply(const Request& to, uint64_t position, std::string_view payload) = 0;
+};
+
 class KvEvents final : public MediaObserver {
  public:
   // `unix_ms`: the wall clock the events are stamped with (milliseconds since 1970).
@@ -103,10 +127,15 @@ class KvEvents final : public MediaObserver {
 
   // MediaObserver: queues a stored event for each medium gained and a removed one for each lost.
   // `table_key` is the tenant's two bytes then the caller's key (InternalKey, master_service.h).
-  void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) override;
+  void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after,
+                    uint64_t position) override;
 
-  // Sends one batch of what is queued (up to 64 events). True if more is queued: the Scheduler's
-  // step runs it again at once.
+  // Events are sent only once the log has released their records (MetaLog::released_seq): a
+  // leader that dies has published nothing its successor does not have. Unset: at once.
+  void SetReleased(std::function<uint64_t()> released);
+
+  // Sends one batch of what is queued and released (up to 64 events). True if more is ready: the
+  // Scheduler's step runs it again at once.
   bool PublishOnce();
 
   KvEventStats stats() const;
@@ -120,6 +149,8 @@ class KvEvents final : public MediaObserver {
   const KvEventsConfig config_;
   const std::unique_ptr<KvEventSender> sender_;
   const std::function<int64_t()> unix_ms_;
+  std::function<uint64_t()> released_ GUARDED_BY(send_mu_);
+  uint64_t last_position_ GUARDED_BY(send_mu_) = 0;
   // Lock order: send_mu_ (one batch at a time, sent in sequence order), then mu_ (a leaf, also
   // taken under a shard lock; nothing is called while it is held).
   mutable Mutex send_mu_;

@@ -125,11 +125,11 @@ TEST(KvEventsTest, EachMediumGainedIsStoredAndEachLostRemovedRemovalsFirst) {
   auto rec = std::make_unique<Recorder>();
   Recorder* r = rec.get();
   KvEvents ev({}, std::move(rec), [] { return int64_t{5}; });
-  ev.MediaChanged(TableKey("1"), "default", 0, kMediaMemory);                          // a Put
-  ev.MediaChanged(TableKey("1"), "default", kMediaMemory, kMediaMemory | kMediaDisk);  // offloaded
-  ev.MediaChanged(TableKey("1"), "default", kMediaMemory | kMediaDisk, kMediaDisk);    // evicted
-  ev.MediaChanged(TableKey("2"), "default", kMediaDisk, kMediaMemory);                 // replaced
-  ev.MediaChanged(TableKey("1"), "default", kMediaDisk, 0);                            // removed
+  ev.MediaChanged(TableKey("1"), "default", 0, kMediaMemory, 0);                          // a Put
+  ev.MediaChanged(TableKey("1"), "default", kMediaMemory, kMediaMemory | kMediaDisk, 0);  // offloaded
+  ev.MediaChanged(TableKey("1"), "default", kMediaMemory | kMediaDisk, kMediaDisk, 0);    // evicted
+  ev.MediaChanged(TableKey("2"), "default", kMediaDisk, kMediaMemory, 0);                 // replaced
+  ev.MediaChanged(TableKey("1"), "default", kMediaDisk, 0, 0);                            // removed
   EXPECT_FALSE(ev.PublishOnce());
   EXPECT_EQ(Sent(*r), (std::vector<std::string>{"stored cpu 1", "stored disk 1", "removed cpu 1", "removed disk 2",
                                                 "stored cpu 2", "removed disk 1"}));
@@ -147,7 +147,7 @@ TEST(KvEventsTest, BatchesHoldSixtyFourEventsAndNumberOnwards) {
   auto rec = std::make_unique<Recorder>();
   Recorder* r = rec.get();
   KvEvents ev({}, std::move(rec), [] { return int64_t{5}; });
-  for (int i = 0; i < 130; ++i) ev.MediaChanged(TableKey(std::to_string(i)), "default", 0, kMediaMemory);
+  for (int i = 0; i < 130; ++i) ev.MediaChanged(TableKey(std::to_string(i)), "default", 0, kMediaMemory, 0);
   EXPECT_TRUE(ev.PublishOnce());
   EXPECT_TRUE(ev.PublishOnce());
   EXPECT_FALSE(ev.PublishOnce());
@@ -165,18 +165,53 @@ TEST(KvEventsTest, AFullQueueDropsTheOldestAndLeavesAGapInTheSequence) {
   KvEventsConfig c;
   c.queue_capacity = 2;
   KvEvents ev(c, std::move(rec), [] { return int64_t{5}; });
-  for (int i = 0; i < 5; ++i) ev.MediaChanged(TableKey(std::to_string(i)), "default", 0, kMediaMemory);
+  for (int i = 0; i < 5; ++i) ev.MediaChanged(TableKey(std::to_string(i)), "default", 0, kMediaMemory, 0);
   EXPECT_FALSE(ev.PublishOnce());
   ASSERT_EQ(r->sent.size(), 1u);
   EXPECT_EQ(r->sent[0].first, 3u);  // 0, 1 and 2 went with the events dropped
   EXPECT_EQ(Sent(*r), (std::vector<std::string>{"stored cpu 3", "stored cpu 4"}));
   EXPECT_EQ(ev.stats().dropped_events, 3u);
   r->ok = false;  // a send that fails counts its events as dropped, and its number is used
-  ev.MediaChanged(TableKey("5"), "default", 0, kMediaMemory);
+  ev.MediaChanged(TableKey("5"), "default", 0, kMediaMemory, 0);
   EXPECT_FALSE(ev.PublishOnce());
   EXPECT_EQ(r->sent.back().first, 4u);
   EXPECT_EQ(ev.stats().dropped_events, 4u);
   EXPECT_EQ(ev.stats().published_events, 2u);
+}
+
+// Events carry their records' positions and wait until the log has released them; a snapshot's
+// first event says "all cleared" with the position it is as of.
+TEST(KvEventsTest, EventsCarryTheirLogPositionAndWaitUntilReleased) {
+  auto rec = std::make_unique<Recorder>();
+  Recorder* r = rec.get();
+  KvEvents ev({}, std::move(rec), [] { return int64_t{5}; });
+  uint64_t released = 0;
+  ev.SetReleased([&] { return released; });
+  ev.MediaChanged(TableKey("1"), "default", 0, kMediaMemory, 7);
+  ev.MediaChanged(TableKey("2"), "default", 0, kMediaMemory, 9);
+  EXPECT_FALSE(ev.PublishOnce());  // nothing released
+  EXPECT_TRUE(r->sent.empty());
+  released = 8;
+  EXPECT_FALSE(ev.PublishOnce());
+  ASSERT_EQ(r->sent.size(), 1u);
+  ASSERT_EQ(r->sent[0].second[1].size(), 1u);
+  EXPECT_EQ(r->sent[0].second[1][0]["log_position"], 7);
+  EXPECT_EQ(ev.stats().last_position, 7u);
+  EXPECT_EQ(ev.stats().queued, 1u);
+  released = 9;
+  EXPECT_FALSE(ev.PublishOnce());
+  EXPECT_EQ(r->sent[1].second[1][0]["log_position"], 9);
+  EXPECT_EQ(r->sent[1].first, 1u);  // message numbers stay consecutive
+
+  KvEvent cleared;
+  cleared.cleared = true;
+  cleared.position = 12;
+  uint64_t encoded = 0, skipped = 0;
+  json m = Decode(EncodeKvEventBatch({cleared}, 0, 1, KvEventsConfig{}, &encoded, &skipped));
+  EXPECT_EQ(skipped, 0u);
+  ASSERT_EQ(m[1].size(), 1u);
+  EXPECT_EQ(m[1][0]["type"], "AllBlocksCleared");
+  EXPECT_EQ(m[1][0]["log_position"], 12);
 }
 
 std::string Bytes(std::initializer_list<uint8_t> b) { return std::string(b.begin(), b.end()); }

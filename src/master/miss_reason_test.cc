@@ -132,7 +132,10 @@ TEST_F(MissReasonTest, TheTableIsBoundedAndCanBeTurnedOff) {
 // standby taking over) explains the same misses, across a snapshot that replaces the rest.
 TEST_F(MissReasonTest, AMasterBuiltFromTheLogRemembersWhyKeysWent) {
   struct Sink final : MetaSink {
-    void Append(const pb::LogRecord& r) override { image.Apply(r); }
+    uint64_t Append(const pb::LogRecord& r) override {
+      image.Apply(r);
+      return 0;
+    }
     MasterImage image;
   } sink;
   sink.image.gone = GoneKeys(1000);

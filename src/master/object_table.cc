@@ -141,11 +141,38 @@ void SayWhyGone(pb::LogRecord* rec, MissReason why) {
 
 }  // namespace
 
-void ObjectTable::Locked::LogObject(const ObjectEntry& e, bool ends_put) {
-  if (!t_.sink_) return;
+void ObjectTable::Locked::AppendTelling(const pb::LogRecord& rec, std::string_view table_key, TenantIndex tenant,
+                                        uint8_t had, uint8_t now) {
+  MediaObserver* observer = had == kMediaUnchanged || had == now ? nullptr : t_.media_observer_;
+  if (!observer) {
+    t_.sink_->Append(rec);
+    return;
+  }
+  struct Tell final : MetaSink::Appended {
+    MediaObserver* observer;
+    std::string_view key, tenant;
+    uint8_t before, after;
+    void At(uint64_t position) override { observer->MediaChanged(key, tenant, before, after, position); }
+  } tell;
+  tell.observer = observer;
+  tell.key = table_key;
+  tell.tenant = t_.tenants_.name(tenant);  // looked up before the sink's lock is taken
+  tell.before = had;
+  tell.after = now;
+  t_.sink_->AppendThen(rec, tell);
+}
+
+void ObjectTable::Locked::LogObject(const ObjectEntry& e, bool ends_put, uint8_t had) {
+  const uint8_t now = MediaOf(e.second);
+  if (!t_.sink_) {
+    if (had != kMediaUnchanged && had != now && t_.media_observer_) {
+      t_.media_observer_->MediaChanged(e.first, t_.tenants_.name(e.second.tenant), had, now, 0);
+    }
+    return;
+  }
   pb::LogRecord* rec = tls_scratch.Fresh();
   BuildObject(e, ends_put ? rec->mutable_published() : rec->mutable_object());
-  t_.sink_->Append(*rec);
+  AppendTelling(*rec, e.first, e.second.tenant, had, now);
 }
 
 void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) const {
@@ -169,12 +196,15 @@ void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) co
   }
 }
 
-void ObjectTable::Locked::LogObjectGone(std::string_view table_key, MissReason why) {
-  if (!t_.sink_) return;
+void ObjectTable::Locked::LogObjectGone(Ref r, MissReason why, uint8_t had) {
+  if (!t_.sink_) {
+    if (had != 0 && t_.media_observer_) t_.media_observer_->MediaChanged(r.key(), t_.tenants_.name(r->tenant), had, 0, 0);
+    return;
+  }
   pb::LogRecord* rec = tls_scratch.Fresh();
-  rec->set_object_gone(table_key.data(), table_key.size());
+  rec->set_object_gone(r.key().data(), r.key().size());
   SayWhyGone(rec, why);
-  t_.sink_->Append(*rec);
+  AppendTelling(*rec, r.key(), r->tenant, had, 0);
 }
 
 void ObjectTable::Locked::LogPending(std::string_view table_key, const PendingPut& p) {
@@ -363,14 +393,9 @@ uint8_t MediaOf(const ObjectMeta& m) {
   return media;
 }
 
-void ObjectTable::Locked::NoteMedia(Ref r, uint8_t before, uint8_t after) const {
-  if (t_.media_observer_ && before != after) t_.media_observer_->MediaChanged(r.key(), t_.tenants_.name(r->tenant), before, after);
-}
-
 ObjectTable::Ref ObjectTable::Locked::Publish(const HashedKey& k, ObjectMeta meta, bool ends_put) {
   Ref r = RestoreObject(k, std::move(meta));
-  LogObject(r.entry(), ends_put);
-  NoteMedia(r, 0, MediaOf(r.meta()));
+  LogObject(r.entry(), ends_put, 0);
   return r;
 }
 
@@ -399,7 +424,7 @@ void ObjectTable::Locked::Remove(Ref r, MissReason why) { RemoveHad(r, why, Medi
 void ObjectTable::Locked::RemoveHad(Ref r, MissReason why, uint8_t had) {
   AssertHeld(s_);
   NoteGone(HashedKey(r.key()), why);
-  NoteMedia(r, had, 0);
+  LogObjectGone(r, why, had);
   ObjectMeta& m = r.mut();
   LruUnlink(*r.it_);  // a no-op for an object not on the list
   auto replicas = m.TakeReplicas();
@@ -410,7 +435,6 @@ void ObjectTable::Locked::RemoveHad(Ref r, MissReason why, uint8_t had) {
   } else {
     t_.FreeReplicas(m.tenant, m.size, replicas, hold);
   }
-  LogObjectGone(r.key(), why);
   s_.objects.erase(r.it_);
   t_.objects_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -420,8 +444,7 @@ void ObjectTable::Locked::SetReplicas(Ref r, const std::vector<StoredReplica>& k
   if (keep.empty()) return RemoveHad(r, if_empty, had);
   r.mut().SetReplicas(keep);
   Relink(*r.it_);
-  LogObject(r.entry());
-  NoteMedia(r, had, MediaOf(r.meta()));
+  LogObject(r.entry(), false, had);
 }
 
 void ObjectTable::Locked::DropMemoryReplicas(Ref r, MissReason if_gone) {
@@ -471,8 +494,7 @@ bool ObjectTable::Locked::CompleteReplica(Ref r, const Allocation& a) {
         x.offset() == a.offset) {
       const uint8_t had = MediaOf(m);
       x.set_status(ReplicaStatus::kComplete);
-      LogObject(r.entry());
-      NoteMedia(r, had, MediaOf(m));
+      LogObject(r.entry(), false, had);
       return true;
     }
   }
@@ -490,7 +512,7 @@ void ObjectTable::Locked::SetDiskChecksum(Ref r, uint64_t checksum) {
   ObjectMeta& m = r.mut();
   m.checksum = checksum;
   m.flags |= kDiskChecksum;
-  LogObject(r.entry());
+  LogObject(r.entry(), false, kMediaUnchanged);
 }
 
 namespace {

@@ -198,12 +198,15 @@ uint8_t MediaOf(const ObjectMeta& m);
 
 // Told, under the key's shard lock, each time the media an object can be read from change: a Put
 // published, a value removed or replaced, a replica lost with its node, evicted, offloaded to disk
-// or repaired. `before` and `after` are ObjectMedia bits (0: no object). The KV events
-// (master/kv_events.h) are made from it. Must be quick and call nothing back.
+// or repaired. `before` and `after` are ObjectMedia bits (0: no object). `position`: that of the
+// change's record in the metadata log (0: no log), and with a log the calls come in position order
+// (MetaSink::AppendThen: under the log's lock). The KV events (master/kv_events.h) are made from
+// it. Must be quick, take only leaf locks and call nothing back.
 class MediaObserver {
  public:
   virtual ~MediaObserver() = default;
-  virtual void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) = 0;
+  virtual void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after,
+                            uint64_t position) = 0;
 };
 
 class ObjectTable {
@@ -368,10 +371,14 @@ class ObjectTable {
     // `had`: the object's media before the change began (MediaOf).
     void SetReplicas(Ref r, const std::vector<StoredReplica>& keep, MissReason if_empty, uint8_t had);
     void RemoveHad(Ref r, MissReason why, uint8_t had);
-    void NoteMedia(Ref r, uint8_t before, uint8_t after) const;
-    // Records of what changed, for the sink (no-ops without one).
-    void LogObject(const ObjectEntry& e, bool ends_put = false);
-    void LogObjectGone(std::string_view table_key, MissReason why);
+    // Records of what changed, for the sink (no-ops without one). `had`: the object's media before
+    // the change (MediaOf; 0: none), told to the media observer with the record's position when
+    // they differ from its media now (kMediaUnchanged: not told).
+    static constexpr uint8_t kMediaUnchanged = 0xff;
+    void LogObject(const ObjectEntry& e, bool ends_put, uint8_t had);
+    void LogObjectGone(Ref r, MissReason why, uint8_t had);
+    void AppendTelling(const pb::LogRecord& rec, std::string_view table_key, TenantIndex tenant, uint8_t had,
+                       uint8_t now);
     void LogPending(std::string_view table_key, const PendingPut& p);
     void LogPendingGone(std::string_view table_key, MissReason why);
     void LogAway(std::string_view table_key);

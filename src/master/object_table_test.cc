@@ -21,7 +21,10 @@ std::string Key(const char* user_key) { return std::string(2, '\0') + user_key; 
 
 class RecordingSink : public MetaSink {
  public:
-  void Append(const pb::LogRecord& r) override { records.push_back(r); }
+  uint64_t Append(const pb::LogRecord& r) override {
+    records.push_back(r);
+    return records.size();
+  }
   std::vector<pb::LogRecord> records;
 };
 

@@ -247,7 +247,10 @@ TEST_F(RepairTest, ARestartedMasterQueuesTheObjectsShortOfReplicas) {
 // copy that completed first leaves nothing fenced (the object's record names the range).
 TEST_F(RepairTest, ARestartedMasterFencesTheRangeOfACopyInFlight) {
   struct Sink final : MetaSink {
-    void Append(const pb::LogRecord& r) override { image.Apply(r); }
+    uint64_t Append(const pb::LogRecord& r) override {
+      image.Apply(r);
+      return 0;
+    }
     MasterImage image;
   } sink;
   master_->WriteImage([&](const pb::LogRecord& r) { sink.image.Apply(r); });  // the log's base snapshot

@@ -142,6 +142,23 @@ def test_an_endpoint_it_cannot_serve_stops_the_master_with_why(tmp_path, endpoin
     assert said in r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("flags, said", [
+    (["--enable_kv_events=true", "--metadata_dir", ""], "needs --metadata_dir"),
+    (["--metadata_dir", "d"], "needs --enable_kv_events"),
+    (["--enable_kv_events=true", "--metadata_dir", "d", "--kv_events_replay_endpoint", "tcp://0.0.0.0:{port}"],
+     "protected mode without a secret"),
+])
+def test_a_replay_endpoint_it_cannot_serve_stops_the_master_with_why(tmp_path, flags, said):
+    r = subprocess.run([f"{BIN}/yb-master", "--rpc_address", "127.0.0.1", "--rpc_port", str(free_port()),
+                        "--metrics_port", str(free_port()), "--kv_events_bind_endpoint",
+                        f"tcp://127.0.0.1:{free_port()}"] + [f.format(port=free_port()) for f in flags]
+                       + (["--kv_events_replay_endpoint", f"tcp://127.0.0.1:{free_port()}"]
+                          if "--kv_events_replay_endpoint" not in flags else []),
+                       capture_output=True, text=True, timeout=20, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert said in r.stdout + r.stderr
+
+
 def test_whichever_master_leads_publishes(tmp_path):
     """--enable_ha: each master binds its endpoint; only the leader publishes, and a new leader goes
     on publishing what changes after it takes over (from sequence 0: docs/operations.md)."""
@@ -216,3 +233,150 @@ def test_yb_events_tails_them(cluster):
                 p.wait(10)
     r = subprocess.run([f"{BIN}/yb", "events", "--endpoint", "nonsense"], capture_output=True, text=True, timeout=20)
     assert r.returncode == 1 and "cannot subscribe to KV events at 'nonsense'" in r.stderr
+
+
+class Router:
+    """A cache-aware router's index, kept as docs/operations.md ("KV events that never lose a
+    block") says: subscribed to every master's PUB endpoint, it asks the leader's replay endpoint
+    for what followed the last log position it applied when it starts, when a publisher's message
+    numbers skip (a gap), and when a publisher it has not heard yet (a new leader) speaks."""
+
+    def __init__(self, pubs, replays, leader, snapshot=False):
+        self.ctx = zmq.Context()
+        self.sub = self.ctx.socket(zmq.SUB)
+        self.sub.setsockopt(zmq.SUBSCRIBE, b"")
+        for e in pubs:
+            self.sub.connect(e)
+        self.replays, self.leader = replays, leader
+        self.position, self.held, self.last_seq = 0, set(), {}
+        self.replayed, self.snapshots, self.drop_next = 0, 0, False
+        time.sleep(0.3)  # subscribed before asking: what is published from now on is received
+        self.replay(snapshot)
+
+    def replay(self, snapshot=False):
+        dealer = self.ctx.socket(zmq.DEALER)
+        dealer.connect(self.replays[self.leader()])
+        try:
+            start = (1 << 64) - 1 if snapshot else self.position
+            dealer.send(start.to_bytes(8, "big"))
+            while True:
+                assert dealer.poll(10000), "no answer from the replay endpoint"
+                pos, payload = dealer.recv_multipart()
+                pos = int.from_bytes(pos, "big")
+                if not payload:  # the end: everything up to pos is applied
+                    self.position = max(self.position, pos)
+                    break
+                for e in msgpack.unpackb(payload, raw=False)[1]:
+                    if e["event_type"] == "all_cleared":
+                        self.held.clear()
+                        self.snapshots += 1
+                    else:
+                        self.apply(e)
+            self.replayed += 1
+        finally:
+            dealer.close(0)
+
+    def apply(self, e):
+        (self.held.add if e["event_type"] == "stored" else self.held.discard)((e["object_key"], e["medium"]))
+
+    def pump(self, timeout_ms=100):
+        while self.sub.poll(timeout_ms):
+            timeout_ms = 20
+            _, seq, payload = self.sub.recv_multipart()
+            if self.drop_next:  # a message lost on the way
+                self.drop_next = False
+                continue
+            seq = int.from_bytes(seq, "big")
+            events = msgpack.unpackb(payload, raw=False)[1]
+            backend = events[0]["backend_id"]
+            last = self.last_seq.get(backend)
+            self.last_seq[backend] = seq
+            if last is None or seq != last + 1:
+                self.replay()  # a gap, or a publisher not heard before: whatever followed our position
+            for e in events:
+                if e["log_position"] > self.position:
+                    self.apply(e)
+                    self.position = e["log_position"]
+        return True
+
+    def close(self):
+        self.sub.close(0)
+        self.ctx.term()
+
+
+def test_a_router_index_survives_its_own_death_a_gap_a_failover_and_a_node_loss(tmp_path):
+    """Under a scripted workload the router's index (key, medium) ends equal to what the master
+    holds, although the router is killed and starts again late, loses a message, its leader is
+    killed -9, and a storage node dies with its keys."""
+    test_ha = pytest.importorskip("test_ha")
+    if test_ha.ETCD is None:
+        pytest.skip("etcd-server is not installed")
+    ha = test_ha.HaCluster(tmp_path, masters=2)
+    pubs = {i: f"tcp://127.0.0.1:{free_port()}" for i in ha.ports}
+    replays = {i: f"tcp://127.0.0.1:{free_port()}" for i in ha.ports}
+    router = None
+    try:
+        for i in ha.ports:
+            ha.start_master(i, extra=["--enable_kv_events", "--kv_events_bind_endpoint", pubs[i],
+                                      "--kv_events_replay_endpoint", replays[i]])
+        wait_until(lambda: ha.leader() is not None, 10, "a leader")
+        wait_until(lambda: ha.in_sync(ha.leader(), 1), 10, "the standby to catch up")
+        for n in ("node-a", "node-b"):
+            ha.start_client(n)
+        wait_until(lambda: ha.segment_names() == {"node-a", "node-b"}, 15, "the daemons to mount")
+        s = test_ha.store(ha)
+        keys = []
+
+        def write(n, remove_every=0):
+            for _ in range(n):
+                key = f"0x{len(keys) + 1:x}"
+                keys.append(key)
+                s.put(key, b"v" * 512)  # refused while a leader changes: the master's word decides
+                if remove_every and len(keys) % remove_every == 0:
+                    s.remove(keys[len(keys) // 2], True)
+
+        def expected():
+            return {(k, "cpu") for k in keys if s.is_exist(k) == 1}
+
+        def caught_up():
+            router.pump()
+            return router.held == expected()
+
+        router = Router(pubs.values(), replays, ha.leader)
+        write(60, remove_every=5)
+        wait_until(caught_up, 20, "the router's index to equal the master's")
+
+        # The router dies; the pool changes meanwhile; a new one starts from a snapshot.
+        router.close()
+        write(40, remove_every=4)
+        router = Router(pubs.values(), replays, ha.leader, snapshot=True)
+        assert router.snapshots == 1
+        wait_until(caught_up, 20, "the restarted router's index to equal the master's")
+
+        # A message is lost: the next one's number skips, and the router asks for what it missed.
+        replayed = router.replayed
+        router.drop_next = True
+        write(10)
+        wait_until(caught_up, 20, "the router to recover from a lost message")
+        assert router.replayed > replayed
+
+        # The leader is killed -9 with changes in flight; the new one goes on from the same positions.
+        position = router.position
+        first = ha.leader()
+        ha.kill_master(first)
+        wait_until(lambda: ha.leader() is not None, 20, "a new leader")
+        wait_until(lambda: ha.segment_names() == {"node-a", "node-b"}, 20, "the daemons to mount again")
+        write(30, remove_every=3)
+        wait_until(caught_up, 30, "the router's index to follow the new leader")
+        assert router.position > position
+
+        # A storage node dies: its keys go with it, as removed events.
+        before = len(router.held)
+        ha.clients.pop("node-a").kill()
+        # (Dropped once the master gives up on it: client_ttl, then the grace.)
+        wait_until(lambda: caught_up() and len(router.held) < before, 40, "the router's index to lose the dead node's keys")
+        s.close()
+    finally:
+        if router:
+            router.close()
+        ha.stop()
