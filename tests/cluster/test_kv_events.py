@@ -5,6 +5,7 @@ every cause: a Put, a Remove, an eviction, a node lost. A subscriber that applie
 master holds; GET /kv_events/status counts them as Mooncake's does."""
 import json
 import subprocess
+import threading
 import time
 
 import pytest
@@ -360,13 +361,18 @@ def test_a_router_index_survives_its_own_death_a_gap_a_failover_and_a_node_loss(
         wait_until(caught_up, 20, "the router to recover from a lost message")
         assert router.replayed > replayed
 
-        # The leader is killed -9 with changes in flight; the new one goes on from the same positions.
+        # The leader is killed -9 while a writer runs; the new one goes on from the same positions.
         position = router.position
         first = ha.leader()
+        writer = threading.Thread(target=write, args=(80, 3))
+        writer.start()
+        time.sleep(0.3)
         ha.kill_master(first)
         wait_until(lambda: ha.leader() is not None, 20, "a new leader")
+        writer.join(120)
+        assert not writer.is_alive()
         wait_until(lambda: ha.segment_names() == {"node-a", "node-b"}, 20, "the daemons to mount again")
-        write(30, remove_every=3)
+        write(10)
         wait_until(caught_up, 30, "the router's index to follow the new leader")
         assert router.position > position
 
