@@ -362,30 +362,35 @@ void KvEvents::SetReleased(std::function<uint64_t()> released) {
   released_ = std::move(released);
 }
 
-void KvEvents::MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after,
-                            uint64_t position) {
+namespace {
+// The events of the change this thread is making, between its two steps.
+thread_local std::vector<KvEvent> tls_making;
+}  // namespace
+
+void KvEvents::MediaChanging(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) {
   const std::string_view key = table_key.size() >= 2 ? table_key.substr(2) : table_key;
+  tls_making.clear();
   // Removed before stored: a value replaced on another medium is never shown on none.
   for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if ((before & m) && !(after & m)) {
-      Push(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant), position});
-    }
+    if ((before & m) && !(after & m)) tls_making.push_back(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant)});
   }
   for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if (!(before & m) && (after & m)) {
-      Push(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant), position});
-    }
+    if (!(before & m) && (after & m)) tls_making.push_back(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant)});
   }
 }
 
-void KvEvents::Push(KvEvent e) {
+void KvEvents::MediaChanged(uint64_t position) {
   MutexLock lock(mu_);
-  if (config_.queue_capacity > 0 && queue_.size() >= config_.queue_capacity) {
-    queue_.pop_front();
-    ++dropped_;
-    ++next_seq_;  // a gap in the sequence: subscribers see that they missed something
+  for (KvEvent& e : tls_making) {
+    e.position = position;
+    if (config_.queue_capacity > 0 && queue_.size() >= config_.queue_capacity) {
+      queue_.pop_front();
+      ++dropped_;
+      ++next_seq_;  // a gap in the sequence: subscribers see that they missed something
+    }
+    queue_.push_back(std::move(e));
   }
-  queue_.push_back(std::move(e));
+  tls_making.clear();
 }
 
 bool KvEvents::PublishOnce() {

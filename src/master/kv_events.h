@@ -127,8 +127,14 @@ class KvEvents final : public MediaObserver {
 
   // MediaObserver: queues a stored event for each medium gained and a removed one for each lost.
   // `table_key` is the tenant's two bytes then the caller's key (InternalKey, master_service.h).
-  void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after,
-                    uint64_t position) override;
+  // The events are made (MediaChanging, on this thread) and queued with their position (MediaChanged).
+  void MediaChanging(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) override;
+  void MediaChanged(uint64_t position) override;
+  // Both steps at once (tests).
+  void Changed(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after, uint64_t position) {
+    MediaChanging(table_key, tenant, before, after);
+    MediaChanged(position);
+  }
 
   // Events are sent only once the log has released their records (MetaLog::released_seq): a
   // leader that dies has published nothing its successor does not have. Unset: at once.
@@ -144,7 +150,6 @@ class KvEvents final : public MediaObserver {
   static constexpr size_t kMaxBatch = 64;
 
  private:
-  void Push(KvEvent e);
 
   const KvEventsConfig config_;
   const std::unique_ptr<KvEventSender> sender_;

@@ -125,11 +125,11 @@ TEST(KvEventsTest, EachMediumGainedIsStoredAndEachLostRemovedRemovalsFirst) {
   auto rec = std::make_unique<Recorder>();
   Recorder* r = rec.get();
   KvEvents ev({}, std::move(rec), [] { return int64_t{5}; });
-  ev.MediaChanged(TableKey("1"), "default", 0, kMediaMemory, 0);                          // a Put
-  ev.MediaChanged(TableKey("1"), "default", kMediaMemory, kMediaMemory | kMediaDisk, 0);  // offloaded
-  ev.MediaChanged(TableKey("1"), "default", kMediaMemory | kMediaDisk, kMediaDisk, 0);    // evicted
-  ev.MediaChanged(TableKey("2"), "default", kMediaDisk, kMediaMemory, 0);                 // replaced
-  ev.MediaChanged(TableKey("1"), "default", kMediaDisk, 0, 0);                            // removed
+  ev.Changed(TableKey("1"), "default", 0, kMediaMemory, 0);                          // a Put
+  ev.Changed(TableKey("1"), "default", kMediaMemory, kMediaMemory | kMediaDisk, 0);  // offloaded
+  ev.Changed(TableKey("1"), "default", kMediaMemory | kMediaDisk, kMediaDisk, 0);    // evicted
+  ev.Changed(TableKey("2"), "default", kMediaDisk, kMediaMemory, 0);                 // replaced
+  ev.Changed(TableKey("1"), "default", kMediaDisk, 0, 0);                            // removed
   EXPECT_FALSE(ev.PublishOnce());
   EXPECT_EQ(Sent(*r), (std::vector<std::string>{"stored cpu 1", "stored disk 1", "removed cpu 1", "removed disk 2",
                                                 "stored cpu 2", "removed disk 1"}));
@@ -147,7 +147,7 @@ TEST(KvEventsTest, BatchesHoldSixtyFourEventsAndNumberOnwards) {
   auto rec = std::make_unique<Recorder>();
   Recorder* r = rec.get();
   KvEvents ev({}, std::move(rec), [] { return int64_t{5}; });
-  for (int i = 0; i < 130; ++i) ev.MediaChanged(TableKey(std::to_string(i)), "default", 0, kMediaMemory, 0);
+  for (int i = 0; i < 130; ++i) ev.Changed(TableKey(std::to_string(i)), "default", 0, kMediaMemory, 0);
   EXPECT_TRUE(ev.PublishOnce());
   EXPECT_TRUE(ev.PublishOnce());
   EXPECT_FALSE(ev.PublishOnce());
@@ -165,14 +165,14 @@ TEST(KvEventsTest, AFullQueueDropsTheOldestAndLeavesAGapInTheSequence) {
   KvEventsConfig c;
   c.queue_capacity = 2;
   KvEvents ev(c, std::move(rec), [] { return int64_t{5}; });
-  for (int i = 0; i < 5; ++i) ev.MediaChanged(TableKey(std::to_string(i)), "default", 0, kMediaMemory, 0);
+  for (int i = 0; i < 5; ++i) ev.Changed(TableKey(std::to_string(i)), "default", 0, kMediaMemory, 0);
   EXPECT_FALSE(ev.PublishOnce());
   ASSERT_EQ(r->sent.size(), 1u);
   EXPECT_EQ(r->sent[0].first, 3u);  // 0, 1 and 2 went with the events dropped
   EXPECT_EQ(Sent(*r), (std::vector<std::string>{"stored cpu 3", "stored cpu 4"}));
   EXPECT_EQ(ev.stats().dropped_events, 3u);
   r->ok = false;  // a send that fails counts its events as dropped, and its number is used
-  ev.MediaChanged(TableKey("5"), "default", 0, kMediaMemory, 0);
+  ev.Changed(TableKey("5"), "default", 0, kMediaMemory, 0);
   EXPECT_FALSE(ev.PublishOnce());
   EXPECT_EQ(r->sent.back().first, 4u);
   EXPECT_EQ(ev.stats().dropped_events, 4u);
@@ -187,8 +187,8 @@ TEST(KvEventsTest, EventsCarryTheirLogPositionAndWaitUntilReleased) {
   KvEvents ev({}, std::move(rec), [] { return int64_t{5}; });
   uint64_t released = 0;
   ev.SetReleased([&] { return released; });
-  ev.MediaChanged(TableKey("1"), "default", 0, kMediaMemory, 7);
-  ev.MediaChanged(TableKey("2"), "default", 0, kMediaMemory, 9);
+  ev.Changed(TableKey("1"), "default", 0, kMediaMemory, 7);
+  ev.Changed(TableKey("2"), "default", 0, kMediaMemory, 9);
   EXPECT_FALSE(ev.PublishOnce());  // nothing released
   EXPECT_TRUE(r->sent.empty());
   released = 8;

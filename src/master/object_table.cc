@@ -150,15 +150,10 @@ void ObjectTable::Locked::AppendTelling(const pb::LogRecord& rec, std::string_vi
   }
   struct Tell final : MetaSink::Appended {
     MediaObserver* observer;
-    std::string_view key, tenant;
-    uint8_t before, after;
-    void At(uint64_t position) override { observer->MediaChanged(key, tenant, before, after, position); }
+    void At(uint64_t position) override { observer->MediaChanged(position); }
   } tell;
   tell.observer = observer;
-  tell.key = table_key;
-  tell.tenant = t_.tenants_.name(tenant);  // looked up before the sink's lock is taken
-  tell.before = had;
-  tell.after = now;
+  observer->MediaChanging(table_key, t_.tenants_.name(tenant), had, now);  // outside the sink's lock
   t_.sink_->AppendThen(rec, tell);
 }
 
@@ -166,7 +161,8 @@ void ObjectTable::Locked::LogObject(const ObjectEntry& e, bool ends_put, uint8_t
   const uint8_t now = MediaOf(e.second);
   if (!t_.sink_) {
     if (had != kMediaUnchanged && had != now && t_.media_observer_) {
-      t_.media_observer_->MediaChanged(e.first, t_.tenants_.name(e.second.tenant), had, now, 0);
+      t_.media_observer_->MediaChanging(e.first, t_.tenants_.name(e.second.tenant), had, now);
+      t_.media_observer_->MediaChanged(0);
     }
     return;
   }
@@ -198,7 +194,10 @@ void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) co
 
 void ObjectTable::Locked::LogObjectGone(Ref r, MissReason why, uint8_t had) {
   if (!t_.sink_) {
-    if (had != 0 && t_.media_observer_) t_.media_observer_->MediaChanged(r.key(), t_.tenants_.name(r->tenant), had, 0, 0);
+    if (had != 0 && t_.media_observer_) {
+      t_.media_observer_->MediaChanging(r.key(), t_.tenants_.name(r->tenant), had, 0);
+      t_.media_observer_->MediaChanged(0);
+    }
     return;
   }
   pb::LogRecord* rec = tls_scratch.Fresh();

@@ -198,15 +198,17 @@ uint8_t MediaOf(const ObjectMeta& m);
 
 // Told, under the key's shard lock, each time the media an object can be read from change: a Put
 // published, a value removed or replaced, a replica lost with its node, evicted, offloaded to disk
-// or repaired. `before` and `after` are ObjectMedia bits (0: no object). `position`: that of the
-// change's record in the metadata log (0: no log), and with a log the calls come in position order
-// (MetaSink::AppendThen: under the log's lock). The KV events (master/kv_events.h) are made from
-// it. Must be quick, take only leaf locks and call nothing back.
+// or repaired. `before` and `after` are ObjectMedia bits (0: no object). The KV events
+// (master/kv_events.h) are made from it. In two steps on one thread, one right after the other:
+// MediaChanging before the change's record is appended (its work done outside the log's lock),
+// then MediaChanged with the record's position in the metadata log (0: no log); with a log the
+// second steps come in position order (MetaSink::AppendThen: under the log's lock), so they must
+// be quick, take only leaf locks and call nothing back.
 class MediaObserver {
  public:
   virtual ~MediaObserver() = default;
-  virtual void MediaChanged(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after,
-                            uint64_t position) = 0;
+  virtual void MediaChanging(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) = 0;
+  virtual void MediaChanged(uint64_t position) = 0;
 };
 
 class ObjectTable {
