@@ -187,9 +187,9 @@ bool KvEventReplay::ServeOnce(int timeout_ms) {
 bool KvEventReplay::Send(const KvReplaySocket::Request& r, std::vector<KvEvent>& batch) {
   if (batch.empty()) return true;
   uint64_t encoded = 0, skipped = 0;
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   const std::string payload = EncodeKvEventBatch(batch, next_event_id_, now, config_, &encoded, &skipped);
   next_event_id_ += encoded;
   const uint64_t position = batch.back().position;
@@ -221,8 +221,7 @@ void KvEventReplay::Answer(const KvReplaySocket::Request& r) {
     if (st.ok() && ok) ok = Send(r, batch);
   }
   if (!st.ok()) {  // a snapshot: everything stored as of `upto`
-    spdlog::info("KV event replay after position {}: answered with a snapshot as of {} ({})", from, upto,
-                 st.message());
+    spdlog::info("KV event replay after position {}: answered with a snapshot as of {} ({})", from, upto, st.message());
     batch.clear();
     st = ha::ReadLogRange(log_dir_, upto, upto, &image, [](uint64_t, const pb::LogRecord&) {});
     if (!st.ok()) {
@@ -238,7 +237,8 @@ void KvEventReplay::Answer(const KvReplaySocket::Request& r) {
       if (table_key.size() < 2) continue;
       const uint8_t media = MediaOfRecord(o);
       for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-        if (media & m) batch.push_back(KvEvent{true, m == kMediaDisk, table_key.substr(2), TenantName(image, o.tenant()), upto});
+        if (media & m)
+          batch.push_back(KvEvent{true, m == kMediaDisk, table_key.substr(2), TenantName(image, o.tenant()), upto});
       }
       if (ok && batch.size() >= KvEvents::kMaxBatch) ok = Send(r, batch);
     }

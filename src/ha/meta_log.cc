@@ -92,9 +92,10 @@ Status ReadLogRange(const std::string& dir, uint64_t from, uint64_t upto, Master
   pb::LogRecord rec;
   for (size_t i = 0; i < files.logs.size() && expect <= upto; ++i) {
     if (i + 1 < files.logs.size() && files.logs[i + 1] <= expect) continue;  // wholly before
-    if (files.logs[i] > expect) break;  // a gap: what it held was compacted away
+    if (files.logs[i] > expect) break;                                       // a gap: what it held was compacted away
     auto data = ReadWholeFile(dir + "/" + LogFileName(files.logs[i]));
-    if (!data.ok()) return Status(Code::kFileNotFound, "the metadata log changed while it was read: " + data.status().ToString());
+    if (!data.ok())
+      return Status(Code::kFileNotFound, "the metadata log changed while it was read: " + data.status().ToString());
     FrameReader r(*data);
     while (auto f = r.Next()) {
       if (f->seq < expect) continue;
@@ -108,9 +109,9 @@ Status ReadLogRange(const std::string& dir, uint64_t from, uint64_t upto, Master
     }
   }
   if (expect <= from || expect <= upto) {
-    return Status(Code::kFileNotFound, "the metadata log in " + dir + " holds records " + std::to_string(base + 1) + " to " +
-                                       std::to_string(expect - 1) + ", not every one after " + std::to_string(from) +
-                                       " up to " + std::to_string(upto));
+    return Status(Code::kFileNotFound, "the metadata log in " + dir + " holds records " + std::to_string(base + 1) +
+                                           " to " + std::to_string(expect - 1) + ", not every one after " +
+                                           std::to_string(from) + " up to " + std::to_string(upto));
   }
   return Status::OK();
 }

@@ -37,9 +37,9 @@ TEST(GrantHoldTest, AStampIsBoundedByTheFirstSampleTakenAfterIt) {
 class ImageSink final : public MetaSink {
  public:
   uint64_t Append(const pb::LogRecord& r) override {
-      image.Apply(r);
-      return 0;
-    }
+    image.Apply(r);
+    return 0;
+  }
   MasterImage image;
 };
 

@@ -87,7 +87,7 @@ class ZmqReplaySocket final : public KvReplaySocket {
   ZmqReplaySocket() : socket_(context_, zmq::socket_type::router) {}
   Status Bind(const std::string& endpoint) {
     try {
-      socket_.set(zmq::sockopt::sndhwm, 0);  // an answer is sent whole, however long
+      socket_.set(zmq::sockopt::sndhwm, 0);            // an answer is sent whole, however long
       socket_.set(zmq::sockopt::router_mandatory, 1);  // a peer gone: the send fails, not drops
       socket_.set(zmq::sockopt::linger, 0);
       socket_.set(zmq::sockopt::sndtimeo, 5000);
@@ -372,10 +372,12 @@ void KvEvents::MediaChanging(std::string_view table_key, std::string_view tenant
   tls_making.clear();
   // Removed before stored: a value replaced on another medium is never shown on none.
   for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if ((before & m) && !(after & m)) tls_making.push_back(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant)});
+    if ((before & m) && !(after & m))
+      tls_making.push_back(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant)});
   }
   for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if (!(before & m) && (after & m)) tls_making.push_back(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant)});
+    if (!(before & m) && (after & m))
+      tls_making.push_back(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant)});
   }
 }
 

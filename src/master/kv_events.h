@@ -150,7 +150,6 @@ class KvEvents final : public MediaObserver {
   static constexpr size_t kMaxBatch = 64;
 
  private:
-
   const KvEventsConfig config_;
   const std::unique_ptr<KvEventSender> sender_;
   const std::function<int64_t()> unix_ms_;

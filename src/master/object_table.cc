@@ -141,34 +141,31 @@ void SayWhyGone(pb::LogRecord* rec, MissReason why) {
 
 }  // namespace
 
-void ObjectTable::Locked::AppendTelling(const pb::LogRecord& rec, std::string_view table_key, TenantIndex tenant,
+void ObjectTable::Locked::AppendTelling(const pb::LogRecord* rec, std::string_view table_key, TenantIndex tenant,
                                         uint8_t had, uint8_t now) {
   MediaObserver* observer = had == kMediaUnchanged || had == now ? nullptr : t_.media_observer_;
-  if (!observer) {
-    t_.sink_->Append(rec);
-    return;
+  if (observer) observer->MediaChanging(table_key, t_.tenants_.name(tenant), had, now);  // outside the sink's lock
+  if (!rec) {                                                                            // no sink: no position
+    if (observer) observer->MediaChanged(0);
+  } else if (!observer) {
+    t_.sink_->Append(*rec);
+  } else {
+    struct Tell final : MetaSink::Appended {
+      MediaObserver* observer;
+      void At(uint64_t position) override { observer->MediaChanged(position); }
+    } tell;
+    tell.observer = observer;
+    t_.sink_->AppendThen(*rec, tell);
   }
-  struct Tell final : MetaSink::Appended {
-    MediaObserver* observer;
-    void At(uint64_t position) override { observer->MediaChanged(position); }
-  } tell;
-  tell.observer = observer;
-  observer->MediaChanging(table_key, t_.tenants_.name(tenant), had, now);  // outside the sink's lock
-  t_.sink_->AppendThen(rec, tell);
 }
 
 void ObjectTable::Locked::LogObject(const ObjectEntry& e, bool ends_put, uint8_t had) {
-  const uint8_t now = MediaOf(e.second);
-  if (!t_.sink_) {
-    if (had != kMediaUnchanged && had != now && t_.media_observer_) {
-      t_.media_observer_->MediaChanging(e.first, t_.tenants_.name(e.second.tenant), had, now);
-      t_.media_observer_->MediaChanged(0);
-    }
-    return;
+  pb::LogRecord* rec = nullptr;
+  if (t_.sink_) {
+    rec = tls_scratch.Fresh();
+    BuildObject(e, ends_put ? rec->mutable_published() : rec->mutable_object());
   }
-  pb::LogRecord* rec = tls_scratch.Fresh();
-  BuildObject(e, ends_put ? rec->mutable_published() : rec->mutable_object());
-  AppendTelling(*rec, e.first, e.second.tenant, had, now);
+  AppendTelling(rec, e.first, e.second.tenant, had, MediaOf(e.second));
 }
 
 void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) const {
@@ -193,17 +190,13 @@ void ObjectTable::Locked::BuildObject(const ObjectEntry& e, pb::LogObject* o) co
 }
 
 void ObjectTable::Locked::LogObjectGone(Ref r, MissReason why, uint8_t had) {
-  if (!t_.sink_) {
-    if (had != 0 && t_.media_observer_) {
-      t_.media_observer_->MediaChanging(r.key(), t_.tenants_.name(r->tenant), had, 0);
-      t_.media_observer_->MediaChanged(0);
-    }
-    return;
+  pb::LogRecord* rec = nullptr;
+  if (t_.sink_) {
+    rec = tls_scratch.Fresh();
+    rec->set_object_gone(r.key().data(), r.key().size());
+    SayWhyGone(rec, why);
   }
-  pb::LogRecord* rec = tls_scratch.Fresh();
-  rec->set_object_gone(r.key().data(), r.key().size());
-  SayWhyGone(rec, why);
-  AppendTelling(*rec, r.key(), r->tenant, had, 0);
+  AppendTelling(rec, r.key(), r->tenant, had, 0);
 }
 
 void ObjectTable::Locked::LogPending(std::string_view table_key, const PendingPut& p) {

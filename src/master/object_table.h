@@ -379,7 +379,8 @@ class ObjectTable {
     static constexpr uint8_t kMediaUnchanged = 0xff;
     void LogObject(const ObjectEntry& e, bool ends_put, uint8_t had);
     void LogObjectGone(Ref r, MissReason why, uint8_t had);
-    void AppendTelling(const pb::LogRecord& rec, std::string_view table_key, TenantIndex tenant, uint8_t had,
+    // Appends `rec` (null: there is no sink) and tells the media observer, if the media changed.
+    void AppendTelling(const pb::LogRecord* rec, std::string_view table_key, TenantIndex tenant, uint8_t had,
                        uint8_t now);
     void LogPending(std::string_view table_key, const PendingPut& p);
     void LogPendingGone(std::string_view table_key, MissReason why);
