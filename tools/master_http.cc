@@ -234,6 +234,23 @@ nlohmann::json SegmentsJson(MasterService* master) {
   return arr;
 }
 
+// The segments awaiting their owner (MasterService::AwaitingSegments): not on /segments, which
+// lists what readers are sent to.
+nlohmann::json AwaitingJson(MasterService* master) {
+  nlohmann::json arr = nlohmann::json::array();
+  if (!master) return arr;
+  for (const auto& a : master->AwaitingSegments()) {
+    arr.push_back({{"id", std::to_string(a.desc.id)},
+                   {"name", a.desc.name},
+                   {"endpoint", a.desc.endpoint},
+                   {"zone", a.desc.zone},
+                   {"owner", a.owner.ToString()},
+                   {"capacity", a.desc.size},
+                   {"drops_in_ms", a.drops_in_ms}});
+  }
+  return arr;
+}
+
 // Whether a request that changes state may: it carries the admin token (compared in constant time).
 bool Authorized(const MasterHttpContext& c, const httplib::Request& req, httplib::Response& res) {
   const std::string want = "Bearer " + c.admin_token;
@@ -330,6 +347,7 @@ nlohmann::json DashboardJson(const MasterHttpContext& c) {
                       {"now", ToJson(SampleOf(c, st ? &*st : nullptr))},
                       {"history", c.history ? c.history->Json() : nlohmann::json::array()},
                       {"segments", SegmentsJson(m.get())},
+                      {"awaiting", AwaitingJson(m.get())},
                       {"standbys", StandbysJson(c)}};
   if (st) {
     nlohmann::json misses = nlohmann::json::object();

@@ -120,6 +120,15 @@ std::string StatsText(const nlohmann::json& feed) {
                        Bytes(a), c > 0 ? 100 * a / c : 0.0, Bytes(static_cast<double>(U(s, "largest_free"))),
                        s.value("fragmentation", 0.0), s.value("draining", false) ? "  draining" : "");
   }
+  if (feed.contains("awaiting")) {
+    for (const auto& s : feed["awaiting"]) {
+      const int64_t ms = s.value("drops_in_ms", int64_t{-1});
+      out += fmt::format("{:<28} {:<22} {:<6} {:>10}  awaiting its owner{}\n", s.value("name", "?"),
+                         s.value("endpoint", "?"), s.value("zone", "").empty() ? "-" : s.value("zone", ""),
+                         Bytes(static_cast<double>(U(s, "capacity"))),
+                         ms >= 0 ? fmt::format(", dropped in {} s", (ms + 999) / 1000) : "");
+    }
+  }
   return out;
 }
 

@@ -227,6 +227,17 @@ void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& 
   tasks_.Dump(emit);
 }
 
+std::vector<MasterService::AwaitingSegment> MasterService::AwaitingSegments() const {
+  const TimeMs now = clock_.NowMs();
+  const TimeMs restart_deadline = recovered_deadline_.load(std::memory_order_relaxed);
+  std::vector<AwaitingSegment> out;
+  for (auto& u : segments_.Unconfirmed()) {
+    const TimeMs deadline = u.until != 0 ? u.until : restart_deadline;  // as ExpireRecoveredOnce judges
+    out.push_back({std::move(u.desc), u.owner, deadline == 0 ? -1 : std::max<int64_t>(0, deadline - now)});
+  }
+  return out;
+}
+
 uint64_t MasterService::ExpireRecoveredOnce() {
   const TimeMs now = clock_.NowMs();
   const TimeMs restart_deadline = recovered_deadline_.load(std::memory_order_relaxed);

@@ -127,6 +127,15 @@ class MasterService final : public MasterApi {
   Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
   Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
   Result<std::vector<SegmentUsage>> ListSegments() override;
+  // Segments mounted but awaiting their owner (restored after a restart, or suspended after it was
+  // declared dead): readers are not sent to them, and unless the owner mounts them again they are
+  // dropped, with their replicas, `drops_in_ms` from now (-1: not known yet).
+  struct AwaitingSegment {
+    SegmentDesc desc;
+    ClientId owner;
+    int64_t drops_in_ms = -1;
+  };
+  std::vector<AwaitingSegment> AwaitingSegments() const;
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,
                                                               const ReplicateConfig& config, WriteMode mode) override;

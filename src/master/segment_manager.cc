@@ -214,7 +214,9 @@ std::vector<SegmentManager::UnconfirmedSegment> SegmentManager::Unconfirmed() co
   ReaderLock lock(mu_);
   std::vector<UnconfirmedSegment> out;
   for (const auto& [id, seg] : by_id_) {
-    if (!seg->confirmed) out.push_back({id, seg->owner, seg->suspended_until});
+    if (seg->confirmed) continue;
+    out.push_back({id, seg->owner, seg->suspended_until, seg->desc});
+    out.back().desc.grant_key.clear();  // secret
   }
   return out;
 }

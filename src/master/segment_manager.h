@@ -88,6 +88,7 @@ class SegmentManager {
     SegmentId id;
     ClientId owner;
     TimeMs until;
+    SegmentDesc desc;  // its grant key left out
   };
   std::vector<UnconfirmedSegment> Unconfirmed() const;
   // `owner` was declared dead: its segments are not read and take no new replicas until `until`,

@@ -110,3 +110,29 @@ def test_yb_stats_and_top_print_the_dashboards_numbers(cluster):
     assert down.returncode == 1 and b"cannot reach the master's HTTP at 127.0.0.1:" in down.stderr
     etcd = subprocess.run([f"{BIN}/yb", "--master", "etcd://127.0.0.1:1", "stats"], capture_output=True, timeout=30)
     assert etcd.returncode == 2 and b"--http HOST:PORT" in etcd.stderr
+
+
+def test_a_segment_awaiting_its_owner_is_listed_with_when_it_is_dropped(cluster, tmp_path):
+    """A node killed: until the master gives up on it (client_ttl, then the grace) its segment is
+    not served and not on /segments, but the dashboard, its feed and `yb stats` list it, saying when
+    it will be dropped."""
+    cluster.start_master(extra=["--client_grace_sec", "30"])
+    cluster.start_client("a", "16MB")
+    cluster.start_client("b", "16MB")
+    [seg_a] = [s for s in json.loads(cluster.http("/segments")) if s["name"].startswith("a:")]
+    cluster.kill_client("a")
+
+    def awaiting():
+        return json.loads(cluster.http("/dashboard.json"))["awaiting"]
+
+    wait_until(awaiting, cluster.client_ttl + 10, "the killed node's segment to await its owner")
+    [a] = awaiting()
+    assert a["name"] == seg_a["name"] and a["capacity"] == 16 << 20 and 0 < a["drops_in_ms"] <= 30000, a
+    assert all(not s["name"].startswith("a:") for s in json.loads(cluster.http("/segments")))
+    http = f"{cluster.master_host}:{cluster.http_port}"
+    out = cluster.yb(["stats", "--http", http], check=True).stdout.decode()
+    assert re.search(rf"^{re.escape(a['name'])} .* awaiting its owner, dropped in \d+ s$", out, re.M), out
+    if CHROMIUM is not None:
+        dom = chromium(tmp_path, f"http://{http}/dashboard", "--dump-dom")
+        rows = {r[0]: r for r in cell_texts(dom, "segments-table")}
+        assert rows[a["name"]][8].startswith("awaiting owner, dropped in "), rows
