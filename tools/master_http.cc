@@ -11,6 +11,7 @@
 
 #include "admin_http.h"
 #include "common/files.h"
+#include "common/grant.h"
 #include "common/log.h"
 #include "common/segment_name.h"
 #include "common/units.h"
@@ -302,8 +303,7 @@ nlohmann::json StandbysJson(const MasterHttpContext& c) {
 // The sample of the master whose stats are `st` (null: none serves here, a standby).
 DashboardSample SampleOf(const MasterHttpContext& c, const MasterStats* st) {
   DashboardSample d;
-  d.t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-               .count();
+  d.t_ms = WallMs();
   for (const auto& row : rpc::kMasterMethods) {
     const auto m = static_cast<uint16_t>(row.method);
     d.rpc_calls += c.rpc.calls(m);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "common/grant.h"
 #include "common/resolve.h"
 #include "ha/meta_log.h"
 
@@ -85,13 +86,7 @@ void EventsOfRecord(const MasterImage& before, uint64_t position, const pb::LogR
   const uint8_t had = was == before.objects.end() ? 0 : MediaOfRecord(was->second);
   const uint8_t has = now ? MediaOfRecord(*now) : 0;
   const uint32_t tenant = now ? now->tenant() : (was == before.objects.end() ? 0 : was->second.tenant());
-  const std::string key = table_key->substr(2), name = TenantName(before, tenant);
-  for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if ((had & m) && !(has & m)) out.push_back(KvEvent{false, m == kMediaDisk, key, name, position});
-  }
-  for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if (!(had & m) && (has & m)) out.push_back(KvEvent{true, m == kMediaDisk, key, name, position});
-  }
+  AppendMediaEvents(std::string_view(*table_key).substr(2), TenantName(before, tenant), had, has, position, out);
 }
 
 }  // namespace
@@ -147,11 +142,7 @@ Result<std::unique_ptr<KvEvents>> StartKvEvents(const KvEventsFlags& f, const st
   }
   spdlog::info("KV events published on {} (backend_id '{}', queue of {} events)", c.bind_endpoint, c.backend_id,
                c.queue_capacity);
-  auto unix_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
-  return std::make_unique<KvEvents>(std::move(c), std::move(sender).value(), unix_ms);
+  return std::make_unique<KvEvents>(std::move(c), std::move(sender).value(), [] { return WallMs(); });
 }
 
 Result<std::unique_ptr<KvEventReplay>> KvEventReplay::Start(const KvEventsFlags& f, const KvEvents* events,
@@ -187,10 +178,7 @@ bool KvEventReplay::ServeOnce(int timeout_ms) {
 bool KvEventReplay::Send(const KvReplaySocket::Request& r, std::vector<KvEvent>& batch) {
   if (batch.empty()) return true;
   uint64_t encoded = 0, skipped = 0;
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  const std::string payload = EncodeKvEventBatch(batch, next_event_id_, now, config_, &encoded, &skipped);
+  const std::string payload = EncodeKvEventBatch(batch, next_event_id_, WallMs(), config_, &encoded, &skipped);
   next_event_id_ += encoded;
   const uint64_t position = batch.back().position;
   batch.clear();
@@ -220,7 +208,7 @@ void KvEventReplay::Answer(const KvReplaySocket::Request& r) {
     });
     if (st.ok() && ok) ok = Send(r, batch);
   }
-  if (!st.ok()) {  // a snapshot: everything stored as of `upto`
+  if (!st.ok() && ok) {  // a snapshot: everything stored as of `upto`
     spdlog::info("KV event replay after position {}: answered with a snapshot as of {} ({})", from, upto, st.message());
     batch.clear();
     st = ha::ReadLogRange(log_dir_, upto, upto, &image, [](uint64_t, const pb::LogRecord&) {});
@@ -235,11 +223,8 @@ void KvEventReplay::Answer(const KvReplaySocket::Request& r) {
     batch.push_back(cleared);
     for (const auto& [table_key, o] : image.objects) {
       if (table_key.size() < 2) continue;
-      const uint8_t media = MediaOfRecord(o);
-      for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-        if (media & m)
-          batch.push_back(KvEvent{true, m == kMediaDisk, table_key.substr(2), TenantName(image, o.tenant()), upto});
-      }
+      AppendMediaEvents(std::string_view(table_key).substr(2), TenantName(image, o.tenant()), 0, MediaOfRecord(o), upto,
+                        batch);
       if (ok && batch.size() >= KvEvents::kMaxBatch) ok = Send(r, batch);
     }
     if (ok) ok = Send(r, batch);

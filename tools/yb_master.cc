@@ -514,29 +514,25 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
   }
   std::unique_ptr<yb::tools::KvEventReplay> replay;  // outlives its job
   std::unique_ptr<yb::Scheduler::Job> replayer;
-  if (yb::KvEvents* ev = kv_events->get()) {
-    // Published once the log has released them (a leader that dies has published nothing its
-    // successor lacks); a standby's log is what it has written.
-    yb::ha::MetaLog* log = ha ? &ha->log() : lone_log.get();
-    std::function<uint64_t()> released;
-    if (log) released = [log] { return log->released_seq(); };
+  // Events are published once the log has released them (a leader that dies has published nothing
+  // its successor lacks); a standby's log is what it has written.
+  std::function<uint64_t()> released;
+  if (log) released = [log] { return log->released_seq(); };
+  yb::KvEvents* ev = kv_events->get();
+  auto started = yb::tools::KvEventReplay::Start(f.kv_events, ev, log ? f.metadata_dir : "", released, *security);
+  if (!started.ok()) {
+    spdlog::error("{}", started.status().message());
+    return 2;
+  }
+  replay = std::move(started).value();
+  if (ev) {
     if (released) ev->SetReleased(released);
-    auto started = yb::tools::KvEventReplay::Start(f.kv_events, ev, log ? f.metadata_dir : "", released, *security);
-    if (!started.ok()) {
-      spdlog::error("{}", started.status().message());
-      return 2;
-    }
-    replay = std::move(started).value();
     publisher = scheduler.Every("yb-kv-events", std::chrono::milliseconds(2),
                                 yb::Scheduler::Step([ev] { return ev->PublishOnce(); }));
-    if (replay) {
-      yb::tools::KvEventReplay* r = replay.get();
-      replayer = scheduler.Every("yb-kv-replay", std::chrono::milliseconds(5),
-                                 yb::Scheduler::Step([r] { return r->ServeOnce(0); }));
-    }
-  } else if (!f.kv_events.replay_endpoint.empty()) {
-    spdlog::error("--kv_events_replay_endpoint needs --enable_kv_events");
-    return 2;
+  }
+  if (yb::tools::KvEventReplay* r = replay.get()) {
+    replayer = scheduler.Every("yb-kv-replay", std::chrono::milliseconds(5),
+                               yb::Scheduler::Step([r] { return r->ServeOnce(0); }));
   }
   if (ha) {
     yb::ha::HaMaster* h = ha.get();

@@ -76,18 +76,29 @@ bool LoadSnapshotContents(std::string_view contents, uint64_t seq, MasterImage* 
   return true;
 }
 
+namespace {
+
+// Loads the newest intact snapshot of `files` at or before `upto` into `image` (emptied first, what
+// it remembers of gone keys kept): its sequence number, 0 if there is none.
+uint64_t LoadNewestSnapshot(const std::string& dir, const DirFiles& files, uint64_t upto, MasterImage* image,
+                            uint64_t* records) {
+  image->TakeSnapshotState(MasterImage{});
+  for (auto it = files.snapshots.rbegin(); it != files.snapshots.rend(); ++it) {
+    if (*it > upto) continue;
+    const std::string path = dir + "/" + SnapshotFileName(*it);
+    if (LoadSnapshot(path, *it, image, records)) return *it;
+    YB_LOG_ERROR("metadata log: snapshot {} is not intact; trying an older one", path);
+  }
+  return 0;
+}
+
+}  // namespace
+
 Status ReadLogRange(const std::string& dir, uint64_t from, uint64_t upto, MasterImage* image,
                     const std::function<void(uint64_t seq, const pb::LogRecord& record)>& each) {
   const DirFiles files = ListDir(dir);
-  uint64_t base = 0, records = 0;
-  image->TakeSnapshotState(MasterImage{});
-  for (auto it = files.snapshots.rbegin(); it != files.snapshots.rend(); ++it) {
-    if (*it > from) continue;
-    if (LoadSnapshot(dir + "/" + SnapshotFileName(*it), *it, image, &records)) {
-      base = *it;
-      break;
-    }
-  }
+  uint64_t records = 0;
+  const uint64_t base = LoadNewestSnapshot(dir, files, from, image, &records);
   uint64_t expect = base + 1;
   pb::LogRecord rec;
   for (size_t i = 0; i < files.logs.size() && expect <= upto; ++i) {
@@ -163,16 +174,8 @@ MetaLog::~MetaLog() {
 
 Status MetaLog::Recover(MasterImage* image) {
   DirFiles files = ListDir(options_.dir);
-  uint64_t base = 0, snapshot_records = 0;
-  image->TakeSnapshotState(MasterImage{});
-  for (auto it = files.snapshots.rbegin(); it != files.snapshots.rend(); ++it) {
-    const std::string path = options_.dir + "/" + SnapshotFileName(*it);
-    if (LoadSnapshot(path, *it, image, &snapshot_records)) {
-      base = *it;
-      break;
-    }
-    YB_LOG_ERROR("metadata log: snapshot {} is not intact; trying an older one", path);
-  }
+  uint64_t snapshot_records = 0;
+  const uint64_t base = LoadNewestSnapshot(options_.dir, files, UINT64_MAX, image, &snapshot_records);
   if (base == 0 && !files.snapshots.empty()) {
     YB_LOG_ERROR("metadata log: no intact snapshot in {}; replaying the log alone", options_.dir);
   }

@@ -33,16 +33,6 @@ TEST(GrantHoldTest, AStampIsBoundedByTheFirstSampleTakenAfterIt) {
   EXPECT_EQ(off.UntilAfter(1), 0);
 }
 
-// Records appended by the master, applied as a standby or a restart applies them.
-class ImageSink final : public MetaSink {
- public:
-  uint64_t Append(const pb::LogRecord& r) override {
-    image.Apply(r);
-    return 0;
-  }
-  MasterImage image;
-};
-
 class GrantHoldMasterTest : public testing::MasterFixture {
  protected:
   static constexpr uint64_t kSize = 1 << 16;  // one object fills the segment
@@ -85,7 +75,7 @@ class GrantHoldMasterTest : public testing::MasterFixture {
   }
 
   const std::string key_ = NewGrantKey();
-  ImageSink sink_;
+  testing::ImageSink sink_;
   CallContext a_, b_;
 };
 

@@ -367,18 +367,21 @@ namespace {
 thread_local std::vector<KvEvent> tls_making;
 }  // namespace
 
+void AppendMediaEvents(std::string_view key, std::string_view tenant, uint8_t before, uint8_t after, uint64_t position,
+                       std::vector<KvEvent>& out) {
+  for (const bool stored : {false, true}) {
+    for (const uint8_t m : {kMediaMemory, kMediaDisk}) {
+      const bool had = before & m, has = after & m;
+      if (had != has && has == stored) {
+        out.push_back(KvEvent{stored, m == kMediaDisk, std::string(key), std::string(tenant), position});
+      }
+    }
+  }
+}
+
 void KvEvents::MediaChanging(std::string_view table_key, std::string_view tenant, uint8_t before, uint8_t after) {
-  const std::string_view key = table_key.size() >= 2 ? table_key.substr(2) : table_key;
   tls_making.clear();
-  // Removed before stored: a value replaced on another medium is never shown on none.
-  for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if ((before & m) && !(after & m))
-      tls_making.push_back(KvEvent{false, m == kMediaDisk, std::string(key), std::string(tenant)});
-  }
-  for (uint8_t m : {kMediaMemory, kMediaDisk}) {
-    if (!(before & m) && (after & m))
-      tls_making.push_back(KvEvent{true, m == kMediaDisk, std::string(key), std::string(tenant)});
-  }
+  AppendMediaEvents(table_key.size() >= 2 ? table_key.substr(2) : table_key, tenant, before, after, 0, tls_making);
 }
 
 void KvEvents::MediaChanged(uint64_t position) {

@@ -59,6 +59,12 @@ struct KvEventStats {
   uint64_t last_position = 0;  // of the last event sent
 };
 
+// Appends the events of a change of `key`'s media from `before` to `after` (ObjectMedia bits): a
+// removed event for each medium lost, then a stored one for each gained (a value replaced on
+// another medium is never shown on none). The live stream and the replay both make them here.
+void AppendMediaEvents(std::string_view key, std::string_view tenant, uint8_t before, uint8_t after, uint64_t position,
+                       std::vector<KvEvent>& out);
+
 // The key as a block hash: a decimal or 0x-prefixed hex number that fits 64 bits, else nothing.
 std::optional<uint64_t> BlockHashOfKey(std::string_view key);
 

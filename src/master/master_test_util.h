@@ -8,9 +8,21 @@
 #include <string>
 
 #include "common/clock.h"
+#include "master/master_image.h"
 #include "master/master_service.h"
+#include "master/meta_sink.h"
 
 namespace yb::testing {
+
+// A sink that applies each record to an image: what a restarted master or a standby would load.
+class ImageSink final : public MetaSink {
+ public:
+  uint64_t Append(const pb::LogRecord& r) override {
+    image.Apply(r);
+    return 0;
+  }
+  MasterImage image;
+};
 
 class MasterFixture : public ::testing::Test {
  protected:

@@ -4,7 +4,6 @@
 
 #include "master/master_image.h"
 #include "master/master_test_util.h"
-#include "master/meta_sink.h"
 
 namespace yb {
 namespace {
@@ -131,13 +130,7 @@ TEST_F(MissReasonTest, TheTableIsBoundedAndCanBeTurnedOff) {
 // The log's records say why keys went: a master built from them (restarted from its log, or a
 // standby taking over) explains the same misses, across a snapshot that replaces the rest.
 TEST_F(MissReasonTest, AMasterBuiltFromTheLogRemembersWhyKeysWent) {
-  struct Sink final : MetaSink {
-    uint64_t Append(const pb::LogRecord& r) override {
-      image.Apply(r);
-      return 0;
-    }
-    MasterImage image;
-  } sink;
+  testing::ImageSink sink;
   sink.image.gone = GoneKeys(1000);
   master_->SetSink(&sink);
   CallContext owner_b = Register(ClientId{2, 2});

@@ -246,13 +246,7 @@ TEST_F(RepairTest, ARestartedMasterQueuesTheObjectsShortOfReplicas) {
 // the restarted master fences the target's range until then, from the log as from a snapshot; a
 // copy that completed first leaves nothing fenced (the object's record names the range).
 TEST_F(RepairTest, ARestartedMasterFencesTheRangeOfACopyInFlight) {
-  struct Sink final : MetaSink {
-    uint64_t Append(const pb::LogRecord& r) override {
-      image.Apply(r);
-      return 0;
-    }
-    MasterImage image;
-  } sink;
+  testing::ImageSink sink;
   master_->WriteImage([&](const pb::LogRecord& r) { sink.image.Apply(r); });  // the log's base snapshot
   master_->SetSink(&sink);
   ASSERT_TRUE(Put("k", 1000, OnAB()).ok());
