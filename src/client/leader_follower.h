@@ -17,14 +17,14 @@
 #include <mutex>
 #include <string>
 
-#include "api/master_api.h"
+#include "api/routed_master_api.h"
 #include "common/clock.h"
 #include "ha/etcd_client.h"
 #include "rpc/master_client.h"
 
 namespace yb {
 
-class LeaderFollower final : public MasterApi {
+class LeaderFollower final : public RoutedMasterApi {
  public:
   // `spec` is "etcd://host:port[;host:port...]".
   // `channel`: how each connection to a master is set up (its security). `etcd`: how etcd is
@@ -42,50 +42,20 @@ class LeaderFollower final : public MasterApi {
   uint64_t epoch() const { return epoch_seen_->load(); }
   uint64_t failovers() const { return failovers_.load(); }
 
-  using MasterApi::BatchPutStart;
-  Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
-  using MasterApi::Ping;
-  Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
-  Status UnregisterClient(const CallContext& ctx) override;
-  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
-  Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
-  Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
-  Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
-  Result<std::vector<SegmentUsage>> ListSegments() override;
-  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                              const std::vector<uint64_t>& sizes,
-                                                              const ReplicateConfig& config, WriteMode mode) override;
+  // MasterApi (RoutedMasterApi): every call made through Route; these two treated otherwise.
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
-  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
-  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
   std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                    const std::vector<uint64_t>& read_pins) override;
-  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
-  std::vector<Result<MissInfo>> BatchWhyMissing(const CallContext& ctx, const Keys& keys) override;
-  std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
-  Result<Keys> BatchReplicaClear(const CallContext& ctx, const Keys& keys, const std::string& segment_name) override;
-  Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
-  Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
-  std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
-  Result<std::vector<RepairTask>> RepairFetch(const CallContext& ctx, uint32_t max) override;
-  std::vector<Status> RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) override;
-  Result<TaskId> CreateTask(const CallContext& ctx, const TaskSpec& spec) override;
-  Result<TaskInfo> QueryTask(const CallContext& ctx, const TaskId& id) override;
-  std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
-                                      const std::vector<DiskObject>& objects) override;
-  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
 
  private:
   LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
                  rpc::RpcChannel::Options channel);
   // The client of the leader, looking it up when none is known or `stale` is the one that failed.
   Result<std::shared_ptr<rpc::MasterClient>> Leader(const rpc::MasterClient* stale);
-  // Makes `call` on the leader, again on the new leader while it fails as a leader change does,
-  // until the deadline; `n`: the keys of a per-key call. `retried` is set when the answer is not
-  // the first attempt's.
-  template <typename R, typename Call>
-  R WithLeader(Call&& call, size_t n = 1, bool* retried = nullptr);
+  // Makes the call on the leader, again on the new leader while it fails as a leader change does,
+  // until the deadline.
+  Status Route(const Attempt& attempt) override;
 
   ha::EtcdClient etcd_;
   const std::string key_;

@@ -21,11 +21,6 @@ Status NotLeader(const std::string& leader) {
                                                        : "this master is not the leader; the leader is " + leader);
 }
 
-template <typename T>
-std::vector<T> ForEveryKey(size_t n, const Status& st) {
-  return std::vector<T>(n, T(st));
-}
-
 rpc::RpcChannel::Options FollowChannel(std::shared_ptr<const net::Security> sec) {
   rpc::RpcChannel::Options o;
   o.security = std::move(sec);
@@ -559,93 +554,11 @@ void HaMaster::MaintainLog() {
 
 // ---- MasterApi: the leader's master, or who the leader is
 
-#define YB_SERVE_OR(fallback, call) \
-  auto m = Serving();               \
-  if (!m.ok()) return fallback;     \
-  return (*m)->call
-
-Result<CallContext> HaMaster::RegisterClient(const ClientRegistration& reg) {
-  YB_SERVE_OR(m.status(), RegisterClient(reg));
+Status HaMaster::Route(const Attempt& attempt) {
+  auto m = Serving();
+  if (!m.ok()) return m.status();
+  (void)attempt(**m);  // the answer is the call's, whatever it says
+  return Status::OK();
 }
-Status HaMaster::VerifyCaller(const CallContext& ctx) { YB_SERVE_OR(m.status(), VerifyCaller(ctx)); }
-Status HaMaster::Writable() { YB_SERVE_OR(m.status(), Writable()); }
-Result<PingResponse> HaMaster::Ping(const CallContext& ctx, const PingState& state) {
-  YB_SERVE_OR(m.status(), Ping(ctx, state));
-}
-Status HaMaster::UnregisterClient(const CallContext& ctx) { YB_SERVE_OR(m.status(), UnregisterClient(ctx)); }
-Status HaMaster::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
-  YB_SERVE_OR(m.status(), MountSegments(ctx, segs));
-}
-Status HaMaster::UnmountSegment(const CallContext& ctx, SegmentId id) {
-  YB_SERVE_OR(m.status(), UnmountSegment(ctx, id));
-}
-Result<uint64_t> HaMaster::DrainSegment(const CallContext& ctx, SegmentId id) {
-  YB_SERVE_OR(m.status(), DrainSegment(ctx, id));
-}
-Status HaMaster::UndrainSegment(const CallContext& ctx, SegmentId id) { YB_SERVE_OR(m.status(), UndrainSegment(ctx, id)); }
-Result<std::vector<SegmentUsage>> HaMaster::ListSegments() { YB_SERVE_OR(m.status(), ListSegments()); }
-std::vector<Result<std::vector<ReplicaDesc>>> HaMaster::BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                                      const std::vector<uint64_t>& sizes,
-                                                                      const ReplicateConfig& config, WriteMode mode) {
-  YB_SERVE_OR(ForEveryKey<Result<std::vector<ReplicaDesc>>>(keys.size(), m.status()),
-              BatchPutStart(ctx, keys, sizes, config, mode));
-}
-std::vector<Status> HaMaster::BatchPutEnd(const CallContext& ctx, const Keys& keys,
-                                          const std::vector<std::optional<uint64_t>>& checksums) {
-  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchPutEnd(ctx, keys, checksums));
-}
-std::vector<Status> HaMaster::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
-  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchPutRevoke(ctx, keys));
-}
-std::vector<Result<ObjectInfo>> HaMaster::BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) {
-  YB_SERVE_OR(ForEveryKey<Result<ObjectInfo>>(keys.size(), m.status()), BatchGetReplicaList(ctx, keys, pin));
-}
-std::vector<Status> HaMaster::BatchReadEnd(const CallContext& ctx, const Keys& keys,
-                                           const std::vector<uint64_t>& read_pins) {
-  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchReadEnd(ctx, keys, read_pins));
-}
-std::vector<Result<bool>> HaMaster::BatchExistKey(const CallContext& ctx, const Keys& keys) {
-  YB_SERVE_OR(ForEveryKey<Result<bool>>(keys.size(), m.status()), BatchExistKey(ctx, keys));
-}
-std::vector<Result<MissInfo>> HaMaster::BatchWhyMissing(const CallContext& ctx, const Keys& keys) {
-  YB_SERVE_OR(ForEveryKey<Result<MissInfo>>(keys.size(), m.status()), BatchWhyMissing(ctx, keys));
-}
-std::vector<Status> HaMaster::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
-  YB_SERVE_OR(ForEveryKey<Status>(keys.size(), m.status()), BatchRemove(ctx, keys, force));
-}
-Result<uint64_t> HaMaster::RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) {
-  YB_SERVE_OR(m.status(), RemoveWhere(ctx, pattern, force));
-}
-Result<std::vector<OffloadTask>> HaMaster::OffloadFetch(const CallContext& ctx, uint32_t max) {
-  YB_SERVE_OR(m.status(), OffloadFetch(ctx, max));
-}
-std::vector<Status> HaMaster::OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) {
-  YB_SERVE_OR(ForEveryKey<Status>(results.size(), m.status()), OffloadDone(ctx, results));
-}
-Result<std::vector<RepairTask>> HaMaster::RepairFetch(const CallContext& ctx, uint32_t max) {
-  YB_SERVE_OR(m.status(), RepairFetch(ctx, max));
-}
-std::vector<Status> HaMaster::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
-  YB_SERVE_OR(ForEveryKey<Status>(results.size(), m.status()), RepairDone(ctx, results));
-}
-Result<MasterApi::Keys> HaMaster::BatchReplicaClear(const CallContext& ctx, const Keys& keys,
-                                                    const std::string& segment_name) {
-  YB_SERVE_OR(m.status(), BatchReplicaClear(ctx, keys, segment_name));
-}
-Result<TaskId> HaMaster::CreateTask(const CallContext& ctx, const TaskSpec& spec) {
-  YB_SERVE_OR(m.status(), CreateTask(ctx, spec));
-}
-Result<TaskInfo> HaMaster::QueryTask(const CallContext& ctx, const TaskId& id) {
-  YB_SERVE_OR(m.status(), QueryTask(ctx, id));
-}
-std::vector<Status> HaMaster::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
-                                              const std::vector<DiskObject>& objects) {
-  YB_SERVE_OR(ForEveryKey<Status>(objects.size(), m.status()), AddDiskReplicas(ctx, segment, objects));
-}
-std::vector<Status> HaMaster::DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) {
-  YB_SERVE_OR(ForEveryKey<Status>(disk_keys.size(), m.status()), DropDiskReplicas(ctx, disk_keys));
-}
-
-#undef YB_SERVE_OR
 
 }  // namespace yb::ha

@@ -35,7 +35,7 @@
 #include <shared_mutex>
 #include <string>
 
-#include "api/master_api.h"
+#include "api/routed_master_api.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
 #include "ha/etcd_client.h"
@@ -47,7 +47,7 @@
 
 namespace yb::ha {
 
-class HaMaster final : public MasterApi {
+class HaMaster final : public RoutedMasterApi {
  public:
   struct Options {
     EtcdClient::Options etcd;
@@ -99,43 +99,6 @@ class HaMaster final : public MasterApi {
   // The master while leading (else null).
   std::shared_ptr<MasterService> master() const;
 
-  // MasterApi.
-  using MasterApi::BatchPutStart;
-  Result<CallContext> RegisterClient(const ClientRegistration& reg) override;
-  Status VerifyCaller(const CallContext& ctx) override;
-  Status Writable() override;
-  using MasterApi::Ping;
-  Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
-  Status UnregisterClient(const CallContext& ctx) override;
-  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
-  Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
-  Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
-  Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
-  Result<std::vector<SegmentUsage>> ListSegments() override;
-  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                              const std::vector<uint64_t>& sizes,
-                                                              const ReplicateConfig& config, WriteMode mode) override;
-  std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
-                                  const std::vector<std::optional<uint64_t>>& checksums) override;
-  std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
-  std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
-  std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
-                                   const std::vector<uint64_t>& read_pins) override;
-  std::vector<Result<bool>> BatchExistKey(const CallContext& ctx, const Keys& keys) override;
-  std::vector<Result<MissInfo>> BatchWhyMissing(const CallContext& ctx, const Keys& keys) override;
-  std::vector<Status> BatchRemove(const CallContext& ctx, const Keys& keys, bool force) override;
-  Result<Keys> BatchReplicaClear(const CallContext& ctx, const Keys& keys, const std::string& segment_name) override;
-  Result<uint64_t> RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) override;
-  Result<std::vector<OffloadTask>> OffloadFetch(const CallContext& ctx, uint32_t max) override;
-  std::vector<Status> OffloadDone(const CallContext& ctx, const std::vector<OffloadResult>& results) override;
-  Result<std::vector<RepairTask>> RepairFetch(const CallContext& ctx, uint32_t max) override;
-  std::vector<Status> RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) override;
-  Result<TaskId> CreateTask(const CallContext& ctx, const TaskSpec& spec) override;
-  Result<TaskInfo> QueryTask(const CallContext& ctx, const TaskId& id) override;
-  std::vector<Status> AddDiskReplicas(const CallContext& ctx, SegmentId segment,
-                                      const std::vector<DiskObject>& objects) override;
-  std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
-
  private:
   HaMaster(Options options, const Clock& clock);
   std::string Key(const char* name) const { return "mooncake-store/" + options_.cluster_id + "/" + name; }
@@ -143,6 +106,9 @@ class HaMaster final : public MasterApi {
   std::string Secret() const { return options_.security ? options_.security->options().secret : std::string(); }
   // The master if this one may answer now, else the status to answer with.
   Result<std::shared_ptr<MasterService>> Serving() const;
+  // MasterApi (RoutedMasterApi): every call is made on the master while this one leads, else
+  // answered with who leads.
+  Status Route(const Attempt& attempt) override;
   void Campaign();
   void Lead(int64_t lease, int64_t epoch);
   void RenewOrStepDown();

@@ -36,25 +36,25 @@ std::vector<Status> MasterService::BatchPutEnd(const CallContext& ctx, const Key
                                                const std::vector<std::optional<uint64_t>>& checksums) {
   if (!checksums.empty() && checksums.size() != keys.size()) return SizeMismatch<Status>(keys.size(), "checksums");
   return ForEachKey<Status>(
-      keys, [&](size_t i) { return PutEnd(ctx, keys[i], checksums.empty() ? std::nullopt : checksums[i]); });
+      keys, [&](size_t i) { return PutEndOne(ctx, keys[i], checksums.empty() ? std::nullopt : checksums[i]); });
 }
 
 std::vector<Status> MasterService::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
-  return ForEachKey<Status>(keys, [&](size_t i) { return PutRevoke(ctx, keys[i]); });
+  return ForEachKey<Status>(keys, [&](size_t i) { return PutRevokeOne(ctx, keys[i]); });
 }
 
 std::vector<Result<ObjectInfo>> MasterService::BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) {
-  return ForEachKey<Result<ObjectInfo>>(keys, [&](size_t i) { return GetReplicaList(ctx, keys[i], pin); });
+  return ForEachKey<Result<ObjectInfo>>(keys, [&](size_t i) { return GetReplicaListOne(ctx, keys[i], pin); });
 }
 
 std::vector<Status> MasterService::BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                                 const std::vector<uint64_t>& read_pins) {
   if (read_pins.size() != keys.size()) return SizeMismatch<Status>(keys.size(), "read_pins");
-  return ForEachKey<Status>(keys, [&](size_t i) { return ReadEnd(ctx, keys[i], read_pins[i]); });
+  return ForEachKey<Status>(keys, [&](size_t i) { return ReadEndOne(ctx, keys[i], read_pins[i]); });
 }
 
 std::vector<Result<bool>> MasterService::BatchExistKey(const CallContext& ctx, const Keys& keys) {
-  return ForEachKey<Result<bool>>(keys, [&](size_t i) { return ExistKey(ctx, keys[i]); });
+  return ForEachKey<Result<bool>>(keys, [&](size_t i) { return ExistKeyOne(ctx, keys[i]); });
 }
 
 std::vector<Result<MissInfo>> MasterService::BatchWhyMissing(const CallContext& ctx, const Keys& keys) {
@@ -66,7 +66,7 @@ std::vector<Result<MissInfo>> MasterService::BatchWhyMissing(const CallContext& 
 }
 
 std::vector<Status> MasterService::BatchRemove(const CallContext& ctx, const Keys& keys, bool force) {
-  return ForEachKey<Status>(keys, [&](size_t i) { return Remove(ctx, keys[i], force); });
+  return ForEachKey<Status>(keys, [&](size_t i) { return RemoveOne(ctx, keys[i], force); });
 }
 
 }  // namespace yb

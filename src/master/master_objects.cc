@@ -226,21 +226,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
   return descs;
 }
 
-Result<std::vector<ReplicaDesc>> MasterService::PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                                         const ReplicateConfig& config) {
-  auto group = GroupOf(config, 1, 0);
-  if (!group.ok()) return group.status();
-  return StartWrite(ctx, key, size, config, WriteMode::kPut, *group);
-}
-
-Result<std::vector<ReplicaDesc>> MasterService::UpsertStart(const CallContext& ctx, const std::string& key,
-                                                            uint64_t size, const ReplicateConfig& config) {
-  auto group = GroupOf(config, 1, 0);
-  if (!group.ok()) return group.status();
-  return StartWrite(ctx, key, size, config, WriteMode::kUpsert, *group);
-}
-
-Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) {
+Status MasterService::PutEndOne(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
@@ -281,7 +267,7 @@ Status MasterService::PutEnd(const CallContext& ctx, const std::string& key, std
   return Status::OK();
 }
 
-Status MasterService::PutRevoke(const CallContext& ctx, const std::string& key) {
+Status MasterService::PutRevokeOne(const CallContext& ctx, const std::string& key) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
@@ -292,7 +278,7 @@ Status MasterService::PutRevoke(const CallContext& ctx, const std::string& key) 
   return Status::OK();
 }
 
-Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const std::string& key, bool pin) {
+Result<ObjectInfo> MasterService::GetReplicaListOne(const CallContext& ctx, const std::string& key, bool pin) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
@@ -340,7 +326,7 @@ Result<ObjectInfo> MasterService::GetReplicaList(const CallContext& ctx, const s
   return info;
 }
 
-Status MasterService::ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin) {
+Status MasterService::ReadEndOne(const CallContext& ctx, const std::string& key, uint64_t read_pin) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
@@ -351,7 +337,7 @@ Status MasterService::ReadEnd(const CallContext& ctx, const std::string& key, ui
   return Status::OK();
 }
 
-Result<bool> MasterService::ExistKey(const CallContext& ctx, const std::string& key) {
+Result<bool> MasterService::ExistKeyOne(const CallContext& ctx, const std::string& key) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;
@@ -382,7 +368,7 @@ Status MasterService::RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj,
   return Status::OK();
 }
 
-Status MasterService::Remove(const CallContext& ctx, const std::string& key, bool force) {
+Status MasterService::RemoveOne(const CallContext& ctx, const std::string& key, bool force) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
   const HashedKey& hk = tk.hashed;

@@ -160,20 +160,8 @@ class MasterService final : public MasterApi {
                                       const std::vector<DiskObject>& objects) override;
   std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) override;
 
-  // The single-key forms, answered directly instead of as a batch of one (MasterApi's helpers), for
-  // callers that hold a MasterService: the batch forms above are these in a loop.
-  Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                            const ReplicateConfig& config);
-  Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                               const ReplicateConfig& config);
-  Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
-  Status PutRevoke(const CallContext& ctx, const std::string& key);
-  Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin);
-  Status ReadEnd(const CallContext& ctx, const std::string& key, uint64_t read_pin);
-  Result<bool> ExistKey(const CallContext& ctx, const std::string& key);
   // A Put refused for `why` (kRefusedQuota, kRefusedNoSpace): counted, and the key's miss reason.
   void NoteRefused(const HashedKey& hk, MissReason why);
-  Status Remove(const CallContext& ctx, const std::string& key, bool force);
 
   // Durability (see the class comment). Load before serving and before SetSink.
   Status Load(const MasterImage& image);
@@ -241,6 +229,13 @@ class MasterService final : public MasterApi {
                                               const ReplicateConfig& config, WriteMode mode,
                                               const std::string& group);
   Status MountOne(const CallContext& ctx, const SegmentDesc& seg);
+  // One key of the batch calls (their loops, master_batch.cc).
+  Status PutEndOne(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
+  Status PutRevokeOne(const CallContext& ctx, const std::string& key);
+  Result<ObjectInfo> GetReplicaListOne(const CallContext& ctx, const std::string& key, bool pin);
+  Status ReadEndOne(const CallContext& ctx, const std::string& key, uint64_t read_pin);
+  Result<bool> ExistKeyOne(const CallContext& ctx, const std::string& key);
+  Status RemoveOne(const CallContext& ctx, const std::string& key, bool force);
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                           const ReplicateConfig& config, const std::string& group);
   // The routing group of key `index` of a call of `count` keys: "" when the config names none;
