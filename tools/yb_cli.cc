@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%s: %llu objects still to be copied elsewhere\n", node.c_str(),
                        static_cast<unsigned long long>(remaining));
         }
-      });
+      }, yb::SteadyClock());
       (void)m->UnregisterClient(*ctx);
       if (!st.ok()) return Fail(st);
       std::printf("%s drained (%zu segments): stopping it loses nothing\n", node.c_str(), ids.size());

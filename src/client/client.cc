@@ -139,7 +139,7 @@ Status Client::Drain(std::chrono::milliseconds timeout) {
     } else if (round++ % 25 == 0) {
       YB_LOG_INFO("client '{}': draining, {} objects still to be copied elsewhere", name, remaining);
     }
-  });
+  }, impl_->scheduler.clock());
 }
 
 Result<std::vector<SegmentId>> Client::AllocateAndMountSegment(uint64_t size) {
@@ -159,7 +159,7 @@ Status Client::UnmountAndFreeSegments(const std::vector<SegmentId>& ids, std::ch
     if (std::find(ids.begin(), ids.end(), d.id) != ids.end()) ours.push_back(d.id);
   }
   if (grace.count() > 0 && !ours.empty()) {
-    Status drained = DrainSegments(m.master(), m.ctx(), ours, grace, [](uint64_t) {});
+    Status drained = DrainSegments(m.master(), m.ctx(), ours, grace, [](uint64_t) {}, impl_->scheduler.clock());
     if (!drained.ok()) {
       YB_LOG_WARN("client '{}': unmounting {} segments after a {} ms grace: {}", impl_->config.local_hostname,
                   ours.size(), grace.count(), drained.ToString());

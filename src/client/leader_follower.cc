@@ -1,7 +1,5 @@
 #include "client/leader_follower.h"
 
-#include <thread>
-
 #include "common/log.h"
 #include "net/auth.h"
 
@@ -16,33 +14,34 @@ bool LeaderChange(const Status& st) { return st.IsUnavailable(); }
 Result<std::unique_ptr<LeaderFollower>> LeaderFollower::Create(const std::string& spec, const std::string& cluster_id,
                                                                std::chrono::milliseconds timeout,
                                                                rpc::RpcChannel::Options channel,
-                                                               ha::EtcdClient::Options o) {
+                                                               ha::EtcdClient::Options o, const Clock& clock) {
   auto endpoints = ha::EtcdClient::ParseEndpoints(spec);
   if (!endpoints.ok()) return endpoints.status();
   if (cluster_id.empty()) return Status(Code::kInvalidParams, "cluster_id is empty");
   o.endpoints = std::move(*endpoints);
   o.timeout = std::min(timeout, std::chrono::milliseconds(1000));
-  return std::unique_ptr<LeaderFollower>(new LeaderFollower(std::move(o), cluster_id, timeout, std::move(channel)));
+  return std::unique_ptr<LeaderFollower>(new LeaderFollower(std::move(o), cluster_id, timeout, std::move(channel), clock));
 }
 
 LeaderFollower::LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
-                               rpc::RpcChannel::Options channel)
+                               rpc::RpcChannel::Options channel, const Clock& clock)
     : etcd_(std::move(etcd)),
       key_("mooncake-store/" + cluster_id + "/master_view"),
       timeout_(timeout),
-      channel_(std::move(channel)) {}
+      channel_(std::move(channel)),
+      clock_(clock) {}
 
 std::string LeaderFollower::leader() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return leader_;
 }
 
 Result<std::shared_ptr<rpc::MasterClient>> LeaderFollower::Leader(const rpc::MasterClient* stale) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (client_ && client_.get() != stale) return client_;
   // Looked up at most every 100 ms: many callers failing together ask etcd once.
-  const auto now = std::chrono::steady_clock::now();
-  if (client_ && now - last_lookup_ < std::chrono::milliseconds(100)) return client_;
+  const TimeMs now = clock_.NowMs();
+  if (client_ && now - last_lookup_ < 100) return client_;
   last_lookup_ = now;
   auto view = etcd_.Get(key_);
   if (!view.ok()) return Status(Code::kRpcFail, "cannot find the leader: " + view.status().message());
@@ -53,8 +52,7 @@ Result<std::shared_ptr<rpc::MasterClient>> LeaderFollower::Leader(const rpc::Mas
                               channel_.security ? channel_.security->options().secret : std::string());
   if (!named.ok()) {
     static LogBudget budget(1, 10'000);
-    const TimeMs ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-    if (uint64_t held = 0; budget.Allow(ms, &held)) {
+    if (uint64_t held = 0; budget.Allow(now, &held)) {
       YB_LOG_ERROR("{}{}", named.status().message(), LogBudget::HeldBack(held));
     }
     return Status(Code::kRpcFail, named.status().message());
@@ -73,17 +71,17 @@ Result<std::shared_ptr<rpc::MasterClient>> LeaderFollower::Leader(const rpc::Mas
 }
 
 Status LeaderFollower::Route(const Attempt& attempt) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const TimeMs deadline = clock_.NowMs() + timeout_.count();
   const rpc::MasterClient* stale = nullptr;
   for (;;) {
     auto c = Leader(stale);
     if (c.ok()) {
-      if (!LeaderChange(attempt(**c)) || std::chrono::steady_clock::now() >= deadline) return Status::OK();
+      if (!LeaderChange(attempt(**c)) || clock_.NowMs() >= deadline) return Status::OK();
       stale = c->get();
-    } else if (std::chrono::steady_clock::now() >= deadline) {
+    } else if (clock_.NowMs() >= deadline) {
       return c.status();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    clock_.SleepUntil(clock_.NowMs() + 50);
   }
 }
 

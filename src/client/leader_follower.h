@@ -14,11 +14,11 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "api/routed_master_api.h"
 #include "common/clock.h"
+#include "common/thread_annotations.h"
 #include "ha/etcd_client.h"
 #include "rpc/master_client.h"
 
@@ -32,7 +32,8 @@ class LeaderFollower final : public RoutedMasterApi {
   static Result<std::unique_ptr<LeaderFollower>> Create(const std::string& spec, const std::string& cluster_id,
                                                         std::chrono::milliseconds timeout,
                                                         rpc::RpcChannel::Options channel = {},
-                                                        ha::EtcdClient::Options etcd = {});
+                                                        ha::EtcdClient::Options etcd = {},
+                                                        const Clock& clock = SteadyClock());
   static bool IsEtcdAddress(const std::string& master_server_addr) {
     return master_server_addr.rfind("etcd://", 0) == 0;
   }
@@ -50,7 +51,7 @@ class LeaderFollower final : public RoutedMasterApi {
 
  private:
   LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
-                 rpc::RpcChannel::Options channel);
+                 rpc::RpcChannel::Options channel, const Clock& clock);
   // The client of the leader, looking it up when none is known or `stale` is the one that failed.
   Result<std::shared_ptr<rpc::MasterClient>> Leader(const rpc::MasterClient* stale);
   // Makes the call on the leader, again on the new leader while it fails as a leader change does,
@@ -63,10 +64,11 @@ class LeaderFollower final : public RoutedMasterApi {
   const rpc::RpcChannel::Options channel_;
   const std::shared_ptr<std::atomic<uint64_t>> epoch_seen_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<uint64_t> failovers_{0};
-  mutable std::mutex mu_;
-  std::shared_ptr<rpc::MasterClient> client_;            // under mu_
-  std::string leader_;                                   // under mu_
-  std::chrono::steady_clock::time_point last_lookup_{};  // under mu_
+  const Clock& clock_;
+  mutable Mutex mu_;
+  std::shared_ptr<rpc::MasterClient> client_ GUARDED_BY(mu_);
+  std::string leader_ GUARDED_BY(mu_);
+  TimeMs last_lookup_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace yb

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <random>
-#include <thread>
 
 #include "common/grant.h"
 #include "common/host_identity.h"
@@ -10,8 +9,9 @@
 namespace yb {
 
 Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vector<SegmentId>& ids,
-                     std::chrono::milliseconds timeout, const std::function<void(uint64_t remaining)>& progress) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+                     std::chrono::milliseconds timeout, const std::function<void(uint64_t remaining)>& progress,
+                     const Clock& clock) {
+  const TimeMs deadline = clock.NowMs() + timeout.count();
   for (;;) {
     uint64_t remaining = 0;
     for (SegmentId id : ids) {
@@ -21,12 +21,12 @@ Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vecto
     }
     if (progress) progress(remaining);
     if (remaining == 0) return Status::OK();
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (clock.NowMs() >= deadline) {
       return Status(Code::kRpcTimeout, std::to_string(remaining) +
                                            " objects were still held only on the drained segments when the "
                                            "drain's time ran out");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    clock.SleepUntil(clock.NowMs() + 200);
   }
 }
 
@@ -52,7 +52,7 @@ ClientRegistration Membership::Registration() const {
 Status Membership::Register() {
   auto ctx = master_->RegisterClient(Registration());
   if (!ctx.ok()) return ctx.status();
-  std::lock_guard lock(ctx_mu_);
+  MutexLock lock(ctx_mu_);
   ctx_ = *ctx;
   return Status::OK();
 }
@@ -105,7 +105,7 @@ Result<std::vector<SegmentDesc>> Membership::MountRegion(const std::shared_ptr<M
       (void)Unmount(ids);
       return st;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     mounted_.push_back(d);
     out.push_back(d);
   }
@@ -141,7 +141,7 @@ Status Membership::Unmount(const std::vector<SegmentId>& ids) {
   for (SegmentId id : ids) {
     bool ours = false;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = std::find_if(mounted_.begin(), mounted_.end(), [&](const SegmentDesc& d) { return d.id == id; });
       if (it != mounted_.end()) {
         mounted_.erase(it);
@@ -164,7 +164,7 @@ Status Membership::Unmount(const std::vector<SegmentId>& ids) {
 bool Membership::UnmountPool() {
   std::vector<SegmentDesc> segs;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     segs.swap(mounted_);
   }
   bool master_reachable = true;
@@ -240,31 +240,31 @@ Status Membership::Beat() {
       segments_mounted_ = true;
       ++remounts_;
       // The master forgot our disk replicas with our segments: they are registered again below.
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       hook_owed_ = true;
     }
   }
   std::function<Status(SegmentId)> hook;
   SegmentId first = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!hook_owed_ || !remount_hook_ || mounted_.empty()) return Status::OK();
     hook = remount_hook_;
     first = mounted_.front().id;
   }
   YB_RETURN_IF_ERROR(hook(first));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hook_owed_ = false;
   return Status::OK();
 }
 
 void Membership::SetRemountHook(std::function<Status(SegmentId)> hook) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   remount_hook_ = std::move(hook);
 }
 
 bool Membership::IsLocal(SegmentId s) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& d : mounted_) {
     if (d.id == s) return true;
   }
@@ -272,7 +272,7 @@ bool Membership::IsLocal(SegmentId s) const {
 }
 
 std::vector<SegmentDesc> Membership::mounted() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return mounted_;
 }
 

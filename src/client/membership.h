@@ -20,18 +20,21 @@
 #include "api/master_api.h"
 #include "client/held_pins.h"
 #include "client/unreachable_holders.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/scheduler.h"
+#include "common/thread_annotations.h"
 #include "transfer/local_segments.h"
 #include "yuebing/client.h"
 
 namespace yb {
 
 // Drains segments `ids` (MasterApi::DrainSegment) until no object needs a copy elsewhere any more,
-// polling every 200 ms for up to `timeout`; `progress` hears how many are left after each round.
-// OK once leaving loses nothing; RPC_TIMEOUT naming what is left otherwise.
+// polling every 200 ms of `clock` for up to `timeout`; `progress` hears how many are left after each
+// round. OK once leaving loses nothing; RPC_TIMEOUT naming what is left otherwise.
 Status DrainSegments(MasterApi& master, const CallContext& ctx, const std::vector<SegmentId>& ids,
-                     std::chrono::milliseconds timeout, const std::function<void(uint64_t remaining)>& progress);
+                     std::chrono::milliseconds timeout, const std::function<void(uint64_t remaining)>& progress,
+                     const Clock& clock);
 
 class Membership {
  public:
@@ -77,7 +80,7 @@ class Membership {
 
   // Who is calling, for the master: what it answered at registration. Safe from any thread.
   CallContext ctx() const {
-    std::lock_guard lock(ctx_mu_);
+    MutexLock lock(ctx_mu_);
     return ctx_;
   }
   ClientId id() const { return id_; }
@@ -117,14 +120,14 @@ class Membership {
   const std::string endpoint_;
   const std::shared_ptr<TransferEngine> engine_;
   ClientId id_;
-  mutable std::mutex ctx_mu_;           // a leaf
-  CallContext ctx_;                     // under ctx_mu_; changes when the client registers again
+  mutable Mutex ctx_mu_;                     // a leaf
+  CallContext ctx_ GUARDED_BY(ctx_mu_);      // changes when the client registers again
   std::shared_ptr<MappedRegion> pool_;  // the memory behind the segments
   std::unique_ptr<Scheduler::Job> heartbeat_;
-  mutable std::mutex mu_;
-  std::vector<SegmentDesc> mounted_;               // guarded by mu_
-  std::function<Status(SegmentId)> remount_hook_;  // guarded by mu_
-  bool hook_owed_ = false;                         // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<SegmentDesc> mounted_ GUARDED_BY(mu_);
+  std::function<Status(SegmentId)> remount_hook_ GUARDED_BY(mu_);
+  bool hook_owed_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> missed_{0};  // in a row, since the master was last reached
   std::atomic<uint64_t> remounts_{0};

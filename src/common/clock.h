@@ -32,6 +32,12 @@ class RealClock final : public Clock {
   }
 };
 
+// One RealClock for code that is not handed a Clock (tools, defaults).
+inline const Clock& SteadyClock() {
+  static const RealClock clock;
+  return clock;
+}
+
 // steady_clock in microseconds: what durations reported as metrics are measured with (not for
 // deciding anything: that is a Clock's).
 inline int64_t MonotonicMicros() {

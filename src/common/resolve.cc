@@ -43,7 +43,6 @@ Result<std::vector<SocketAddress>> GetAddrInfo(const std::string& host, const st
   return out;
 }
 
-const RealClock kRealClock;
 
 }  // namespace
 
@@ -56,7 +55,7 @@ struct NameResolver::Pending {
 };
 
 NameResolver::NameResolver(Lookup lookup, const Clock* clock)
-    : lookup_(std::move(lookup)), clock_(clock ? clock : &kRealClock) {}
+    : lookup_(std::move(lookup)), clock_(clock ? clock : &SteadyClock()) {}
 
 Result<std::vector<SocketAddress>> NameResolver::SystemLookup(const std::string& host, const std::string& port) {
   return GetAddrInfo(host, port, 0);

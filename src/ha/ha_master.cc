@@ -118,9 +118,9 @@ void HaMaster::RunOnce() {
     std::vector<std::unique_ptr<LogShipper>> gone;
     {
       MutexLock lock(mu_);
-      const auto now = std::chrono::steady_clock::now();
+      const TimeMs now = clock_.NowMs();
       for (auto it = shippers_.begin(); it != shippers_.end();) {
-        if (now - it->second->last_follow() > std::chrono::seconds(5)) {
+        if (now - it->second->last_follow() > 5000) {
           gone.push_back(std::move(it->second));
           it = shippers_.erase(it);
         } else {
@@ -412,7 +412,7 @@ bool HaMaster::OnSyncChanged(const std::string& standby, bool in_sync) {
       MutexLock lock(mu_);
       counted_ = before;  // still counted: changes go on waiting for it
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock_.SleepUntil(clock_.NowMs() + 100);
   }
   MutexLock lock(mu_);
   UpdateFloor();
@@ -460,6 +460,7 @@ std::string HaMaster::HandleFollow(std::string_view body) {
       o.epoch = epoch_.load();
       o.leader = options_.address;
       o.security = options_.security;
+      o.clock = &clock_;
       LogShipper::Hooks hooks;
       hooks.acked = [this](const std::string& standby, uint64_t seq) { OnAcked(standby, seq); };
       hooks.caught_up = [this](const std::string& standby) { return OnCaughtUp(standby); };

@@ -130,12 +130,13 @@ Result<uint64_t> LogTail::Read(uint64_t after, uint64_t up_to, size_t max_bytes,
 
 LogShipper::LogShipper(Options options, MetaLog& log, Hooks hooks)
     : options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : SteadyClock()),
       log_(log),
       hooks_(std::move(hooks)),
       channel_(HostPort(options_.standby).first, HostPort(options_.standby).second,
                ChannelOptions(options_.call_timeout, options_.security)),
       tail_(log.dir()),
-      last_follow_(std::chrono::steady_clock::now()) {}
+      last_follow_(clock_.NowMs()) {}
 
 LogShipper::~LogShipper() {
   stop_ = true;
@@ -232,12 +233,13 @@ bool LogShipper::ShipSnapshot() {
 void LogShipper::Loop() {
   YB_LOG_INFO("replication: shipping the log to standby {}", options_.standby);
   std::string frames;
-  auto last_call = std::chrono::steady_clock::now() - options_.heartbeat;
+  const TimeMs heartbeat = options_.heartbeat.count();
+  TimeMs last_call = clock_.NowMs() - heartbeat;
   while (!stop_) {
     if (!snapshot_shipped_) {
       if (!ShipSnapshot()) {
         Drop();
-        std::this_thread::sleep_for(options_.heartbeat);
+        clock_.SleepUntil(clock_.NowMs() + heartbeat);
         continue;
       }
       snapshot_shipped_ = true;
@@ -252,11 +254,11 @@ void LogShipper::Loop() {
         continue;
       }
       YB_LOG_WARN("replication: reading the log for {}: {}", options_.standby, read.status().ToString());
-      std::this_thread::sleep_for(options_.heartbeat);
+      clock_.SleepUntil(clock_.NowMs() + heartbeat);
       continue;
     }
     const bool idle = frames.empty();
-    if (idle && std::chrono::steady_clock::now() - last_call < options_.heartbeat) {
+    if (idle && clock_.NowMs() - last_call < heartbeat) {
       log_.WaitWritten(acked_, options_.heartbeat);
       continue;
     }
@@ -265,7 +267,7 @@ void LogShipper::Loop() {
     q.set_leader(options_.leader);
     q.set_in_sync(in_sync_.load());
     q.set_frames(frames);
-    last_call = std::chrono::steady_clock::now();
+    last_call = clock_.NowMs();
     digest_ = LogDigest(digest_, frames);
     auto r = Call(q.SerializeAsString(), *read);
     if (!r.ok()) {
@@ -275,7 +277,7 @@ void LogShipper::Loop() {
       }
       Drop();
       snapshot_shipped_ = false;  // it may have lost what it had: start it over
-      std::this_thread::sleep_for(options_.heartbeat);
+      clock_.SleepUntil(clock_.NowMs() + heartbeat);
       continue;
     }
     NoteAcked(*r, written);

@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "ha/meta_log.h"
 #include "rpc/channel.h"
 #include "yuebing/status.h"
@@ -63,6 +64,7 @@ class LogShipper {
     std::chrono::milliseconds heartbeat{200};  // an empty ApplyLog when there is nothing to ship
     size_t max_batch_bytes = 4u << 20;
     std::shared_ptr<const net::Security> security;  // of the connection to the standby (null: none)
+    const Clock* clock = nullptr;                   // its waits and the last Follow (null: SteadyClock())
   };
   // What the shipper tells its owner (HaMaster), on the shipper's thread:
   struct Hooks {
@@ -85,8 +87,8 @@ class LogShipper {
   bool in_sync() const { return in_sync_.load(); }
   uint64_t acked() const { return acked_.load(); }
   // The last time the standby asked to be shipped to (Follow); the owner drops silent ones.
-  void Touch() { last_follow_ = std::chrono::steady_clock::now(); }
-  std::chrono::steady_clock::time_point last_follow() const { return last_follow_.load(); }
+  void Touch() { last_follow_ = clock_.NowMs(); }
+  TimeMs last_follow() const { return last_follow_.load(); }
 
  private:
   void Loop();
@@ -104,6 +106,7 @@ class LogShipper {
   void Drop();
 
   const Options options_;
+  const Clock& clock_;
   MetaLog& log_;
   const Hooks hooks_;
   rpc::RpcChannel channel_;
@@ -113,7 +116,7 @@ class LogShipper {
   Sync sync_ = Sync::kOut;            // the shipper thread's
   uint64_t join_seq_ = 0;             // kJoining: listed once acked reaches it
   std::atomic<uint64_t> acked_{0};
-  std::atomic<std::chrono::steady_clock::time_point> last_follow_;
+  std::atomic<TimeMs> last_follow_;
   bool snapshot_shipped_ = false;
   uint64_t digest_ = 0;  // LogDigest of what was shipped since the snapshot; the shipper thread's
   std::thread thread_;

@@ -11,7 +11,6 @@ namespace yb {
 
 namespace {
 uint32_t SlotOf(SegmentRef ref) { return ref & 0xFFFF; }
-const RealClock kSteadyClock;
 }  // namespace
 
 SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uint64_t alignment, const Clock* clock)
@@ -24,7 +23,7 @@ SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uin
       slot_serving_(std::make_unique<std::atomic<bool>[]>(kMaxSegments)),
       slot_key_(std::make_unique<std::atomic<uint64_t>[]>(2 * kMaxSegments)),
       slot_shunned_(std::make_unique<std::atomic<TimeMs>[]>(kMaxSegments)),
-      clock_(clock ? clock : &kSteadyClock) {
+      clock_(clock ? clock : &SteadyClock()) {
   // Slot 0 is never used, so that a zero SegmentRef means "none".
   for (uint32_t i = kMaxSegments - 1; i >= 1; --i) free_slots_.push_back(static_cast<uint16_t>(i));
 }

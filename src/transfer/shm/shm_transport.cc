@@ -31,8 +31,7 @@ ShmTransport::ShmTransport(Resolver resolver, std::shared_ptr<Transport> fallbac
     : resolver_(std::move(resolver)), fallback_(std::move(fallback)), options_(std::move(options)) {}
 
 TimeMs ShmTransport::Now() const {
-  static const RealClock real;
-  return (options_.clock ? *options_.clock : real).NowMs();
+  return (options_.clock ? *options_.clock : SteadyClock()).NowMs();
 }
 
 int64_t ShmTransport::Wall() const { return WallMs(options_.wall_clock); }

@@ -312,8 +312,7 @@ void TcpTransport::Give(const std::string& endpoint, std::unique_ptr<Conn> c) {
 }
 
 TimeMs TcpTransport::Now() const {
-  static const RealClock real;
-  return (options_.clock ? *options_.clock : real).NowMs();
+  return (options_.clock ? *options_.clock : SteadyClock()).NowMs();
 }
 
 void TcpTransport::SweepIdleLocked(TimeMs now) {
