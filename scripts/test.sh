@@ -15,6 +15,8 @@ echo "== tests =="
 ctest --test-dir build --output-on-failure -j"$jobs"
 echo "== thread-safety analysis (clang) =="
 scripts/thread_safety.sh
+echo "== house rules: seams, docs of the present (scripts/check_house.py) =="
+scripts/check_house.py
 
 if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== build (ASan + UBSan) =="
