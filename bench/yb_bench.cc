@@ -30,8 +30,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -40,14 +40,15 @@
 #include "api/master_api.h"
 #include "client/client_internal.h"
 #include "common/cpus.h"
+#include "common/segment_name.h"
+#include "common/units.h"
 #include "device_case.h"
-#include "session_case.h"
 #include "event_callers.h"
 #include "master.pb.h"
 #include "rpc/master_client.h"
 #include "rpc/master_convert.h"
 #include "rpc/master_server.h"
-#include "common/units.h"
+#include "session_case.h"
 #include "yuebing/client.h"
 
 namespace {
@@ -226,7 +227,7 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
 json MetadataBench(const yb::ClientConfig& caller, double seconds, const std::regex& filter, pid_t master_pid,
                    bool per_cpu) {
   constexpr int kKeys = 20000, kBatch = 128;
-  auto hp = yb::rpc::ParseHostPort(caller.master_server_addr);
+  auto hp = yb::ParseHostPort(caller.master_server_addr);
   auto security = yb::ClientSecurity(caller);
   if (!hp.ok() || !security.ok()) {
     Failed("master RPC cases: " + (hp.ok() ? security.status() : hp.status()).ToString());

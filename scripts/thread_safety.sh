@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Clang's thread-safety analysis (-Wthread-safety) over the master and its log, the client's
+# Clang's thread-safety analysis (-Wthread-safety) over the master, its log and etcd client, the client's
 # membership, leader following and device-memory path, whose locks all carry annotations
 # (src/common/thread_annotations.h). GCC builds the project; clang only checks here.
 set -euo pipefail
@@ -16,7 +16,7 @@ if [ ! -f "$GEN/metalog.pb.h" ]; then
   exit 1
 fi
 status=0
-for f in src/master/*.cc src/ha/*.cc src/client/device_memory.cc src/client/client_io.cc src/client/membership.cc \
+for f in src/master/*.cc src/ha/*.cc src/etcd/*.cc src/client/device_memory.cc src/client/client_io.cc src/client/membership.cc \
   src/client/leader_follower.cc; do
   case "$f" in *_test.cc) continue ;; esac
   # shellcheck disable=SC2046  # the flags cpp-httplib is built with (its TLS client), split as words

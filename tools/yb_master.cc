@@ -378,13 +378,13 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
           f.rpc_address.empty() ? "empty" : f.rpc_address);
       return 2;
     }
-    auto endpoints = yb::ha::EtcdClient::ParseEndpoints(f.etcd_endpoints);
+    auto endpoints = yb::EtcdClient::ParseEndpoints(f.etcd_endpoints);
     if (!endpoints.ok()) {
       spdlog::error("--etcd_endpoints: {}", endpoints.status().ToString());
       return 2;
     }
-    auto etcd = yb::ha::EtcdClient::Access(f.etcd_tls_ca, f.etcd_tls_cert, f.etcd_tls_key, f.etcd_user,
-                                           f.etcd_password_file);
+    auto etcd =
+        yb::EtcdClient::Access(f.etcd_tls_ca, f.etcd_tls_cert, f.etcd_tls_key, f.etcd_user, f.etcd_password_file);
     if (!etcd.ok()) {
       spdlog::error("{}", etcd.status().message());
       return 2;

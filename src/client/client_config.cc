@@ -205,8 +205,8 @@ Result<std::shared_ptr<net::Security>> ClientSecurity(const ClientConfig& c) {
   return net::Security::Create(std::move(o));
 }
 
-Result<ha::EtcdClient::Options> EtcdAccess(const ClientConfig& c) {
-  return ha::EtcdClient::Access(c.etcd_tls_ca, c.etcd_tls_cert, c.etcd_tls_key, c.etcd_user, c.etcd_password_file);
+Result<EtcdClient::Options> EtcdAccess(const ClientConfig& c) {
+  return EtcdClient::Access(c.etcd_tls_ca, c.etcd_tls_cert, c.etcd_tls_key, c.etcd_user, c.etcd_password_file);
 }
 
 rpc::RpcChannel::Options MasterChannel(const ClientConfig& c, std::shared_ptr<const net::Security> security) {

@@ -11,7 +11,7 @@
 #include "api/master_api.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
-#include "ha/etcd_client.h"
+#include "etcd/etcd_client.h"
 #include "net/security.h"
 #include "rpc/channel.h"
 #include "transfer/local_segments.h"
@@ -88,7 +88,7 @@ Result<std::shared_ptr<net::Security>> ClientSecurity(const ClientConfig& config
 rpc::RpcChannel::Options MasterChannel(const ClientConfig& config, std::shared_ptr<const net::Security> security);
 // How a client reaches etcd (TLS files, its user and the password read from its file), endpoints
 // left empty. INVALID_PARAMS when the password file cannot be read or others may read it.
-Result<ha::EtcdClient::Options> EtcdAccess(const ClientConfig& config);
+Result<EtcdClient::Options> EtcdAccess(const ClientConfig& config);
 
 // "embedded" / "embedded:NAME" names a master in this process; nullopt for any other address.
 std::optional<std::string> EmbeddedClusterName(const std::string& master_server_addr);

@@ -87,7 +87,7 @@ uint16_t ReservePort(const ClientConfig& c, int& fd) {
 Result<std::pair<std::string, std::optional<uint16_t>>> TransferBind(const ClientConfig& c) {
   std::string spec = c.transfer_bind_address.empty() ? c.local_hostname : c.transfer_bind_address;
   if (spec.find(':') == std::string::npos) return std::make_pair(spec, std::optional<uint16_t>());
-  auto hp = rpc::ParseHostPort(spec, /*allow_port_zero=*/true);
+  auto hp = ParseHostPort(spec, /*allow_port_zero=*/true);
   if (!hp.ok()) return hp.status();
   return std::make_pair(hp->first, std::optional<uint16_t>(hp->second));
 }
@@ -107,7 +107,7 @@ Result<std::unique_ptr<Client>> ConnectRemote(const ClientConfig& config) {
     if (!f.ok()) return f.status();
     master = std::move(f).value();
   } else {
-    auto hp = rpc::ParseHostPort(config.master_server_addr);
+    auto hp = ParseHostPort(config.master_server_addr);
     if (!hp.ok()) {
       return Status(Code::kInvalidParams, "master_server_addr '" + config.master_server_addr +
                                               "' is neither host:port, etcd://host:port nor \"embedded[:NAME]\"");

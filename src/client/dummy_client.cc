@@ -18,6 +18,7 @@
 #include "common/grant.h"
 #include "common/host_identity.h"
 #include "common/log.h"
+#include "common/segment_name.h"
 #include "common/unix_socket.h"
 #include "dummy.pb.h"
 #include "rpc/channel.h"
@@ -182,7 +183,7 @@ void* AllocateSharedMemory(uint64_t size) { return shm::SharedMemory::Process().
 Status FreeSharedMemory(void* ptr) { return shm::SharedMemory::Process().Free(ptr); }
 
 Result<std::unique_ptr<Client>> ConnectDummy(const ClientConfig& config) {
-  auto hp = rpc::ParseHostPort(config.real_client);
+  auto hp = ParseHostPort(config.real_client);
   if (!hp.ok()) {
     return Status(Code::kInvalidParams, "setup_dummy: server_address '" + config.real_client +
                                             "' is not host:port (the real client's, e.g. 127.0.0.1:50052)");

@@ -1,6 +1,7 @@
 #include "client/leader_follower.h"
 
 #include "common/log.h"
+#include "common/segment_name.h"
 #include "net/auth.h"
 
 namespace yb {
@@ -13,9 +14,9 @@ bool LeaderChange(const Status& st) { return st.IsUnavailable(); }
 
 Result<std::unique_ptr<LeaderFollower>> LeaderFollower::Create(const std::string& spec, const std::string& cluster_id,
                                                                std::chrono::milliseconds timeout,
-                                                               rpc::RpcChannel::Options channel,
-                                                               ha::EtcdClient::Options o, const Clock& clock) {
-  auto endpoints = ha::EtcdClient::ParseEndpoints(spec);
+                                                               rpc::RpcChannel::Options channel, EtcdClient::Options o,
+                                                               const Clock& clock) {
+  auto endpoints = EtcdClient::ParseEndpoints(spec);
   if (!endpoints.ok()) return endpoints.status();
   if (cluster_id.empty()) return Status(Code::kInvalidParams, "cluster_id is empty");
   o.endpoints = std::move(*endpoints);
@@ -23,7 +24,7 @@ Result<std::unique_ptr<LeaderFollower>> LeaderFollower::Create(const std::string
   return std::unique_ptr<LeaderFollower>(new LeaderFollower(std::move(o), cluster_id, timeout, std::move(channel), clock));
 }
 
-LeaderFollower::LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
+LeaderFollower::LeaderFollower(EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
                                rpc::RpcChannel::Options channel, const Clock& clock)
     : etcd_(std::move(etcd)),
       key_("mooncake-store/" + cluster_id + "/master_view"),
@@ -59,7 +60,7 @@ Result<std::shared_ptr<rpc::MasterClient>> LeaderFollower::Leader(const rpc::Mas
   }
   const std::string& addr = *named;
   if (client_ && addr == leader_) return client_;  // the same leader: it failed, the caller waits and tries again
-  auto hp = rpc::ParseHostPort(addr);
+  auto hp = ParseHostPort(addr);
   if (!hp.ok()) return Status(Code::kRpcFail, "etcd names the leader '" + addr + "': " + hp.status().message());
   if (!leader_.empty()) {
     failovers_.fetch_add(1);

@@ -19,7 +19,7 @@
 #include "api/routed_master_api.h"
 #include "common/clock.h"
 #include "common/thread_annotations.h"
-#include "ha/etcd_client.h"
+#include "etcd/etcd_client.h"
 #include "rpc/master_client.h"
 
 namespace yb {
@@ -32,7 +32,7 @@ class LeaderFollower final : public RoutedMasterApi {
   static Result<std::unique_ptr<LeaderFollower>> Create(const std::string& spec, const std::string& cluster_id,
                                                         std::chrono::milliseconds timeout,
                                                         rpc::RpcChannel::Options channel = {},
-                                                        ha::EtcdClient::Options etcd = {},
+                                                        EtcdClient::Options etcd = {},
                                                         const Clock& clock = SteadyClock());
   static bool IsEtcdAddress(const std::string& master_server_addr) {
     return master_server_addr.rfind("etcd://", 0) == 0;
@@ -50,7 +50,7 @@ class LeaderFollower final : public RoutedMasterApi {
                                    const std::vector<uint64_t>& read_pins) override;
 
  private:
-  LeaderFollower(ha::EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
+  LeaderFollower(EtcdClient::Options etcd, std::string cluster_id, std::chrono::milliseconds timeout,
                  rpc::RpcChannel::Options channel, const Clock& clock);
   // The client of the leader, looking it up when none is known or `stale` is the one that failed.
   Result<std::shared_ptr<rpc::MasterClient>> Leader(const rpc::MasterClient* stale);
@@ -58,7 +58,7 @@ class LeaderFollower final : public RoutedMasterApi {
   // until the deadline.
   Status Route(const Attempt& attempt) override;
 
-  ha::EtcdClient etcd_;
+  EtcdClient etcd_;
   const std::string key_;
   const std::chrono::milliseconds timeout_;
   const rpc::RpcChannel::Options channel_;

@@ -4,9 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
-#include "net/auth.h"
+#include "common/segment_name.h"
 #include "ha.pb.h"
 #include "ha/log_gate.h"
+#include "net/auth.h"
 #include "rpc/master_client.h"
 #include "rpc/master_convert.h"
 
@@ -314,7 +315,7 @@ void HaMaster::FollowLeader(const std::string& leader) {
     if (now - last_follow_ < 500) return;
     last_follow_ = now;
     if (!to_leader_ || to_leader_address_ != leader) {
-      auto hp = rpc::ParseHostPort(leader);
+      auto hp = ParseHostPort(leader);
       if (!hp.ok()) return;
       to_leader_ = std::make_unique<rpc::RpcChannel>(hp->first, hp->second, FollowChannel(options_.security));
       to_leader_address_ = leader;

@@ -38,7 +38,7 @@
 #include "api/routed_master_api.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
-#include "ha/etcd_client.h"
+#include "etcd/etcd_client.h"
 #include "ha/meta_log.h"
 #include "ha/replication.h"
 #include "master/master_config.h"

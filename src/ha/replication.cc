@@ -3,15 +3,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
-#include <xxhash.h>
-
 #include "common/log.h"
+#include "common/segment_name.h"
 #include "ha.pb.h"
 #include "ha/log_format.h"
 #include "rpc/master_client.h"
@@ -43,7 +43,7 @@ rpc::RpcChannel::Options ChannelOptions(std::chrono::milliseconds timeout, std::
 }
 
 std::pair<std::string, uint16_t> HostPort(const std::string& address) {
-  auto hp = rpc::ParseHostPort(address);
+  auto hp = ParseHostPort(address);
   return hp.ok() ? *hp : std::make_pair(address, uint16_t{0});
 }
 

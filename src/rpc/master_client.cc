@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "common/segment_name.h"
 #include "rpc/master_convert.h"
 
 namespace yb::rpc {
@@ -64,26 +65,6 @@ Result<typename MethodTraits<m>::Response> MasterClient::Call(const typename Met
   }
   if (Status st = FromPb(resp.status()); !st.ok()) return st;
   return resp;
-}
-
-Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address, bool allow_port_zero) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return Status(Code::kInvalidParams, "address '" + address + "' is not host:port");
-  }
-  std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  unsigned long port = 0;
-  try {
-    size_t used = 0;
-    port = std::stoul(address.substr(colon + 1), &used);
-    if (used != address.size() - colon - 1) throw std::invalid_argument("trailing");
-  } catch (...) {
-    return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
-  }
-  if ((port == 0 && !allow_port_zero) || port > 65535)
-    return Status(Code::kInvalidParams, "address '" + address + "' has a bad port");
-  return std::make_pair(host, static_cast<uint16_t>(port));
 }
 
 MasterClient::MasterClient(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,

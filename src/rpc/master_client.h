@@ -76,7 +76,4 @@ class MasterClient final : public MasterApi {
   std::shared_ptr<std::atomic<uint64_t>> epoch_seen_;
 };
 
-// Splits "host:port"; INVALID_PARAMS when malformed. Port 0 ("any free port") only if allowed.
-Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& address, bool allow_port_zero = false);
-
 }  // namespace yb::rpc

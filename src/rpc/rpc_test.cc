@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/disk_key.h"
+#include "common/segment_name.h"
 #include "common/test_util.h"
 #include "master/master_service.h"
 #include "rpc/channel.h"

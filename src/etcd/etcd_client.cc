@@ -1,14 +1,14 @@
-#include "ha/etcd_client.h"
+#include "etcd/etcd_client.h"
 
 #include <httplib.h>
 
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "common/segment_name.h"
 #include "net/auth.h"
-#include "rpc/master_client.h"
 
-namespace yb::ha {
+namespace yb {
 namespace {
 
 using nlohmann::json;
@@ -131,7 +131,7 @@ Result<std::vector<std::pair<std::string, uint16_t>>> EtcdClient::ParseEndpoints
       if (one.rfind(scheme, 0) == 0) one = one.substr(std::strlen(scheme));
     }
     if (!one.empty()) {
-      auto hp = rpc::ParseHostPort(one);
+      auto hp = ParseHostPort(one);
       if (!hp.ok()) return Status(Code::kInvalidParams, "etcd endpoint '" + one + "': " + hp.status().message());
       out.push_back(*hp);
     }
@@ -150,7 +150,8 @@ Result<EtcdClient::Options> EtcdClient::Access(std::string tls_ca, std::string t
     return Status(Code::kInvalidParams, "etcd's TLS certificate and key go together (--etcd_tls_cert, --etcd_tls_key)");
   }
   if (user.empty() != password_file.empty()) {
-    return Status(Code::kInvalidParams, "etcd's user and password file go together (--etcd_user, --etcd_password_file)");
+    return Status(Code::kInvalidParams,
+                  "etcd's user and password file go together (--etcd_user, --etcd_password_file)");
   }
   Options o;
   o.tls_ca = std::move(tls_ca);
@@ -331,4 +332,4 @@ Result<bool> EtcdClient::PutIfOwned(const std::string& key, int64_t create_revis
   });
 }
 
-}  // namespace yb::ha
+}  // namespace yb

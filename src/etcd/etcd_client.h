@@ -19,7 +19,7 @@
 #include "common/thread_annotations.h"
 #include "yuebing/status.h"
 
-namespace yb::ha {
+namespace yb {
 
 class EtcdClient {
  public:
@@ -82,8 +82,7 @@ class EtcdClient {
     int status = 0;
     std::string body;  // or the error
   };
-  Reply PostTo(const std::string& host, uint16_t port, const std::string& path, const std::string& body)
-      REQUIRES(mu_);
+  Reply PostTo(const std::string& host, uint16_t port, const std::string& path, const std::string& body) REQUIRES(mu_);
   // A token for options_.user from `host`.
   Status Authenticate(const std::string& host, uint16_t port) REQUIRES(mu_);
 
@@ -97,4 +96,4 @@ class EtcdClient {
 std::string Base64Encode(std::string_view in);
 std::optional<std::string> Base64Decode(std::string_view in);
 
-}  // namespace yb::ha
+}  // namespace yb

@@ -1,11 +1,11 @@
-#include "ha/etcd_client.h"
+#include "etcd/etcd_client.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <thread>
 
-namespace yb::ha {
+namespace yb {
 namespace {
 
 TEST(EtcdClientTest, Base64RoundTripsEveryLength) {
@@ -64,9 +64,8 @@ TEST(EtcdClientTest, AnswersOfAnyShapeAreErrorsNotCrashes) {
   };
   for (const std::string& answer : answers) {
     httplib::Server server;
-    server.Post(".*", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(answer, "application/json");
-    });
+    server.Post(".*",
+                [&](const httplib::Request&, httplib::Response& res) { res.set_content(answer, "application/json"); });
     const int port = server.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port, 0);
     std::thread t([&] { server.listen_after_bind(); });
@@ -89,4 +88,4 @@ TEST(EtcdClientTest, AnswersOfAnyShapeAreErrorsNotCrashes) {
 }
 
 }  // namespace
-}  // namespace yb::ha
+}  // namespace yb
