@@ -1,38 +1,50 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is needed, builds, runs every test, then runs the unit tests
-# again under AddressSanitizer + UndefinedBehaviorSanitizer. Set YB_SKIP_SANITIZERS=1 to skip that
-# second pass, YB_TSAN=1 to add a ThreadSanitizer pass. Clang's thread-safety analysis runs over the
-# master after the first pass (scripts/thread_safety.sh).
+# The whole test suite: installs what is needed, builds, runs every test, then the unit and
+# multi-process tests again under AddressSanitizer + UndefinedBehaviorSanitizer (all but those
+# marked plain_only). Set YB_SKIP_SANITIZERS=1 to skip that second pass, YB_TSAN=1 to add a
+# ThreadSanitizer pass. After the first pass: clang's thread-safety analysis
+# (scripts/thread_safety.sh) and the house rules (scripts/check_house.py). Each stage's heading
+# says how long the suite has run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 jobs=$(nproc)
+# A stage's heading, with how long the suite has run.
+stage() { echo "== $1 ($((SECONDS / 60)) min $((SECONDS % 60)) s in) =="; }
+# The slowest multi-process tests of a ctest run (pytest's --durations, from ctest's log): where the
+# suite's time goes, in the CI log.
+slowest() {
+  echo "-- slowest cluster tests ($1)"
+  sed -n '/slowest [0-9]* durations/,/^$/p' "$1/Testing/Temporary/LastTest.log" 2>/dev/null || true
+}
 
-echo "== build (RelWithDebInfo) =="
+stage "build (RelWithDebInfo)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=ON -DYB_SANITIZE=
 cmake --build build -j"$jobs"
-echo "== tests =="
+stage "tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
-echo "== thread-safety analysis (clang) =="
+slowest build
+stage "thread-safety analysis (clang)"
 scripts/thread_safety.sh
-echo "== house rules: seams, docs of the present (scripts/check_house.py) =="
+stage "house rules: seams, docs of the present (scripts/check_house.py)"
 scripts/check_house.py
 
 if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
-  echo "== build (ASan + UBSan) =="
+  stage "build (ASan + UBSan)"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
     -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python"
   cmake --build build-asan -j"$jobs"
-  echo "== tests under ASan + UBSan =="
+  stage "tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs"
+  slowest build-asan
 fi
 
 if [ "${YB_TSAN:-0}" = 1 ]; then
-  echo "== build (TSan) =="
+  stage "build (TSan)"
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_SANITIZE=thread -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
     -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python"
   cmake --build build-tsan -j"$jobs"
-  echo "== tests under TSan =="
+  stage "tests under TSan"
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs"
 fi

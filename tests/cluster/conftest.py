@@ -14,6 +14,8 @@ import pytest
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "long: a workload of a minute or more (ctest's cluster_long_tests)")
+    config.addinivalue_line("markers", "plain_only: checks packaging, deployment or a benchmark's plumbing, "
+                                       "not the daemons' memory: the sanitizer builds' ctest leaves it out")
 
 
 BIN = os.environ.get("YB_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))

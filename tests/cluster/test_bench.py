@@ -15,7 +15,8 @@ ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BENCH = os.path.join(BIN, "yb-bench")
 BUILD = os.path.realpath(os.path.join(BIN, ".."))
 
-pytestmark = pytest.mark.skipif(not os.path.exists(BENCH), reason="yb-bench is not built (YB_BUILD_BENCH=OFF)")
+pytestmark = [pytest.mark.plain_only,  # the sanitizer builds leave it out (conftest.py)
+              pytest.mark.skipif(not os.path.exists(BENCH), reason="yb-bench is not built (YB_BUILD_BENCH=OFF)")]
 
 
 def port_block(width=10):

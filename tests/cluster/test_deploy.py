@@ -13,6 +13,8 @@ from conftest import BIN, free_port, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+pytestmark = pytest.mark.plain_only  # the sanitizer builds leave it out (conftest.py)
+
 
 @pytest.fixture
 def installed(tmp_path):
