@@ -70,8 +70,8 @@ class RoutedMasterApi : public MasterApi {
 
  protected:
   // Makes a call: `attempt` on the target Route picks, and again (on the same or another) as it
-  // decides; the call answers what its last attempt answered. Returns OK when an attempt was made;
-  // otherwise (no target to make one on) the status every part of the answer then carries.
+  // decides. Returns OK when the last attempt's answer is the call's; otherwise (no target could be
+  // found, in time) the status every part of the answer then carries instead.
   virtual Status Route(const Attempt& attempt) = 0;
 
   // `call(target)` through Route, as every method above makes it; `n`: the keys of a per-key call,
@@ -83,12 +83,13 @@ class RoutedMasterApi : public MasterApi {
       out.emplace(call(m));
       return StatusOf(*out);
     };
-    const Status st = Route(Attempt(one));
-    if (out) return std::move(*out);
+    Status st = Route(Attempt(one));
+    if (st.ok() && out) return std::move(*out);
+    if (st.ok()) st = Status(Code::kInternal, "the call was routed to no master");
     if constexpr (IsVector<R>::value) {
-      return R(n, typename R::value_type(st.ok() ? Status(Code::kInternal, "no attempt was made") : st));
+      return R(n, typename R::value_type(st));
     } else {
-      return R(st.ok() ? Status(Code::kInternal, "no attempt was made") : st);
+      return R(st);
     }
   }
 

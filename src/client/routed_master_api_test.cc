@@ -17,6 +17,7 @@ class Rotating final : public RoutedMasterApi {
  public:
   std::vector<MasterApi*> targets;
   Status refuse = Status::OK();
+  Status give_up = Status::OK();  // said after the attempts: no target found in time
   int routes = 0;
   int attempts = 0;
 
@@ -28,7 +29,7 @@ class Rotating final : public RoutedMasterApi {
       ++attempts;
       if (!attempt(*t).IsUnavailable()) break;
     }
-    return Status::OK();
+    return give_up;
   }
 };
 
@@ -71,6 +72,20 @@ TEST(RoutedMasterApiTest, WithoutAnAttemptEveryKeyCarriesRoutesStatus) {
   auto one = r.QueryTask(CallContext{}, TaskId{});
   EXPECT_EQ(one.status().code(), Code::kRpcFail);
   EXPECT_EQ(r.Writable().code(), Code::kRpcFail);
+}
+
+// Attempts were made, but Route gave up (the leader went and no other was found in time): what it
+// says stands for the call, not the gone target's answer.
+TEST(RoutedMasterApiTest, WhenRouteGivesUpAfterAttemptsItsStatusIsTheAnswer) {
+  testing::MockMaster gone;
+  Rotating r;
+  r.targets = {&gone};
+  r.give_up = Status(Code::kRpcFail, "no master leads cluster key k yet");
+  EXPECT_CALL(gone, BatchPutRevoke(_, _))
+      .WillOnce(Return(std::vector<Status>(2, Status(Code::kRpcFail, "connection refused"))));
+  auto got = r.BatchPutRevoke(CallContext{}, {"a", "b"});
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& g : got) EXPECT_NE(g.message().find("no master leads"), std::string::npos) << g.ToString();
 }
 
 }  // namespace
