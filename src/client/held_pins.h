@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "api/master_api.h"
+#include "common/thread_annotations.h"
 
 namespace yb {
 
@@ -16,20 +16,20 @@ class HeldPins {
  public:
   void Add(const std::string& key, uint64_t pin) {
     if (pin == 0) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto [it, fresh] = pins_.try_emplace(pin);
     if (fresh) it->second.key = key;
     ++it->second.count;
   }
   void Remove(uint64_t pin) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = pins_.find(pin);
     if (it != pins_.end() && --it->second.count == 0) pins_.erase(it);
   }
   // Fills `state` with every pin held; more than kMaxStatedPins are not stated at all (the master
   // then ends none of this client's pins for that heartbeat).
   void State(PingState& state) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     state.pins.clear();
     state.pins_stated = pins_.size() <= kMaxStatedPins;
     if (!state.pins_stated) return;
@@ -37,7 +37,7 @@ class HeldPins {
     for (const auto& [pin, held] : pins_) state.pins.push_back(HeldPin{held.key, pin});
   }
   size_t size() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return pins_.size();
   }
 
@@ -46,8 +46,8 @@ class HeldPins {
     std::string key;
     uint32_t count = 0;
   };
-  mutable std::mutex mu_;
-  std::unordered_map<uint64_t, Held> pins_;  // by pin id (the object id: one key each)
+  mutable Mutex mu_;
+  std::unordered_map<uint64_t, Held> pins_ GUARDED_BY(mu_);  // by pin id (the object id: one key each)
 };
 
 }  // namespace yb
