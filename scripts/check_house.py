@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """House rules no compiler checks; fails naming each breach.
 
-1. Seams: code outside them does not read the clock, sleep or start a thread by itself. New code takes a Clock (common/clock.h) and runs on a Scheduler (common/scheduler.h) so that its
-tests run on the manual clock. The seams' own files may use std::chrono::steady_clock::now,
+1. Seams: code outside them does not read the clock, sleep or start a thread by itself. New code
+takes a Clock (common/clock.h) and runs on a Scheduler (common/scheduler.h) so that its tests run
+on the manual clock. The seams' own files may use std::chrono::steady_clock::now,
 sleep_for and std::thread; so may tests. The files listed in OWED still do, at most that many times:
 the count may only go down (remove a file from the list once it is converted).
 2. Docs state the present: no page under docs/ (nor the README) calls something planned or not

@@ -42,11 +42,16 @@ Result<std::vector<SegmentUsage>> RoutedMasterApi::ListSegments() {
   return Routed<Result<std::vector<SegmentUsage>>>([&](MasterApi& m) { return m.ListSegments(); });
 }
 
-std::vector<Result<std::vector<ReplicaDesc>>> RoutedMasterApi::BatchPutStart(const CallContext& ctx, const Keys& keys, const std::vector<uint64_t>& sizes, const ReplicateConfig& config, WriteMode mode) {
-  return Routed<std::vector<Result<std::vector<ReplicaDesc>>>>([&](MasterApi& m) { return m.BatchPutStart(ctx, keys, sizes, config, mode); }, keys.size());
+std::vector<Result<std::vector<ReplicaDesc>>> RoutedMasterApi::BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                             const std::vector<uint64_t>& sizes,
+                                                                             const ReplicateConfig& config,
+                                                                             WriteMode mode) {
+  return Routed<std::vector<Result<std::vector<ReplicaDesc>>>>(
+      [&](MasterApi& m) { return m.BatchPutStart(ctx, keys, sizes, config, mode); }, keys.size());
 }
 
-std::vector<Status> RoutedMasterApi::BatchPutEnd(const CallContext& ctx, const Keys& keys, const std::vector<std::optional<uint64_t>>& checksums) {
+std::vector<Status> RoutedMasterApi::BatchPutEnd(const CallContext& ctx, const Keys& keys,
+                                                 const std::vector<std::optional<uint64_t>>& checksums) {
   return Routed<std::vector<Status>>([&](MasterApi& m) { return m.BatchPutEnd(ctx, keys, checksums); }, keys.size());
 }
 
@@ -54,11 +59,14 @@ std::vector<Status> RoutedMasterApi::BatchPutRevoke(const CallContext& ctx, cons
   return Routed<std::vector<Status>>([&](MasterApi& m) { return m.BatchPutRevoke(ctx, keys); }, keys.size());
 }
 
-std::vector<Result<ObjectInfo>> RoutedMasterApi::BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) {
-  return Routed<std::vector<Result<ObjectInfo>>>([&](MasterApi& m) { return m.BatchGetReplicaList(ctx, keys, pin); }, keys.size());
+std::vector<Result<ObjectInfo>> RoutedMasterApi::BatchGetReplicaList(const CallContext& ctx, const Keys& keys,
+                                                                     bool pin) {
+  return Routed<std::vector<Result<ObjectInfo>>>([&](MasterApi& m) { return m.BatchGetReplicaList(ctx, keys, pin); },
+                                                 keys.size());
 }
 
-std::vector<Status> RoutedMasterApi::BatchReadEnd(const CallContext& ctx, const Keys& keys, const std::vector<uint64_t>& read_pins) {
+std::vector<Status> RoutedMasterApi::BatchReadEnd(const CallContext& ctx, const Keys& keys,
+                                                  const std::vector<uint64_t>& read_pins) {
   return Routed<std::vector<Status>>([&](MasterApi& m) { return m.BatchReadEnd(ctx, keys, read_pins); }, keys.size());
 }
 
@@ -74,11 +82,13 @@ std::vector<Status> RoutedMasterApi::BatchRemove(const CallContext& ctx, const K
   return Routed<std::vector<Status>>([&](MasterApi& m) { return m.BatchRemove(ctx, keys, force); }, keys.size());
 }
 
-Result<MasterApi::Keys> RoutedMasterApi::BatchReplicaClear(const CallContext& ctx, const Keys& keys, const std::string& segment_name) {
+Result<MasterApi::Keys> RoutedMasterApi::BatchReplicaClear(const CallContext& ctx, const Keys& keys,
+                                                           const std::string& segment_name) {
   return Routed<Result<Keys>>([&](MasterApi& m) { return m.BatchReplicaClear(ctx, keys, segment_name); });
 }
 
-Result<uint64_t> RoutedMasterApi::RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern, bool force) {
+Result<uint64_t> RoutedMasterApi::RemoveWhere(const CallContext& ctx, const std::optional<std::string>& pattern,
+                                              bool force) {
   return Routed<Result<uint64_t>>([&](MasterApi& m) { return m.RemoveWhere(ctx, pattern, force); });
 }
 
@@ -106,12 +116,15 @@ Result<TaskInfo> RoutedMasterApi::QueryTask(const CallContext& ctx, const TaskId
   return Routed<Result<TaskInfo>>([&](MasterApi& m) { return m.QueryTask(ctx, id); });
 }
 
-std::vector<Status> RoutedMasterApi::AddDiskReplicas(const CallContext& ctx, SegmentId segment, const std::vector<DiskObject>& objects) {
-  return Routed<std::vector<Status>>([&](MasterApi& m) { return m.AddDiskReplicas(ctx, segment, objects); }, objects.size());
+std::vector<Status> RoutedMasterApi::AddDiskReplicas(const CallContext& ctx, SegmentId segment,
+                                                     const std::vector<DiskObject>& objects) {
+  return Routed<std::vector<Status>>([&](MasterApi& m) { return m.AddDiskReplicas(ctx, segment, objects); },
+                                     objects.size());
 }
 
 std::vector<Status> RoutedMasterApi::DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) {
-  return Routed<std::vector<Status>>([&](MasterApi& m) { return m.DropDiskReplicas(ctx, disk_keys); }, disk_keys.size());
+  return Routed<std::vector<Status>>([&](MasterApi& m) { return m.DropDiskReplicas(ctx, disk_keys); },
+                                     disk_keys.size());
 }
 
 }  // namespace yb

@@ -75,7 +75,7 @@ class RoutedMasterApi : public MasterApi {
   virtual Status Route(const Attempt& attempt) = 0;
 
   // `call(target)` through Route, as every method above makes it; `n`: the keys of a per-key call,
-  // each of which carries Route's status when no attempt was made.
+  // each of which carries Route's status when Route does not stand by an attempt's answer.
   template <typename R, typename Call>
   R Routed(Call&& call, size_t n = 1) {
     std::optional<R> out;

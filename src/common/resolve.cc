@@ -43,7 +43,6 @@ Result<std::vector<SocketAddress>> GetAddrInfo(const std::string& host, const st
   return out;
 }
 
-
 }  // namespace
 
 struct NameResolver::Pending {
