@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,8 +27,8 @@ class AdminHttp {
   // Add the handlers here before Start().
   httplib::Server& server() { return server_; }
 
-  // Binds address:port and serves on a thread; false (logged, naming `who`) when it cannot bind.
-  // `loopback_only` (protected mode without a secret, net/security.h): a request from another host
+  // Binds address:port (port 0: one the kernel picks, then port()) and serves on a thread; false (logged, naming `who`)
+  // when it cannot bind. `loopback_only` (protected mode without a secret, net/security.h): a request from another host
   // is answered 403 with what to do, and nothing else.
   bool Start(std::string_view who, const std::string& address, int port, bool loopback_only) {
     if (loopback_only) {
@@ -38,13 +39,23 @@ class AdminHttp {
         return httplib::Server::HandlerResponse::Handled;
       });
     }
-    if (!server_.bind_to_port(address, port)) {
+    port_ = port == 0 ? server_.bind_to_any_port(address) : (server_.bind_to_port(address, port) ? port : -1);
+    if (port_ < 0) {
       spdlog::error("{}: cannot serve HTTP on {}:{} (in use, or not an address of this host)", who, address, port);
       return false;
     }
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      ended_ = true;
+    });
+    // httplib's stop() does nothing before the accept loop runs: a Stop() that came first would be
+    // lost and its join would wait forever (a daemon refusing a later flag hung on its way out).
+    while (!server_.is_running() && !ended_) std::this_thread::yield();
     return true;
   }
+
+  // The port bound by Start().
+  int port() const { return port_; }
 
   // Stops serving and waits for the thread (requests in progress finish first).
   void Stop() {
@@ -56,6 +67,8 @@ class AdminHttp {
  private:
   httplib::Server server_;
   std::thread thread_;
+  int port_ = -1;
+  std::atomic<bool> ended_{false};  // listen_after_bind returned
 };
 
 // Builds a page in Prometheus' text exposition format (version 0.0.4).

@@ -457,6 +457,19 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
     return std::shared_ptr<yb::MasterService>(std::shared_ptr<void>(), lone.get());
   };
 
+  // The replay endpoint is checked before anything serves: a flag it refuses stops the master at once.
+  // Events are published once the log has released them (a leader that dies has published nothing
+  // its successor lacks); a standby's log is what it has written.
+  std::function<uint64_t()> released;
+  if (log) released = [log] { return log->released_seq(); };
+  yb::KvEvents* ev = kv_events->get();
+  auto started = yb::tools::KvEventReplay::Start(f.kv_events, ev, log ? f.metadata_dir : "", released, *security);
+  if (!started.ok()) {
+    spdlog::error("{}", started.status().message());
+    return 2;
+  }
+  std::unique_ptr<yb::tools::KvEventReplay> replay = std::move(started).value();  // outlives its job
+
   sigset_t stop_signals = yb::tools::BlockStopSignals();
   yb::RaiseOpenFileLimit();  // a descriptor per client connection
 
@@ -506,25 +519,12 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
     if (!http.Start("yb-master", f.metrics_address, f.metrics_port, security->loopback_only())) return 1;
   }
 
-  std::unique_ptr<yb::Scheduler::Job> background, snapshots, election, publisher, sampler;
+  std::unique_ptr<yb::Scheduler::Job> background, snapshots, election, publisher, sampler, replayer;
   if (f.metrics_port > 0) {
     sampler = scheduler.Every("yb-dashboard", std::chrono::seconds(1), [&http_context, &dashboard_history] {
       dashboard_history.Record(yb::tools::DashboardSampleOf(http_context));
     });
   }
-  std::unique_ptr<yb::tools::KvEventReplay> replay;  // outlives its job
-  std::unique_ptr<yb::Scheduler::Job> replayer;
-  // Events are published once the log has released them (a leader that dies has published nothing
-  // its successor lacks); a standby's log is what it has written.
-  std::function<uint64_t()> released;
-  if (log) released = [log] { return log->released_seq(); };
-  yb::KvEvents* ev = kv_events->get();
-  auto started = yb::tools::KvEventReplay::Start(f.kv_events, ev, log ? f.metadata_dir : "", released, *security);
-  if (!started.ok()) {
-    spdlog::error("{}", started.status().message());
-    return 2;
-  }
-  replay = std::move(started).value();
   if (ev) {
     if (released) ev->SetReleased(released);
     publisher = scheduler.Every("yb-kv-events", std::chrono::milliseconds(2),
