@@ -6,7 +6,10 @@ takes a Clock (common/clock.h) and runs on a Scheduler (common/scheduler.h) so t
 on the manual clock. The seams' own files may use std::chrono::steady_clock::now,
 sleep_for and std::thread; so may tests. The files listed in OWED still do, at most that many times:
 the count may only go down (remove a file from the list once it is converted).
-2. Docs state the present: no page under docs/ (nor the README) calls something planned or not
+2. Locks carry annotations: in the modules clang's thread-safety analysis covers
+(scripts/thread_safety.sh), a lock is yb::Mutex, SharedMutex or DeadlineMutex, held by their scoped
+holders (common/thread_annotations.h), not a std:: mutex or lock the analysis cannot see.
+3. Docs state the present: no page under docs/ (nor the README) calls something planned or not
 yet built; what is not built is said as such where it would be ("Not built: ..."), and the open
 work lives in the issues.
 """
@@ -43,6 +46,10 @@ OWED = {
     "src/client/dummy_server.cc": 1,
 }
 
+# The modules scripts/thread_safety.sh analyses, and the std:: locks it cannot see.
+ANALYSED = ("src/master/", "src/ha/", "src/etcd/", "src/client/", "src/rpc/", "src/transfer/")
+PLAIN_LOCK = re.compile(r"std::(?:mutex|shared_mutex|timed_mutex|recursive_mutex|lock_guard|unique_lock|"
+                        r"shared_lock|scoped_lock)\b")
 
 STALE = re.compile(r"\b(?:is|are|be|been)\s+planned\b|\(planned\)|\bplanned\s*:|\bnot yet built\b|\bTODO\b",
                    re.IGNORECASE)
@@ -82,11 +89,26 @@ def check_seams() -> bool:
     return failed
 
 
+def check_locks() -> bool:
+    failed = False
+    for path in sorted((ROOT / "src").rglob("*")):
+        rel = path.relative_to(ROOT).as_posix()
+        if path.suffix not in (".h", ".cc") or path.name.endswith("_test.cc") or not rel.startswith(ANALYSED):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if PLAIN_LOCK.search(line.split("//")[0]):
+                failed = True
+                print(f"{rel}:{n}: a lock clang's analysis cannot see: use yb::Mutex (or SharedMutex, "
+                      f"DeadlineMutex) and their holders, with GUARDED_BY: {line.strip()}")
+    return failed
+
+
 def main() -> int:
     failed = check_seams()
+    failed = check_locks() or failed
     failed = check_docs() or failed
     if not failed:
-        print("house rules: clean (seams, docs)")
+        print("house rules: clean (seams, annotated locks, docs)")
     return 1 if failed else 0
 
 

@@ -3,14 +3,15 @@
 
 #include "client/client_impl.h"
 #include "common/log.h"
+#include "common/thread_annotations.h"
 #include "transfer/shm/shm_server.h"
 #include "transfer/tcp/transfer_server.h"
 
 namespace yb {
 namespace {
 
-std::mutex g_embedded_mu;
-EmbeddedConnector g_embedded;  // guarded by g_embedded_mu
+Mutex g_embedded_mu;
+EmbeddedConnector g_embedded GUARDED_BY(g_embedded_mu);
 
 // The ids of segments just mounted at run time, logged with what they hold (`what`).
 Result<std::vector<SegmentId>> MountedIds(const Result<std::vector<SegmentDesc>>& mounted, const std::string& host,
@@ -31,7 +32,7 @@ std::optional<std::string> EmbeddedClusterName(const std::string& addr) {
 }
 
 void SetEmbeddedConnector(EmbeddedConnector connect) {
-  std::lock_guard lock(g_embedded_mu);
+  MutexLock lock(g_embedded_mu);
   g_embedded = std::move(connect);
 }
 
@@ -86,7 +87,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& given) {
   if (auto name = EmbeddedClusterName(config.master_server_addr)) {
     EmbeddedConnector connect;
     {
-      std::lock_guard lock(g_embedded_mu);
+      MutexLock lock(g_embedded_mu);
       connect = g_embedded;
     }
     if (!connect) {

@@ -284,7 +284,7 @@ std::vector<Status> DataPath::FinishPutSessions(const MasterApi::Keys& keys, boo
   MasterApi::Keys finish;
   std::vector<size_t> where;
   {
-    std::unique_lock lock(sessions_mu_);
+    MutexUniqueLock lock(sessions_mu_);
     for (size_t i = 0; i < keys.size(); ++i) {
       auto it = put_sessions_.find(keys[i]);
       if (it == put_sessions_.end()) {
@@ -297,10 +297,12 @@ std::vector<Status> DataPath::FinishPutSessions(const MasterApi::Keys& keys, boo
     }
     // Range writes already under way finish first: their bytes are part of what is published.
     sessions_cv_.wait(lock, [&] {
-      return std::all_of(finish.begin(), finish.end(), [&](const std::string& k) {
+      sessions_mu_.AssertHeld();  // the predicate runs with the lock held
+      for (const std::string& k : finish) {
         auto it = put_sessions_.find(k);
-        return it == put_sessions_.end() || it->second.inflight == 0;
-      });
+        if (it != put_sessions_.end() && it->second.inflight != 0) return false;
+      }
+      return true;
     });
   }
   if (finish.empty()) return out;

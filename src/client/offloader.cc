@@ -129,7 +129,7 @@ bool Offloader::MayWrite() {
 }
 
 size_t Offloader::RunOnce() {
-  std::lock_guard round(round_mu_);
+  MutexLock round(round_mu_);
   if (!MayWrite()) {
     EvictIfNeeded();  // frees space, and needs no write
     return 0;

@@ -16,11 +16,11 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 
 #include "api/master_api.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
+#include "common/thread_annotations.h"
 #include "storage/storage_engine.h"
 #include "transfer/local_segments.h"
 
@@ -74,20 +74,20 @@ class Offloader {
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<storage::StorageEngine> engine_;
   std::shared_ptr<ObjectReader> reader_;
-  std::mutex round_mu_;  // one round at a time (scheduler and tests)
+  Mutex round_mu_;  // one round at a time (scheduler and tests)
   std::unique_ptr<Scheduler::Job> job_;
   std::atomic<uint64_t> offloaded_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> evicted_buckets_{0};
   // Whether a round may write now (false while paused and the pause or the disk says no).
-  bool MayWrite();
-  void Pause(const Status& why);
+  bool MayWrite() REQUIRES(round_mu_);
+  void Pause(const Status& why) REQUIRES(round_mu_);
   RealClock real_clock_;
   const Clock& clock_;  // options_.clock, or real_clock_
   std::atomic<bool> paused_{false};
-  TimeMs retry_at_ = 0;      // under round_mu_
-  TimeMs pause_ms_ = 0;      // under round_mu_: the current pause, doubling while the disk refuses
-  uint64_t free_at_pause_ = 0;  // under round_mu_: free bytes when the disk last refused
+  TimeMs retry_at_ GUARDED_BY(round_mu_) = 0;
+  TimeMs pause_ms_ GUARDED_BY(round_mu_) = 0;         // the current pause, doubling while the disk refuses
+  uint64_t free_at_pause_ GUARDED_BY(round_mu_) = 0;  // free bytes when the disk last refused
 };
 
 }  // namespace yb

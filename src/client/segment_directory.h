@@ -13,13 +13,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "api/master_api.h"
 #include "common/clock.h"
+#include "common/thread_annotations.h"
 
 namespace yb {
 
@@ -32,13 +32,13 @@ class SegmentDirectory {
   // The owner's host identity (SegmentDesc::host_id) as last listed; "" when unknown. Never asks
   // the master.
   std::string HostOf(SegmentId id) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = hosts_.find(id);
     return it == hosts_.end() ? std::string() : it->second;
   }
 
   std::optional<std::string> Resolve(SegmentId id) {
-    std::unique_lock lock(mu_);
+    MutexUniqueLock lock(mu_);
     // Found, or not found by a refresh that started after this miss (one already out may predate
     // the segment, though it may find it too).
     const uint64_t need = started_ + 1;
@@ -57,22 +57,22 @@ class SegmentDirectory {
         lock.lock();
         continue;
       }
-      RefreshLocked(lock, now);
+      RefreshLocked(now);
     }
   }
 
  private:
-  std::optional<std::string> FindLocked(SegmentId id) const {
+  std::optional<std::string> FindLocked(SegmentId id) const REQUIRES(mu_) {
     auto it = endpoints_.find(id);
     if (it == endpoints_.end()) return std::nullopt;
     return it->second;
   }
 
-  // Fetches the list with mu_ released; a failed fetch keeps what we knew.
-  void RefreshLocked(std::unique_lock<std::mutex>& lock, TimeMs now) {
+  // Fetches the list with mu_ released (held again on return); a failed fetch keeps what we knew.
+  void RefreshLocked(TimeMs now) REQUIRES(mu_) {
     ++started_;
     last_refresh_ = now;
-    lock.unlock();
+    mu_.unlock();
     auto list = master_.ListSegments();
     std::unordered_map<SegmentId, std::string> fresh, hosts;
     if (list.ok()) {
@@ -81,7 +81,7 @@ class SegmentDirectory {
         if (!u.desc.host_id.empty()) hosts[u.desc.id] = u.desc.host_id;
       }
     }
-    lock.lock();
+    mu_.lock();
     if (list.ok()) {
       endpoints_.swap(fresh);
       hosts_.swap(hosts);
@@ -93,12 +93,14 @@ class SegmentDirectory {
   MasterApi& master_;
   const Clock& clock_;
   const TimeMs refresh_interval_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::unordered_map<SegmentId, std::string> endpoints_;  // guarded by mu_
-  std::unordered_map<SegmentId, std::string> hosts_;      // owners' host identities; guarded by mu_
-  TimeMs last_refresh_ = 0;                               // when the last refresh started; guarded by mu_
-  uint64_t started_ = 0, done_ = 0;  // refreshes, one at a time (one is out while they differ); guarded by mu_
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;
+  std::unordered_map<SegmentId, std::string> endpoints_ GUARDED_BY(mu_);
+  std::unordered_map<SegmentId, std::string> hosts_ GUARDED_BY(mu_);  // owners' host identities
+  TimeMs last_refresh_ GUARDED_BY(mu_) = 0;                           // when the last refresh started
+  // Refreshes, one at a time (one is out while they differ).
+  uint64_t started_ GUARDED_BY(mu_) = 0;
+  uint64_t done_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace yb

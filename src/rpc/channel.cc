@@ -33,11 +33,11 @@ struct RpcChannel::Connection {
   asio::ip::tcp::socket socket{io};
   std::unique_ptr<net::Stream> stream;  // over the socket, once connected (TLS, authenticated)
   DeadlineMutex write_mu;               // one frame is written at a time
-  std::mutex mu;                        // guards the fields below
-  std::condition_variable cv;
-  std::unordered_map<uint32_t, Waiter*> pending;
-  bool reading = false;  // a caller is reading the socket
-  bool broken = false;
+  Mutex mu;
+  std::condition_variable_any cv;
+  std::unordered_map<uint32_t, Waiter*> pending GUARDED_BY(mu);
+  bool reading GUARDED_BY(mu) = false;  // a caller is reading the socket
+  bool broken GUARDED_BY(mu) = false;
   std::string target;
   uint32_t max_body = kDefaultMaxBody;
   // Owned by the current reader.
@@ -45,14 +45,14 @@ struct RpcChannel::Connection {
   size_t in_len = 0;
 
   // The server closed this idle connection (it restarted, or dropped us): its end of the socket
-  // has been read to EOF or reset, so a request written now would be lost. mu held, no reader.
-  bool ClosedByPeer() {
+  // has been read to EOF or reset, so a request written now would be lost. No reader.
+  bool ClosedByPeer() REQUIRES(mu) {
     char b;
     const ssize_t n = ::recv(socket.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
-  void Break(const Status& why) {  // mu held
+  void Break(const Status& why) REQUIRES(mu) {
     if (!broken) {
       broken = true;
       asio::error_code ec;
@@ -97,8 +97,8 @@ struct RpcChannel::Connection {
   // failed. A frame cut short leaves the stream unusable, so the connection is broken then: the
   // calls in flight on it fail with RPC_FAIL, and the next call connects again.
   Status Write(const std::string& frame, std::chrono::steady_clock::time_point until) {
-    std::unique_lock wl(write_mu, std::defer_lock);
-    if (!wl.try_lock_until(until)) return Status(Code::kRpcTimeout, "earlier requests were still being sent");
+    if (!write_mu.try_lock_until(until)) return Status(Code::kRpcTimeout, "earlier requests were still being sent");
+    DeadlineMutexLock wl(write_mu, std::adopt_lock);
     int error = 0;
     const size_t sent = WriteFrame(frame, until, &error);
     if (sent == frame.size()) return Status::OK();
@@ -107,7 +107,7 @@ struct RpcChannel::Connection {
                           ? "sending to " + target + ": " + strerror(error)
                           : "a request to " + target + " was cut short by its deadline (" + std::to_string(sent) +
                                 " of " + std::to_string(frame.size()) + " bytes sent); closing the connection";
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     Break(Status(Code::kRpcFail, why));
     return Status(error != 0 ? Code::kRpcFail : Code::kRpcTimeout, why);
   }
@@ -150,7 +150,7 @@ struct RpcChannel::Connection {
       in_len -= pos;
     }
     if (replies.empty()) return Status::OK();
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     for (auto& [h, body] : replies) {
       auto it = pending.find(h.request_id);
       if (it == pending.end()) continue;  // one-way, or its caller gave up
@@ -178,22 +178,23 @@ RpcChannel::RpcChannel(std::string host, uint16_t port, Options options)
       backoff_(options.backoff_min, options.backoff_max, options.backoff_jitter) {}
 
 RpcChannel::~RpcChannel() {
-  std::lock_guard lock(mu_);
+  mu_.lock();
+  DeadlineMutexLock lock(mu_, std::adopt_lock);
   if (conn_) {
-    std::lock_guard cl(conn_->mu);
+    MutexLock cl(conn_->mu);
     conn_->Break(Status(Code::kRpcFail, "channel closed"));
   }
 }
 
 Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chrono::steady_clock::time_point until,
                                                                       uint32_t* id) {
-  std::unique_lock lock(mu_, std::defer_lock);
-  if (!lock.try_lock_until(until)) {  // another caller is connecting, and its attempt outlasted our deadline
+  if (!mu_.try_lock_until(until)) {  // another caller is connecting, and its attempt outlasted our deadline
     return Status(Code::kRpcTimeout, "still connecting to " + target_);
   }
+  DeadlineMutexLock lock(mu_, std::adopt_lock);
   *id = next_id_++;
   if (conn_) {
-    std::lock_guard cl(conn_->mu);
+    MutexLock cl(conn_->mu);
     // An idle connection the server has closed is replaced now, rather than failing the first call
     // after the server comes back (the request would never reach it).
     if (!conn_->broken && conn_->pending.empty() && !conn_->reading && conn_->ClosedByPeer()) {
@@ -210,6 +211,7 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
   c->max_body = options_.max_body;
   asio::error_code ec = asio::error::timed_out;
   auto fail = [&](Code code, const std::string& msg) -> Status {
+    mu_.AssertHeld();  // called below, with the lock held
     next_attempt_ = now + backoff_.Next();
     return Status(code, msg);
   };
@@ -298,17 +300,17 @@ Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, s
   Connection& c = **got;
   Waiter w;
   {
-    std::lock_guard lock(c.mu);
+    MutexLock lock(c.mu);
     if (c.broken) return Status(Code::kRpcFail, "connection to " + target_ + " lost");
     c.pending[id] = &w;
   }
   std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
   if (Status st = c.Write(frame, until); st.code() == Code::kRpcTimeout) {
-    std::lock_guard lock(c.mu);
+    MutexLock lock(c.mu);
     c.pending.erase(id);
     return SendTimeout(deadline, st);
   }
-  std::unique_lock lock(c.mu);  // a failed write broke the connection and completed `w`
+  MutexUniqueLock lock(c.mu);  // a failed write broke the connection and completed `w`
   while (!w.done) {
     if (!c.reading) {
       c.reading = true;  // lead: read until our reply arrives or the deadline passes
@@ -321,7 +323,12 @@ Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, s
       if (!st.ok()) c.Break(st);
       continue;
     }
-    if (!c.cv.wait_until(lock, until, [&] { return w.done || !c.reading; })) break;
+    if (!c.cv.wait_until(lock, until, [&] {
+          c.mu.AssertHeld();  // the predicate runs with the lock held
+          return w.done || !c.reading;
+        })) {
+      break;
+    }
   }
   if (!w.done) {
     c.pending.erase(id);

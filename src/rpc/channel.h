@@ -71,11 +71,11 @@ class RpcChannel {
   std::string target_;
   Options options_;
   NameResolver resolver_;
-  DeadlineMutex mu_;  // guards everything below; held while connecting
-  std::shared_ptr<Connection> conn_;
-  std::chrono::steady_clock::time_point next_attempt_{};
-  Backoff backoff_;
-  uint32_t next_id_ = 1;
+  DeadlineMutex mu_;  // held while connecting
+  std::shared_ptr<Connection> conn_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point next_attempt_ GUARDED_BY(mu_){};
+  Backoff backoff_ GUARDED_BY(mu_);
+  uint32_t next_id_ GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace yb::rpc

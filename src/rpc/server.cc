@@ -19,8 +19,8 @@ struct RpcServer::LoopHolds {
   EventLoop* loop = nullptr;
   std::vector<uint64_t> sessions;  // may name sessions closed since
   uint64_t armed = 0;              // the ticket a release is asked for (0: none)
-  std::mutex mu;
-  bool running = true;  // under mu
+  Mutex mu;
+  bool running GUARDED_BY(mu) = true;
 };
 
 namespace {
@@ -230,7 +230,10 @@ Status RpcServer::Start() {
   go.max_connections = options_.max_connections;
   go.max_connections_per_peer = options_.max_connections_per_peer;
   go.stall_timeout_ms = options_.half_sent_timeout_ms;
-  holds_.clear();
+  {
+    MutexLock lock(holds_mu_);
+    holds_.clear();
+  }
   if (options_.gate) {
     go.after_batch = [this](EventLoop& loop) {
       options_.gate->Flush();  // what this batch's handlers changed: written now
@@ -251,9 +254,9 @@ Status RpcServer::Start() {
 
 void RpcServer::Stop() {
   {
-    std::lock_guard lock(holds_mu_);
+    MutexLock lock(holds_mu_);
     for (auto& [loop, h] : holds_) {
-      std::lock_guard hl(h->mu);
+      MutexLock hl(h->mu);
       h->running = false;  // a release still to come finds no loop
     }
     stopped_ = true;
@@ -262,11 +265,12 @@ void RpcServer::Stop() {
 }
 
 std::shared_ptr<RpcServer::LoopHolds> RpcServer::HoldsOf(EventLoop& loop) {
-  std::lock_guard lock(holds_mu_);
+  MutexLock lock(holds_mu_);
   auto& h = holds_[&loop];
   if (!h) {
     h = std::make_shared<LoopHolds>();
     h->loop = &loop;
+    MutexLock hl(h->mu);  // not shared yet; said for the analysis
     h->running = !stopped_;
   }
   return h;
@@ -295,7 +299,7 @@ void RpcServer::ReleasePass(EventLoop& loop) {
   options_.gate->WhenReleased(cover, [this, weak] {
     auto holds = weak.lock();
     if (!holds) return;
-    std::lock_guard lock(holds->mu);
+    MutexLock lock(holds->mu);
     if (!holds->running) return;
     holds->loop->Post([this, raw = holds.get()] {
       raw->armed = 0;

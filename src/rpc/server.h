@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "common/loop_group.h"
+#include "common/thread_annotations.h"
 #include "net/security.h"
 #include "rpc/frame.h"
 #include "yuebing/status.h"
@@ -136,9 +137,9 @@ class RpcServer {
   std::atomic<uint64_t> stalled_{0};
   std::atomic<uint64_t> reads_paused_{0};
   std::atomic<uint64_t> held_{0};
-  std::mutex holds_mu_;
-  std::unordered_map<EventLoop*, std::shared_ptr<LoopHolds>> holds_;  // under holds_mu_
-  bool stopped_ = false;                                              // under holds_mu_
+  Mutex holds_mu_;
+  std::unordered_map<EventLoop*, std::shared_ptr<LoopHolds>> holds_ GUARDED_BY(holds_mu_);
+  bool stopped_ GUARDED_BY(holds_mu_) = false;
 };
 
 }  // namespace yb::rpc

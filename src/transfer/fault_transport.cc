@@ -3,35 +3,35 @@
 namespace yb {
 
 void FaultInjectingTransport::FailSegment(SegmentId segment) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   failing_.insert(segment);
 }
 
 void FaultInjectingTransport::CorruptReadsFrom(SegmentId segment) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   corrupt_.insert(segment);
 }
 
 void FaultInjectingTransport::Clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   failing_.clear();
   corrupt_.clear();
   hook_ = nullptr;
 }
 
 std::vector<void*> FaultInjectingTransport::seen_local_buffers() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return seen_;
 }
 
 void FaultInjectingTransport::OnSubmit(std::function<void()> hook) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hook_ = std::move(hook);
 }
 
 const uint8_t* FaultInjectingTransport::View(const TransferRequest& r, std::shared_ptr<const void>* keep) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (failing_.count(r.segment) || corrupt_.count(r.segment)) return nullptr;
   }
   return inner_->View(r, keep);
@@ -40,7 +40,7 @@ const uint8_t* FaultInjectingTransport::View(const TransferRequest& r, std::shar
 std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRequest>& batch) {
   std::function<void()> hook;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     hook = hook_;
   }
   if (hook) hook();
@@ -48,7 +48,7 @@ std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRe
   std::vector<TransferRequest> pass;
   std::vector<size_t> where;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < batch.size(); ++i) {
       seen_.push_back(batch[i].local);
       if (failing_.count(batch[i].segment)) {
@@ -66,7 +66,7 @@ std::vector<Status> FaultInjectingTransport::Submit(const std::vector<TransferRe
     }
   }
   auto inner = inner_->Submit(pass);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (size_t j = 0; j < pass.size(); ++j) {
     out[where[j]] = inner[j];
     const auto& r = pass[j];

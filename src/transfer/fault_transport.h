@@ -4,9 +4,9 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 
+#include "common/thread_annotations.h"
 #include "transfer/transport.h"
 
 namespace yb {
@@ -37,11 +37,11 @@ class FaultInjectingTransport final : public Transport {
  private:
   std::shared_ptr<Transport> inner_;
   bool requires_registration_;
-  mutable std::mutex mu_;
-  std::set<SegmentId> failing_;  // guarded by mu_
-  std::set<SegmentId> corrupt_;  // guarded by mu_
-  std::vector<void*> seen_;      // guarded by mu_
-  std::function<void()> hook_;   // guarded by mu_
+  mutable Mutex mu_;
+  std::set<SegmentId> failing_ GUARDED_BY(mu_);
+  std::set<SegmentId> corrupt_ GUARDED_BY(mu_);
+  std::vector<void*> seen_ GUARDED_BY(mu_);
+  std::function<void()> hook_ GUARDED_BY(mu_);
 };
 
 }  // namespace yb

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 namespace yb {
 
@@ -120,38 +119,38 @@ MappedRegion::~MappedRegion() {
 }
 
 void LocalSegmentRegistry::Add(SegmentId id, LocalSegment seg) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   segments_[id] = std::move(seg);
 }
 
 void LocalSegmentRegistry::Remove(SegmentId id) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   segments_.erase(id);
 }
 
 LocalSegment LocalSegmentRegistry::Find(SegmentId id) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   auto it = segments_.find(id);
   return it == segments_.end() ? LocalSegment{} : it->second;
 }
 
 bool LocalSegmentRegistry::Contains(SegmentId id) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return segments_.count(id) != 0;
 }
 
 void LocalSegmentRegistry::AddDisk(SegmentId id, std::shared_ptr<ObjectReader> reader) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   disks_[id] = std::move(reader);
 }
 
 void LocalSegmentRegistry::RemoveDisk(SegmentId id) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   disks_.erase(id);
 }
 
 std::shared_ptr<ObjectReader> LocalSegmentRegistry::FindDisk(SegmentId id) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   auto it = disks_.find(id);
   return it == disks_.end() ? nullptr : it->second;
 }

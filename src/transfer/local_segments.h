@@ -5,10 +5,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
+#include "common/thread_annotations.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 
@@ -77,9 +77,9 @@ class LocalSegmentRegistry {
   std::shared_ptr<ObjectReader> FindDisk(SegmentId id) const;
 
  private:
-  mutable std::shared_mutex mu_;
-  std::unordered_map<SegmentId, LocalSegment> segments_;                // guarded by mu_
-  std::unordered_map<SegmentId, std::shared_ptr<ObjectReader>> disks_;  // guarded by mu_
+  mutable SharedMutex mu_;
+  std::unordered_map<SegmentId, LocalSegment> segments_ GUARDED_BY(mu_);
+  std::unordered_map<SegmentId, std::shared_ptr<ObjectReader>> disks_ GUARDED_BY(mu_);
 };
 
 }  // namespace yb

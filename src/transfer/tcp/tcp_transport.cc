@@ -203,7 +203,7 @@ bool TcpTransport::Reaches(SegmentId segment) const { return resolver_(segment).
 bool TcpTransport::Unreachable(SegmentId segment) const {
   auto endpoint = resolver_(segment);
   if (!endpoint) return false;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return unreachable_.count(*endpoint) > 0;
 }
 
@@ -211,7 +211,7 @@ void TcpTransport::Probe(SegmentId segment) {
   auto endpoint = resolver_(segment);
   if (!endpoint) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = unreachable_.find(*endpoint);
     if (it == unreachable_.end() || Now() < it->second.retry_at || !probing_.insert(*endpoint).second) return;
   }
@@ -219,14 +219,14 @@ void TcpTransport::Probe(SegmentId segment) {
     Status error;
     auto c = Connect(endpoint, &error);  // records the outcome
     if (c) Give(endpoint, std::move(c));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     probing_.erase(endpoint);
   });
 }
 
 std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoint, bool* pooled, Status* error) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& idle = idle_[endpoint];
     if (pooled && !idle.empty()) {
       auto c = std::move(idle.back());
@@ -254,7 +254,7 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Connect(const std::string& end
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     NoteConnectLocked(endpoint, Now(), *error);
   }
   return error->ok() ? std::move(c) : nullptr;
@@ -305,7 +305,7 @@ void TcpTransport::NoteConnectLocked(const std::string& endpoint, TimeMs now, co
 void TcpTransport::Give(const std::string& endpoint, std::unique_ptr<Conn> c) {
   const TimeMs now = Now();
   c->idle_since = now;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& idle = idle_[endpoint];
   if (static_cast<int>(idle.size()) < options_.max_idle_per_endpoint) idle.push_back(std::move(c));
   SweepIdleLocked(now);
@@ -330,16 +330,16 @@ void TcpTransport::SweepIdleLocked(TimeMs now) {
 }
 
 size_t TcpTransport::idle_connections() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [ep, conns] : idle_) n += conns.size();
   return n;
 }
 
 void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
-                             std::mutex& errors_mu) {
+                             Mutex& errors_mu) {
   auto fail_all = [&](const Status& st) {
-    std::lock_guard lock(errors_mu);
+    MutexLock lock(errors_mu);
     for (const auto& s : slices) {
       if (errors[s.request].ok()) errors[s.request] = st;
     }
@@ -358,7 +358,7 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
     if (how == ExchangeFailure::kTimedOut) {
       // No answer, or nothing acknowledged, for a timeout: its host is likely gone (cut off, or
       // down without a word). Its other connections would wait as long; new ones wait a pause.
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       idle_.erase(endpoint);
       NoteConnectLocked(endpoint, Now(), st);
       return fail_all(st);
@@ -366,13 +366,13 @@ void TcpTransport::RunSlices(const std::string& endpoint, const std::vector<Slic
     if (!(pooled && how == ExchangeFailure::kClosedUnanswered)) return fail_all(st);
     YB_LOG_DEBUG("pooled connection to {} failed before an answer ({}): retrying on a new one", endpoint,
                  st.message());
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     idle_.erase(endpoint);  // its siblings idled as long: likely dead too
   }
 }
 
 Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
-                              std::vector<Status>& errors, std::mutex& errors_mu, ExchangeFailure* how) {
+                              std::vector<Status>& errors, Mutex& errors_mu, ExchangeFailure* how) {
   const int fd = conn.fd;
   asio::error_code ec;
   size_t answers = 0;
@@ -459,7 +459,7 @@ Status TcpTransport::Exchange(Conn& conn, const std::string& endpoint, const std
     ++answers;
     if (resp.code != 0) {
       {
-        std::lock_guard lock(errors_mu);
+        MutexLock lock(errors_mu);
         if (errors[s.request].ok())
           errors[s.request] = DecodeStatus(resp.code, "refused by transfer server " + endpoint);
       }
@@ -544,22 +544,22 @@ std::vector<Status> TcpTransport::Submit(const std::vector<TransferRequest>& bat
       }
     }
   }
-  std::mutex errors_mu;
-  std::mutex done_mu;
-  std::condition_variable done_cv;
-  size_t remaining = groups.size();
+  Mutex errors_mu;
+  Mutex done_mu;
+  std::condition_variable_any done_cv;
+  size_t remaining = groups.size();  // under done_mu
   for (size_t g = 1; g < groups.size(); ++g) {
     pool_.Submit([&, g] {
       RunSlices(groups[g].first, groups[g].second, out, errors_mu);
-      std::lock_guard lock(done_mu);
+      MutexLock lock(done_mu);
       if (--remaining == 0) done_cv.notify_one();
     });
   }
   if (!groups.empty()) {
     RunSlices(groups[0].first, groups[0].second, out, errors_mu);
-    std::unique_lock lock(done_mu);
+    MutexUniqueLock lock(done_mu);
     --remaining;
-    done_cv.wait(lock, [&] { return remaining == 0; });
+    while (remaining != 0) done_cv.wait(lock);
   }
   return out;
 }

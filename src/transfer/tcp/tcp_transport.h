@@ -25,7 +25,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +35,7 @@
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/resolve.h"
+#include "common/thread_annotations.h"
 #include "common/thread_pool.h"
 #include "net/security.h"
 #include "transfer/tcp/wire.h"
@@ -115,13 +115,13 @@ class TcpTransport final : public Transport {
   void Give(const std::string& endpoint, std::unique_ptr<Conn> c);
   // Runs slices (all to one endpoint) on one connection; failures go to `errors` by request.
   void RunSlices(const std::string& endpoint, const std::vector<Slice>& slices, std::vector<Status>& errors,
-                 std::mutex& errors_mu);
+                 Mutex& errors_mu);
   // Sends the slices and reads their answers: OK when every answer came (refusals are in `errors`),
   // else the connection's failure; `*how` tells whether the peer had closed it before any answer
   // (a pooled connection that died while idle) or it timed out (a peer gone without a word).
   enum class ExchangeFailure { kOther, kClosedUnanswered, kTimedOut };
   Status Exchange(Conn& conn, const std::string& endpoint, const std::vector<Slice>& slices,
-                  std::vector<Status>& errors, std::mutex& errors_mu, ExchangeFailure* how);
+                  std::vector<Status>& errors, Mutex& errors_mu, ExchangeFailure* how);
 
   // Connection attempts that failed in a row, by endpoint, and when the next may be made.
   struct Unreached {
@@ -130,25 +130,25 @@ class TcpTransport final : public Transport {
     TimeMs retry_at = 0;
     std::string why;
   };
-  // Whether `endpoint` may be connected to now; else `*error` says why not. mu_ held.
-  bool MayConnectLocked(const std::string& endpoint, TimeMs now, Status* error) const;
-  // Records the outcome of a connection attempt. mu_ held.
-  void NoteConnectLocked(const std::string& endpoint, TimeMs now, const Status& result);
+  // Whether `endpoint` may be connected to now; else `*error` says why not.
+  bool MayConnectLocked(const std::string& endpoint, TimeMs now, Status* error) const REQUIRES(mu_);
+  // Records the outcome of a connection attempt.
+  void NoteConnectLocked(const std::string& endpoint, TimeMs now, const Status& result) REQUIRES(mu_);
 
   // Closes the pooled connections idle for longer than max_idle, and forgets the unreachable
-  // endpoints nobody asked for in that long, at most once a second. mu_ held.
-  void SweepIdleLocked(TimeMs now);
+  // endpoints nobody asked for in that long, at most once a second.
+  void SweepIdleLocked(TimeMs now) REQUIRES(mu_);
   TimeMs Now() const;
 
   Resolver resolver_;
   NameResolver names_;
   Options options_;
   std::atomic<uint64_t> timeouts_{0};
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<Conn>>> idle_;  // guarded by mu_
-  std::unordered_map<std::string, Unreached> unreachable_;                    // guarded by mu_
-  TimeMs last_sweep_ = 0;                                                     // guarded by mu_
-  std::unordered_set<std::string> probing_;  // endpoints a Probe() is connecting to; guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Conn>>> idle_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, Unreached> unreachable_ GUARDED_BY(mu_);
+  TimeMs last_sweep_ GUARDED_BY(mu_) = 0;
+  std::unordered_set<std::string> probing_ GUARDED_BY(mu_);  // endpoints a Probe() is connecting to
   ThreadPool pool_;
   ThreadPool prober_{1};  // last: joined first, while what its probes use is still there
 };
