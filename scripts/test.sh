@@ -18,8 +18,11 @@ slowest() {
   sed -n '/slowest [0-9]* durations/,/^$/p' "$1/Testing/Temporary/LastTest.log" 2>/dev/null || true
 }
 
-stage "build (RelWithDebInfo)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=ON -DYB_SANITIZE=
+# Line tables only (-g1): stack traces and sanitizer reports keep their files and lines, and each
+# build compiles about a third faster than with full debug information (-g).
+stage "build (RelWithDebInfo, -g1)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=ON -DYB_SANITIZE= \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 cmake --build build -j"$jobs"
 stage "tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
@@ -30,9 +33,9 @@ stage "house rules: seams, docs of the present (scripts/check_house.py)"
 scripts/check_house.py
 
 if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
-  stage "build (ASan + UBSan)"
+  stage "build (ASan + UBSan, -O1 -g1)"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
-    -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python"
+    -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
   cmake --build build-asan -j"$jobs"
   stage "tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
