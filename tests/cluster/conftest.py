@@ -18,18 +18,20 @@ def pytest_configure(config):
                                        "not the daemons' memory: the sanitizer builds' ctest leaves it out")
 
 
-# Files whose tests build network namespaces: their names and addresses are fixed, so under
-# pytest-xdist (ctest runs this directory with two workers) they run in one group, one at a time.
-_NETNS_FILES = {"test_cluster.py", "test_nemesis.py", "test_partitions.py"}
+# Tests that build network namespaces: their names and addresses are fixed, so under pytest-xdist
+# (ctest runs this directory with two workers) they run in one group, one at a time: every test of
+# these files, and test_cluster.py's that take its `netns` fixture.
+_NETNS_FILES = {"test_nemesis.py", "test_partitions.py"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under `--dist loadgroup` a file's tests stay on one worker, in order (as `loadfile` would
-    keep them), and the files that build network namespaces share one worker."""
+    keep them), and the tests that build network namespaces share one worker."""
     for item in items:
         name = os.path.basename(str(item.fspath))
-        item.add_marker(pytest.mark.xdist_group("netns" if name in _NETNS_FILES else name))
+        netns = name in _NETNS_FILES or "netns" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("netns" if netns else name))
 
 
 BIN = os.environ.get("YB_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
