@@ -331,18 +331,45 @@ std::shared_ptr<yb::net::Security> MakeSecurity(const DaemonFlags& f, yb::Master
   return security;
 }
 
-// Builds the master (lone, or one of several under etcd), serves RPC and HTTP, and runs the
-// background steps until a stop signal: the exit status.
-int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::Security>& security) {
+// The master as the flags build it, before anything serves: a lone master (its log optional) or
+// one of several under etcd (HaMaster), its KV events and their replay endpoint. Members are
+// destroyed in reverse: the masters before the events they report to, before the scheduler whose
+// clock they read.
+struct BuiltMaster {
+  // The serving RPC server, once Run starts it: its loops are watched for stalls.
+  std::shared_ptr<std::atomic<const yb::rpc::RpcServer*>> serving =
+      std::make_shared<std::atomic<const yb::rpc::RpcServer*>>(nullptr);
+  std::unique_ptr<yb::KvEvents> kv_events;  // null without --enable_kv_events
+  std::unique_ptr<yb::MasterService> lone;
+  std::unique_ptr<yb::ha::MetaLog> lone_log;
+  std::unique_ptr<yb::ha::LogGate> lone_gate;
+  std::unique_ptr<yb::ha::HaMaster> ha;
+  // Events are published once the log has released them (a leader that dies has published nothing
+  // its successor lacks); a standby's log is what it has written. Empty without a log.
+  std::function<uint64_t()> released;
+  std::unique_ptr<yb::tools::KvEventReplay> replay;  // outlives its job (Run's)
+
+  yb::MasterApi& api() { return ha ? static_cast<yb::MasterApi&>(*ha) : *lone; }
+  yb::ha::MetaLog* log() { return ha ? &ha->log() : lone_log.get(); }
+  // The master serving now: the lone one, or the leader's (none while a standby).
+  std::shared_ptr<yb::MasterService> current() {
+    if (ha) return ha->master();
+    return std::shared_ptr<yb::MasterService>(std::shared_ptr<void>(), lone.get());
+  }
+};
+
+// Builds the master the flags describe into `m`, checking every flag first: nothing serves yet.
+// -1 to go on, else the exit status (2: a flag it refuses; 1: the metadata log cannot be opened).
+int Build(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::Security>& security,
+          const yb::Scheduler& scheduler, BuiltMaster& m) {
   auto kv_events = yb::tools::StartKvEvents(f.kv_events, AdvertisedAddress(f), *security);
   if (!kv_events.ok()) {
     spdlog::error("{}", kv_events.status().message());
     return 2;
   }
-  yb::ThreadScheduler scheduler;  // the master's background steps, and its clock
-  // The RPC server's loops are watched for stalls (liveness judged fairly); it starts below.
-  auto serving = std::make_shared<std::atomic<const yb::rpc::RpcServer*>>(nullptr);
-  mc.receive_stall_ms = [serving] {
+  m.kv_events = std::move(kv_events).value();
+  // The RPC server's loops are watched for stalls (liveness judged fairly); Run starts it.
+  mc.receive_stall_ms = [serving = m.serving] {
     const yb::rpc::RpcServer* s = serving->load();
     return s ? s->Unresponsive() : int64_t{0};
   };
@@ -356,11 +383,6 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
   lo.file_bytes = f.metadata_file_bytes;
   lo.min_free_bytes = f.metadata_min_free_bytes;
 
-  // One of two shapes: a lone master (its log optional), or one of several under etcd (HaMaster).
-  std::unique_ptr<yb::MasterService> lone;
-  std::unique_ptr<yb::ha::MetaLog> lone_log;
-  std::unique_ptr<yb::ha::LogGate> lone_gate;
-  std::unique_ptr<yb::ha::HaMaster> ha;
   if (f.enable_ha) {
     if (f.etcd_endpoints.empty()) {
       spdlog::error("--enable_ha needs --etcd_endpoints (or --ha_backend_connstring)");
@@ -398,7 +420,7 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
     ho.master = mc;
     ho.log = lo;
     ho.security = security;
-    ho.media_observer = kv_events->get();
+    ho.media_observer = m.kv_events.get();
     if (const auto& sec = security->options(); !sec.secret.empty()) {
       // The leader signs its name in etcd under every key a caller may hold.
       ho.view_keys = {sec.secret, yb::net::RoleKey(sec.secret, yb::net::Role::kNode),
@@ -414,14 +436,14 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
       spdlog::error("--metadata_dir {}: {}", f.metadata_dir, created.status().ToString());
       return 1;
     }
-    ha = std::move(created).value();
+    m.ha = std::move(created).value();
   } else {
     auto created = yb::MasterService::Create(mc, scheduler.clock());
     if (!created.ok()) {
       spdlog::error("bad configuration: {}", created.status().ToString());
       return 2;
     }
-    lone = std::move(created).value();
+    m.lone = std::move(created).value();
     if (!f.metadata_dir.empty()) {
       yb::MasterImage image;
       image.gone = yb::GoneKeys(mc.miss_reason_keys);
@@ -430,46 +452,42 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
         spdlog::error("--metadata_dir {}: {}", f.metadata_dir, opened.status().ToString());
         return 1;
       }
-      lone_log = std::move(opened).value();
-      if (auto st = lone->Load(image); !st.ok()) {
+      m.lone_log = std::move(opened).value();
+      if (auto st = m.lone->Load(image); !st.ok()) {
         spdlog::error("--metadata_dir {}: the recovered state does not load: {}", f.metadata_dir, st.ToString());
         return 1;
       }
-      lone->SetSink(lone_log.get());
-      lone_gate = std::make_unique<yb::ha::LogGate>(*lone_log);
+      m.lone->SetSink(m.lone_log.get());
+      m.lone_gate = std::make_unique<yb::ha::LogGate>(*m.lone_log);
     } else {
       spdlog::warn("no metadata log (--metadata_dir \"\" or --metadata_durability off): the index lives in memory only, "
                    "and a restart empties the cache");
     }
   }
-  if (lone) {
-    lone->SetMediaObserver(kv_events->get());
-    if (auto st = lone->ApplyConfiguredQuotas(); !st.ok()) {
+  if (m.lone) {
+    m.lone->SetMediaObserver(m.kv_events.get());
+    if (auto st = m.lone->ApplyConfiguredQuotas(); !st.ok()) {
       spdlog::error("--tenant_quotas: {}", st.ToString());
       return 2;
     }
   }
-  yb::MasterApi& api = ha ? static_cast<yb::MasterApi&>(*ha) : *lone;
-  yb::ha::MetaLog* log = ha ? &ha->log() : lone_log.get();
-  // The master serving now: the lone one, or the leader's (none while a standby).
-  auto current = [&]() -> std::shared_ptr<yb::MasterService> {
-    if (ha) return ha->master();
-    return std::shared_ptr<yb::MasterService>(std::shared_ptr<void>(), lone.get());
-  };
-
-  // The replay endpoint is checked before anything serves: a flag it refuses stops the master at once.
-  // Events are published once the log has released them (a leader that dies has published nothing
-  // its successor lacks); a standby's log is what it has written.
-  std::function<uint64_t()> released;
-  if (log) released = [log] { return log->released_seq(); };
-  yb::KvEvents* ev = kv_events->get();
-  auto started = yb::tools::KvEventReplay::Start(f.kv_events, ev, log ? f.metadata_dir : "", released, *security);
+  // The replay endpoint, checked here with every other flag: one it refuses stops the master
+  // before anything serves.
+  if (yb::ha::MetaLog* log = m.log()) m.released = [log] { return log->released_seq(); };
+  auto started = yb::tools::KvEventReplay::Start(f.kv_events, m.kv_events.get(), m.log() ? f.metadata_dir : "",
+                                                 m.released, *security);
   if (!started.ok()) {
     spdlog::error("{}", started.status().message());
     return 2;
   }
-  std::unique_ptr<yb::tools::KvEventReplay> replay = std::move(started).value();  // outlives its job
+  m.replay = std::move(started).value();
+  return -1;
+}
 
+// Serves RPC and HTTP and runs the background steps on `scheduler` until a stop signal; then stops
+// in order (a leader gives its lease back, the log is synced). The exit status.
+int Run(const DaemonFlags& f, const std::shared_ptr<yb::net::Security>& security, yb::Scheduler& scheduler,
+        BuiltMaster& m) {
   sigset_t stop_signals = yb::tools::BlockStopSignals();
   yb::RaiseOpenFileLimit();  // a descriptor per client connection
 
@@ -486,24 +504,24 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
                    ? f.rpc_thread_num
                    : static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   ro.pin_to_cpus = f.rpc_pin_threads;
-  ro.gate = ha ? &ha->gate() : lone_gate.get();  // a change is answered once its record is durable
+  ro.gate = m.ha ? &m.ha->gate() : m.lone_gate.get();  // a change is answered once its record is durable
   ro.security = security;
   yb::rpc::RpcServer server(ro);
   std::function<uint64_t()> epoch;
-  if (ha) epoch = [h = ha.get()] { return h->epoch(); };
+  if (m.ha) epoch = [h = m.ha.get()] { return h->epoch(); };
   yb::rpc::MasterServiceOptions mso;
   mso.metrics = &rpc_metrics;
   mso.epoch = epoch;
   mso.data_key = security->cluster_data_key();
   mso.max_batch = f.max_batch_keys;
   mso.tenants_may_mount = f.tenants_may_mount;
-  yb::rpc::RegisterMasterService(server, api, mso);
-  if (ha) ha->RegisterReplication(server);
+  yb::rpc::RegisterMasterService(server, m.api(), mso);
+  if (m.ha) m.ha->RegisterReplication(server);
   if (auto st = server.Start(); !st.ok()) {
     spdlog::error("{}", st.ToString());
     return 1;
   }
-  serving->store(&server);
+  m.serving->store(&server);
 
   auto admin_token = yb::tools::MasterAdminToken(*security, f.metadata_dir);
   if (!admin_token.ok()) {
@@ -512,8 +530,15 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
   }
   yb::tools::AdminHttp http;
   yb::tools::DashboardHistory dashboard_history;
-  yb::tools::MasterHttpContext http_context{current,      rpc_metrics,      server, log, ha.get(), f.cluster_id,
-                                            *admin_token, kv_events->get(), &dashboard_history};
+  yb::tools::MasterHttpContext http_context{[&m] { return m.current(); },
+                                            rpc_metrics,
+                                            server,
+                                            m.log(),
+                                            m.ha.get(),
+                                            f.cluster_id,
+                                            *admin_token,
+                                            m.kv_events.get(),
+                                            &dashboard_history};
   if (f.metrics_port > 0) {
     yb::tools::AddMasterRoutes(http.server(), http_context);
     if (!http.Start("yb-master", f.metrics_address, f.metrics_port, security->loopback_only())) return 1;
@@ -525,34 +550,33 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
       dashboard_history.Record(yb::tools::DashboardSampleOf(http_context));
     });
   }
-  if (ev) {
-    if (released) ev->SetReleased(released);
+  if (yb::KvEvents* ev = m.kv_events.get()) {
+    if (m.released) ev->SetReleased(m.released);
     publisher = scheduler.Every("yb-kv-events", std::chrono::milliseconds(2),
                                 yb::Scheduler::Step([ev] { return ev->PublishOnce(); }));
   }
-  if (yb::tools::KvEventReplay* r = replay.get()) {
+  if (yb::tools::KvEventReplay* r = m.replay.get()) {
     replayer = scheduler.Every("yb-kv-replay", std::chrono::milliseconds(5),
                                yb::Scheduler::Step([r] { return r->ServeOnce(0); }));
   }
-  if (ha) {
-    yb::ha::HaMaster* h = ha.get();
+  if (m.ha) {
+    yb::ha::HaMaster* h = m.ha.get();
     election = scheduler.Every("yb-ha", std::chrono::milliseconds(100), [h] { h->RunOnce(); });
     background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [h] { h->RunBackgroundOnce(); });
     snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [h] { h->MaintainLog(); });
   } else {
-    yb::MasterService* m = lone.get();
-    background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [m] { m->RunBackgroundOnce(); });
-    if (lone_log) {
-      yb::ha::MetaLog* l = lone_log.get();
-      snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [l, m] {
-        l->Maintain([m](const auto& emit) { m->WriteImage(emit); }, m->next_object_id());
+    yb::MasterService* lone = m.lone.get();
+    background = scheduler.Every("yb-master-bg", std::chrono::milliseconds(200), [lone] { lone->RunBackgroundOnce(); });
+    if (yb::ha::MetaLog* l = m.lone_log.get()) {
+      snapshots = scheduler.Every("yb-snapshot", std::chrono::seconds(1), [l, lone] {
+        l->Maintain([lone](const auto& emit) { lone->WriteImage(emit); }, lone->next_object_id());
       });
     }
   }
   spdlog::info("yb-master serving RPC on {}:{} ({} threads{}), HTTP on {}:{}{}", f.rpc_address, server.port(),
                ro.threads, ro.pin_to_cpus ? fmt::format(", {} pinned to CPUs", server.pinned_threads()) : "",
                f.metrics_address, f.metrics_port,
-               ha ? fmt::format("; HA in cluster '{}' through etcd {}", f.cluster_id, f.etcd_endpoints) : "");
+               m.ha ? fmt::format("; HA in cluster '{}' through etcd {}", f.cluster_id, f.etcd_endpoints) : "");
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -564,10 +588,10 @@ int Serve(DaemonFlags& f, yb::MasterConfig& mc, const std::shared_ptr<yb::net::S
   snapshots.reset();
   background.reset();
   http.Stop();
-  serving->store(nullptr);
+  m.serving->store(nullptr);
   server.Stop();
-  ha.reset();        // a leader gives its lease back
-  lone_log.reset();  // what was appended is written and synced
+  m.ha.reset();        // a leader gives its lease back
+  m.lone_log.reset();  // what was appended is written and synced
   spdlog::info("yb-master stopped");
   return 0;
 }
@@ -580,5 +604,8 @@ int main(int argc, char** argv) {
   if (int status = ParseFlags(argc, argv, f, mc); status >= 0) return status;
   auto security = MakeSecurity(f, mc);
   if (!security) return 2;
-  return Serve(f, mc, security);
+  yb::ThreadScheduler scheduler;  // the master's background steps, and its clock; outlives `m`
+  BuiltMaster m;
+  if (int status = Build(f, mc, security, scheduler, m); status >= 0) return status;
+  return Run(f, security, scheduler, m);
 }
