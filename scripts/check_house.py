@@ -47,7 +47,7 @@ OWED = {
 }
 
 # The modules scripts/thread_safety.sh analyses, and the std:: locks it cannot see.
-ANALYSED = ("src/master/", "src/ha/", "src/etcd/", "src/client/", "src/rpc/", "src/transfer/")
+ANALYSED = ("src/master/", "src/ha/", "src/etcd/", "src/client/", "src/rpc/", "src/transfer/", "src/storage/")
 PLAIN_LOCK = re.compile(r"std::(?:mutex|shared_mutex|timed_mutex|recursive_mutex|lock_guard|unique_lock|"
                         r"shared_lock|scoped_lock)\b")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Clang's thread-safety analysis (-Wthread-safety) over the master, HA and etcd client, the client, the
-# RPC layer and the transfer engine, whose locks all carry annotations (src/common/thread_annotations.h).
+# RPC layer, the transfer engine and the SSD tier, whose locks all carry annotations (src/common/thread_annotations.h).
 # GCC builds the project; clang only checks here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ if [ ! -f "$GEN/metalog.pb.h" ]; then
   exit 1
 fi
 # Every source of the modules whose locks carry annotations, tests left out, checked nproc at a time.
-files=$(ls src/master/*.cc src/ha/*.cc src/etcd/*.cc src/client/*.cc src/rpc/*.cc src/transfer/*.cc src/transfer/*/*.cc |
+files=$(ls src/master/*.cc src/ha/*.cc src/etcd/*.cc src/client/*.cc src/rpc/*.cc src/transfer/*.cc src/transfer/*/*.cc src/storage/*.cc |
   grep -v '_test\.cc$')
 # shellcheck disable=SC2046  # the flags cpp-httplib is built with (its TLS client), split as words
 if echo "$files" | xargs -P "$(nproc)" -n 4 "$CXX" -std=c++20 -fsyntax-only -Wthread-safety -Werror=thread-safety \

@@ -104,7 +104,7 @@ constexpr uint64_t kRoomToTry = 1ULL << 20;  // free bytes under the directory w
 }  // namespace
 
 void Offloader::Pause(const Status& why) {
-  free_at_pause_ = FreeBytes(options_.storage.path, options_.storage.fault);
+  free_at_pause_ = engine_->device().FreeBytes();
   pause_ms_ = pause_ms_ == 0 ? kFirstPauseMs : std::min(pause_ms_ * 2, kLongestPauseMs);
   retry_at_ = clock_.NowMs() + pause_ms_;
   if (!paused_.exchange(true)) {
@@ -120,7 +120,7 @@ bool Offloader::MayWrite() {
   const TimeMs now = clock_.NowMs();
   if (now < retry_at_) return false;
   // Worth a try once space was freed since the write failed, or there is plenty.
-  const uint64_t free = FreeBytes(options_.storage.path, options_.storage.fault);
+  const uint64_t free = engine_->device().FreeBytes();
   if (free <= free_at_pause_ && free < kRoomToTry) {
     retry_at_ = now + pause_ms_;
     return false;

@@ -1,13 +1,8 @@
 #include "storage/storage_engine.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "common/checksum.h"
@@ -23,10 +18,8 @@ constexpr uint32_t kMetaMagic = 0x4D424259;  // "YBBM"
 constexpr uint32_t kMetaVersion = 2;
 constexpr uint32_t kMetaVersionWholeXxh3 = 1;
 constexpr uint32_t kForgottenMagic = 0x46424259;  // "YBBF": one record of the forgotten log
-
-Status IoError(const std::string& what, const std::string& path, int err = errno) {
-  return Status(Code::kFileWriteFail, what + " " + path + ": " + std::strerror(err));
-}
+const std::string kForgotten = "forgotten.log";
+const std::string kForgottenTmp = "forgotten.log.tmp";
 
 template <typename T>
 void Append(std::string& out, T v) {
@@ -41,81 +34,24 @@ bool Take(std::string_view in, size_t& pos, T* v) {
   return true;
 }
 
-// Writes all of `data` to a new file and makes it durable. Writeback of each 8 MiB starts as soon
-// as it is written (sync_file_range), so the final fsync does not find a bucket's worth of dirty
-// pages and the disk works while the next bytes are copied.
-Status WriteDurable(const std::string& path, const std::vector<std::string_view>& parts, const FaultHook& fault) {
-  constexpr uint64_t kFlushEvery = 8ULL << 20;
-  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, kPrivateFileMode);
-  if (fd < 0) return IoError("cannot create", path);
-  uint64_t off = 0, flushed = 0, prev_flushed = 0;
-  for (auto part : parts) {
-    size_t done = 0;
-    while (done < part.size()) {
-      // At most 128 KiB per call: the copy into the page cache stays in the CPU cache. Measured on
-      // this VM: 1 MiB calls wrote 1 MiB objects at 0.5-0.65 GB/s, 128 KiB calls at 1.5-1.6 GB/s
-      // (larger calls were slower still).
-      size_t len = std::min<size_t>(part.size() - done, 128 << 10);
-      int injected = Injected(fault, "write", path);
-      ssize_t n = injected ? -1 : ::pwrite(fd, part.data() + done, len, static_cast<off_t>(off + done));
-      if (n < 0 && !injected && errno == EINTR) continue;
-      if (n <= 0) {
-        Status st = IoError("cannot write", path, injected ? injected : n == 0 ? ENOSPC : errno);
-        ::close(fd);
-        return st;
-      }
-      done += static_cast<size_t>(n);
-    }
-    off += part.size();
-    if (off - flushed >= kFlushEvery) {
-      // Start writing this chunk, and wait for the one before it: at most two chunks in flight.
-      ::sync_file_range(fd, static_cast<off_t>(flushed), static_cast<off_t>(off - flushed), SYNC_FILE_RANGE_WRITE);
-      if (flushed > 0) {
-        ::sync_file_range(fd, static_cast<off_t>(prev_flushed), static_cast<off_t>(flushed - prev_flushed),
-                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-      }
-      prev_flushed = flushed;
-      flushed = off;
-    }
-  }
-  int injected = Injected(fault, "sync", path);
-  if (injected || ::fsync(fd) != 0) {
-    Status st = IoError("cannot sync", path, injected ? injected : errno);
-    ::close(fd);
-    return st;
-  }
-  ::close(fd);
-  return Status::OK();
-}
-
 }  // namespace
 
-Result<BucketPolicy> ParseBucketPolicy(std::string_view name) {
-  if (name == "fifo") return BucketPolicy::kFifo;
-  if (name == "lru") return BucketPolicy::kLru;
-  return Status(Code::kInvalidParams, "bucket eviction policy must be fifo or lru, not '" + std::string(name) + "'");
-}
+StorageEngine::StorageEngine(StorageConfig config)
+    : config_(std::move(config)),
+      device_(config_.device ? config_.device : MakeFileDevice(config_.path, config_.fault)) {}
 
-StorageEngine::StorageEngine(StorageConfig config) : config_(std::move(config)) {}
+std::string StorageEngine::DataName(uint64_t id) { return "bucket-" + std::to_string(id) + ".data"; }
+std::string StorageEngine::MetaName(uint64_t id) { return "bucket-" + std::to_string(id) + ".meta"; }
 
-std::string StorageEngine::DataPath(uint64_t id) const {
-  return config_.path + "/bucket-" + std::to_string(id) + ".data";
-}
-std::string StorageEngine::MetaPath(uint64_t id) const {
-  return config_.path + "/bucket-" + std::to_string(id) + ".meta";
-}
-
-void StorageEngine::DeleteFiles(uint64_t id) const {
-  ::unlink(DataPath(id).c_str());
-  ::unlink(MetaPath(id).c_str());
-  ::unlink((MetaPath(id) + ".tmp").c_str());
-}
+void StorageEngine::DeleteFiles(uint64_t id) const { device_->Remove({DataName(id), MetaName(id), MetaName(id) + ".tmp"}); }
 
 Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine::LoadMeta(uint64_t id) const {
-  auto meta = ReadWholeFile(MetaPath(id));
+  auto meta = device_->ReadAll(MetaName(id));
   if (!meta.ok()) return meta.status();
   const std::string& m = *meta;
-  auto corrupt = [&](const char* why) { return Status(Code::kChecksumMismatch, MetaPath(id) + ": " + why); };
+  auto corrupt = [&](const char* why) {
+    return Status(Code::kChecksumMismatch, device_->Where(MetaName(id)) + ": " + why);
+  };
   if (m.size() < 20) return corrupt("too short");
   uint64_t trailer;
   std::memcpy(&trailer, m.data() + m.size() - 8, 8);
@@ -129,8 +65,8 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
       (version != kMetaVersion && version != kMetaVersionWholeXxh3)) {
     return corrupt("bad header");
   }
-  struct stat st {};
-  if (::stat(DataPath(id).c_str(), &st) != 0) return corrupt("its data file is missing");
+  auto data_size = device_->Size(DataName(id));
+  if (!data_size.ok()) return corrupt("its data file is missing");
   std::vector<std::pair<std::string, Entry>> out;
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t klen;
@@ -140,7 +76,7 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
     pos += klen;
     if (!Take(body, pos, &e.offset) || !Take(body, pos, &e.size) || !Take(body, pos, &e.checksum))
       return corrupt("truncated entry");
-    const auto file_size = static_cast<uint64_t>(st.st_size);
+    const uint64_t file_size = *data_size;
     if (e.size > file_size || e.offset > file_size - e.size) return corrupt("entry beyond the data file");
     out.emplace_back(std::move(key), e);
   }
@@ -148,20 +84,18 @@ Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine:
 }
 
 Result<std::vector<StoredObject>> StorageEngine::Open() {
-  if (config_.path.empty()) return Status(Code::kInvalidParams, "storage path is empty");
-  auto policy = ParseBucketPolicy(config_.eviction_policy);
+  if (config_.path.empty() && !config_.device) return Status(Code::kInvalidParams, "storage path is empty");
+  auto policy = MakeBucketPolicy(config_.eviction_policy);
   if (!policy.ok()) return policy.status();
-  policy_ = *policy;
+  policy_ = std::move(policy).value();
   if (config_.low_watermark > config_.high_watermark || config_.high_watermark > 1.0 || config_.low_watermark < 0) {
     return Status(Code::kInvalidParams, "need 0 <= low watermark <= high watermark <= 1");
   }
-  // Its files are 0600; a directory an operator named that exists already is theirs to tighten.
-  YB_RETURN_IF_ERROR(MakePrivateDir(config_.path, /*marker=*/""));
-  DIR* dir = ::opendir(config_.path.c_str());
-  if (!dir) return Status(Code::kInvalidParams, "cannot open storage directory " + config_.path);
+  YB_RETURN_IF_ERROR(device_->Prepare());
+  auto names = device_->List();
+  if (!names.ok()) return Status(Code::kInvalidParams, "storage directory: " + names.status().message());
   std::map<uint64_t, std::pair<bool, bool>> seen;  // id -> (data, meta)
-  while (dirent* d = ::readdir(dir)) {
-    std::string name = d->d_name;
+  for (const std::string& name : *names) {
     uint64_t id = 0;
     char kind[16] = {};
     if (std::sscanf(name.c_str(), "bucket-%lu.%15s", &id, kind) != 2) continue;
@@ -170,12 +104,11 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
     if (k == "meta") seen[id].second = true;
     if (k == "meta.tmp") seen[id];  // an interrupted write: removed below
   }
-  ::closedir(dir);
   std::vector<StoredObject> recovered;
   bool log_intact = true;
-  ::unlink((ForgottenPath() + ".tmp").c_str());  // an interrupted rewrite: the log itself is whole
+  device_->Remove({kForgottenTmp});  // an interrupted rewrite: the log itself is whole
   std::unordered_map<std::string, uint64_t> forgotten = LoadForgotten(&log_intact);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [id, files] : seen) {
     next_id_ = std::max(next_id_, id + 1);
     auto entries =
@@ -208,7 +141,8 @@ Result<std::vector<StoredObject>> StorageEngine::Open() {
     if (!st.ok()) YB_LOG_WARN("storage: cannot rewrite the forgotten log: {}", st.ToString());
   }
   for (const auto& [key, e] : index_) recovered.push_back({key, e.size, e.bucket, e.checksum});
-  YB_LOG_INFO("storage: {} buckets, {} objects recovered from {}", buckets_.size(), recovered.size(), config_.path);
+  YB_LOG_INFO("storage: {} buckets, {} objects recovered from {}", buckets_.size(), recovered.size(),
+              device_->Where(""));
   return recovered;
 }
 
@@ -232,17 +166,11 @@ Status StorageEngine::WriteBucket(uint64_t id, const std::vector<Value>& values,
     off += e.size;
   }
   Append(meta, XXH3_64bits(meta.data(), meta.size()));
-  Status st = WriteDurable(DataPath(id), parts, config_.fault);
-  if (st.ok()) st = WriteDurable(MetaPath(id) + ".tmp", {meta}, config_.fault);
-  if (st.ok() && ::rename((MetaPath(id) + ".tmp").c_str(), MetaPath(id).c_str()) != 0) {
-    st = IoError("cannot rename", MetaPath(id));
-  }
-  if (!st.ok()) {
-    DeleteFiles(id);
-    return st;
-  }
-  (void)SyncDir(config_.path);
-  return Status::OK();
+  Status st = device_->WriteDurable(DataName(id), parts);
+  if (st.ok()) st = device_->WriteDurable(MetaName(id) + ".tmp", {meta});
+  if (st.ok()) st = device_->Rename(MetaName(id) + ".tmp", MetaName(id));  // the bucket exists from here
+  if (!st.ok()) DeleteFiles(id);
+  return st;
 }
 
 Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored, std::vector<uint64_t>* checksums) {
@@ -254,9 +182,9 @@ Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored, std:
     total += v.data.size();
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (used_ + total > config_.total_size_limit) {
-      return Status(Code::kNoAvailableHandle, "storage " + config_.path + " is full (" + std::to_string(used_) +
+      return Status(Code::kNoAvailableHandle, "storage " + device_->Where("") + " is full (" + std::to_string(used_) +
                                                   " of " + std::to_string(config_.total_size_limit) +
                                                   " bytes used): evict buckets first");
     }
@@ -270,12 +198,12 @@ Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored, std:
     }
     uint64_t id;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       id = next_id_++;
     }
     std::vector<Entry> written;
     YB_RETURN_IF_ERROR(WriteBucket(id, values, from, to, &written));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Bucket b;
     b.id = id;
     b.bytes = bytes;
@@ -295,9 +223,9 @@ Status StorageEngine::Put(const std::vector<Value>& values, size_t* stored, std:
 
 Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint64_t size) {
   Entry e;
-  std::shared_ptr<std::shared_mutex> readers;
+  std::shared_ptr<SharedMutex> readers;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = index_.find(key);
     if (it == index_.end()) return Status(Code::kObjectNotFound, "key not on this SSD tier");
     e = it->second;
@@ -306,43 +234,27 @@ Result<uint64_t> StorageEngine::Read(const std::string& key, void* buffer, uint6
     readers = b.readers;
   }
   if (size < e.size) return Status(Code::kBufferOverflow, "buffer smaller than the object");
-  std::shared_lock reading(*readers);  // eviction deletes the files only after this ends
-  const std::string path = DataPath(e.bucket);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(Code::kFileOpenFail, "cannot open " + path + ": " + std::strerror(errno));
-  uint64_t done = 0;
-  int err = Fault("read", path);
-  while (done < e.size && err == 0) {
-    ssize_t n = ::pread(fd, static_cast<char*>(buffer) + done, e.size - done, static_cast<off_t>(e.offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) err = errno;
-    if (n <= 0) break;
-    done += static_cast<uint64_t>(n);
-  }
-  ::close(fd);
-  if (err) return Status(Code::kFileReadFail, "cannot read " + path + ": " + std::strerror(err));
-  if (done != e.size) return Status(Code::kFileReadFail, "short read from " + path);
+  ReaderLock reading(*readers);  // eviction deletes the files only after this ends
+  YB_RETURN_IF_ERROR(device_->ReadAt(DataName(e.bucket), e.offset, buffer, e.size));
   if ((e.whole_xxh3 ? Xxh3(buffer, e.size) : ObjectChecksum(buffer, e.size)) != e.checksum) {
-    return Status(Code::kChecksumMismatch,
-                  "object at offset " + std::to_string(e.offset) + " of " + path + " is damaged (checksum mismatch)");
+    return Status(Code::kChecksumMismatch, "object at offset " + std::to_string(e.offset) + " of " +
+                                               device_->Where(DataName(e.bucket)) + " is damaged (checksum mismatch)");
   }
   return e.size;
 }
 
 bool StorageEngine::Contains(const std::string& key) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return index_.count(key) != 0;
 }
 
 std::vector<StoredObject> StorageEngine::List() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<StoredObject> out;
   out.reserve(index_.size());
   for (const auto& [key, e] : index_) out.push_back({key, e.size, e.bucket, e.checksum});
   return out;
 }
-
-std::string StorageEngine::ForgottenPath() const { return config_.path + "/forgotten.log"; }
 
 namespace {
 void AppendForgotten(std::string& out, const std::string& key, uint64_t bucket) {
@@ -358,7 +270,7 @@ void AppendForgotten(std::string& out, const std::string& key, uint64_t bucket) 
 Status StorageEngine::Forget(const std::vector<std::string>& keys) {
   std::string records;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& key : keys) {
       auto it = index_.find(key);
       if (it == index_.end()) continue;  // never stored, or forgotten already (recorded then)
@@ -367,33 +279,13 @@ Status StorageEngine::Forget(const std::vector<std::string>& keys) {
     }
   }
   if (records.empty()) return Status::OK();
-  const std::string path = ForgottenPath();
-  if (int injected = Injected(config_.fault, "write", path)) return IoError("cannot append to", path, injected);
-  int fd = ::open(path.c_str(), O_APPEND | O_WRONLY | O_CLOEXEC);
-  const bool created = fd < 0 && errno == ENOENT;
-  if (created) fd = ::open(path.c_str(), O_CREAT | O_APPEND | O_WRONLY | O_CLOEXEC, kPrivateFileMode);
-  if (fd < 0) return IoError("cannot open", path);
-  size_t done = 0;
-  while (done < records.size()) {
-    ssize_t n = ::write(fd, records.data() + done, records.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status st = IoError("cannot append to", path, n == 0 ? ENOSPC : errno);
-      ::close(fd);
-      return st;
-    }
-    done += static_cast<size_t>(n);
-  }
-  Status st = ::fdatasync(fd) == 0 ? Status::OK() : IoError("cannot sync", path);
-  ::close(fd);
-  if (created) (void)SyncDir(config_.path);  // the new file's name is durable too
-  return st;
+  return device_->AppendDurable(kForgotten, records);
 }
 
 std::unordered_map<std::string, uint64_t> StorageEngine::LoadForgotten(bool* intact) const {
   std::unordered_map<std::string, uint64_t> out;
   *intact = true;
-  auto data = ReadWholeFile(ForgottenPath());
+  auto data = device_->ReadAll(kForgotten);
   if (!data.ok()) {
     // None yet, or unreadable: then it is left as it is (a rewrite would lose its records).
     if (data.status().code() != Code::kFileNotFound) YB_LOG_WARN("storage: {}", data.status().ToString());
@@ -419,7 +311,8 @@ std::unordered_map<std::string, uint64_t> StorageEngine::LoadForgotten(bool* int
   for (size_t pos = 0; pos < data->size();) {
     if (!take(pos, &key, &bucket)) {
       *intact = false;
-      YB_LOG_WARN("storage: {} ends in a torn or damaged record; the records before it hold", ForgottenPath());
+      YB_LOG_WARN("storage: {} ends in a torn or damaged record; the records before it hold",
+                  device_->Where(kForgotten));
       break;
     }
     uint64_t& b = out[key];
@@ -431,11 +324,8 @@ std::unordered_map<std::string, uint64_t> StorageEngine::LoadForgotten(bool* int
 Status StorageEngine::WriteForgotten(const std::unordered_map<std::string, uint64_t>& records) const {
   std::string data;
   for (const auto& [key, bucket] : records) AppendForgotten(data, key, bucket);
-  const std::string path = ForgottenPath(), tmp = path + ".tmp";
-  YB_RETURN_IF_ERROR(WriteDurable(tmp, {data}, config_.fault));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename", tmp);
-  (void)SyncDir(config_.path);
-  return Status::OK();
+  YB_RETURN_IF_ERROR(device_->WriteDurable(kForgottenTmp, {data}));
+  return device_->Rename(kForgottenTmp, kForgotten);
 }
 
 std::vector<std::string> StorageEngine::LiveKeysLocked(const Bucket& b) const {
@@ -448,22 +338,20 @@ std::vector<std::string> StorageEngine::LiveKeysLocked(const Bucket& b) const {
 }
 
 std::vector<uint64_t> StorageEngine::PickEvictions(uint64_t incoming) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   double limit = static_cast<double>(config_.total_size_limit);
   double used = static_cast<double>(used_ + incoming);
   if (used <= config_.high_watermark * limit) return {};
-  std::vector<const Bucket*> order;
-  for (const auto& [id, b] : buckets_) order.push_back(&b);
-  if (policy_ == BucketPolicy::kLru) {
-    std::stable_sort(order.begin(), order.end(),
-                     [](const Bucket* a, const Bucket* b) { return a->last_read < b->last_read; });
-  }
+  std::vector<BucketStats> order;
+  order.reserve(buckets_.size());
+  for (const auto& [id, b] : buckets_) order.push_back({id, b.bytes, b.last_read});
+  if (policy_) policy_->Order(order);  // none before Open: id order
   std::vector<uint64_t> out;
   double left = used;
-  for (const Bucket* b : order) {
+  for (const BucketStats& b : order) {
     if (left <= config_.low_watermark * limit) break;
-    out.push_back(b->id);
-    left -= static_cast<double>(b->bytes);
+    out.push_back(b.id);
+    left -= static_cast<double>(b.bytes);
   }
   return out;
 }
@@ -472,7 +360,7 @@ Status StorageEngine::EvictBucket(uint64_t id,
                                   const std::function<Status(const std::vector<std::string>&)>& tell_master) {
   std::vector<std::string> keys;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = buckets_.find(id);
     if (it == buckets_.end()) return Status(Code::kObjectNotFound, "no bucket " + std::to_string(id));
     keys = LiveKeysLocked(it->second);
@@ -482,10 +370,10 @@ Status StorageEngine::EvictBucket(uint64_t id,
     YB_LOG_WARN("storage: keeping bucket {}: the master could not be told: {}", id, told.ToString());
     return told;
   }
-  std::shared_ptr<std::shared_mutex> readers;
+  std::shared_ptr<SharedMutex> readers;
   uint64_t bytes = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = buckets_.find(id);
     if (it == buckets_.end()) return Status::OK();
     for (const auto& k : LiveKeysLocked(it->second)) index_.erase(k);
@@ -494,24 +382,23 @@ Status StorageEngine::EvictBucket(uint64_t id,
     buckets_.erase(it);
     used_ -= bytes;
   }
-  std::unique_lock wait_for_readers(*readers);
+  WriterLock wait_for_readers(*readers);
   DeleteFiles(id);
-  (void)SyncDir(config_.path);
   return Status::OK();
 }
 
 uint64_t StorageEngine::used_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return used_;
 }
 
 size_t StorageEngine::object_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return index_.size();
 }
 
 size_t StorageEngine::bucket_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return buckets_.size();
 }
 

@@ -12,33 +12,37 @@
 // A key written again replaces its earlier value (the newest bucket wins, also on restart); a
 // bucket's eviction reports and removes only the keys whose current value it holds.
 // The client's Offloader (src/client/offloader.h) drives it: offload, registration, eviction.
+// Its files live on a Device (storage/device.h: a directory, or memory in tests); which buckets go
+// first is a BucketPolicy's choice (storage/bucket_policy.h).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "common/files.h"
+#include "common/thread_annotations.h"
+#include "storage/bucket_policy.h"
+#include "storage/device.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 
 namespace yb::storage {
 
-enum class BucketPolicy { kFifo, kLru };
-
-// The user's settings (SsdTierConfig, yuebing/types.h) and a test's failing device.
+// The user's settings (SsdTierConfig, yuebing/types.h), and the device for tests.
 struct StorageConfig : SsdTierConfig {
   StorageConfig() = default;
   explicit StorageConfig(const SsdTierConfig& tier) : SsdTierConfig(tier) {}
-  // Fault injection for tests (a failing device), before each write, sync and read.
+  // Fault injection for tests (a failing device), before each write, sync and read of the
+  // directory `path` (ignored when `device` is given).
   FaultHook fault;
+  // Where the files live; null: the directory `path` (MakeFileDevice).
+  std::shared_ptr<Device> device;
 };
 
 struct StoredObject {
@@ -88,6 +92,7 @@ class StorageEngine {
   size_t object_count() const;
   uint64_t total_size_limit() const { return config_.total_size_limit; }
   size_t bucket_count() const;
+  Device& device() const { return *device_; }
 
  private:
   struct Entry {
@@ -102,21 +107,20 @@ class StorageEngine {
     uint64_t bytes = 0;
     uint64_t last_read = 0;  // LRU clock
     std::vector<std::string> keys;
-    std::shared_ptr<std::shared_mutex> readers = std::make_shared<std::shared_mutex>();
+    // Held shared by the reads in flight on the bucket, and exclusively by its eviction before the
+    // files go.
+    std::shared_ptr<SharedMutex> readers = std::make_shared<SharedMutex>();
   };
 
-  std::string DataPath(uint64_t id) const;
-  std::string MetaPath(uint64_t id) const;
+  static std::string DataName(uint64_t id);
+  static std::string MetaName(uint64_t id);
   // Writes values[from, to) as bucket `id`; `written` receives their index entries.
   Status WriteBucket(uint64_t id, const std::vector<Value>& values, size_t from, size_t to,
                      std::vector<Entry>* written);
   Result<std::vector<std::pair<std::string, Entry>>> LoadMeta(uint64_t id) const;
-  // The keys of a bucket whose index entry points into it. mu_ held.
-  std::vector<std::string> LiveKeysLocked(const Bucket& b) const;
-  // errno injected for `op` on `path`, or 0.
-  int Fault(std::string_view op, const std::string& path) const { return config_.fault ? config_.fault(op, path) : 0; }
+  // The keys of a bucket whose index entry points into it.
+  std::vector<std::string> LiveKeysLocked(const Bucket& b) const REQUIRES(mu_);
   void DeleteFiles(uint64_t id) const;
-  std::string ForgottenPath() const;
   // Reads the forgotten log: key -> the newest bucket whose copy of it is dead. `intact` is false
   // when its tail is torn or damaged (the records before it count, and the log wants a rewrite).
   std::unordered_map<std::string, uint64_t> LoadForgotten(bool* intact) const;
@@ -124,15 +128,14 @@ class StorageEngine {
   Status WriteForgotten(const std::unordered_map<std::string, uint64_t>& records) const;
 
   StorageConfig config_;
-  BucketPolicy policy_ = BucketPolicy::kFifo;  // from config_.eviction_policy, at Open
-  mutable std::mutex mu_;  // guards the fields below
-  std::unordered_map<std::string, Entry> index_;
-  std::map<uint64_t, Bucket> buckets_;  // by id: ascending id is FIFO order
-  uint64_t next_id_ = 1;
-  uint64_t used_ = 0;
-  uint64_t read_clock_ = 0;
+  const std::shared_ptr<Device> device_;
+  std::unique_ptr<BucketPolicy> policy_;  // from config_.eviction_policy, at Open
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Entry> index_ GUARDED_BY(mu_);
+  std::map<uint64_t, Bucket> buckets_ GUARDED_BY(mu_);  // by id: ascending id is write order
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  uint64_t used_ GUARDED_BY(mu_) = 0;
+  uint64_t read_clock_ GUARDED_BY(mu_) = 0;
 };
-
-Result<BucketPolicy> ParseBucketPolicy(std::string_view name);
 
 }  // namespace yb::storage

@@ -8,18 +8,76 @@
 #include <fstream>
 
 #include "common/temp_dir.h"
+#include "storage/memory_device.h"
 
 namespace yb::storage {
 namespace {
 
 namespace fs = std::filesystem;
 
-class StorageEngineTest : public ::testing::Test {
+// Every case runs on both devices: a directory (FileDevice) and memory (MemoryDevice, kept across
+// the engine's restarts as a disk is). Tests damage, remove or add files with the helpers below,
+// and fail operations through fault_ (asked as the device asks its FaultHook).
+enum class Kind { kFile, kMemory };
+
+class StorageEngineTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override {
     config_.path = dir_;
     config_.bucket_keys_limit = 3;
     config_.total_size_limit = 10000;
+    FaultHook hook = [this](std::string_view op, const std::string& where) { return fault_ ? fault_(op, where) : 0; };
+    if (GetParam() == Kind::kMemory) {
+      MemoryDevice::Options o;
+      o.fault = hook;
+      memory_ = std::make_shared<MemoryDevice>(o);
+      config_.device = memory_;
+    } else {
+      config_.fault = hook;
+    }
+  }
+
+  bool Exists(const std::string& name) const {
+    return memory_ ? memory_->Exists(name) : fs::exists(fs::path(dir_) / name);
+  }
+  void Remove(const std::string& name) {
+    if (memory_) {
+      memory_->Remove({name});
+    } else {
+      fs::remove(fs::path(dir_) / name);
+    }
+  }
+  // Flips the bits of one byte, as a bad sector would.
+  void Damage(const std::string& name, uint64_t offset) {
+    if (memory_) {
+      ASSERT_TRUE(memory_->Damage(name, offset));
+      return;
+    }
+    std::fstream f(fs::path(dir_) / name, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(static_cast<char>(~c));
+  }
+  // Adds `bytes` at the end of `name` (created if absent), as a crash mid-write leaves them.
+  void AppendRaw(const std::string& name, const std::string& bytes) {
+    if (memory_) {
+      memory_->Put(name, memory_->Content(name) + bytes);
+    } else {
+      std::ofstream(fs::path(dir_) / name, std::ios::binary | std::ios::app) << bytes;
+    }
+  }
+  uint64_t SizeOf(const std::string& name) const {
+    return memory_ ? memory_->Content(name).size() : fs::file_size(fs::path(dir_) / name);
+  }
+  // An empty device again.
+  void Wipe() {
+    if (memory_) {
+      memory_->Remove(*memory_->List());
+    } else {
+      fs::remove_all(dir_);
+      fs::create_directory(dir_);
+    }
   }
 
   std::unique_ptr<StorageEngine> OpenEngine(std::vector<StoredObject>* recovered = nullptr) {
@@ -50,9 +108,11 @@ class StorageEngineTest : public ::testing::Test {
   TempDir tmp_{"yb-storage"};
   const std::string dir_ = tmp_.path();
   StorageConfig config_;
+  FaultHook fault_;
+  std::shared_ptr<MemoryDevice> memory_;  // the memory device's cases
 };
 
-TEST_F(StorageEngineTest, PacksObjectsIntoBucketsAndReadsThemBack) {
+TEST_P(StorageEngineTest, PacksObjectsIntoBucketsAndReadsThemBack) {
   auto e = OpenEngine();
   ASSERT_TRUE(PutN(*e, 0, 10).ok());
   EXPECT_EQ(e->bucket_count(), 4u);  // 3 keys per bucket
@@ -70,7 +130,7 @@ TEST_F(StorageEngineTest, PacksObjectsIntoBucketsAndReadsThemBack) {
   EXPECT_EQ(e->Read("k1", small.data(), small.size()).code(), Code::kBufferOverflow);
 }
 
-TEST_F(StorageEngineTest, RestartRecoversEveryIntactObject) {
+TEST_P(StorageEngineTest, RestartRecoversEveryIntactObject) {
   {
     auto e = OpenEngine();
     ASSERT_TRUE(PutN(*e, 0, 7).ok());
@@ -83,45 +143,38 @@ TEST_F(StorageEngineTest, RestartRecoversEveryIntactObject) {
   EXPECT_EQ(e->bucket_count(), 4u);
 }
 
-TEST_F(StorageEngineTest, IncompleteOrCorruptBucketsAreDroppedOnRestart) {
+TEST_P(StorageEngineTest, IncompleteOrCorruptBucketsAreDroppedOnRestart) {
   {
     auto e = OpenEngine();
     ASSERT_TRUE(PutN(*e, 0, 9).ok());  // buckets 1, 2, 3
   }
-  fs::remove(dir_ + "/bucket-1.meta");  // as if killed between data and meta
-  {
-    std::fstream f(dir_ + "/bucket-2.meta", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(20);
-    f.put('\x7f');  // a flipped byte in the metadata
-  }
-  std::ofstream(dir_ + "/bucket-9.meta.tmp") << "torn";
-  std::ofstream(dir_ + "/bucket-9.data") << "torn";
+  Remove("bucket-1.meta");  // as if killed between data and meta
+  Damage("bucket-2.meta", 20);  // a damaged byte in the metadata
+  AppendRaw("bucket-9.meta.tmp", "torn");
+  AppendRaw("bucket-9.data", "torn");
   std::vector<StoredObject> rec;
   auto e = OpenEngine(&rec);
   EXPECT_EQ(rec.size(), 3u);  // only bucket 3 survives
   EXPECT_EQ(Get(*e, "k6"), Val(6));
   EXPECT_FALSE(e->Contains("k0"));
   EXPECT_FALSE(e->Contains("k3"));
-  EXPECT_FALSE(fs::exists(dir_ + "/bucket-1.data"));
-  EXPECT_FALSE(fs::exists(dir_ + "/bucket-2.meta"));
-  EXPECT_FALSE(fs::exists(dir_ + "/bucket-9.data"));
+  EXPECT_FALSE(Exists("bucket-1.data"));
+  EXPECT_FALSE(Exists("bucket-2.meta"));
+  EXPECT_FALSE(Exists("bucket-9.data"));
+  EXPECT_FALSE(Exists("bucket-9.meta.tmp"));
 }
 
-TEST_F(StorageEngineTest, ACorruptByteInDataIsCaughtByTheChecksum) {
+TEST_P(StorageEngineTest, ACorruptByteInDataIsCaughtByTheChecksum) {
   auto e = OpenEngine();
   ASSERT_TRUE(PutN(*e, 0, 3).ok());
-  {
-    std::fstream f(dir_ + "/bucket-1.data", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(150);  // inside k1
-    f.put('!');
-  }
+  Damage("bucket-1.data", 150);  // inside k1
   Code c;
   EXPECT_EQ(Get(*e, "k1", &c), "");
   EXPECT_EQ(c, Code::kChecksumMismatch);
   EXPECT_EQ(Get(*e, "k0"), Val(0));
 }
 
-TEST_F(StorageEngineTest, FifoEvictsTheOldestBucketLruTheLeastRecentlyRead) {
+TEST_P(StorageEngineTest, FifoEvictsTheOldestBucketLruTheLeastRecentlyRead) {
   for (const char* policy : {"fifo", "lru"}) {
     config_.eviction_policy = policy;
     config_.bucket_keys_limit = 1;
@@ -145,36 +198,38 @@ TEST_F(StorageEngineTest, FifoEvictsTheOldestBucketLruTheLeastRecentlyRead) {
     }
     EXPECT_TRUE(e->PickEvictions().empty());
     e.reset();
-    fs::remove_all(dir_);
-    fs::create_directory(dir_);
+    Wipe();
   }
 }
 
-TEST_F(StorageEngineTest, AnUnreachableMasterKeepsTheBucket) {
+TEST_P(StorageEngineTest, AnUnreachableMasterKeepsTheBucket) {
   auto e = OpenEngine();
   ASSERT_TRUE(PutN(*e, 0, 3).ok());
   Status st = e->EvictBucket(1, [](const std::vector<std::string>&) { return Status(Code::kRpcFail, "down"); });
   EXPECT_EQ(st.code(), Code::kRpcFail);
   EXPECT_EQ(Get(*e, "k2"), Val(2));
-  EXPECT_TRUE(fs::exists(dir_ + "/bucket-1.data"));
+  EXPECT_TRUE(Exists("bucket-1.data"));
   ASSERT_TRUE(e->EvictBucket(1, [](const std::vector<std::string>&) { return Status::OK(); }).ok());
   EXPECT_FALSE(e->Contains("k2"));
-  EXPECT_FALSE(fs::exists(dir_ + "/bucket-1.data"));
+  EXPECT_FALSE(Exists("bucket-1.data"));
   EXPECT_EQ(e->used_bytes(), 0u);
 }
 
-TEST_F(StorageEngineTest, FullStorageRefusesAndBadConfigIsRefused) {
+TEST_P(StorageEngineTest, FullStorageRefusesAndBadConfigIsRefused) {
   auto e = OpenEngine();
   EXPECT_EQ(PutN(*e, 0, 200).code(), Code::kNoAvailableHandle);  // 20 KB > 10 KB
   EXPECT_EQ(e->bucket_count(), 0u);
   StorageConfig bad = config_;
   bad.low_watermark = 0.95;
   EXPECT_EQ(StorageEngine(bad).Open().code(), Code::kInvalidParams);
-  EXPECT_EQ(ParseBucketPolicy("random").code(), Code::kInvalidParams);
-  EXPECT_EQ(*ParseBucketPolicy("lru"), BucketPolicy::kLru);
+  EXPECT_EQ(MakeBucketPolicy("random").code(), Code::kInvalidParams);
+  bad = config_;
+  bad.eviction_policy = "random";
+  EXPECT_EQ(StorageEngine(bad).Open().code(), Code::kInvalidParams);
+  EXPECT_EQ((*MakeBucketPolicy("lru"))->name(), "lru");
 }
 
-TEST_F(StorageEngineTest, ANewerValueSurvivesTheOldBucketsEvictionAndARestart) {
+TEST_P(StorageEngineTest, ANewerValueSurvivesTheOldBucketsEvictionAndARestart) {
   auto e = OpenEngine();
   ASSERT_TRUE(PutN(*e, 0, 3).ok());  // bucket 1: k0 k1 k2
   std::string v2(100, 'Z');
@@ -202,7 +257,7 @@ TEST_F(StorageEngineTest, ANewerValueSurvivesTheOldBucketsEvictionAndARestart) {
 // A forgotten key (removed or replaced on the master) stays forgotten across a restart, with every
 // older copy of it; a value of the same key written later survives. Before, Forget only touched
 // the index, and the next Open recovered the removed value.
-TEST_F(StorageEngineTest, ForgottenKeysStayForgottenAfterARestart) {
+TEST_P(StorageEngineTest, ForgottenKeysStayForgottenAfterARestart) {
   {
     auto e = OpenEngine();
     ASSERT_TRUE(PutN(*e, 0, 3).ok());                          // bucket 1: k0 k1 k2
@@ -221,19 +276,16 @@ TEST_F(StorageEngineTest, ForgottenKeysStayForgottenAfterARestart) {
   e.reset();
   e = OpenEngine();
   EXPECT_EQ(Get(*e, "k2"), Val(9));
-  EXPECT_EQ(fs::file_size(fs::path(dir_) / "forgotten.log"), 0u);
+  EXPECT_EQ(SizeOf("forgotten.log"), 0u);
 }
 
-TEST_F(StorageEngineTest, ATornForgottenLogKeepsItsWholeRecords) {
+TEST_P(StorageEngineTest, ATornForgottenLogKeepsItsWholeRecords) {
   {
     auto e = OpenEngine();
     ASSERT_TRUE(PutN(*e, 0, 3).ok());
     ASSERT_TRUE(e->Forget("k0").ok());
   }
-  {
-    std::ofstream log(fs::path(dir_) / "forgotten.log", std::ios::binary | std::ios::app);
-    log << "YBBF\x05";  // a record cut short by a crash
-  }
+  AppendRaw("forgotten.log", "YBBF\x05");  // a record cut short by a crash
   auto e = OpenEngine();
   EXPECT_FALSE(e->Contains("k0"));
   EXPECT_TRUE(e->Contains("k1"));
@@ -245,9 +297,9 @@ TEST_F(StorageEngineTest, ATornForgottenLogKeepsItsWholeRecords) {
   EXPECT_TRUE(e->Contains("k2"));
 }
 
-TEST_F(StorageEngineTest, AFailingDeviceGivesAClearErrorAndKeepsWhatWasDurable) {
+TEST_P(StorageEngineTest, AFailingDeviceGivesAClearErrorAndKeepsWhatWasDurable) {
   int writes = 0;
-  config_.fault = [&](std::string_view op, const std::string& path) {
+  fault_ = [&](std::string_view op, const std::string& path) {
     // The second bucket's data file hits a full disk.
     if (op == "write" && path.find("bucket-2.data") != std::string::npos) return ENOSPC;
     ++writes;
@@ -267,13 +319,76 @@ TEST_F(StorageEngineTest, AFailingDeviceGivesAClearErrorAndKeepsWhatWasDurable) 
   Code c;
   Get(*e, "k3", &c);
   EXPECT_EQ(c, Code::kObjectNotFound);
-  EXPECT_FALSE(fs::exists(dir_ + "/bucket-2.data"));  // the torn bucket is gone
+  EXPECT_FALSE(Exists("bucket-2.data"));  // the torn bucket is gone
 
-  config_.fault = [](std::string_view op, const std::string&) { return op == "read" ? EIO : 0; };
+  fault_ = [](std::string_view op, const std::string&) { return op == "read" ? EIO : 0; };
   auto broken = OpenEngine();
   Get(*broken, "k0", &c);
   EXPECT_EQ(c, Code::kFileReadFail);
 }
+
+// The memory device's own knobs: a capacity that fills as a disk does, and latency on the clock.
+TEST(MemoryDeviceTest, AFullDeviceFailsTheWriteWithENOSPCAndSaysItHasNoRoom) {
+  MemoryDevice::Options o;
+  o.capacity = 250;
+  auto device = std::make_shared<MemoryDevice>(o);
+  StorageConfig config;
+  config.device = device;
+  config.bucket_keys_limit = 1;
+  StorageEngine e(config);
+  ASSERT_TRUE(e.Open().ok());
+  const std::string a(100, 'a'), b(100, 'b');
+  size_t stored = 0;
+  Status st = e.Put({{"a", a}, {"b", b}}, &stored);  // bucket 2's data does not fit beside bucket 1
+  EXPECT_EQ(st.code(), Code::kFileWriteFail);
+  EXPECT_NE(st.message().find("No space left on device"), std::string::npos) << st.ToString();
+  EXPECT_EQ(stored, 1u);
+  EXPECT_TRUE(e.Contains("a"));
+  EXPECT_FALSE(e.Contains("b"));
+  EXPECT_FALSE(device->Exists("bucket-2.data"));  // the torn bucket is gone
+  EXPECT_LT(device->FreeBytes(), 150u);
+}
+
+TEST(MemoryDeviceTest, ReadsAndWritesWaitTheirLatencyOnTheClock) {
+  ManualClock clock;
+  MemoryDevice::Options o;
+  o.clock = &clock;
+  o.read_latency = std::chrono::milliseconds(3);
+  o.write_latency = std::chrono::milliseconds(10);
+  MemoryDevice device(o);
+  const TimeMs start = clock.NowMs();
+  ASSERT_TRUE(device.WriteDurable("f", {"hello", " world"}).ok());
+  EXPECT_EQ(clock.NowMs() - start, 10);
+  char buf[5];
+  ASSERT_TRUE(device.ReadAt("f", 6, buf, 5).ok());
+  EXPECT_EQ(std::string(buf, 5), "world");
+  EXPECT_EQ(clock.NowMs() - start, 13);
+  EXPECT_EQ(device.ReadAt("f", 8, buf, 5).code(), Code::kFileReadFail);  // past its end
+  EXPECT_EQ(device.ReadAt("g", 0, buf, 1).code(), Code::kFileOpenFail);
+  EXPECT_EQ(device.ReadAll("g").code(), Code::kFileNotFound);
+}
+
+TEST(BucketPolicyTest, FifoKeepsWriteOrderLruPutsTheLeastRecentlyReadFirst) {
+  std::vector<BucketStats> buckets = {{1, 10, 7}, {2, 10, 3}, {3, 10, 5}};
+  auto fifo = MakeBucketPolicy("fifo");
+  ASSERT_TRUE(fifo.ok());
+  auto order = buckets;
+  (*fifo)->Order(order);
+  EXPECT_EQ(order[0].id, 1u);
+  EXPECT_EQ(order[2].id, 3u);
+  auto lru = MakeBucketPolicy("lru");
+  ASSERT_TRUE(lru.ok());
+  order = buckets;
+  (*lru)->Order(order);
+  EXPECT_EQ(order[0].id, 2u);
+  EXPECT_EQ(order[1].id, 3u);
+  EXPECT_EQ(order[2].id, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, StorageEngineTest, ::testing::Values(Kind::kFile, Kind::kMemory),
+                         [](const ::testing::TestParamInfo<Kind>& info) {
+                           return info.param == Kind::kFile ? "File" : "Memory";
+                         });
 
 }  // namespace
 }  // namespace yb::storage
