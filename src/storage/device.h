@@ -44,7 +44,7 @@ class Device {
   virtual void Remove(const std::vector<std::string>& names) = 0;
   // Bytes that may still be written; 0 on a full device.
   virtual uint64_t FreeBytes() const = 0;
-  // The file as messages name it ("/ssd/yb/bucket-3.data", "memory:bucket-3.data").
+  // The file as messages name it ("/ssd/yb/bucket-3.data", "memory:bucket-3.data"); "": the device.
   virtual std::string Where(const std::string& name) const = 0;
 };
 

@@ -144,7 +144,7 @@ class FileDevice final : public Device {
 
   uint64_t FreeBytes() const override { return yb::FreeBytes(dir_, fault_); }
 
-  std::string Where(const std::string& name) const override { return dir_ + "/" + name; }
+  std::string Where(const std::string& name) const override { return name.empty() ? dir_ : dir_ + "/" + name; }
 
  private:
   const std::string dir_;

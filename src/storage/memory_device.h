@@ -42,7 +42,7 @@ class MemoryDevice final : public Device {
   Status Rename(const std::string& from, const std::string& to) override;
   void Remove(const std::vector<std::string>& names) override;
   uint64_t FreeBytes() const override;
-  std::string Where(const std::string& name) const override { return "memory:" + name; }
+  std::string Where(const std::string& name) const override { return name.empty() ? "memory" : "memory:" + name; }
 
   // Tests: flips the bits of the byte at `offset` of `name` (false when there is no such byte).
   bool Damage(const std::string& name, uint64_t offset);
