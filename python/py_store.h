@@ -74,8 +74,7 @@ class Store {
 
   std::vector<int> BatchPutFromMulti(const std::vector<std::string>& keys,
                                      const std::vector<std::vector<py::object>>& all_buffers,
-                                     const std::vector<std::vector<uint64_t>>& all_sizes,
-                                     const PyReplicateConfig& cfg);
+                                     const std::vector<std::vector<uint64_t>>& all_sizes, const PyReplicateConfig& cfg);
 
   std::vector<int> BatchUpsertFromMulti(const std::vector<std::string>& keys,
                                         const std::vector<std::vector<py::object>>& all_buffers,

@@ -60,7 +60,8 @@ std::vector<PyReplicaDescriptor> Store::GetReplicaDesc(const std::string& key) {
   return out;
 }
 
-std::map<std::string, std::vector<PyReplicaDescriptor>> Store::BatchGetReplicaDesc(const std::vector<std::string>& keys) {
+std::map<std::string, std::vector<PyReplicaDescriptor>> Store::BatchGetReplicaDesc(
+    const std::vector<std::string>& keys) {
   std::map<std::string, std::vector<PyReplicaDescriptor>> out;
   for (const auto& k : keys) out[k] = GetReplicaDesc(k);
   return out;

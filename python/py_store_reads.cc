@@ -72,7 +72,7 @@ int64_t Store::GetInto(const std::string& key, const py::object& buffer, uint64_
 }
 
 std::vector<int64_t> Store::BatchGetInto(const std::vector<std::string>& keys, const std::vector<py::object>& buffers,
-                                  const std::vector<uint64_t>& sizes) {
+                                         const std::vector<uint64_t>& sizes) {
   if (!SameLength(keys.size(), buffers.size(), sizes.size(), "batch_get_into")) return Fill64(keys.size());
   std::vector<std::vector<py::object>> multi;
   std::vector<std::vector<uint64_t>> multi_sizes;
@@ -84,8 +84,8 @@ std::vector<int64_t> Store::BatchGetInto(const std::vector<std::string>& keys, c
 }
 
 std::vector<int64_t> Store::BatchGetIntoMulti(const std::vector<std::string>& keys,
-                                       const std::vector<std::vector<py::object>>& all_buffers,
-                                       const std::vector<std::vector<uint64_t>>& all_sizes, bool) {
+                                              const std::vector<std::vector<py::object>>& all_buffers,
+                                              const std::vector<std::vector<uint64_t>>& all_sizes, bool) {
   return ReadMulti(keys, all_buffers, all_sizes, "batch_get_into_multi_buffers");
 }
 
@@ -106,8 +106,8 @@ std::vector<std::vector<std::vector<int64_t>>> Store::GetIntoRanges(
     const size_t nk = i < all_keys.size() ? all_keys[i].size() : 0;
     out[i].resize(nk);
     shaped[i].assign(nk, false);
-    const bool keys_match = top && all_dst_offsets[i].size() == nk && all_src_offsets[i].size() == nk &&
-                            all_sizes[i].size() == nk;
+    const bool keys_match =
+        top && all_dst_offsets[i].size() == nk && all_src_offsets[i].size() == nk && all_sizes[i].size() == nk;
     for (size_t j = 0; j < nk; ++j) {
       const size_t nf = i < all_dst_offsets.size() && j < all_dst_offsets[i].size() ? all_dst_offsets[i][j].size() : 0;
       out[i][j].assign(nf, kInvalidParams);
@@ -194,7 +194,7 @@ int Store::GetSessionEnd(const std::vector<std::string>& keys) {
 }
 
 std::vector<int> Store::PutSessionStart(const std::vector<std::string>& keys, const std::vector<uint64_t>& sizes,
-                                 const PyReplicateConfig& cfg) {
+                                        const PyReplicateConfig& cfg) {
   auto c = Ready("batch_put_session_start");
   if (!c) return Fill(keys.size());
   if (!SameLength(keys.size(), sizes.size(), sizes.size(), "batch_put_session_start")) return Fill(keys.size());
@@ -211,9 +211,9 @@ std::vector<int> Store::PutSessionFinish(const std::vector<std::string>& keys, b
 }
 
 std::vector<int> Store::SessionRanges(const std::vector<std::string>& keys,
-                               const std::vector<std::vector<py::object>>& all_buffers,
-                               const std::vector<std::vector<uint64_t>>& all_sizes,
-                               const std::vector<std::vector<uint64_t>>& all_offsets, bool read) {
+                                      const std::vector<std::vector<py::object>>& all_buffers,
+                                      const std::vector<std::vector<uint64_t>>& all_sizes,
+                                      const std::vector<std::vector<uint64_t>>& all_offsets, bool read) {
   const char* what = read ? "batch_get_into_multi_buffer_ranges" : "batch_put_from_multi_buffer_ranges";
   auto c = Ready(what);
   if (!c) return Fill(keys.size());
@@ -231,8 +231,7 @@ std::vector<int> Store::SessionRanges(const std::vector<std::string>& keys,
   std::vector<std::vector<uint64_t>> go_offsets;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (codes[i] == 0 && all_offsets[i].size() != all_buffers[i].size()) {
-      codes[i] = Invalid(std::string(what) + ": buffers and offsets of key " + std::to_string(i) +
-                         " differ in length");
+      codes[i] = Invalid(std::string(what) + ": buffers and offsets of key " + std::to_string(i) + " differ in length");
     }
     if (codes[i] != 0) {
       out[i] = codes[i];
@@ -255,22 +254,22 @@ std::vector<int> Store::SessionRanges(const std::vector<std::string>& keys,
 }
 
 std::vector<int> Store::GetIntoMultiBufferRanges(const std::vector<std::string>& keys,
-                                          const std::vector<std::vector<py::object>>& all_buffers,
-                                          const std::vector<std::vector<uint64_t>>& all_sizes,
-                                          const std::vector<std::vector<uint64_t>>& all_src_offsets) {
+                                                 const std::vector<std::vector<py::object>>& all_buffers,
+                                                 const std::vector<std::vector<uint64_t>>& all_sizes,
+                                                 const std::vector<std::vector<uint64_t>>& all_src_offsets) {
   return SessionRanges(keys, all_buffers, all_sizes, all_src_offsets, true);
 }
 
 std::vector<int> Store::PutFromMultiBufferRanges(const std::vector<std::string>& keys,
-                                          const std::vector<std::vector<py::object>>& all_buffers,
-                                          const std::vector<std::vector<uint64_t>>& all_sizes,
-                                          const std::vector<std::vector<uint64_t>>& all_dst_offsets) {
+                                                 const std::vector<std::vector<py::object>>& all_buffers,
+                                                 const std::vector<std::vector<uint64_t>>& all_sizes,
+                                                 const std::vector<std::vector<uint64_t>>& all_dst_offsets) {
   return SessionRanges(keys, all_buffers, all_sizes, all_dst_offsets, false);
 }
 
 std::vector<int64_t> Store::ReadMulti(const std::vector<std::string>& keys,
-                               const std::vector<std::vector<py::object>>& all_buffers,
-                               const std::vector<std::vector<uint64_t>>& all_sizes, const char* what) {
+                                      const std::vector<std::vector<py::object>>& all_buffers,
+                                      const std::vector<std::vector<uint64_t>>& all_sizes, const char* what) {
   auto c = Ready(what);
   if (!c) return Fill64(keys.size());
   if (!SameLength(keys.size(), all_buffers.size(), all_sizes.size(), what)) return Fill64(keys.size());

@@ -15,16 +15,16 @@ Store::~Store() {
 }
 
 int Store::Setup(const std::string& local_hostname, const std::string& metadata_server, uint64_t global_segment_size,
-          uint64_t local_buffer_size, const std::string& protocol, const std::string& rdma_devices,
-          const std::string& master_server_addr, const py::object& engine, bool enable_ssd_offload,
-          const std::string& ssd_offload_path, const std::string& tenant_id, bool enable_client_http_server,
-          int client_http_port) {
+                 uint64_t local_buffer_size, const std::string& protocol, const std::string& rdma_devices,
+                 const std::string& master_server_addr, const py::object& engine, bool enable_ssd_offload,
+                 const std::string& ssd_offload_path, const std::string& tenant_id, bool enable_client_http_server,
+                 int client_http_port) {
   if (!engine.is_none()) {
     return Error(yb::Status(yb::Code::kNotSupported, "setup: a shared transfer engine object is not supported"));
   }
-  yb::ClientConfig c = yb::py_setup::Config(local_hostname, metadata_server, global_segment_size, local_buffer_size,
-                                            protocol, rdma_devices, master_server_addr, enable_ssd_offload,
-                                            ssd_offload_path, tenant_id);
+  yb::ClientConfig c =
+      yb::py_setup::Config(local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol,
+                           rdma_devices, master_server_addr, enable_ssd_offload, ssd_offload_path, tenant_id);
   yb::py_setup::Extras extras;
   extras.enable_client_http_server = enable_client_http_server;
   extras.client_http_port = client_http_port;
@@ -47,8 +47,9 @@ int Store::SetupDummy(uint64_t mem_pool_size, uint64_t local_buffer_size, const 
 }
 
 int Store::InitAll(const std::string& protocol, const std::string& device_name, uint64_t mount_segment_size) {
-  return Setup("localhost", "P2PHANDSHAKE", mount_segment_size, yb::py_setup::kInitAllLocalBufferSize, protocol, device_name,
-               yb::py_setup::kPyMasterServerAddr, py::none(), false, "", "default", false, yb::py_setup::kPyClientHttpPort);
+  return Setup("localhost", "P2PHANDSHAKE", mount_segment_size, yb::py_setup::kInitAllLocalBufferSize, protocol,
+               device_name, yb::py_setup::kPyMasterServerAddr, py::none(), false, "", "default", false,
+               yb::py_setup::kPyClientHttpPort);
 }
 
 int Store::Close() {
@@ -93,8 +94,8 @@ int Store::Connect(const yb::ClientConfig& c, const yb::py_setup::Extras& extras
     bool started = false;
     {
       py::gil_scoped_release unlocked;
-      started = http->Start("MooncakeDistributedStore", extras.client_http_host, extras.client_http_port,
-                            c.loopback_only());
+      started =
+          http->Start("MooncakeDistributedStore", extras.client_http_host, extras.client_http_port, c.loopback_only());
     }
     if (!started) {
       {
@@ -114,9 +115,10 @@ int Store::Connect(const yb::ClientConfig& c, const yb::py_setup::Extras& extras
 
 bool Store::NoStaging(const char* what) const {
   if (local_buffer_size_ > 0) return false;
-  LogError(std::string(what) + ": this store was set up with local_buffer_size 0, and a value given as a Python "
-                               "object is written through the local buffer (as Mooncake's): give setup() one, or "
-                               "write from a registered buffer (put_from)");
+  LogError(std::string(what) +
+           ": this store was set up with local_buffer_size 0, and a value given as a Python "
+           "object is written through the local buffer (as Mooncake's): give setup() one, or "
+           "write from a registered buffer (put_from)");
   return true;
 }
 

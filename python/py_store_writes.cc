@@ -35,7 +35,7 @@ int Store::PutParts(const std::string& key, const py::args& parts, const PyRepli
 }
 
 int Store::PutBatch(const std::vector<std::string>& keys, const std::vector<py::object>& values,
-             const PyReplicateConfig& cfg, bool upsert) {
+                    const PyReplicateConfig& cfg, bool upsert) {
   const char* what = upsert ? "upsert_batch" : "put_batch";
   auto c = Ready(what);
   if (!c || NoStaging(what)) return kInvalidParams;
@@ -59,7 +59,7 @@ int Store::PutBatch(const std::vector<std::string>& keys, const std::vector<py::
 }
 
 int Store::PutFrom(const std::string& key, const py::object& buffer, uint64_t size, const PyReplicateConfig& cfg,
-            bool upsert) {
+                   bool upsert) {
   const char* what = upsert ? "upsert_from" : "put_from";
   auto c = Ready(what);
   if (!c) return kInvalidParams;
@@ -70,8 +70,8 @@ int Store::PutFrom(const std::string& key, const py::object& buffer, uint64_t si
   return (upsert ? c->Upsert(key, s, cfg.ToCpp()) : c->Put(key, s, cfg.ToCpp())).mooncake_code();
 }
 
-int Store::PutFromWithMetadata(const std::string& key, const py::object& buffer, const py::object& metadata, uint64_t size,
-                        uint64_t metadata_size, const PyReplicateConfig& cfg) {
+int Store::PutFromWithMetadata(const std::string& key, const py::object& buffer, const py::object& metadata,
+                               uint64_t size, uint64_t metadata_size, const PyReplicateConfig& cfg) {
   auto c = Ready("put_from_with_metadata");
   if (!c) return kInvalidParams;
   Memory data = ToMemory(buffer, size, false, "put_from_with_metadata");
@@ -86,7 +86,7 @@ int Store::PutFromWithMetadata(const std::string& key, const py::object& buffer,
 }
 
 std::vector<int> Store::BatchPutFrom(const std::vector<std::string>& keys, const std::vector<py::object>& buffers,
-                              const std::vector<uint64_t>& sizes, const PyReplicateConfig& cfg, bool upsert) {
+                                     const std::vector<uint64_t>& sizes, const PyReplicateConfig& cfg, bool upsert) {
   const char* what = upsert ? "batch_upsert_from" : "batch_put_from";
   if (!SameLength(keys.size(), buffers.size(), sizes.size(), what)) return Fill(keys.size());
   std::vector<std::vector<py::object>> multi;
@@ -99,16 +99,16 @@ std::vector<int> Store::BatchPutFrom(const std::vector<std::string>& keys, const
 }
 
 std::vector<int> Store::BatchPutFromMulti(const std::vector<std::string>& keys,
-                                   const std::vector<std::vector<py::object>>& all_buffers,
-                                   const std::vector<std::vector<uint64_t>>& all_sizes,
-                                   const PyReplicateConfig& cfg) {
+                                          const std::vector<std::vector<py::object>>& all_buffers,
+                                          const std::vector<std::vector<uint64_t>>& all_sizes,
+                                          const PyReplicateConfig& cfg) {
   return WriteMulti(keys, all_buffers, all_sizes, cfg, false, "batch_put_from_multi_buffers");
 }
 
 std::vector<int> Store::BatchUpsertFromMulti(const std::vector<std::string>& keys,
-                                      const std::vector<std::vector<py::object>>& all_buffers,
-                                      const std::vector<std::vector<uint64_t>>& all_sizes,
-                                      const PyReplicateConfig& cfg) {
+                                             const std::vector<std::vector<py::object>>& all_buffers,
+                                             const std::vector<std::vector<uint64_t>>& all_sizes,
+                                             const PyReplicateConfig& cfg) {
   return WriteMulti(keys, all_buffers, all_sizes, cfg, true, "batch_upsert_from_multi_buffers");
 }
 
@@ -119,9 +119,9 @@ std::vector<yb::Status> Store::Write(yb::Client& c, const std::vector<std::strin
 }
 
 std::vector<int> Store::WriteMulti(const std::vector<std::string>& keys,
-                            const std::vector<std::vector<py::object>>& all_buffers,
-                            const std::vector<std::vector<uint64_t>>& all_sizes, const PyReplicateConfig& cfg,
-                            bool upsert, const char* what) {
+                                   const std::vector<std::vector<py::object>>& all_buffers,
+                                   const std::vector<std::vector<uint64_t>>& all_sizes, const PyReplicateConfig& cfg,
+                                   bool upsert, const char* what) {
   auto c = Ready(what);
   if (!c) return Fill(keys.size());
   if (!SameLength(keys.size(), all_buffers.size(), all_sizes.size(), what)) return Fill(keys.size());

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "py_extra_calls.h"
-#include "py_store.h"
 #include "py_memory.h"
+#include "py_store.h"
 #include "py_values.h"
 #include "setup_config.h"
 #include "yuebing/client.h"

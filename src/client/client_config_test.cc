@@ -1,7 +1,5 @@
 // ClientConfig: the environment read in one place, Mooncake's variables, one validation for
 // every entry point.
-#include "yuebing/client.h"
-
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -18,6 +16,7 @@
 #include "transfer/fault_transport.h"
 #include "transfer/memcpy_transport.h"
 #include "transfer/transfer_engine.h"
+#include "yuebing/client.h"
 #include "yuebing/embedded.h"
 
 namespace yb {

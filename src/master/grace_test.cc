@@ -1,11 +1,10 @@
 // The grace of a client declared dead: back with its memory in time, it keeps its replicas.
-#include "master/master_service.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 #include <thread>
 
+#include "master/master_service.h"
 #include "master/master_test_util.h"
 
 namespace yb {
@@ -50,9 +49,9 @@ TEST_F(GraceTest, ADeadClientBackWithItsMemoryWithinTheGraceKeepsEveryReplica) {
   only.preferred_segments = {"node"};
   auto placed = master_->PutStart(ctx_, "new", 1000, only);
   ASSERT_TRUE(placed.ok());
-  EXPECT_NE((*placed)[0].segment, seg_.id);  // no new replica on it
+  EXPECT_NE((*placed)[0].segment, seg_.id);              // no new replica on it
   EXPECT_TRUE(master_->RepairFetch(ctx_, 10)->empty());  // repair waits
-  clock_.AdvanceSec(15);  // within the 20 s grace
+  clock_.AdvanceSec(15);                                 // within the 20 s grace
   ASSERT_TRUE(master_->Ping(ctx_).ok());
   master_->RunBackgroundOnce();
   ASSERT_TRUE(master_->RegisterClient({node_.client, "host", "default", false, node_.token}).ok());

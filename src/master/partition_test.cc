@@ -1,11 +1,10 @@
 // Partitions as the master sees them: holders that clients report they cannot reach.
-#include "master/master_service.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 #include <thread>
 
+#include "master/master_service.h"
 #include "master/master_test_util.h"
 
 namespace yb {
@@ -86,7 +85,8 @@ TEST_F(PartitionTest, ReportsNeverStopEveryWriteAndIgnoreTheReportersOwnSegments
 }
 
 TEST_F(PartitionTest, AHolderNotHeardFromTakesNoNewReplicasButIsStillRead) {
-  for (int i = 0; i < 4; ++i) {  // over the default 3 s (half the 10 s client_ttl, at most 3 s)  // a_ and the reader ping; b_ is cut off from the master
+  for (int i = 0; i < 4; ++i) {  // over the default 3 s (half the 10 s client_ttl, at most 3 s)  // a_ and the reader
+                                 // ping; b_ is cut off from the master
     clock_.AdvanceSec(1);
     ASSERT_TRUE(master_->Ping(ctx_).ok());
     ASSERT_TRUE(master_->Ping(a_).ok());

@@ -14,7 +14,7 @@ namespace yb::storage {
 
 // What the engine knows of a bucket when it picks.
 struct BucketStats {
-  uint64_t id = 0;         // ascending in the order the buckets were written
+  uint64_t id = 0;  // ascending in the order the buckets were written
   uint64_t bytes = 0;
   uint64_t last_read = 0;  // a counter over every write and read of the engine: larger is later
 };

@@ -57,7 +57,10 @@ class FileDevice final : public Device {
         ssize_t n = injected ? -1 : ::pwrite(fd, part.data() + done, len, static_cast<off_t>(off + done));
         if (n < 0 && !injected && errno == EINTR) continue;
         if (n <= 0) {
-          Status st = IoError(Code::kFileWriteFail, "cannot write", path, injected ? injected : n == 0 ? ENOSPC : errno);
+          Status st = IoError(Code::kFileWriteFail, "cannot write", path,
+                              injected ? injected
+                              : n == 0 ? ENOSPC
+                                       : errno);
           ::close(fd);
           return st;
         }

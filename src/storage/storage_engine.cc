@@ -43,7 +43,9 @@ StorageEngine::StorageEngine(StorageConfig config)
 std::string StorageEngine::DataName(uint64_t id) { return "bucket-" + std::to_string(id) + ".data"; }
 std::string StorageEngine::MetaName(uint64_t id) { return "bucket-" + std::to_string(id) + ".meta"; }
 
-void StorageEngine::DeleteFiles(uint64_t id) const { device_->Remove({DataName(id), MetaName(id), MetaName(id) + ".tmp"}); }
+void StorageEngine::DeleteFiles(uint64_t id) const {
+  device_->Remove({DataName(id), MetaName(id), MetaName(id) + ".tmp"});
+}
 
 Result<std::vector<std::pair<std::string, StorageEngine::Entry>>> StorageEngine::LoadMeta(uint64_t id) const {
   auto meta = device_->ReadAll(MetaName(id));

@@ -148,7 +148,7 @@ TEST_P(StorageEngineTest, IncompleteOrCorruptBucketsAreDroppedOnRestart) {
     auto e = OpenEngine();
     ASSERT_TRUE(PutN(*e, 0, 9).ok());  // buckets 1, 2, 3
   }
-  Remove("bucket-1.meta");  // as if killed between data and meta
+  Remove("bucket-1.meta");      // as if killed between data and meta
   Damage("bucket-2.meta", 20);  // a damaged byte in the metadata
   AppendRaw("bucket-9.meta.tmp", "torn");
   AppendRaw("bucket-9.data", "torn");

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
 #include <asio.hpp>
 #include <condition_variable>
 #include <cstring>
@@ -18,10 +19,10 @@
 
 #include "common/clock.h"
 #include "common/test_util.h"
+#include "transfer/tcp/tcp_transport.h"
 #include "transfer/tcp/transfer_server.h"
 #include "transfer/tcp/wire.h"
 #include "yuebing/client.h"
-#include "transfer/tcp/tcp_transport.h"
 
 namespace yb::tcp {
 

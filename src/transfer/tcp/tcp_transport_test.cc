@@ -17,10 +17,10 @@
 
 #include "common/clock.h"
 #include "common/test_util.h"
+#include "transfer/tcp/tcp_test_fixture.h"
 #include "transfer/tcp/transfer_server.h"
 #include "transfer/tcp/wire.h"
 #include "yuebing/client.h"
-#include "transfer/tcp/tcp_test_fixture.h"
 
 namespace yb::tcp {
 namespace {
