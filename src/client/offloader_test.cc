@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "client/mock_master.h"
-#include "common/temp_dir.h"
+#include "storage/memory_device.h"
 
 namespace yb {
 namespace {
@@ -27,13 +27,17 @@ class OffloaderTest : public ::testing::Test {
     local_ = std::make_shared<LocalSegmentRegistry>();
     local_->Add(kSeg, LocalSegment{region_, region_->data(), region_->size()});
     master_ = std::make_shared<NiceMock<MockMaster>>();
+    storage::MemoryDevice::Options d;
+    d.fault = [this](std::string_view op, const std::string& where) { return fault_ ? fault_(op, where) : 0; };
+    device_ = std::make_shared<storage::MemoryDevice>(d);
   }
 
-  std::unique_ptr<Offloader> Open(const std::string& policy, storage::StorageConfig* storage = nullptr) {
+  // An offloader whose SSD tier is device_: one opened later finds what an earlier one wrote, as a
+  // client restarted on the same disk does.
+  std::unique_ptr<Offloader> Open(const std::string& policy) {
     Offloader::Options o;
-    if (storage) o.storage = *storage;
     o.clock = &clock_;
-    o.storage.path = dir_;
+    o.storage.device = device_;
     o.storage.total_size_limit = 10 * 1000;
     o.storage.bucket_keys_limit = 2;
     o.storage.eviction_policy = policy;
@@ -56,8 +60,8 @@ class OffloaderTest : public ::testing::Test {
 
   ManualClock clock_;
   static constexpr SegmentId kSeg = 77;
-  TempDir tmp_{"yb-offloader"};
-  const std::string dir_ = tmp_.path();
+  FaultHook fault_;  // asked by device_ as a file device asks its FaultHook
+  std::shared_ptr<storage::MemoryDevice> device_;
   std::shared_ptr<MappedRegion> region_;
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<NiceMock<MockMaster>> master_;
@@ -89,13 +93,12 @@ TEST_F(OffloaderTest, AnUnreachableMasterKeepsEveryBucketUntilItCanBeTold) {
 // while what is on disk is still read; once there is room again the next try resumes it.
 TEST_F(OffloaderTest, AFullDiskPausesOffloadingUntilItHasRoomAgain) {
   std::atomic<int> write_errno{0}, space_errno{0};
-  storage::StorageConfig faulty;
-  faulty.fault = [&](std::string_view op, const std::string&) -> int {
+  fault_ = [&](std::string_view op, const std::string&) -> int {
     if (op == "write") return write_errno.load();
     if (op == "space") return space_errno.load();
     return 0;
   };
-  auto off = Open("fifo", &faulty);
+  auto off = Open("fifo");
   Fill(*off, 1);
   std::memset(region_->data(), 'a', 100);
   std::vector<OffloadTask> tasks = {{"k1", 10, kSeg, 0, 100, std::nullopt}};
