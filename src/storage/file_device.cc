@@ -141,8 +141,9 @@ class FileDevice final : public Device {
   }
 
   void Remove(const std::vector<std::string>& names) override {
-    for (const auto& name : names) ::unlink(Where(name).c_str());
-    (void)SyncDir(dir_);
+    bool removed = false;
+    for (const auto& name : names) removed |= ::unlink(Where(name).c_str()) == 0;
+    if (removed) (void)SyncDir(dir_);  // nothing to make durable when none was there
   }
 
   uint64_t FreeBytes() const override { return yb::FreeBytes(dir_, fault_); }
