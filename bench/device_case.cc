@@ -11,13 +11,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "bench_time.h"
 #include "client/device_memory.h"
 
 namespace yb_bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Device memory for the benchmark's values: allocation is the caller's business, not the client's,
 // so the bench resolves cuMemAlloc_v2 / cuMemcpyHtoD_v2 itself.
@@ -52,12 +50,6 @@ struct DeviceAlloc {
     set(nullptr);
   }
 };
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

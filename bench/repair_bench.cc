@@ -23,15 +23,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench_time.h"
 #include "common/units.h"
 #include "yuebing/client.h"
 
 namespace {
 
-using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using yb_bench::Clock;
+using yb_bench::Since;
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using json = nlohmann::json;
 
 // The value of an unlabelled metric on the master's /metrics; nullopt when it cannot be read.
 std::optional<double> Metric(httplib::Client& http, const std::string& name) {

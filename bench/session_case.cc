@@ -3,23 +3,11 @@
 // bytes, in alternating rounds of one run.
 #include "session_case.h"
 
-#include <algorithm>
-#include <chrono>
 #include <string>
 
+#include "bench_time.h"
+
 namespace yb_bench {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
 
 nlohmann::json SessionBench(const yb::ClientConfig& config, int layers, int keys, uint64_t page) {
   auto connected = yb::Client::Connect(config);

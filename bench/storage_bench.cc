@@ -11,12 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_time.h"
 #include "storage/storage_engine.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using yb_bench::Clock;
+using yb_bench::Since;
 
 // dd's own report of bytes/s for one command, or -1.
 double Dd(const std::string& args) {

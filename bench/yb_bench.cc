@@ -38,6 +38,7 @@
 #include <thread>
 
 #include "api/master_api.h"
+#include "bench_time.h"
 #include "client/client_internal.h"
 #include "common/cpus.h"
 #include "common/segment_name.h"
@@ -54,11 +55,11 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using yb_bench::Clock;
+using yb_bench::Since;
+
 using nlohmann::json;
 using yb::bench::Iperf3;
-
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // What went wrong in this run: each case that failed calls, or could not run. Any makes yb-bench
 // exit 1 (its JSON still printed, with the list under "failures"): a figure measured over failing
