@@ -21,7 +21,37 @@
 
 namespace yb {
 
-class EtcdClient {
+// The etcd calls the masters' election makes (EtcdClient; MemoryEtcd in tests).
+class EtcdKv {
+ public:
+  struct Kv {
+    std::string value;
+    int64_t create_revision = 0;
+    int64_t mod_revision = 0;
+    int64_t lease = 0;
+  };
+  // Creates `key` = `value` attached to `lease` if it does not exist. Either way, the key as it is
+  // after the call (ours when `won`).
+  struct Claim {
+    bool won = false;
+    Kv current;
+  };
+
+  virtual ~EtcdKv() = default;
+  // A lease of `ttl_sec`; its id.
+  virtual Result<int64_t> Grant(int64_t ttl_sec) = 0;
+  // Renews a lease: its remaining TTL in seconds; 0 when etcd no longer has it.
+  virtual Result<int64_t> KeepAlive(int64_t lease) = 0;
+  virtual Status Revoke(int64_t lease) = 0;
+  virtual Result<std::optional<Kv>> Get(const std::string& key) = 0;
+  virtual Result<Claim> PutIfAbsent(const std::string& key, const std::string& value, int64_t lease) = 0;
+  // Replaces `key2`'s value, only while `key` is still the one created at `create_revision` (still
+  // ours): false when etcd said it is not; ETCD_OPERATION_ERROR: not reached.
+  virtual Result<bool> PutIfOwned(const std::string& key, int64_t create_revision, const std::string& key2,
+                                  const std::string& value) = 0;
+};
+
+class EtcdClient final : public EtcdKv {
  public:
   struct Options {
     std::vector<std::pair<std::string, uint16_t>> endpoints;
@@ -46,32 +76,15 @@ class EtcdClient {
 
   explicit EtcdClient(Options options);
 
-  struct Kv {
-    std::string value;
-    int64_t create_revision = 0;
-    int64_t mod_revision = 0;
-    int64_t lease = 0;
-  };
-
-  // A lease of `ttl_sec`; its id.
-  Result<int64_t> Grant(int64_t ttl_sec);
-  // Renews a lease: its remaining TTL in seconds; 0 when etcd no longer has it.
-  Result<int64_t> KeepAlive(int64_t lease);
-  Status Revoke(int64_t lease);
-  Result<std::optional<Kv>> Get(const std::string& key);
+  Result<int64_t> Grant(int64_t ttl_sec) override;
+  Result<int64_t> KeepAlive(int64_t lease) override;
+  Status Revoke(int64_t lease) override;
+  Result<std::optional<Kv>> Get(const std::string& key) override;
   Status Put(const std::string& key, const std::string& value, int64_t lease = 0);
   Status Delete(const std::string& key);
-  // Creates `key` = `value` attached to `lease` if it does not exist. Either way, the key as it is
-  // after the call (ours when `won`).
-  struct Claim {
-    bool won = false;
-    Kv current;
-  };
-  Result<Claim> PutIfAbsent(const std::string& key, const std::string& value, int64_t lease);
-  // Replaces `key`'s value, only while `key` is still the one created at `create_revision` (still
-  // ours). FAILED: etcd said it is not; ETCD_OPERATION_ERROR: not reached.
+  Result<Claim> PutIfAbsent(const std::string& key, const std::string& value, int64_t lease) override;
   Result<bool> PutIfOwned(const std::string& key, int64_t create_revision, const std::string& key2,
-                          const std::string& value);
+                          const std::string& value) override;
 
  private:
   // POSTs `body` to `path` on an endpoint; the reply's JSON text.

@@ -1,21 +1,17 @@
-// HaMaster: one of several masters, of which etcd elects one leader (yb-master --enable_ha).
-//
-// Election: masters campaign on Mooncake's key mooncake-store/<cluster_id>/master_view, created
-// with an etcd lease (lease_ttl) and holding the leader's address; the key's creation revision is
-// the leader's epoch, which every answer carries (clients refuse answers of an older epoch). The
-// leader renews its lease every lease_ttl/4, and stops answering before the lease can expire
-// when it cannot renew it (step-down at lease_ttl/4 before the expiry it knows of); it revokes it
-// when it stops, so a standby takes over at once.
+// HaMaster: one of several masters, of which etcd elects one leader (yb-master --enable_ha). It is
+// made of three parts and forwards the master's calls:
+// - Election (election.h): the leader's lease and key in etcd, its epoch, the in-sync list, and
+//   when it must step down;
+// - Standbys (standbys.h), while leading: the log shipped to each standby that asks (Follow), which
+//   standbys changes wait for, and which may take over;
+// - Replica (replica.h), while a standby: the image the leader's shipped log is applied to.
 //
 // Standbys: a master that is not the leader asks the leader to ship it the metadata log (Follow,
 // repeated), receives a snapshot then every record as it is written (replication.h), writes them to
-// its own log and applies them to an image (hot standby). The leader counts a standby once it has
-// caught up: from then on a change is answered only once every counted standby has its record. It
-// lists the standby in etcd (key mooncake-store/<cluster_id>/in_sync) only once the standby also
-// has every change answered before it was counted, and takes it off that list before it stops
-// counting it. Only a master in that list, or the leader it names, may campaign, so whoever wins
-// has every acknowledged change; when none of them can, no one takes over (a master started on an
-// empty directory never does) until one of them is back.
+// its own log and applies them to an image (hot standby). Only a master in etcd's in-sync list, or
+// the leader it names, may campaign, so whoever wins has every acknowledged change; when none of
+// them can, no one takes over (a master started on an empty directory never does) until one of
+// them is back.
 //
 // Promotion builds the MasterService from the image (MasterService::Load): segments come back
 // restored until their owners re-mount them, as after a restart. A leader that cannot renew its
@@ -27,11 +23,8 @@
 // master leads and may answer, else UNAVAILABLE_IN_CURRENT_STATUS naming the leader. Thread-safe.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <shared_mutex>
 #include <string>
 
@@ -39,8 +32,11 @@
 #include "common/clock.h"
 #include "common/scheduler.h"
 #include "etcd/etcd_client.h"
+#include "ha/election.h"
 #include "ha/meta_log.h"
+#include "ha/replica.h"
 #include "ha/replication.h"
+#include "ha/standbys.h"
 #include "master/master_config.h"
 #include "master/master_service.h"
 #include "rpc/server.h"
@@ -83,48 +79,28 @@ class HaMaster final : public RoutedMasterApi {
   // standby); without one it leads on, refusing changes.
   void MaintainLog();
 
-  Role role() const { return leading_.load() ? Role::kLeader : Role::kStandby; }
-  uint64_t epoch() const { return epoch_.load(); }
-  std::string leader() const;
+  Role role() const { return election_->leading() ? Role::kLeader : Role::kStandby; }
+  uint64_t epoch() const { return election_->epoch(); }
+  std::string leader() const { return election_->leader(); }
   // For /health and /metrics.
-  struct StandbyState {
-    std::string address;
-    bool in_sync = false;
-    uint64_t acked = 0;
-  };
-  std::vector<StandbyState> standbys() const;
-  uint64_t elections_won() const { return elections_won_.load(); }
-  uint64_t step_downs() const { return step_downs_.load(); }
+  using StandbyState = Standbys::State;
+  std::vector<StandbyState> standbys() const { return standbys_->states(); }
+  uint64_t elections_won() const { return election_->elections_won(); }
+  uint64_t step_downs() const { return election_->step_downs(); }
   MetaLog& log() { return *log_; }
   // The master while leading (else null).
   std::shared_ptr<MasterService> master() const;
 
  private:
   HaMaster(Options options, const Clock& clock);
-  std::string Key(const char* name) const { return "mooncake-store/" + options_.cluster_id + "/" + name; }
-  // This master's secret ("" without one): what it checks the leader's name in etcd with.
-  std::string Secret() const { return options_.security ? options_.security->options().secret : std::string(); }
   // The master if this one may answer now, else the status to answer with.
   Result<std::shared_ptr<MasterService>> Serving() const;
   // MasterApi (RoutedMasterApi): every call is made on the master while this one leads, else
   // answered with who leads.
   Status Route(const Attempt& attempt) override;
-  void Campaign();
-  void Lead(int64_t lease, int64_t epoch);
-  void RenewOrStepDown();
-  [[noreturn]] void StepDown(const std::string& why);
-  // Revokes this master's etcd lease (its master_view goes with it); false when it holds none.
-  bool GiveLeaseBack();
+  // Election's hooks: build the master from the replica's image; ask the leader to ship the log.
+  Status Lead(uint64_t epoch);
   void FollowLeader(const std::string& leader);
-  // Whether etcd's in-sync list lets this master campaign.
-  bool MayCampaign();
-  // Writes the in-sync list (the leader's address and the counted standbys) to etcd; false when
-  // etcd did not take it (or this master no longer owns the key).
-  bool WriteInSync();
-  void OnAcked(const std::string& standby, uint64_t seq);
-  uint64_t OnCaughtUp(const std::string& standby);
-  bool OnSyncChanged(const std::string& standby, bool in_sync);
-  void UpdateFloor() REQUIRES(mu_);
   std::string HandleFollow(std::string_view body);
   std::string HandleApplyLog(std::string_view body);
 
@@ -133,44 +109,16 @@ class HaMaster final : public RoutedMasterApi {
   EtcdClient etcd_;
   std::unique_ptr<MetaLog> log_;
   std::unique_ptr<rpc::ReplyGate> gate_;
+  std::unique_ptr<Replica> replica_;
+  std::unique_ptr<Election> election_;
+  std::unique_ptr<Standbys> standbys_;
 
   mutable SharedMutex master_mu_;
   std::shared_ptr<MasterService> master_ GUARDED_BY(master_mu_);  // set while leading
-  std::atomic<bool> leading_{false};       // answering as the leader (lease known valid)
-  std::atomic<bool> stopping_{false};
-  std::atomic<TimeMs> answer_until_{0};  // a quarter TTL before the lease could expire: no answer after
-  std::atomic<uint64_t> epoch_{0};       // the epoch of the leader this master knows of
-  mutable Mutex mu_;                     // guards what follows
-  std::string leader_ GUARDED_BY(mu_);   // address of the leader known of
-  // The leader etcd names (master_view) and its epoch, as last read there: the only master whose
-  // ApplyLog a standby takes.
-  std::string view_leader_ GUARDED_BY(mu_);
-  uint64_t view_epoch_ GUARDED_BY(mu_) = 0;
-  int64_t lease_ GUARDED_BY(mu_) = 0;             // ours, while leading
-  TimeMs lease_valid_until_ GUARDED_BY(mu_) = 0;  // etcd keeps the lease at least until then
-  TimeMs last_renewal_ GUARDED_BY(mu_) = 0;
-  TimeMs last_follow_ GUARDED_BY(mu_) = 0;
-  std::unique_ptr<rpc::RpcChannel> to_leader_ GUARDED_BY(mu_);
-  std::string to_leader_address_ GUARDED_BY(mu_);
-  // By standby address, while leading.
-  std::map<std::string, std::unique_ptr<LogShipper>> shippers_ GUARDED_BY(mu_);
-  // Standbys changes wait for -> what each acked, and whether etcd's in-sync list names it (it
-  // may take over). Counted first, listed once it has every change answered without it.
-  struct Counted {
-    uint64_t acked = 0;
-    bool listed = false;
-  };
-  std::map<std::string, Counted> counted_ GUARDED_BY(mu_);
-
-  // Standby: applying what the leader ships.
-  Mutex apply_mu_;
-  MasterImage image_ GUARDED_BY(apply_mu_);
-  std::unique_ptr<LogApplier> applier_ GUARDED_BY(apply_mu_);
-  uint64_t applied_epoch_ GUARDED_BY(apply_mu_) = 0;  // the leader whose snapshot we applied
-  bool in_sync_ GUARDED_BY(apply_mu_) = false;        // that leader counts us
-
-  std::atomic<uint64_t> elections_won_{0};
-  std::atomic<uint64_t> step_downs_{0};
+  Mutex follow_mu_;
+  TimeMs last_follow_ GUARDED_BY(follow_mu_) = 0;
+  std::unique_ptr<rpc::RpcChannel> to_leader_ GUARDED_BY(follow_mu_);
+  std::string to_leader_address_ GUARDED_BY(follow_mu_);
 };
 
 }  // namespace yb::ha
