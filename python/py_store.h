@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "admin_http.h"
+#include "http/admin_http.h"
 #include "py_memory.h"
 #include "py_values.h"
 #include "setup_config.h"
@@ -202,7 +202,7 @@ class Store {
                                  const std::vector<std::vector<uint64_t>>& all_sizes, const char* what);
 
   std::shared_ptr<yb::Client> client_;
-  std::unique_ptr<yb::tools::AdminHttp> http_;  // setup's enable_client_http_server
+  std::unique_ptr<yb::http::AdminHttp> http_;  // setup's enable_client_http_server
 };
 
 }  // namespace yb::py_store

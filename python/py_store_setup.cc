@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "client_http.h"
+#include "http/client_http.h"
 #include "py_store.h"
 #include "yuebing/embedded.h"
 
@@ -54,7 +54,7 @@ int Store::InitAll(const std::string& protocol, const std::string& device_name, 
 
 int Store::Close() {
   std::shared_ptr<yb::Client> old = std::move(client_);
-  std::unique_ptr<yb::tools::AdminHttp> http = std::move(http_);
+  std::unique_ptr<yb::http::AdminHttp> http = std::move(http_);
   py::gil_scoped_release unlocked;
   http.reset();
   old.reset();  // the client leaves once calls still running on other threads are done
@@ -84,9 +84,9 @@ int Store::Connect(const yb::ClientConfig& c, const yb::py_setup::Extras& extras
   if (!r.ok()) return Error(r.status());
   std::shared_ptr<yb::Client> client = std::move(r).value();
   if (extras.enable_client_http_server) {
-    auto http = std::make_unique<yb::tools::AdminHttp>();
+    auto http = std::make_unique<yb::http::AdminHttp>();
     std::weak_ptr<yb::Client> weak = client;
-    yb::tools::AddClientRoutes(http->server(), [weak]() -> std::optional<yb::ClientStats> {
+    yb::http::AddClientRoutes(http->server(), [weak]() -> std::optional<yb::ClientStats> {
       auto c = weak.lock();
       if (!c) return std::nullopt;
       return c->Stats();

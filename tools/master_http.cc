@@ -1,22 +1,25 @@
 #include "master_http.h"
 
-#include <nlohmann/json.hpp>
-
-#include <chrono>
-#include <optional>
-
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <unistd.h>
 
-#include "admin_http.h"
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "common/files.h"
 #include "common/grant.h"
 #include "common/log.h"
 #include "common/segment_name.h"
 #include "common/units.h"
+#include "http/admin_http.h"
 
 namespace yb::tools {
+
+using http::AdminTokenPath;
+using http::PrometheusText;
+
 namespace {
 
 // The records a standby that has `acked` is behind the leader's log.
@@ -393,7 +396,7 @@ void AddMasterRoutes(httplib::Server& server, const MasterHttpContext& c) {
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     auto m = c.current();
     res.set_content(Metrics(m.get(), c.rpc, c.server, c.log, c.ha, c.kv_events),
-                    yb::tools::PrometheusText::kContentType);
+                    yb::http::PrometheusText::kContentType);
   });
   // Mooncake's: whether KV events are published, and their counts.
   server.Get("/kv_events/status", [&](const httplib::Request&, httplib::Response& res) {

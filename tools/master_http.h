@@ -14,10 +14,10 @@
 #include <memory>
 #include <string>
 
-#include "admin_token.h"
 #include "dashboard.h"
 #include "ha/ha_master.h"
 #include "ha/meta_log.h"
+#include "http/admin_token.h"
 #include "master/kv_events.h"
 #include "master/master_service.h"
 #include "rpc/master_server.h"

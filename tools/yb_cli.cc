@@ -24,7 +24,6 @@
 #include <iostream>
 #include <iterator>
 
-#include "admin_token.h"
 #include "api/master_api.h"
 #include "client/client_internal.h"
 #include "client/leader_follower.h"
@@ -33,6 +32,7 @@
 #include "common/segment_name.h"
 #include "common/units.h"
 #include "flags.h"
+#include "http/admin_token.h"
 #include "net/security.h"
 #include "rpc/master_client.h"
 #include "yb_events.h"
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "role-key needs the cluster secret: --auth_secret_file (or YB_AUTH_SECRET_FILE)\n");
         return 2;
       }
-      auto kept = yb::ReadWholeFile(yb::tools::AdminTokenPath(metadata_dir));
+      auto kept = yb::ReadWholeFile(yb::http::AdminTokenPath(metadata_dir));
       if (!kept.ok()) {
         std::fprintf(stderr,
                      "no --auth_secret_file, and %s (a master without a secret keeps its token there; "

@@ -11,14 +11,14 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 
-#include "admin_http.h"
 #include "client/dummy_server.h"
-#include "client_http.h"
 #include "common/listener.h"
 #include "common/log.h"
 #include "common/open_files.h"
 #include "common/units.h"
 #include "flags.h"
+#include "http/admin_http.h"
+#include "http/client_http.h"
 #include "stop_signals.h"
 #include "yuebing/client.h"
 
@@ -147,9 +147,9 @@ int main(int argc, char** argv) {
   // HTTP first, so that /health answers (503) while the daemon waits for its master.
   std::atomic<const yb::Client*> daemon{nullptr};
   std::atomic<const yb::DummyServer*> dummy_server{nullptr};
-  yb::tools::AdminHttp http;
+  yb::http::AdminHttp http;
   if (metrics_port > 0) {
-    yb::tools::AddClientRoutes(http.server(), [&daemon, &dummy_server]() -> std::optional<yb::ClientStats> {
+    yb::http::AddClientRoutes(http.server(), [&daemon, &dummy_server]() -> std::optional<yb::ClientStats> {
       const yb::Client* d = daemon.load();
       if (!d) return std::nullopt;
       yb::ClientStats s = d->Stats();

@@ -3,25 +3,25 @@
 // Serves RPC on --rpc_port and HTTP on --metrics_port (tools/master_http.h: /metrics, /health,
 // /segments, /get_all_segments as SGLang polls, the dashboard at /, /kv_events/status, ...), and
 // with --enable_kv_events the KV events on a ZeroMQ PUB socket (tools/master_kv_events.h).
-#include <cstdlib>
 #include <signal.h>
-#include <unistd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "admin_http.h"
-#include "config_file.h"
 #include "common/clock.h"
 #include "common/open_files.h"
 #include "common/scheduler.h"
+#include "config_file.h"
 #include "flags.h"
 #include "ha/ha_master.h"
 #include "ha/log_gate.h"
 #include "ha/meta_log.h"
+#include "http/admin_http.h"
 #include "master/master_service.h"
 #include "master_http.h"
 #include "master_kv_events.h"
@@ -528,7 +528,7 @@ int Run(const DaemonFlags& f, const std::shared_ptr<yb::net::Security>& security
     spdlog::error("the admin token: {}", admin_token.status().ToString());
     return 1;
   }
-  yb::tools::AdminHttp http;
+  yb::http::AdminHttp http;
   yb::tools::DashboardHistory dashboard_history;
   yb::tools::MasterHttpContext http_context{[&m] { return m.current(); },
                                             rpc_metrics,

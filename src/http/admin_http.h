@@ -15,7 +15,7 @@
 #include "common/resolve.h"
 #include "net/security.h"
 
-namespace yb::tools {
+namespace yb::http {
 
 class AdminHttp {
  public:
@@ -132,4 +132,4 @@ class PrometheusText {
   std::string out_;
 };
 
-}  // namespace yb::tools
+}  // namespace yb::http

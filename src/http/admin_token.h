@@ -4,8 +4,8 @@
 
 #include <string>
 
-namespace yb::tools {
+namespace yb::http {
 
 inline std::string AdminTokenPath(const std::string& metadata_dir) { return metadata_dir + "/admin-token"; }
 
-}  // namespace yb::tools
+}  // namespace yb::http

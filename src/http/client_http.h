@@ -11,7 +11,7 @@
 
 #include "yuebing/client.h"
 
-namespace yb::tools {
+namespace yb::http {
 
 std::string ClientMetricsText(const ClientStats& s);
 std::string ClientMetricsSummary(const ClientStats& s);
@@ -19,4 +19,4 @@ std::string ClientMetricsSummary(const ClientStats& s);
 // `stats` gives the client's figures, or nothing while it is not connected yet (or closed).
 void AddClientRoutes(httplib::Server& server, std::function<std::optional<ClientStats>()> stats);
 
-}  // namespace yb::tools
+}  // namespace yb::http

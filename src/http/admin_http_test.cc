@@ -1,9 +1,9 @@
 // AdminHttp: a daemon's HTTP endpoint on a thread of its own.
-#include "admin_http.h"
+#include "http/admin_http.h"
 
 #include <gtest/gtest.h>
 
-namespace yb::tools {
+namespace yb::http {
 namespace {
 
 // Stop() right after Start() used to be lost when it came before httplib's accept loop began (its
@@ -32,4 +32,4 @@ TEST(AdminHttpTest, ServesItsRoutesUntilStopped) {
 }
 
 }  // namespace
-}  // namespace yb::tools
+}  // namespace yb::http

@@ -1,12 +1,12 @@
 // The HTTP side of a client: see client_http.h.
-#include "client_http.h"
+#include "http/client_http.h"
 
 #include <fmt/format.h>
 
-#include "admin_http.h"
 #include "common/units.h"
+#include "http/admin_http.h"
 
-namespace yb::tools {
+namespace yb::http {
 
 std::string ClientMetricsText(const ClientStats& s) {
   PrometheusText p;
@@ -71,9 +71,11 @@ std::string ClientMetricsText(const ClientStats& s) {
     // This client's own replica transfers, by what they went over.
     auto per_transport = [&](const char* name, const char* help, auto value) {
       p.Family("counter", name, help);
-      for (const auto& t : s.transports) p.Sample(name, "transport=\"" + PrometheusText::Label(t.kind) + "\"", value(t));
+      for (const auto& t : s.transports)
+        p.Sample(name, "transport=\"" + PrometheusText::Label(t.kind) + "\"", value(t));
     };
-    per_transport("yb_client_transfer_requests_total", "Replica transfers of this client's gets and puts, by transport.",
+    per_transport("yb_client_transfer_requests_total",
+                  "Replica transfers of this client's gets and puts, by transport.",
                   [](const TransportUse& t) { return t.requests; });
     per_transport("yb_client_transfer_bytes_total", "Bytes those transfers moved, by transport.",
                   [](const TransportUse& t) { return t.bytes; });
@@ -82,8 +84,9 @@ std::string ClientMetricsText(const ClientStats& s) {
     p.Family("histogram", "yb_client_transfer_duration_seconds",
              "Time to move one batch of this client's replica transfers over one transport.");
     for (const auto& t : s.transports) {
-      if (t.durations) p.Histogram("yb_client_transfer_duration_seconds", "transport=\"" + PrometheusText::Label(t.kind) + "\"",
-                                   *t.durations);
+      if (t.durations)
+        p.Histogram("yb_client_transfer_duration_seconds", "transport=\"" + PrometheusText::Label(t.kind) + "\"",
+                    *t.durations);
     }
   }
   p.Counter("yb_client_location_cache_hits_total",
@@ -123,8 +126,8 @@ std::string ClientMetricsSummary(const ClientStats& s) {
   out += fmt::format("served: {} reads ({}), {} writes ({})\n", t.reads, FormatBytes(t.read_bytes), t.writes,
                      FormatBytes(t.written_bytes));
   out += fmt::format("transfer connections: {} open, {} refused\n", t.open_connections, t.refused_connections);
-  out += fmt::format("same host: {} segments mapped by peers, {} peers refused\n", t.same_host_given,
-                     t.same_host_refused);
+  out +=
+      fmt::format("same host: {} segments mapped by peers, {} peers refused\n", t.same_host_given, t.same_host_refused);
   if (s.dummies > 0 || s.dummy_relayed_bytes > 0) {
     out += fmt::format("dummy clients: {} ({} regions mapped), {} moved for them\n", s.dummies, s.dummy_regions,
                        FormatBytes(s.dummy_relayed_bytes));
@@ -161,4 +164,4 @@ void AddClientRoutes(httplib::Server& server, std::function<std::optional<Client
   });
 }
 
-}  // namespace yb::tools
+}  // namespace yb::http
