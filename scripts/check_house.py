@@ -9,7 +9,10 @@ the count may only go down (remove a file from the list once it is converted).
 2. Locks carry annotations: in the modules clang's thread-safety analysis covers
 (scripts/thread_safety.sh), a lock is yb::Mutex, SharedMutex or DeadlineMutex, held by their scoped
 holders (common/thread_annotations.h), not a std:: mutex or lock the analysis cannot see.
-3. Docs state the present: no page under docs/ (nor the README) calls something planned or not
+3. Folders include downward: the graph of which folder includes which (src/<module>, include/,
+tools/, python/, bench/, tests/) has no cycle, so the modules stack into layers; the public headers
+(include/) include nothing of src/, and nothing below tools/ and python/ includes from them.
+4. Docs state the present: no page under docs/ (nor the README) calls something planned or not
 yet built; what is not built is said as such where it would be ("Not built: ..."), and the open
 work lives in the issues.
 """
@@ -30,6 +33,7 @@ SEAMS = {
     "src/common/listener.h",
     "src/common/listener.cc",
     "src/common/test_util.h",
+    "src/http/admin_http.h",  # cpp-httplib's accept loop runs on a thread of its own
 }
 # Not converted yet (issue 37, item 3): file -> the most uses it may keep.
 OWED = {
@@ -103,12 +107,78 @@ def check_locks() -> bool:
     return failed
 
 
+INCLUDE = re.compile(r'^#include "([^"]+)"')
+# Folders no other folder may include from (the mains and the bindings sit on top), tests and
+# benchmarks aside.
+TOPS = ("tools", "python")
+
+
+def folder_of(rel: str) -> str:
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if parts[0] == "src" else parts[0]
+
+
+def check_layers() -> bool:
+    modules = {p.name for p in (ROOT / "src").iterdir() if p.is_dir()}
+    edges: dict[str, dict[str, str]] = {}  # folder -> folder it includes -> one line that does
+    for top in ("src", "include", "tools", "python", "bench", "tests"):
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.suffix not in (".h", ".cc"):
+                continue
+            rel = path.relative_to(ROOT).as_posix()
+            here = folder_of(rel)
+            for n, line in enumerate(path.read_text(errors="ignore").splitlines(), 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                first = m.group(1).split("/")[0]
+                target = f"src/{first}" if first in modules else "include" if first == "yuebing" else None
+                if target is None:  # beside the file, or in a folder an include path names
+                    for base in (path.parent, ROOT / "tools", ROOT / "python", ROOT / "bench", ROOT / "tests"):
+                        if (base / m.group(1)).exists():
+                            target = folder_of((base / m.group(1)).resolve().relative_to(ROOT).as_posix())
+                            break
+                if target and target != here:
+                    edges.setdefault(here, {}).setdefault(target, f"{rel}:{n}")
+    failed = False
+    for here, targets in sorted(edges.items()):
+        for target, where in sorted(targets.items()):
+            # Tests and benchmarks may reach anything; the rest only what lies below them.
+            if (target in TOPS and here not in ("tests", "bench")) or (here == "include" and target.startswith("src/")):
+                failed = True
+                print(f"{where}: {here} includes from {target}, which sits above it")
+    # A cycle among folders: a module that includes one that includes it back.
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> bool:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, {})):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                print("include cycle between folders: " + " -> ".join(cycle) + " (" +
+                      ", ".join(edges[a][b] for a, b in zip(cycle, cycle[1:])) + ")")
+                return True
+            if not state.get(nxt) and visit(nxt, path):
+                return True
+        path.pop()
+        state[node] = 2
+        return False
+
+    for node in sorted(edges):
+        if not state.get(node) and visit(node, []):
+            failed = True
+            break
+    return failed
+
+
 def main() -> int:
     failed = check_seams()
+    failed = check_layers() or failed
     failed = check_locks() or failed
     failed = check_docs() or failed
     if not failed:
-        print("house rules: clean (seams, annotated locks, docs)")
+        print("house rules: clean (seams, annotated locks, layers, docs)")
     return 1 if failed else 0
 
 
