@@ -12,17 +12,8 @@
 #include "master/master_service.h"
 
 namespace yb {
-namespace {
-constexpr size_t kMaxRepairsInFlight = 4096;
-constexpr size_t kMaxRepairsPerRound = 1024;
-}  // namespace
 
-void MasterService::NoteAtRisk(std::string table_key, size_t have) {
-  if (config_.repair_bandwidth == 0) return;
-  MutexLock lock(repair_mu_);
-  if (!repair_keys_.insert(table_key).second) return;  // queued or being copied already
-  at_risk_[have].push_back(std::move(table_key));
-}
+void MasterService::NoteAtRisk(std::string table_key, size_t have) { repairs_.Note(std::move(table_key), have); }
 
 MasterService::RepairStart MasterService::StartRepair(const std::string& table_key, TimeMs now) {
   const HashedKey hk(table_key);
@@ -52,8 +43,7 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   auto allocs = segments_.Allocate(TenantOfTableKey(table_key), m.size, 1, {}, avoid);
   if (allocs.empty()) return RepairStart::kLater;  // no other process has room now
   if (!BeginCopyLocked(s, obj, *source, allocs[0], now, TaskId{})) return RepairStart::kLater;
-  MutexLock lock(repair_mu_);
-  repair_tokens_ -= static_cast<double>(m.size);
+  repairs_.Spend(m.size);
   return RepairStart::kStarted;
 }
 
@@ -66,7 +56,7 @@ std::optional<ClientId> MasterService::BeginCopyLocked(ObjectTable::Locked& s, O
     segments_.Free(target);
     return std::nullopt;
   }
-  RepairInFlight f;
+  RepairQueue::InFlight f;
   f.task.size = m.size;
   f.task.source = segments_.IdOf(source.segment());
   f.task.source_offset = source.offset();
@@ -86,9 +76,7 @@ std::optional<ClientId> MasterService::BeginCopyLocked(ObjectTable::Locked& s, O
   s.AddRepairReplica(obj, target);
   s.AddReadPin(obj, owner, PinKind::kTask);  // the source's bytes and the new range stay put until it reports
   s.Touch(obj);  // stamps the source grant's minting (GrantHold)
-  MutexLock lock(repair_mu_);
-  f.task.task_id = next_repair_id_++;
-  repairs_.emplace(f.task.task_id, std::move(f));
+  (void)repairs_.Start(std::move(f));
   return owner;
 }
 
@@ -118,81 +106,40 @@ uint64_t MasterService::RepairOnce() {
   // Copies of tasks too: they run whether or not re-replication does.
   CancelRepairsIf([now](const ClientId&, TimeMs deadline) { return deadline <= now; },
                   "not reported within --repair_task_timeout_sec");
-  if (config_.repair_bandwidth == 0) return 0;
-  std::vector<std::pair<size_t, std::string>> batch;
-  {
-    MutexLock lock(repair_mu_);
-    // A bucket of bytes refilled at the bandwidth, holding a second's worth at most.
-    const double rate = static_cast<double>(config_.repair_bandwidth);
-    if (repair_refilled_ == 0) {  // the first round starts with a full bucket
-      repair_refilled_ = now;
-      repair_tokens_ = rate;
-    }
-    repair_tokens_ = std::min(rate, repair_tokens_ + rate * static_cast<double>(now - repair_refilled_) / 1000.0);
-    repair_refilled_ = now;
-    if (repair_tokens_ <= 0 || repairs_.size() >= kMaxRepairsInFlight) return 0;
-    const size_t n = std::min(kMaxRepairsPerRound, kMaxRepairsInFlight - repairs_.size());
-    while (batch.size() < n && !at_risk_.empty()) {
-      auto it = at_risk_.begin();  // fewest replicas left first
-      batch.emplace_back(it->first, std::move(it->second.front()));
-      it->second.pop_front();
-      if (it->second.empty()) at_risk_.erase(it);
-    }
-  }
+  std::vector<RepairQueue::AtRisk> batch = repairs_.NextRound(now);
   uint64_t started = 0;
-  std::vector<std::pair<size_t, std::string>> later;
+  std::vector<RepairQueue::AtRisk> later;
   for (auto& [have, key] : batch) {
-    bool budget;
-    {
-      MutexLock lock(repair_mu_);
-      budget = repair_tokens_ > 0;
-    }
-    RepairStart r = budget ? StartRepair(key, now) : RepairStart::kLater;
+    RepairStart r = repairs_.HasBudget() ? StartRepair(key, now) : RepairStart::kLater;
     if (r == RepairStart::kStarted) {
       ++started;
     } else if (r == RepairStart::kLater) {
       later.emplace_back(have, std::move(key));
     } else {
-      MutexLock lock(repair_mu_);
-      repair_keys_.erase(key);
+      repairs_.Forget(key);
     }
   }
-  MutexLock lock(repair_mu_);
-  for (auto& [have, key] : later) at_risk_[have].push_back(std::move(key));  // behind the others
+  repairs_.Requeue(std::move(later));  // behind the others
   return started;
 }
 
 void MasterService::CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone,
                                     std::string_view why) {
-  std::vector<RepairInFlight> cancelled;
-  {
-    MutexLock lock(repair_mu_);
-    for (auto it = repairs_.begin(); it != repairs_.end();) {
-      if (gone(it->second.client, it->second.deadline)) {
-        cancelled.push_back(std::move(it->second));
-        it = repairs_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  std::vector<RepairQueue::InFlight> cancelled = repairs_.TakeIf(gone);
   if (!cancelled.empty()) {
     uint64_t bytes = 0;
-    for (const RepairInFlight& f : cancelled) bytes += f.task.size;
+    for (const RepairQueue::InFlight& f : cancelled) bytes += f.task.size;
     YB_LOG_WARN("re-replication: {} copies ({} bytes, the first into segment {}) {}: given up, to be made again",
                 cancelled.size(), bytes, cancelled.front().task.target, why);
   }
-  for (RepairInFlight& f : cancelled) {
+  for (RepairQueue::InFlight& f : cancelled) {
     const HashedKey hk(f.table_key);
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);
     const bool same = obj && obj->object_id == f.object_id;
     // Its death may have ended it.
     (void)s.Unpin(f.client, f.object_id, same ? obj : ObjectTable::Ref(), PinKind::kTask);
-    {
-      MutexLock lock(repair_mu_);
-      repair_keys_.erase(f.table_key);
-    }
+    repairs_.Forget(f.table_key);
     if (!f.user_task.empty()) tasks_.CopyEnded(f.user_task, Status(Code::kTransferFail, "a copy was " + std::string(why)));
     if (same && DropRepairLocked(s, obj, f.target)) NoteAtRisk(f.table_key, obj->CompleteMemoryReplicas());
   }
@@ -240,16 +187,7 @@ Result<uint64_t> MasterService::DrainSegment(const CallContext& ctx, SegmentId i
 }
 
 Result<std::vector<RepairTask>> MasterService::RepairFetch(const CallContext& ctx, uint32_t max) {
-  std::vector<RepairTask> out;
-  MutexLock lock(repair_mu_);
-  for (auto& [id, f] : repairs_) {
-    if (out.size() >= max) break;
-    if (f.client == ctx.client && !f.handed_out) {
-      f.handed_out = true;
-      out.push_back(f.task);
-    }
-  }
-  return out;
+  return repairs_.Fetch(ctx.client, max);
 }
 
 std::vector<Status> MasterService::RepairDone(const CallContext& ctx, const std::vector<RepairResult>& results) {
@@ -258,18 +196,12 @@ std::vector<Status> MasterService::RepairDone(const CallContext& ctx, const std:
   size_t failed = 0;  // logged once per report, with the first reason
   std::string first_failure;
   for (const RepairResult& res : results) {
-    RepairInFlight f;
-    {
-      MutexLock lock(repair_mu_);
-      auto it = repairs_.find(res.task_id);
-      if (it == repairs_.end() || !(it->second.client == ctx.client)) {
-        out.emplace_back(Code::kInvalidParams, "no copy task " + std::to_string(res.task_id) + " for this client");
-        continue;
-      }
-      f = std::move(it->second);
-      repairs_.erase(it);
-      repair_keys_.erase(f.table_key);
+    auto finished = repairs_.Finish(res.task_id, ctx.client);
+    if (!finished) {
+      out.emplace_back(Code::kInvalidParams, "no copy task " + std::to_string(res.task_id) + " for this client");
+      continue;
     }
+    RepairQueue::InFlight& f = *finished;
     const HashedKey hk(f.table_key);
     auto s = table_.Lock(hk);
     auto obj = s.Find(hk);

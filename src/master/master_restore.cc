@@ -211,14 +211,11 @@ void MasterService::WriteImage(const std::function<void(const pb::LogRecord&)>& 
   }
   // The copies being made: their new replicas' ranges, fenced after a restart (FenceRecord).
   std::vector<pb::LogHold> copies;
-  {
-    MutexLock lock(repair_mu_);
-    for (const auto& [id, f] : repairs_) {
-      if (auto fence = segments_.FenceRecord(f.target, f.deadline + kCopyGrantSlackMs + kGrantClockMarginMs)) {
-        copies.push_back(std::move(*fence));
-      }
+  repairs_.ForEach([&](const RepairQueue::InFlight& f) {
+    if (auto fence = segments_.FenceRecord(f.target, f.deadline + kCopyGrantSlackMs + kGrantClockMarginMs)) {
+      copies.push_back(std::move(*fence));
     }
-  }
+  });
   for (auto& h : copies) {
     *rec.mutable_hold() = std::move(h);
     emit(rec);

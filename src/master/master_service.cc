@@ -145,10 +145,7 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState
                   id, ctx.client.ToString());
     }
   }
-  {
-    MutexLock lock(repair_mu_);
-    for (const auto& [id, f] : repairs_) r.repairs += f.client == ctx.client && !f.handed_out;
-  }
+  r.repairs += repairs_.Waiting(ctx.client);
   if (!r.need_remount && mounted_segments > 0 && segments_.CountServing(ctx.client) < mounted_segments) {
     r.need_remount = true;  // it holds segments we do not serve from: it mounts them again
   }
@@ -430,11 +427,8 @@ MasterStats MasterService::Stats() const {
   st.under_replicated_puts = under_replicated_puts_.load(std::memory_order_relaxed);
   st.stale_pins_released = stale_pins_released_.load(std::memory_order_relaxed);
   st.missing_replicas = missing_replicas_.load(std::memory_order_relaxed);
-  {
-    MutexLock lock(repair_mu_);
-    st.repair_at_risk = repair_keys_.size();
-    st.repairs_in_flight = repairs_.size();
-  }
+  st.repair_at_risk = repairs_.at_risk();
+  st.repairs_in_flight = repairs_.in_flight();
   st.tasks_unfinished = tasks_.unfinished();
   st.repaired = repaired_.load(std::memory_order_relaxed);
   st.repair_bytes = repair_bytes_.load(std::memory_order_relaxed);

@@ -20,7 +20,7 @@
 //
 // Lock order: Evictor's run lock, then one object-table shard (through its accessor, never two),
 // then any of the leaves: discarded_mu_, SegmentManager (its table lock, then one segment's),
-// OffloadQueues, ClientRegistry, TenantRegistry. A leaf calls nothing while it holds its lock.
+// OffloadQueues, RepairQueue, ClientRegistry, TenantRegistry. A leaf calls nothing while it holds its lock.
 // Every lock is annotated (common/thread_annotations.h); scripts/thread_safety.sh checks them.
 #pragma once
 
@@ -37,14 +37,15 @@
 #include "api/master_api.h"
 #include "common/clock.h"
 #include "common/thread_annotations.h"
-#include "master/group_homes.h"
 #include "master/client_registry.h"
 #include "master/evictor.h"
+#include "master/group_homes.h"
 #include "master/master_config.h"
 #include "master/master_image.h"
 #include "master/meta_sink.h"
 #include "master/object_table.h"
 #include "master/offload_queues.h"
+#include "master/repair_queue.h"
 #include "master/segment_manager.h"
 #include "master/task_table.h"
 #include "master/tenants.h"
@@ -293,7 +294,7 @@ class MasterService final : public MasterApi {
   // Whether the caller may drain (or undrain) segment `id`.
   Status MayDrain(const CallContext& ctx, SegmentId id) const;
   Result<DiskTableKey> TableKeyOfDiskKey(const CallContext& ctx, const std::string& disk_key);
-  // Re-replication (master_repair.cc). Lock order: a shard's accessor, then repair_mu_.
+  // Re-replication (master_repair.cc; its queue and copies in flight are repairs_, a leaf lock).
   void NoteAtRisk(std::string table_key, size_t have);
   // Frees a copy's new replica; false when it was the object's last (the object went with it).
   bool DropRepairLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, const Allocation& target);
@@ -303,16 +304,6 @@ class MasterService final : public MasterApi {
   // freed and their objects are queued again.
   // `why` says, for the log, why they are given up.
   void CancelRepairsIf(const std::function<bool(const ClientId& client, TimeMs deadline)>& gone, std::string_view why);
-  struct RepairInFlight {
-    RepairTask task;
-    std::string table_key;
-    uint64_t object_id = 0;
-    ClientId client;  // the target segment's owner, who copies
-    Allocation target;
-    TimeMs deadline = 0;
-    bool handed_out = false;
-    TaskId user_task;  // the copy or move task it is for; empty: a repair
-  };
   // Starts a copy of `obj` from `source` into `target` (reserved for it) by the target's owner: a
   // PROCESSING replica until it reports. Returns the owner; nothing (and `target` freed) when its
   // segment has none now.
@@ -348,7 +339,8 @@ class MasterService final : public MasterApi {
   Evictor evictor_;
   ClientRegistry clients_;
   GroupHomes group_homes_;  // where each routing group's objects go first
-  TaskTable tasks_;         // copy and move tasks; its lock after a shard's and repair_mu_
+  TaskTable tasks_;         // copy and move tasks; its lock after a shard's and repairs_'s
+  RepairQueue repairs_{config_.repair_bandwidth};  // re-replication's queue, copies in flight, budget
   Mutex discarded_mu_;  // taken with or without a shard's accessor held; calls nothing while held
   std::vector<Discarded> discarded_ GUARDED_BY(discarded_mu_);
   std::atomic<uint64_t> offloaded_{0};
@@ -368,13 +360,6 @@ class MasterService final : public MasterApi {
     return (config_.client_grace_sec < 0 ? config_.client_ttl_sec : config_.client_grace_sec) * 1000;
   }
   std::atomic<TimeMs> recovered_deadline_{0};  // restored segments unconfirmed by then are dropped
-  mutable Mutex repair_mu_;
-  std::map<size_t, std::deque<std::string>> at_risk_ GUARDED_BY(repair_mu_);  // by COMPLETE replicas left
-  std::unordered_set<std::string> repair_keys_ GUARDED_BY(repair_mu_);        // queued or being copied
-  std::unordered_map<uint64_t, RepairInFlight> repairs_ GUARDED_BY(repair_mu_);
-  uint64_t next_repair_id_ GUARDED_BY(repair_mu_) = 1;
-  double repair_tokens_ GUARDED_BY(repair_mu_) = 0;  // bytes that may be copied now
-  TimeMs repair_refilled_ GUARDED_BY(repair_mu_) = 0;
   std::atomic<uint64_t> repaired_{0}, repair_bytes_{0}, objects_lost_{0};
   std::atomic<TimeMs> last_liveness_{0};  // the last LivenessOnce run (0: none yet)
   std::atomic<uint64_t> liveness_gaps_{0};
