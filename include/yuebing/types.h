@@ -43,10 +43,6 @@ struct ReplicateConfig {
   bool with_soft_pin = false;                   // evicted only after every unpinned candidate, and only if allowed
   bool with_hard_pin = false;                   // never evicted
   std::vector<std::string> preferred_segments;  // segment names to try first, in order
-  // Segments not to allocate on, nor any other segment of their owners (ours, not Mooncake's): a
-  // put that could not write to them (their node went away, and the master has not noticed yet)
-  // is tried once more elsewhere.
-  std::vector<SegmentId> avoid_segments;
   // The first replica on the writer's own segment, else on another process of its host, as the
   // master's local_first strategy does for every Put (Python's prefer_alloc_in_same_node).
   bool prefer_local = false;

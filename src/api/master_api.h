@@ -28,6 +28,17 @@ namespace yb {
 
 using TenantIndex = uint16_t;
 
+// Where the master is asked to place a Put: the caller's ReplicateConfig, and what the client's
+// own retry adds to it.
+struct PlacementConfig : ReplicateConfig {
+  PlacementConfig() = default;
+  PlacementConfig(const ReplicateConfig& c) : ReplicateConfig(c) {}  // NOLINT(google-explicit-constructor)
+  // Segments not to allocate on, nor any other segment of their owners: a put that could not
+  // write to them (their node went away, and the master has not noticed yet) is tried once more
+  // elsewhere.
+  std::vector<SegmentId> avoid_segments;
+};
+
 // What proves a caller's id and tenant: a keyed hash the master made of them (RegisterClient).
 using CallerToken = std::array<uint8_t, 16>;
 
@@ -209,7 +220,7 @@ class MasterApi {
   // replaced atomically at PutEnd.
   virtual std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                                       const std::vector<uint64_t>& sizes,
-                                                                      const ReplicateConfig& config,
+                                                                      const PlacementConfig& config,
                                                                       WriteMode mode) = 0;
   // `checksums`: one per key, or empty (none known).
   virtual std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
@@ -265,13 +276,13 @@ class MasterApi {
   Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) { return MountSegments(ctx, {seg}); }
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,
-                                                              const ReplicateConfig& config) {
+                                                              const PlacementConfig& config) {
     return BatchPutStart(ctx, keys, sizes, config, WriteMode::kPut);
   }
   Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                            const ReplicateConfig& config);
+                                            const PlacementConfig& config);
   Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                               const ReplicateConfig& config);
+                                               const PlacementConfig& config);
   Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
   Status PutRevoke(const CallContext& ctx, const std::string& key);
   Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin);

@@ -44,7 +44,7 @@ Result<std::vector<SegmentUsage>> RoutedMasterApi::ListSegments() {
 
 std::vector<Result<std::vector<ReplicaDesc>>> RoutedMasterApi::BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                                              const std::vector<uint64_t>& sizes,
-                                                                             const ReplicateConfig& config,
+                                                                             const PlacementConfig& config,
                                                                              WriteMode mode) {
   return Routed<std::vector<Result<std::vector<ReplicaDesc>>>>(
       [&](MasterApi& m) { return m.BatchPutStart(ctx, keys, sizes, config, mode); }, keys.size());

@@ -182,7 +182,7 @@ void DataPath::GetSessionEnd(const MasterApi::Keys& keys) {
 }
 
 std::vector<Status> DataPath::PutSessionStart(const MasterApi::Keys& keys, const std::vector<uint64_t>& sizes,
-                                              const ReplicateConfig& config) {
+                                              const PlacementConfig& config) {
   const size_t n = keys.size();
   if (sizes.size() != n) return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and sizes differ in length"));
   if (!config.group_ids.empty() && config.group_ids.size() != n) {

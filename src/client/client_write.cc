@@ -18,16 +18,16 @@ Status SameSizeIsSuccess(MasterApi& master, const CallContext& ctx, const std::s
 
 }  // namespace
 
-ReplicateConfig ForKeys(const ReplicateConfig& config, const std::vector<size_t>& which) {
+PlacementConfig ForKeys(const PlacementConfig& config, const std::vector<size_t>& which) {
   if (config.group_ids.empty()) return config;
-  ReplicateConfig out = config;
+  PlacementConfig out = config;
   out.group_ids.clear();
   for (size_t i : which) out.group_ids.push_back(config.group_ids[i]);
   return out;
 }
 
 std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
-                                    const ReplicateConfig& config, WriteMode mode) {
+                                    const PlacementConfig& config, WriteMode mode) {
   const size_t n = keys.size();
   if (values.size() != n) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and values differ in length"));
@@ -57,7 +57,7 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
   }
   // The retry policy: keys whose replica writes failed go once more, avoiding the segments that
   // failed (and their owners' others).
-  ReplicateConfig attempt = config;
+  PlacementConfig attempt = config;
   for (int round = 0; round < 2 && !pending.empty(); ++round) {
     std::vector<SegmentId> failed_segments;
     pending = WriteRound(keys, values, sizes, pending, attempt, mode, round, out, failed_segments);
@@ -72,7 +72,7 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
 
 std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
                                          const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
-                                         const ReplicateConfig& config, WriteMode mode, int round,
+                                         const PlacementConfig& config, WriteMode mode, int round,
                                          std::vector<Status>& out, std::vector<SegmentId>& failed_segments) {
   MasterApi::Keys start_keys;
   std::vector<uint64_t> start_sizes;

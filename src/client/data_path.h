@@ -62,7 +62,7 @@ class DataPath {
 
   // ---- writes: one status per key
   std::vector<Status> Write(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
-                            const ReplicateConfig& config, WriteMode mode);
+                            const PlacementConfig& config, WriteMode mode);
 
   // ---- reads
   // Reads a whole object into `slices` from its best replica, falling back to the next ones.
@@ -90,7 +90,7 @@ class DataPath {
                                                  const std::vector<std::vector<uint64_t>>& offsets);
   void GetSessionEnd(const MasterApi::Keys& keys);
   std::vector<Status> PutSessionStart(const MasterApi::Keys& keys, const std::vector<uint64_t>& sizes,
-                                      const ReplicateConfig& config);
+                                      const PlacementConfig& config);
   // Per key: the bytes written to each replica (buffers[i][j] lands at offsets[i][j] of the object).
   std::vector<Result<uint64_t>> PutSessionRanges(const MasterApi::Keys& keys,
                                                  const std::vector<std::vector<Slice>>& buffers,
@@ -118,7 +118,7 @@ class DataPath {
   // failed to `failed_segments` (none: no round can help).
   std::vector<size_t> WriteRound(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
                                  const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
-                                 const ReplicateConfig& config, WriteMode mode, int round, std::vector<Status>& out,
+                                 const PlacementConfig& config, WriteMode mode, int round, std::vector<Status>& out,
                                  std::vector<SegmentId>& failed_segments);
   friend class ViewPins;
   // Ends a read: forgets the pin, then sends ReadEnd.
@@ -207,7 +207,7 @@ class DataPath {
 };
 
 // `config` for the keys `which` (indices) of its call: their group ids, when it names any.
-ReplicateConfig ForKeys(const ReplicateConfig& config, const std::vector<size_t>& which);
+PlacementConfig ForKeys(const PlacementConfig& config, const std::vector<size_t>& which);
 
 // Total bytes of slices; INVALID_PARAMS for a null slice with a size.
 Result<uint64_t> SlicesSize(const std::vector<Slice>& slices);

@@ -23,7 +23,7 @@ class MockMaster : public MasterApi {
   MOCK_METHOD(Status, UnmountSegment, (const CallContext&, SegmentId), (override));
   MOCK_METHOD(Result<std::vector<SegmentUsage>>, ListSegments, (), (override));
   MOCK_METHOD(std::vector<Result<std::vector<ReplicaDesc>>>, BatchPutStart,
-              (const CallContext&, const Keys&, const std::vector<uint64_t>&, const ReplicateConfig&, WriteMode),
+              (const CallContext&, const Keys&, const std::vector<uint64_t>&, const PlacementConfig&, WriteMode),
               (override));
   MOCK_METHOD(std::vector<Status>, BatchPutEnd,
               (const CallContext&, const Keys&, const std::vector<std::optional<uint64_t>>&), (override));

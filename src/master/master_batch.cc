@@ -21,7 +21,7 @@ std::vector<Out> SizeMismatch(size_t n, const char* what) {
 
 std::vector<Result<std::vector<ReplicaDesc>>> MasterService::BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                                            const std::vector<uint64_t>& sizes,
-                                                                           const ReplicateConfig& config,
+                                                                           const PlacementConfig& config,
                                                                            WriteMode mode) {
   using R = Result<std::vector<ReplicaDesc>>;
   if (sizes.size() != keys.size()) return SizeMismatch<R>(keys.size(), "sizes");

@@ -58,7 +58,7 @@ Status MasterService::CheckKey(const CallContext& ctx, const std::string& key) c
   return Status::OK();
 }
 
-Result<std::string> MasterService::GroupOf(const ReplicateConfig& config, size_t count, size_t index) {
+Result<std::string> MasterService::GroupOf(const PlacementConfig& config, size_t count, size_t index) {
   if (config.group_ids.empty()) return std::string();
   if (config.group_ids.size() != count) {
     return Status(Code::kInvalidParams, std::to_string(config.group_ids.size()) + " group ids for " +
@@ -73,7 +73,7 @@ Result<std::string> MasterService::GroupOf(const ReplicateConfig& config, size_t
 }
 
 Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
-                                                       const ReplicateConfig& config, const std::string& group) {
+                                                       const PlacementConfig& config, const std::string& group) {
   uint64_t n = tenants_.ChargeUpTo(tenant, size, config.replica_num);
   if (n == 0) {
     return Status(Code::kTenantQuotaExceeded, "tenant '" + tenants_.name(tenant) + "' quota of " +
@@ -124,8 +124,8 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
 }
 
 Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ctx, const std::string& key,
-                                                           uint64_t size, const ReplicateConfig& config,
-                                                           WriteMode mode, const std::string& group) {
+                                                           uint64_t size, const PlacementConfig& config, WriteMode mode,
+                                                           const std::string& group) {
   const bool upsert = mode == WriteMode::kUpsert;
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   if (size == 0) return Status(Code::kInvalidParams, "object size is 0");

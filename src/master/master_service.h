@@ -139,7 +139,7 @@ class MasterService final : public MasterApi {
   std::vector<AwaitingSegment> AwaitingSegments() const;
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,
-                                                              const ReplicateConfig& config, WriteMode mode) override;
+                                                              const PlacementConfig& config, WriteMode mode) override;
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
   std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
@@ -227,8 +227,7 @@ class MasterService final : public MasterApi {
 
   // `group`: the key's routing group ("" for none).
   Result<std::vector<ReplicaDesc>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
-                                              const ReplicateConfig& config, WriteMode mode,
-                                              const std::string& group);
+                                              const PlacementConfig& config, WriteMode mode, const std::string& group);
   Status MountOne(const CallContext& ctx, const SegmentDesc& seg);
   // One key of the batch calls (their loops, master_batch.cc).
   Status PutEndOne(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
@@ -238,10 +237,10 @@ class MasterService final : public MasterApi {
   Result<bool> ExistKeyOne(const CallContext& ctx, const std::string& key);
   Status RemoveOne(const CallContext& ctx, const std::string& key, bool force);
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
-                                          const ReplicateConfig& config, const std::string& group);
+                                          const PlacementConfig& config, const std::string& group);
   // The routing group of key `index` of a call of `count` keys: "" when the config names none;
   // INVALID_PARAMS when its group_ids do not name one per key, or one is too long.
-  static Result<std::string> GroupOf(const ReplicateConfig& config, size_t count, size_t index);
+  static Result<std::string> GroupOf(const PlacementConfig& config, size_t count, size_t index);
   Status CheckKey(const CallContext& ctx, const std::string& key) const;
   // A replica as a caller sees it, with a grant of `grant` access to it (a LOCAL_DISK one's names
   // `disk_key`, the key its owner's SSD tier holds it under), or none. Every grant of an object's

@@ -141,7 +141,7 @@ Result<std::vector<SegmentUsage>> MasterClient::ListSegments() {
 
 std::vector<Result<std::vector<ReplicaDesc>>> MasterClient::BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                                           const std::vector<uint64_t>& sizes,
-                                                                          const ReplicateConfig& config,
+                                                                          const PlacementConfig& config,
                                                                           WriteMode mode) {
   auto q = KeysRequestOf<pb::PutStartRequest>(ctx, keys);
   for (auto s : sizes) q.add_sizes(s);

@@ -41,7 +41,7 @@ class MasterClient final : public MasterApi {
   Result<std::vector<SegmentUsage>> ListSegments() override;
   std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
                                                               const std::vector<uint64_t>& sizes,
-                                                              const ReplicateConfig& config, WriteMode mode) override;
+                                                              const PlacementConfig& config, WriteMode mode) override;
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
   std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;

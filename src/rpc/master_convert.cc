@@ -24,8 +24,8 @@ void ToPb(const CallContext& c, pb::Context* out) {
   }
 }
 
-ReplicateConfig FromPb(const pb::ReplicateConfig& c) {
-  ReplicateConfig r;
+PlacementConfig FromPb(const pb::ReplicateConfig& c) {
+  PlacementConfig r;
   r.replica_num = c.replica_num();
   r.with_soft_pin = c.with_soft_pin();
   r.with_hard_pin = c.with_hard_pin();
@@ -36,7 +36,7 @@ ReplicateConfig FromPb(const pb::ReplicateConfig& c) {
   return r;
 }
 
-void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out) {
+void ToPb(const PlacementConfig& c, pb::ReplicateConfig* out) {
   out->set_replica_num(static_cast<uint32_t>(c.replica_num));
   out->set_with_soft_pin(c.with_soft_pin);
   out->set_with_hard_pin(c.with_hard_pin);

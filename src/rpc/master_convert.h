@@ -11,8 +11,8 @@ namespace yb::rpc {
 
 CallContext FromPb(const pb::Context& c);
 void ToPb(const CallContext& c, pb::Context* out);
-ReplicateConfig FromPb(const pb::ReplicateConfig& c);
-void ToPb(const ReplicateConfig& c, pb::ReplicateConfig* out);
+PlacementConfig FromPb(const pb::ReplicateConfig& c);
+void ToPb(const PlacementConfig& c, pb::ReplicateConfig* out);
 SegmentDesc FromPb(const pb::Segment& s);
 void ToPb(const SegmentDesc& s, pb::Segment* out);
 SegmentUsage FromPb(const pb::SegmentUsage& u);

@@ -588,7 +588,7 @@ TEST_F(MasterRpcTest, MasterClientMatchesTheInProcessMaster) {
   ASSERT_TRUE(registered.ok()) << registered.status().ToString();
   CallContext ctx = *registered;
   ASSERT_TRUE(mc.MountSegment(ctx, {42, "h", 0, 1 << 20, "127.0.0.1:1"}).ok());
-  ReplicateConfig avoid_42;
+  PlacementConfig avoid_42;
   avoid_42.avoid_segments = {42};  // the only segment: nowhere to go
   EXPECT_EQ(mc.PutStart(ctx, "k", 1000, avoid_42).code(), Code::kNoAvailableHandle);
   auto start = mc.PutStart(ctx, "k", 1000, {});
