@@ -19,10 +19,14 @@ slowest() {
 }
 
 # Line tables only (-g1): stack traces and sanitizer reports keep their files and lines, and each
-# build compiles about a third faster than with full debug information (-g).
-stage "build (RelWithDebInfo, -g1)"
+# build compiles about a third faster than with full debug information (-g). Unity builds (16
+# sources of a target compiled as one unit): each header is parsed once per unit rather than once
+# per file, which halves a build from scratch. Each library source still compiles on its own in the
+# thread-safety stage, so a missing include still fails the suite.
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
+stage "build (RelWithDebInfo, -g1, unity)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=ON -DYB_SANITIZE= \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${unity[@]}"
 cmake --build build -j"$jobs"
 stage "tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
@@ -33,9 +37,9 @@ stage "house rules: seams, docs of the present (scripts/check_house.py)"
 scripts/check_house.py
 
 if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
-  stage "build (ASan + UBSan, -O1 -g1)"
+  stage "build (ASan + UBSan, -O1 -g1, unity)"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
-    -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
+    -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python" -DCMAKE_CXX_FLAGS_DEBUG="-g1" "${unity[@]}"
   cmake --build build-asan -j"$jobs"
   stage "tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
