@@ -33,22 +33,12 @@ SEAMS = {
     "src/common/listener.h",
     "src/common/listener.cc",
     "src/common/test_util.h",
+    "src/common/worker.h",
     "src/http/admin_http.h",  # cpp-httplib's accept loop runs on a thread of its own
 }
-# Not converted yet (issue 37, item 3): file -> the most uses it may keep.
-OWED = {
-    "src/common/resolve.cc": 1,
-    "src/ha/replication.h": 1,
-    "src/ha/replication.cc": 1,
-    "src/ha/meta_log.h": 1,
-    "src/ha/meta_log.cc": 5,
-    "src/rpc/channel.cc": 6,
-    "src/transfer/tcp/tcp_transport.cc": 3,
-    "src/transfer/shm/shm_server.h": 1,
-    "src/transfer/shm/shm_server.cc": 1,
-    "src/client/dummy_server.h": 1,
-    "src/client/dummy_server.cc": 1,
-}
+# Files not converted yet: file -> the most uses it may keep (none now; a file listed while it is
+# being converted may only go down).
+OWED: dict[str, int] = {}
 
 # The modules scripts/thread_safety.sh analyses, and the std:: locks it cannot see.
 ANALYSED = ("src/master/", "src/ha/", "src/etcd/", "src/client/", "src/rpc/", "src/transfer/", "src/storage/")

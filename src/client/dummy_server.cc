@@ -91,7 +91,7 @@ Result<std::unique_ptr<DummyServer>> DummyServer::Start(Client& real, Options op
     s->Stop();
     return st;
   }
-  s->mem_thread_ = std::thread([self] { self->ServeMemory(); });
+  s->mem_thread_ = Worker("yb-dummy-mem", [self] { self->ServeMemory(); });
   YB_LOG_INFO("serving dummy clients of this host at @{} (setup_dummy(..., \"<host>:{}\"))",
               DummyRpcSocket(options.port).substr(1), options.port);
   return s;
@@ -101,9 +101,9 @@ DummyServer::~DummyServer() { Stop(); }
 
 void DummyServer::Stop() {
   if (rpc_) rpc_->Stop();
-  if (mem_thread_.joinable()) {
+  if (mem_thread_.running()) {
     (void)!write(stop_fd_[1], "x", 1);
-    mem_thread_.join();
+    mem_thread_.Join();
   }
   for (int* fd : {&mem_fd_, &stop_fd_[0], &stop_fd_[1]}) {
     if (*fd >= 0) close(*fd);

@@ -31,6 +31,7 @@
 
 #include "common/clock.h"
 #include "common/thread_annotations.h"
+#include "common/worker.h"
 #include "rpc/server.h"
 #include "transfer/local_segments.h"
 #include "transfer/transfer_engine.h"
@@ -88,7 +89,7 @@ class DummyServer {
   std::unique_ptr<rpc::RpcServer> rpc_;
   int mem_fd_ = -1;
   int stop_fd_[2] = {-1, -1};
-  std::thread mem_thread_;
+  Worker mem_thread_;
   struct Held {
     std::shared_ptr<MappedRegion> region;
     int conn = -1;

@@ -2,6 +2,7 @@
 // advance it instead of sleeping.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -36,6 +37,18 @@ class RealClock final : public Clock {
 inline const Clock& SteadyClock() {
   static const RealClock clock;
   return clock;
+}
+
+// Real-time bounds on waits in the kernel (poll, a socket's timeout, a timed lock, a TLS handshake,
+// a connection attempt's back-off), which no Clock can drive: a moment of steady_clock. Decisions
+// the master and the clients make by time (leases, TTLs, liveness) read a Clock instead.
+using SteadyTime = std::chrono::steady_clock::time_point;
+inline SteadyTime SteadyNow() { return std::chrono::steady_clock::now(); }
+inline SteadyTime DeadlineIn(std::chrono::milliseconds d) { return SteadyNow() + d; }
+inline bool Passed(SteadyTime deadline) { return SteadyNow() >= deadline; }
+// Whole milliseconds left until `deadline`, rounded up (what poll() takes); 0 once it passed.
+inline int64_t MillisLeft(SteadyTime deadline) {
+  return std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyNow()).count());
 }
 
 // steady_clock in microseconds: what durations reported as metrics are measured with (not for

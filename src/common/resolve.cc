@@ -1,17 +1,17 @@
 #include "common/resolve.h"
 
-#include "common/unix_socket.h"
-
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <netinet/in.h>
-
 #include <netdb.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <thread>
+
+#include "common/unix_socket.h"
+#include "common/worker.h"
 
 namespace yb {
 
@@ -74,7 +74,7 @@ Result<std::vector<SocketAddress>> NameResolver::Resolve(const std::string& host
       p = std::make_shared<Pending>();
       p->started = now;
       try {
-        std::thread([lookup = lookup_, p, host, port] {
+        Worker("yb-resolve", [lookup = lookup_, p, host, port] {
           auto r = lookup(host, port);
           {
             std::lock_guard pl(p->mu);
@@ -82,7 +82,7 @@ Result<std::vector<SocketAddress>> NameResolver::Resolve(const std::string& host
             p->done = true;
           }
           p->cv.notify_all();
-        }).detach();
+        }).Detach();
       } catch (const std::system_error& e) {
         return Status(Code::kRpcFail,
                       "cannot resolve " + host + ":" + port + ": no thread for the lookup: " + e.what());

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "ha/log_format.h"
@@ -153,19 +154,19 @@ Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterIma
   }
   if (st.ok()) st = log->CheckSpace();
   if (!st.ok()) log->Fail(st);
-  log->syncer_ = std::thread([raw = log.get()] { raw->SyncerLoop(); });
+  log->syncer_ = Worker("yb-log-sync", [raw = log.get()] { raw->SyncerLoop(); });
   return log;
 }
 
 MetaLog::~MetaLog() {
-  if (syncer_.joinable()) {
+  if (syncer_.running()) {
     Flush();
     {
       MutexLock lock(mu_);
       stop_ = true;  // the syncer syncs what was written, then ends
     }
     sync_cv_.notify_all();
-    syncer_.join();
+    syncer_.Join();
   }
   for (int old : retiring_) ::close(old);
   if (fd_ >= 0) ::close(fd_);
@@ -591,7 +592,7 @@ void MetaLog::SyncerLoop() {
     }
     const uint64_t target = written_seq_.load(std::memory_order_acquire);
     if (options_.sync && !failed() && target > synced_seq_.load(std::memory_order_relaxed)) {
-      const auto t0 = std::chrono::steady_clock::now();
+      const int64_t t0 = MonotonicMicros();
       Status st;
       {
         // The files before the current one first (a record in them precedes every record here).
@@ -610,15 +611,15 @@ void MetaLog::SyncerLoop() {
         continue;
       }
       syncs_.fetch_add(1, std::memory_order_relaxed);
-      sync_us_.fetch_add(
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count(),
-          std::memory_order_relaxed);
+      sync_us_.fetch_add(MicrosSince(t0), std::memory_order_relaxed);
       Fire(0, target);
       lock.lock();
       if (options_.durability == Options::Durability::kProcess) {
         // Nobody waits for a sync: one per interval covers what was written meanwhile, and leaves
         // the disk (and the cores) to the answers.
-        sync_cv_.wait_until(lock, t0 + options_.sync_interval, [&] {
+        const auto rest = std::chrono::duration_cast<std::chrono::microseconds>(options_.sync_interval) -
+                          std::chrono::microseconds(MicrosSince(t0));
+        sync_cv_.wait_for(lock, rest, [&] {
           mu_.AssertHeld();
           return stop_;
         });
@@ -632,7 +633,7 @@ void MetaLog::SyncerLoop() {
 
 Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id) {
   MutexLock one(snapshot_mu_);
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = MonotonicMicros();
   uint64_t base;
   const bool was_failed = failed();
   {
@@ -697,7 +698,7 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
     }
     Fire(base, base);
   }
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  const auto ms = MicrosSince(t0) / 1000;
   snapshot_seq_ = base;
   snapshots_.fetch_add(1, std::memory_order_relaxed);
   last_snapshot_ms_ = static_cast<uint64_t>(ms);

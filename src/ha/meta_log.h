@@ -57,6 +57,7 @@
 
 #include "common/files.h"
 #include "common/thread_annotations.h"
+#include "common/worker.h"
 #include "master/master_image.h"
 #include "master/meta_sink.h"
 #include "yuebing/status.h"
@@ -236,7 +237,7 @@ class MetaLog final : public MetaSink {
   Status failure_ GUARDED_BY(mu_);  // while failed_
   std::atomic<uint64_t> failures_{0}, free_bytes_{0};
   uint64_t maintain_failed_rounds_ = 0;  // Maintain() rounds since the log failed (its caller's thread)
-  std::thread syncer_;
+  Worker syncer_;
 };
 
 // A snapshot file's contents (its frames, the header first) as an image; false when they are not

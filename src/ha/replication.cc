@@ -140,11 +140,11 @@ LogShipper::LogShipper(Options options, MetaLog& log, Hooks hooks)
 
 LogShipper::~LogShipper() {
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  thread_.Join();
 }
 
 void LogShipper::Start() {
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = Worker("yb-log-ship", [this] { Loop(); });
 }
 
 Result<uint64_t> LogShipper::Call(const std::string& request, uint64_t shipped_to) {

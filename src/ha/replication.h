@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/worker.h"
 #include "ha/meta_log.h"
 #include "rpc/channel.h"
 #include "yuebing/status.h"
@@ -119,7 +120,7 @@ class LogShipper {
   std::atomic<TimeMs> last_follow_;
   bool snapshot_shipped_ = false;
   uint64_t digest_ = 0;  // LogDigest of what was shipped since the snapshot; the shipper thread's
-  std::thread thread_;
+  Worker thread_;
 };
 
 // The standby's half: applies what a leader ships, to its log and to the image it would serve

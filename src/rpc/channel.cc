@@ -13,9 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/log.h"
-#include "common/unix_socket.h"
 #include "common/status_wire.h"
+#include "common/unix_socket.h"
 
 namespace yb::rpc {
 
@@ -84,10 +85,10 @@ struct RpcChannel::Connection {
         *error = errno;
         break;
       }
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
+      const int64_t left = MillisLeft(until);
+      if (left <= 0) break;
       pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+      ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
     }
     return off;
   }
@@ -120,7 +121,7 @@ struct RpcChannel::Connection {
     // call per reply, and the deadline is checked between slices.
     ssize_t n = stream->Recv(in.data() + in_len, in.size() - in_len);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      return std::chrono::steady_clock::now() >= until ? Status(Code::kRpcTimeout, "") : Status::OK();
+      return Passed(until) ? Status(Code::kRpcTimeout, "") : Status::OK();
     }
     if (n <= 0) {
       return Status(Code::kRpcFail,
@@ -203,7 +204,7 @@ Result<std::shared_ptr<RpcChannel::Connection>> RpcChannel::Connected(std::chron
     }
     if (!conn_->broken) return conn_;
   }
-  auto now = std::chrono::steady_clock::now();
+  const SteadyTime now = SteadyNow();
   if (now < next_attempt_) return Status(Code::kRpcFail, "not connected to " + target_ + " (retrying after backoff)");
   if (now >= until) return Status(Code::kRpcTimeout, "no time left to connect to " + target_);
   auto c = std::make_shared<Connection>();
@@ -283,17 +284,17 @@ Status RpcChannel::SendTimeout(std::chrono::milliseconds deadline, const Status&
 
 Status RpcChannel::Send(uint16_t method, const std::string& body, std::chrono::milliseconds connect_deadline) {
   uint32_t id;
-  auto conn = Connected(std::chrono::steady_clock::now() + connect_deadline, &id);
+  auto conn = Connected(DeadlineIn(connect_deadline), &id);
   if (!conn.ok()) return conn.status();
   Connection& c = **conn;
   std::string frame = EncodeFrame(FrameHeader{0, FrameKind::kRequest, 0, method, id}, body);
-  Status st = c.Write(frame, std::chrono::steady_clock::now() + connect_deadline);
+  Status st = c.Write(frame, DeadlineIn(connect_deadline));
   if (st.code() == Code::kRpcTimeout) return SendTimeout(connect_deadline, st);
   return st;  // on success the reply finds no waiter and is dropped
 }
 
 Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, std::chrono::milliseconds deadline) {
-  auto until = std::chrono::steady_clock::now() + deadline;
+  const SteadyTime until = DeadlineIn(deadline);
   uint32_t id;
   auto got = Connected(until, &id);
   if (!got.ok()) return got.status();

@@ -48,14 +48,14 @@ Status ShmServer::Start() {
     Stop();
     return st;
   }
-  thread_ = std::thread([this] { Serve(); });
+  thread_ = Worker("yb-shm-serve", [this] { Serve(); });
   return Status::OK();
 }
 
 void ShmServer::Stop() {
-  if (thread_.joinable()) {
+  if (thread_.running()) {
     (void)!write(stop_fd_[1], "x", 1);
-    thread_.join();
+    thread_.Join();
   }
   for (int* fd : {&listen_fd_, &stop_fd_[0], &stop_fd_[1]}) {
     if (*fd >= 0) close(*fd);

@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "common/worker.h"
 #include "transfer/local_segments.h"
 #include "yuebing/status.h"
 
@@ -62,7 +63,7 @@ class ShmServer {
   const Options options_;
   int listen_fd_ = -1;
   int stop_fd_[2] = {-1, -1};
-  std::thread thread_;
+  Worker thread_;
   std::atomic<uint64_t> given_{0}, refused_{0};
 };
 

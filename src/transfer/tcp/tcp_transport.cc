@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/status_wire.h"
 #include "common/units.h"
@@ -62,7 +63,7 @@ Status ConnectTo(NameResolver& names, const std::string& endpoint, std::chrono::
                  std::chrono::milliseconds io_timeout, std::chrono::milliseconds unacked_timeout, int* out) {
   auto colon = endpoint.rfind(':');
   if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
-  const auto until = std::chrono::steady_clock::now() + timeout;
+  const SteadyTime until = DeadlineIn(timeout);
   auto addresses = names.Resolve(endpoint.substr(0, colon), endpoint.substr(colon + 1), until);
   if (!addresses.ok()) {
     return Status(Code::kTransferFail, "transfer server " + endpoint + ": " + addresses.status().message());
@@ -80,8 +81,7 @@ Status ConnectTo(NameResolver& names, const std::string& endpoint, std::chrono::
       pollfd p{fd, POLLOUT, 0};
       int n;
       do {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-        n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+        n = ::poll(&p, 1, static_cast<int>(MillisLeft(until)));
       } while (n < 0 && errno == EINTR);
       socklen_t len = sizeof(err);
       if (n == 0) {
@@ -241,7 +241,7 @@ std::unique_ptr<TcpTransport::Conn> TcpTransport::Take(const std::string& endpoi
 
 std::unique_ptr<TcpTransport::Conn> TcpTransport::Connect(const std::string& endpoint, Status* error) {
   auto c = std::make_unique<Conn>();
-  const auto until = std::chrono::steady_clock::now() + options_.connect_timeout;
+  const SteadyTime until = DeadlineIn(options_.connect_timeout);
   *error = ConnectTo(names_, endpoint, options_.connect_timeout, options_.io_timeout, options_.unacked_timeout, &c->fd);
   if (error->ok()) {
     const auto& security = options_.security ? options_.security : net::Security::None();
