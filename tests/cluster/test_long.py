@@ -1,9 +1,9 @@
 """Long multi-process workloads, a minute or more each: a full pool that keeps taking writes, and
 storage daemons killed and restarted every few seconds while re-replication heals. Marked `long`:
 ctest runs them as `cluster_long_tests` in the plain build only (the sanitizer builds run the rest
-of the cluster tests). YB_LONG_SCALE scales their durations: the suite runs them at a fifth of their
-length (the default, 0.2: a 36 s mixed load, 12 s of kills), a soak at full length with
-YB_LONG_SCALE=1 (README.md)."""
+of the cluster tests). YB_LONG_SCALE scales their durations: the suite runs them at a third of their
+length (the default, 0.34), a soak at full length with YB_LONG_SCALE=1 (README.md). (At 0.2 the
+kill loop's judgement of which losses are excused missed some: see the issue's note.)"""
 import hashlib
 import os
 import random
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.long
 
 NO_SPACE = -200       # NO_AVAILABLE_HANDLE: the Put was refused for want of space
 OTHER_SIZE = -705     # the key holds a value of another size (values are immutable)
-SCALE = float(os.environ.get("YB_LONG_SCALE", "0.2"))
+SCALE = float(os.environ.get("YB_LONG_SCALE", "0.34"))
 
 
 def value(key, size):
@@ -265,6 +265,10 @@ def test_daemons_killed_and_restarted_every_few_seconds_lose_nothing_that_had_ti
         stop.set()
         for t in threads:
             t.join(60)
+    # A dead daemon's segment is held for the grace (client_ttl) before its replicas are dropped
+    # (or kept, were it back with the same memory): its objects are neither readable nor at risk
+    # meanwhile. Judged before the last kill's grace ended, they read as lost without being so.
+    wait_until(lambda: cluster.metric("yb_master_segments_unconfirmed") == 0, 30, "the dead daemons' grace to end")
     wait_until(lambda: cluster.metric("yb_master_objects_at_risk") == 0, 60, "re-replication to finish")
     sampling.set()
     sampler.join(10)
