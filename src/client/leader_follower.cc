@@ -39,11 +39,12 @@ std::string LeaderFollower::leader() const {
 
 Result<std::shared_ptr<rpc::MasterClient>> LeaderFollower::Leader(const rpc::MasterClient* stale) {
   MutexLock lock(mu_);
-  if (client_ && client_.get() != stale) return client_;
+  if (client_ && client_.get() != stale && client_.get() != suspect_) return client_;
   // Looked up at most every 100 ms: many callers failing together ask etcd once.
   const TimeMs now = clock_.NowMs();
   if (client_ && now - last_lookup_ < 100) return client_;
   last_lookup_ = now;
+  suspect_ = nullptr;  // asked anew: the same leader named again is used again
   auto view = etcd_.Get(key_);
   if (!view.ok()) return Status(Code::kRpcFail, "cannot find the leader: " + view.status().message());
   if (!*view) return Status(Code::kRpcFail, "no master leads cluster key " + key_ + " yet");
@@ -77,8 +78,13 @@ Status LeaderFollower::Route(const Attempt& attempt) {
   for (;;) {
     auto c = Leader(stale);
     if (c.ok()) {
-      if (!LeaderChange(attempt(**c)) || clock_.NowMs() >= deadline) return Status::OK();
+      if (!LeaderChange(attempt(**c))) return Status::OK();
       stale = c->get();
+      if (clock_.NowMs() >= deadline) {
+        MutexLock lock(mu_);
+        if (client_.get() == stale) suspect_ = stale;
+        return Status::OK();
+      }
     } else if (clock_.NowMs() >= deadline) {
       return c.status();
     }

@@ -69,6 +69,11 @@ class LeaderFollower final : public RoutedMasterApi {
   std::shared_ptr<rpc::MasterClient> client_ GUARDED_BY(mu_);
   std::string leader_ GUARDED_BY(mu_);
   TimeMs last_lookup_ GUARDED_BY(mu_) = 0;
+  // The leader's client whose last call failed as a leader change does (refused, timed out, "not
+  // the leader") after the call's time ran out: the next call looks the leader up in etcd first.
+  // Else a leader that hangs (paused: SIGSTOP, a stalled host) held every later call too, each
+  // until its timeout, while etcd named another.
+  const rpc::MasterClient* suspect_ GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace yb

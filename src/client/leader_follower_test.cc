@@ -3,8 +3,12 @@
 // manual clock) when no master leads, without waiting it out.
 #include "client/leader_follower.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <mutex>
@@ -100,6 +104,39 @@ TEST(LeaderFollowerTest, CallsGoToTheLeaderEtcdNamesAndAgainToTheNextOne) {
   EXPECT_TRUE(listed->empty());  // b's own (empty) pool: the call reached b
   EXPECT_EQ((*f)->leader(), b.address());
   EXPECT_EQ((*f)->failovers(), 1u);
+}
+
+// A leader that hangs (paused by SIGSTOP: its kernel still takes connections, nothing answers)
+// costs one call its deadline; the next call asks etcd before it goes anywhere, and reaches the
+// master etcd names now. (Before, every later call went to the hung leader until it woke.) Real
+// time: what runs out is the RPC's bound on a silent peer.
+TEST(LeaderFollowerTest, AfterALeaderTimesOutTheNextCallAsksEtcdFirst) {
+  const int hung = ::socket(AF_INET, SOCK_STREAM, 0);  // listens, never accepts nor reads
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(hung, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(hung, 16), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(hung, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string hung_address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  FakeEtcd etcd;
+  Master b(SteadyClock());
+  etcd.Name(hung_address);
+  auto f = LeaderFollower::Create(etcd.spec(), "c", 300ms, {}, {}, SteadyClock());
+  ASSERT_TRUE(f.ok());
+  auto first = (*f)->ListSegments();
+  EXPECT_EQ(first.status().code(), Code::kRpcTimeout) << first.status().ToString();
+  EXPECT_EQ((*f)->leader(), hung_address);
+
+  etcd.Name(b.address());  // another master took over meanwhile
+  const int lookups = etcd.lookups();
+  auto second = (*f)->ListSegments();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*f)->leader(), b.address());
+  EXPECT_EQ(etcd.lookups(), lookups + 1);  // asked once, before the call
+  ::close(hung);
 }
 
 TEST(LeaderFollowerTest, WithNoLeaderACallFailsAtItsDeadlineByTheClock) {

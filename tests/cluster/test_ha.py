@@ -438,6 +438,38 @@ def test_a_leader_cut_off_from_etcd_steps_down_before_another_leads(ha):
     s.close()
 
 
+def test_a_leader_paused_past_its_lease_answers_nothing_when_it_wakes(ha):
+    """The leader is stopped (SIGSTOP) for three lease TTLs: a standby in sync takes over and
+    serves what the old one acknowledged. Continued (SIGCONT), the old leader answers nothing as the
+    leader (by its own clock its lease is past) and stops; the objects written through either
+    leader read back."""
+    bring_up(ha)
+    s = store(ha)
+    assert s.put("before", value(3000, 7)) == 0
+    lead = ha.leader()
+    old_epoch = ha.health(lead)["epoch"]
+    paused = ha.masters[lead]
+    paused.send_signal(signal.SIGSTOP)
+    try:
+        wait_until(lambda: ha.leader() not in (None, lead), 20, "a standby to take over")
+        new = ha.leader()
+        assert ha.health(new)["epoch"] > old_epoch
+        wait_until(lambda: s.put("during", value(3000, 8)) == 0, 20, "a put through the new leader")
+        time.sleep(6)  # three TTLs of the default 2 s lease, still paused
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    # Woken, it must not act as the leader: it stops (its lease went) rather than answer.
+    assert paused.wait(15) != 0
+    ha.masters.pop(lead)
+    log = (ha.tmp / f"m{lead}" / "master.log").read_text()
+    assert "stops leading" in log, log[-2000:]
+    assert ha.leader() == new
+    assert s.get("before") == value(3000, 7)
+    assert s.get("during") == value(3000, 8)
+    assert s.put("after", value(3000, 9)) == 0 and s.get("after") == value(3000, 9)
+    s.close()
+
+
 def test_a_leader_whose_disk_fills_hands_over_to_a_standby_in_sync(ha):
     """The leader's metadata directory on a 3 MiB tmpfs that fills up: it gives its lease back and
     stops (for a supervisor to restart it as a standby), a standby in sync leads at once, and every
