@@ -27,7 +27,7 @@ PlacementConfig ForKeys(const PlacementConfig& config, const std::vector<size_t>
 }
 
 std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
-                                    const PlacementConfig& config, WriteMode mode) {
+                                    const ReplicateConfig& config, WriteMode mode) {
   const size_t n = keys.size();
   if (values.size() != n) {
     return std::vector<Status>(n, Status(Code::kInvalidParams, "keys and values differ in length"));
@@ -57,7 +57,7 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
   }
   // The retry policy: keys whose replica writes failed go once more, avoiding the segments that
   // failed (and their owners' others).
-  PlacementConfig attempt = config;
+  PlacementConfig attempt(config);  // the caller's config, and the segments its retry avoids
   for (int round = 0; round < 2 && !pending.empty(); ++round) {
     std::vector<SegmentId> failed_segments;
     pending = WriteRound(keys, values, sizes, pending, attempt, mode, round, out, failed_segments);

@@ -62,7 +62,7 @@ class DataPath {
 
   // ---- writes: one status per key
   std::vector<Status> Write(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
-                            const PlacementConfig& config, WriteMode mode);
+                            const ReplicateConfig& config, WriteMode mode);
 
   // ---- reads
   // Reads a whole object into `slices` from its best replica, falling back to the next ones.

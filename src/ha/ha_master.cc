@@ -111,18 +111,15 @@ void HaMaster::RunOnce() {
 }
 
 Status HaMaster::Lead(uint64_t epoch) {
-  std::shared_ptr<MasterService> m;
-  {
-    auto created = MasterService::Create(options_.master, clock_);
-    if (!created.ok()) return Status(created.code(), "the master cannot be built: " + created.status().ToString());
-    m = std::move(created).value();
-    if (Status st = replica_->Promote(*m); !st.ok()) {
-      return Status(st.code(), "the replicated state does not load: " + st.ToString());
-    }
-    m->SetSink(log_.get());
-    m->SetMediaObserver(options_.media_observer);
-    if (Status st = m->ApplyConfiguredQuotas(); !st.ok()) YB_LOG_WARN("HA: --tenant_quotas: {}", st.ToString());
+  auto created = MasterService::Create(options_.master, clock_);
+  if (!created.ok()) return Status(created.code(), "the master cannot be built: " + created.status().ToString());
+  std::shared_ptr<MasterService> m = std::move(created).value();
+  if (Status st = replica_->Promote(*m); !st.ok()) {
+    return Status(st.code(), "the replicated state does not load: " + st.ToString());
   }
+  m->SetSink(log_.get());
+  m->SetMediaObserver(options_.media_observer);
+  if (Status st = m->ApplyConfiguredQuotas(); !st.ok()) YB_LOG_WARN("HA: --tenant_quotas: {}", st.ToString());
   log_->SetReplicated(UINT64_MAX);  // no standby counted yet
   {
     WriterLock lock(master_mu_);
