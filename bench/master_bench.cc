@@ -34,7 +34,7 @@ struct Shared {
     master = std::move(MasterService::Create(c, clock).value());
     (void)master->RegisterClient({ctx.client, "bench", "default"});
     for (int i = 0; i < 4; ++i) {
-      SegmentDesc d{static_cast<SegmentId>(i + 1), "node-" + std::to_string(i), 0, 1ULL << 40, "local"};
+      SegmentMount d{static_cast<SegmentId>(i + 1), "node-" + std::to_string(i), 0, 1ULL << 40, "local"};
       (void)master->MountSegment(ctx, d);
     }
     keys.reserve(kKeys);
@@ -159,7 +159,7 @@ struct Logged {
     master->SetSink(log.get());
     (void)master->RegisterClient({ctx.client, "bench", "default"});
     for (int i = 0; i < 4; ++i) {
-      SegmentDesc d{static_cast<SegmentId>(i + 1), "node-" + std::to_string(i), 0, 1ULL << 40, "local"};
+      SegmentMount d{static_cast<SegmentId>(i + 1), "node-" + std::to_string(i), 0, 1ULL << 40, "local"};
       (void)master->MountSegment(ctx, d);
     }
   }

@@ -1,7 +1,6 @@
 // Public value types shared by the client, the master and the bindings.
 #pragma once
 
-#include <array>
 #include <compare>
 #include <cstdint>
 #include <memory>
@@ -77,16 +76,9 @@ struct SegmentDesc {
   uint64_t base = 0;  // owner's address of byte 0 (opaque to the master)
   uint64_t size = 0;
   std::string endpoint;  // where its transfer server listens ("local" in one process)
-  // The memory behind the segment: a random number the owner draws when it maps the memory. A
-  // master that restarted keeps the objects of a segment re-mounted with the same id and
-  // incarnation (the owner kept its memory), and drops them otherwise.
-  uint64_t incarnation = 0;
   // The owner's failure domain (yb-client --zone: a rack, a power feed, an availability zone);
   // "" when none was given. Replicas of an object go to distinct zones first, then distinct hosts.
   std::string zone = {};
-  // The key the master mints this segment's grants with (kGrantKeySize random bytes the owner draws
-  // at mount). Secret: the master never lists it.
-  std::string grant_key = {};
   // The owner's host: "hostname/boot id" (HostIdentity()), announced at mount. A process whose
   // own differs reaches the segment over the network without trying the same-host transport;
   // "" (an owner that did not say) is tried.
@@ -96,18 +88,6 @@ struct SegmentDesc {
 // The endpoint of a segment served only inside its owner's process (an embedded master's clients).
 inline constexpr std::string_view kLocalEndpoint = "local";
 
-// A capability (docs/security.md): what the master lets the bearer move through a segment owner's
-// transfer server. Opaque to callers: the master mints it with a key only it and the owner know,
-// the owner checks it before it moves a byte.
-enum class GrantAccess : uint8_t { kNone = 0, kRead = 1, kWrite = 2, kReadObject = 3 };
-struct Grant {
-  GrantAccess access = GrantAccess::kNone;  // kNone: no grant (in-process segments need none)
-  uint64_t offset = 0;                      // the range of the segment it covers
-  uint64_t length = 0;
-  int64_t expires_ms = 0;  // Unix time, in milliseconds
-  std::array<uint8_t, 16> mac{};
-};
-
 // Where one replica of an object lives.
 struct ReplicaDesc {
   ReplicaKind kind = ReplicaKind::kMemory;
@@ -115,7 +95,6 @@ struct ReplicaDesc {
   SegmentId segment = 0;
   uint64_t offset = 0;  // within the segment
   uint64_t size = 0;
-  Grant grant = {};  // for the call that returned it: read (a Get) or write (a Put's reservation)
 };
 
 // Usage of one mounted segment.

@@ -10,13 +10,13 @@ T First(std::vector<T> v) {
 
 }  // namespace
 
-Result<std::vector<ReplicaDesc>> MasterApi::PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                                     const PlacementConfig& config) {
+Result<std::vector<GrantedReplica>> MasterApi::PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                                        const PlacementConfig& config) {
   return First(BatchPutStart(ctx, {key}, {size}, config, WriteMode::kPut));
 }
 
-Result<std::vector<ReplicaDesc>> MasterApi::UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                                        const PlacementConfig& config) {
+Result<std::vector<GrantedReplica>> MasterApi::UpsertStart(const CallContext& ctx, const std::string& key,
+                                                           uint64_t size, const PlacementConfig& config) {
   return First(BatchPutStart(ctx, {key}, {size}, config, WriteMode::kUpsert));
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/internal_types.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 
@@ -106,7 +107,7 @@ struct DiskObject {
 struct ObjectInfo {
   uint64_t size = 0;
   std::optional<uint64_t> checksum;   // the value's (common/checksum.h), when the writer gave one
-  std::vector<ReplicaDesc> replicas;  // COMPLETE replicas only
+  std::vector<GrantedReplica> replicas;  // COMPLETE replicas only
   uint64_t read_pin = 0;              // non-zero when pinned: pass to ReadEnd
 };
 
@@ -205,7 +206,7 @@ class MasterApi {
   virtual Status UnregisterClient(const CallContext& ctx) = 0;
   // Mounts segments (also again, after the master forgot them: a restart, or the client declared
   // dead). Every segment is tried; the first error is returned.
-  virtual Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) = 0;
+  virtual Status MountSegments(const CallContext& ctx, const std::vector<SegmentMount>& segs) = 0;
   virtual Status UnmountSegment(const CallContext& ctx, SegmentId id) = 0;
   // Drains a segment before it goes: it takes no new replicas, and each object it holds a memory
   // replica of gets one elsewhere (re-replication). Returns how many objects still need theirs:
@@ -218,10 +219,10 @@ class MasterApi {
   // ---- objects, one answer per key, in order
   // Reserves space for each key (`sizes` one per key). kUpsert: an existing COMPLETE value is
   // replaced atomically at PutEnd.
-  virtual std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                                      const std::vector<uint64_t>& sizes,
-                                                                      const PlacementConfig& config,
-                                                                      WriteMode mode) = 0;
+  virtual std::vector<Result<std::vector<GrantedReplica>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                         const std::vector<uint64_t>& sizes,
+                                                                         const PlacementConfig& config,
+                                                                         WriteMode mode) = 0;
   // `checksums`: one per key, or empty (none known).
   virtual std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                           const std::vector<std::optional<uint64_t>>& checksums) = 0;
@@ -273,16 +274,16 @@ class MasterApi {
   virtual std::vector<Status> DropDiskReplicas(const CallContext& ctx, const Keys& disk_keys) = 0;
 
   // ---- helpers: the calls above for one key or one segment
-  Status MountSegment(const CallContext& ctx, const SegmentDesc& seg) { return MountSegments(ctx, {seg}); }
-  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                              const std::vector<uint64_t>& sizes,
-                                                              const PlacementConfig& config) {
+  Status MountSegment(const CallContext& ctx, const SegmentMount& seg) { return MountSegments(ctx, {seg}); }
+  std::vector<Result<std::vector<GrantedReplica>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                 const std::vector<uint64_t>& sizes,
+                                                                 const PlacementConfig& config) {
     return BatchPutStart(ctx, keys, sizes, config, WriteMode::kPut);
   }
-  Result<std::vector<ReplicaDesc>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
-                                            const PlacementConfig& config);
-  Result<std::vector<ReplicaDesc>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
+  Result<std::vector<GrantedReplica>> PutStart(const CallContext& ctx, const std::string& key, uint64_t size,
                                                const PlacementConfig& config);
+  Result<std::vector<GrantedReplica>> UpsertStart(const CallContext& ctx, const std::string& key, uint64_t size,
+                                                  const PlacementConfig& config);
   Status PutEnd(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
   Status PutRevoke(const CallContext& ctx, const std::string& key);
   Result<ObjectInfo> GetReplicaList(const CallContext& ctx, const std::string& key, bool pin);

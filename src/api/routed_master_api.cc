@@ -22,7 +22,7 @@ Status RoutedMasterApi::UnregisterClient(const CallContext& ctx) {
   return Routed<Status>([&](MasterApi& m) { return m.UnregisterClient(ctx); });
 }
 
-Status RoutedMasterApi::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
+Status RoutedMasterApi::MountSegments(const CallContext& ctx, const std::vector<SegmentMount>& segs) {
   return Routed<Status>([&](MasterApi& m) { return m.MountSegments(ctx, segs); });
 }
 
@@ -42,11 +42,12 @@ Result<std::vector<SegmentUsage>> RoutedMasterApi::ListSegments() {
   return Routed<Result<std::vector<SegmentUsage>>>([&](MasterApi& m) { return m.ListSegments(); });
 }
 
-std::vector<Result<std::vector<ReplicaDesc>>> RoutedMasterApi::BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                                             const std::vector<uint64_t>& sizes,
-                                                                             const PlacementConfig& config,
-                                                                             WriteMode mode) {
-  return Routed<std::vector<Result<std::vector<ReplicaDesc>>>>(
+std::vector<Result<std::vector<GrantedReplica>>> RoutedMasterApi::BatchPutStart(const CallContext& ctx,
+                                                                                const Keys& keys,
+                                                                                const std::vector<uint64_t>& sizes,
+                                                                                const PlacementConfig& config,
+                                                                                WriteMode mode) {
+  return Routed<std::vector<Result<std::vector<GrantedReplica>>>>(
       [&](MasterApi& m) { return m.BatchPutStart(ctx, keys, sizes, config, mode); }, keys.size());
 }
 

@@ -39,14 +39,15 @@ class RoutedMasterApi : public MasterApi {
   Status Writable() override;
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;
-  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
+  Status MountSegments(const CallContext& ctx, const std::vector<SegmentMount>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
   Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
   Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
   Result<std::vector<SegmentUsage>> ListSegments() override;
-  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                              const std::vector<uint64_t>& sizes,
-                                                              const PlacementConfig& config, WriteMode mode) override;
+  std::vector<Result<std::vector<GrantedReplica>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                 const std::vector<uint64_t>& sizes,
+                                                                 const PlacementConfig& config,
+                                                                 WriteMode mode) override;
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
   std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;

@@ -51,7 +51,7 @@ TEST(BufferRegistryTest, ARangeStartingInARegisteredBufferMustEndInIt) {
 }
 
 TEST(ReplicaOrderTest, LocalMemoryThenMemoryThenLocalDiskThenDisk) {
-  std::vector<ReplicaDesc> in = {
+  std::vector<GrantedReplica> in = {
       {ReplicaKind::kDisk, ReplicaStatus::kComplete, 1, 0, 1},
       {ReplicaKind::kLocalDisk, ReplicaStatus::kComplete, 2, 0, 1},
       {ReplicaKind::kMemory, ReplicaStatus::kComplete, 3, 0, 1},

@@ -14,7 +14,7 @@ Mutex g_embedded_mu;
 EmbeddedConnector g_embedded GUARDED_BY(g_embedded_mu);
 
 // The ids of segments just mounted at run time, logged with what they hold (`what`).
-Result<std::vector<SegmentId>> MountedIds(const Result<std::vector<SegmentDesc>>& mounted, const std::string& host,
+Result<std::vector<SegmentId>> MountedIds(const Result<std::vector<SegmentMount>>& mounted, const std::string& host,
                                           const std::string& what) {
   if (!mounted.ok()) return mounted.status();
   std::vector<SegmentId> ids;
@@ -335,7 +335,8 @@ bool Client::IsDeviceMemory(const void* ptr) {
 Result<Client::QueryResult> Client::Query(const std::string& key) {
   auto info = impl_->members.master().GetReplicaList(impl_->members.ctx(), key, false);
   if (!info.ok()) return info.status();
-  return QueryResult{info->size, info->checksum, std::move(info->replicas)};
+  // The caller sees where the replicas are, not the grants the master minted for this call.
+  return QueryResult{info->size, info->checksum, {info->replicas.begin(), info->replicas.end()}};
 }
 
 Result<bool> Client::IsExist(const std::string& key) {

@@ -43,7 +43,7 @@ Result<uint64_t> DataPath::CallerSize(const std::vector<Slice>& slices) const {
   return total;
 }
 
-void DataPath::AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+void DataPath::AppendRequests(TransferRequest::Op op, const GrantedReplica& replica, const std::vector<Slice>& slices,
                               std::vector<TransferRequest>& out, ChecksumSink* checksum) {
   uint64_t pos = 0;
   for (const auto& s : slices) {
@@ -62,11 +62,11 @@ bool DataPath::OnDevice(const std::vector<Slice>& slices) {
   });
 }
 
-bool DataPath::NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
+bool DataPath::NeedsStaging(const GrantedReplica& replica, const std::vector<Slice>& slices) const {
   return OnDevice(slices) || NeedsRegistration(replica, slices);
 }
 
-bool DataPath::NeedsRegistration(const ReplicaDesc& replica, const std::vector<Slice>& slices) const {
+bool DataPath::NeedsRegistration(const GrantedReplica& replica, const std::vector<Slice>& slices) const {
   Transport* t = engine_->Route(replica.segment);
   if (!t) return false;
   const bool registration = t->RequiresRegisteredMemory();
@@ -77,7 +77,7 @@ bool DataPath::NeedsRegistration(const ReplicaDesc& replica, const std::vector<S
   });
 }
 
-Status DataPath::Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+Status DataPath::Move(TransferRequest::Op op, const GrantedReplica& replica, const std::vector<Slice>& slices,
                       ChecksumSink* checksum) {
   if (NeedsStaging(replica, slices)) return MoveStaged(op, replica, slices, checksum);
   std::vector<TransferRequest> reqs;
@@ -118,7 +118,7 @@ Status ForEachFragment(const std::vector<Slice>& slices, uint64_t pos, uint64_t 
 // over the transport, the other's copy between the slot and the caller's memory runs (the driver's
 // async copies for device memory; memcpy otherwise). The slots are the pinned ones of a device
 // stager when any slice is device memory, else two ranges of the registered staging buffer.
-Status DataPath::MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+Status DataPath::MoveStaged(TransferRequest::Op op, const GrantedReplica& replica, const std::vector<Slice>& slices,
                             ChecksumSink* checksum) {
   auto total = SlicesSize(slices);
   if (!total.ok()) return total.status();

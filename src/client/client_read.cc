@@ -33,7 +33,7 @@ Status TooSmall(uint64_t have, uint64_t need) {
 // What the master declared, checked before a byte moves: a replica of another size than its
 // object would be read past the caller's buffer.
 Status CheckDeclared(const ObjectInfo& info) {
-  for (const ReplicaDesc& r : info.replicas) {
+  for (const GrantedReplica& r : info.replicas) {
     if (r.size != info.size) {
       return Status(Code::kInvalidReplica, "the master declared a replica of " + std::to_string(r.size) +
                                                " bytes for an object of " + std::to_string(info.size));
@@ -60,7 +60,7 @@ Result<std::string> BufferFor(uint64_t size) {
 
 }  // namespace
 
-Status DataPath::ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+Status DataPath::ReadFromDisk(const std::string& key, const GrantedReplica& replica, const std::vector<Slice>& slices,
                               ChecksumSink* checksum) {
   const std::string disk_key = DiskKey(config_.tenant, key);
   disk_reads_.fetch_add(1, std::memory_order_relaxed);
@@ -189,7 +189,7 @@ std::vector<Result<uint64_t>> DataPath::BatchRead(const MasterApi::Keys& keys,
     std::vector<size_t> owner;
     for (size_t i = 0; i < n; ++i) {
       if (!out[i].ok() || !(cached[i] = locations_.Find(keys[i]))) continue;
-      const ReplicaDesc best =
+      const GrantedReplica best =
           OrderReplicas(cached[i]->replicas, [this](SegmentId s) { return members_.IsLocal(s); }).front();
       targets[i] = Trim(buffers[i], cached[i]->size);
       // Staged buffers go the master's way: the cache serves what moves in one batch.
@@ -253,7 +253,7 @@ std::vector<Result<uint64_t>> DataPath::ReadPinned(const MasterApi::Keys& keys,
   std::vector<TransferRequest> reqs;
   std::vector<size_t> owner;
   std::vector<std::vector<Slice>> targets(n);
-  std::vector<std::vector<ReplicaDesc>> ordered(n);
+  std::vector<std::vector<GrantedReplica>> ordered(n);
   std::vector<bool> ok(n, false), attempted(n, false);
   std::vector<ChecksumSink> sums(n);  // of the first attempt, as its bytes arrive
   StagingLeases staged_batch(*staging_);
@@ -356,7 +356,7 @@ struct ViewHold {
 
 std::optional<ObjectView> DataPath::ViewInPlace(const ObjectInfo& info) {
   if (!CheckDeclared(info).ok()) return std::nullopt;
-  for (const ReplicaDesc& r : OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); })) {
+  for (const GrantedReplica& r : OrderReplicas(info.replicas, [this](SegmentId s) { return members_.IsLocal(s); })) {
     if (r.kind != ReplicaKind::kMemory) continue;
     TransferRequest q;
     q.op = TransferRequest::Op::kRead;

@@ -33,13 +33,13 @@ Status CheckRanges(const std::vector<Slice>& slices, const std::vector<uint64_t>
 
 }  // namespace
 
-Status DataPath::MoveRanges(TransferRequest::Op op, const std::vector<ReplicaDesc>& replicas,
+Status DataPath::MoveRanges(TransferRequest::Op op, const std::vector<GrantedReplica>& replicas,
                             const std::vector<Slice>& slices, const std::vector<uint64_t>& offsets,
                             std::vector<TransferRequest>& batch) {
-  for (const ReplicaDesc& replica : replicas) {
+  for (const GrantedReplica& replica : replicas) {
     for (size_t j = 0; j < slices.size(); ++j) {
       if (slices[j].size == 0) continue;
-      ReplicaDesc range = replica;  // the range as a replica of its own: the staged path moves it
+      GrantedReplica range = replica;  // the range as a replica of its own: the staged path moves it
       range.offset += offsets[j];
       range.size = slices[j].size;
       const std::vector<Slice> one{slices[j]};
@@ -68,7 +68,7 @@ std::vector<Status> DataPath::GetSessionStart(const MasterApi::Keys& keys) {
       members_.pins().Add(keys[i], infos[i]->read_pin);
       auto ordered = OrderReplicas(infos[i]->replicas, [this](SegmentId s) { return members_.IsLocal(s); });
       ordered.erase(std::remove_if(ordered.begin(), ordered.end(),
-                                   [](const ReplicaDesc& r) { return r.kind != ReplicaKind::kMemory; }),
+                                   [](const GrantedReplica& r) { return r.kind != ReplicaKind::kMemory; }),
                     ordered.end());
       if (auto it = get_sessions_.find(keys[i]); it != get_sessions_.end()) {  // started again: the old pin goes
         replaced.push_back(keys[i]);
@@ -100,7 +100,7 @@ std::vector<Result<uint64_t>> DataPath::GetSessionRanges(const MasterApi::Keys& 
     return std::vector<Result<uint64_t>>(n, Status(Code::kInvalidParams, "keys, buffers and offsets differ in length"));
   }
   std::vector<Result<uint64_t>> out(n, Result<uint64_t>(uint64_t{0}));
-  std::vector<std::vector<ReplicaDesc>> sources(n);
+  std::vector<std::vector<GrantedReplica>> sources(n);
   for (size_t i = 0; i < n; ++i) {
     {
       MutexLock lock(sessions_mu_);
@@ -144,7 +144,7 @@ std::vector<Result<uint64_t>> DataPath::GetSessionRanges(const MasterApi::Keys& 
   for (size_t i = 0; i < n; ++i) {
     if (failed[i].ok()) continue;
     replica_read_failures_.fetch_add(1, std::memory_order_relaxed);
-    std::vector<ReplicaDesc> rest;
+    std::vector<GrantedReplica> rest;
     {
       MutexLock lock(sessions_mu_);
       if (auto it = get_sessions_.find(keys[i]); it != get_sessions_.end()) rest = it->second.replicas;
@@ -231,7 +231,7 @@ std::vector<Result<uint64_t>> DataPath::PutSessionRanges(const MasterApi::Keys& 
     return std::vector<Result<uint64_t>>(n, Status(Code::kInvalidParams, "keys, buffers and offsets differ in length"));
   }
   std::vector<Result<uint64_t>> out(n, Result<uint64_t>(uint64_t{0}));
-  std::vector<std::vector<ReplicaDesc>> targets(n);
+  std::vector<std::vector<GrantedReplica>> targets(n);
   std::vector<bool> counted(n, false);
   for (size_t i = 0; i < n; ++i) {
     auto size = CallerSize(buffers[i]);

@@ -663,7 +663,7 @@ TEST(ClientHeartbeatTest, BeatsWhileTheSegmentIsMounted) {
         return PingResponse{};
       });
   ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
-      .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>&) {
+      .WillByDefault([&](const CallContext&, const std::vector<SegmentMount>&) {
         scheduler.Advance(3000);  // a slow mount
         pings_while_mounting = pings;
         return Status::OK();
@@ -694,7 +694,7 @@ TEST(ClientHeartbeatTest, AFailedRemountIsTriedAgainUntilTheMasterServesTheSegme
         return PingResponse{state.mounted_segments > served};
       });
   ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
-      .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>& segs) {
+      .WillByDefault([&](const CallContext&, const std::vector<SegmentMount>& segs) {
         if (++mounts == 2) return Status(Code::kRpcTimeout, "the answer was lost");
         served = static_cast<uint32_t>(segs.size());
         return Status::OK();
@@ -724,7 +724,7 @@ TEST(ClientDeclaredSizesTest, AReplicaLargerThanItsObjectIsRefusedBeforeAByteMov
   ON_CALL(*master, RegisterClient(::testing::_)).WillByDefault(::testing::Return(CallContext{}));
   SegmentId own = 0;
   ON_CALL(*master, MountSegments(::testing::_, ::testing::_))
-      .WillByDefault([&](const CallContext&, const std::vector<SegmentDesc>& segs) {
+      .WillByDefault([&](const CallContext&, const std::vector<SegmentMount>& segs) {
         own = segs[0].id;
         return Status::OK();
       });
@@ -733,7 +733,7 @@ TEST(ClientDeclaredSizesTest, AReplicaLargerThanItsObjectIsRefusedBeforeAByteMov
       .WillByDefault([&](const CallContext&, const MasterApi::Keys& keys, bool) {
         ObjectInfo info;
         info.size = object_size;
-        info.replicas.push_back(ReplicaDesc{ReplicaKind::kMemory, ReplicaStatus::kComplete, own, 0, replica_size});
+        info.replicas.push_back(GrantedReplica{ReplicaKind::kMemory, ReplicaStatus::kComplete, own, 0, replica_size});
         return std::vector<Result<ObjectInfo>>(keys.size(), info);
       });
   ON_CALL(*master, BatchReadEnd(::testing::_, ::testing::_, ::testing::_))

@@ -29,7 +29,7 @@ Status DataPath::StartSsdTier(Scheduler& scheduler, const StorageFault& fault,
       o, members_.master_ptr(), [&m] { return m.ctx(); }, local);
   if (!off.ok()) return off.status();
   offloader_ = std::move(off).value();
-  std::vector<SegmentDesc> segs = members_.mounted();
+  std::vector<SegmentMount> segs = members_.mounted();
   // LOCAL_DISK replicas name one of our segments: serve the SSD tier under each of them.
   for (const auto& d : segs) {
     local->AddDisk(d.id, offloader_->reader());

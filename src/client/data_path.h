@@ -143,29 +143,30 @@ class DataPath {
   Status ReadReplicas(const std::string& key, const ObjectInfo& info, const std::vector<Slice>& target, size_t first,
                       Status prior = Status(Code::kTransferFail, "no replica could be read"));
   // Reads a whole object from a LOCAL_DISK replica (here or through its owner's transfer server).
-  Status ReadFromDisk(const std::string& key, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+  Status ReadFromDisk(const std::string& key, const GrantedReplica& replica, const std::vector<Slice>& slices,
                       ChecksumSink* checksum);
   // Moves a whole object to or from the caller's slices, staging when needed; `checksum` (if set)
   // is given the bytes as they move (a staged copy gives none: Finish hashes them).
-  Status Move(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+  Status Move(TransferRequest::Op op, const GrantedReplica& replica, const std::vector<Slice>& slices,
               ChecksumSink* checksum = nullptr);
   // Through host staging slots: when a slice is device memory, or the transport needs registered
   // memory and a slice is not.
-  bool NeedsStaging(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
+  bool NeedsStaging(const GrantedReplica& replica, const std::vector<Slice>& slices) const;
   // The transport to the replica needs registered memory and a slice is not in it.
-  bool NeedsRegistration(const ReplicaDesc& replica, const std::vector<Slice>& slices) const;
+  bool NeedsRegistration(const GrantedReplica& replica, const std::vector<Slice>& slices) const;
   // Ranges of objects: slices[j] <-> offsets[j] onwards of each replica, staged ones moved here,
   // the others appended to `batch`.
-  Status MoveRanges(TransferRequest::Op op, const std::vector<ReplicaDesc>& replicas, const std::vector<Slice>& slices,
-                    const std::vector<uint64_t>& offsets, std::vector<TransferRequest>& batch);
+  Status MoveRanges(TransferRequest::Op op, const std::vector<GrantedReplica>& replicas,
+                    const std::vector<Slice>& slices, const std::vector<uint64_t>& offsets,
+                    std::vector<TransferRequest>& batch);
   // Seals put sessions, waits for their range writes, then ends (publish) or revokes them.
   std::vector<Status> FinishPutSessions(const MasterApi::Keys& keys, bool publish);
-  Status MoveStaged(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+  Status MoveStaged(TransferRequest::Op op, const GrantedReplica& replica, const std::vector<Slice>& slices,
                     ChecksumSink* checksum);
   // Whether any slice is device memory (or one the driver cannot place: the staged move says why).
   static bool OnDevice(const std::vector<Slice>& slices);
   // Requests for a whole object over `slices`, appended to `out`.
-  static void AppendRequests(TransferRequest::Op op, const ReplicaDesc& replica, const std::vector<Slice>& slices,
+  static void AppendRequests(TransferRequest::Op op, const GrantedReplica& replica, const std::vector<Slice>& slices,
                              std::vector<TransferRequest>& out, ChecksumSink* checksum = nullptr);
   // Whether a read of this object checks its bytes (the writer recorded a checksum, and the
   // configuration verifies).
@@ -192,11 +193,11 @@ class DataPath {
   struct GetSession {
     uint64_t size = 0;
     uint64_t pin = 0;                   // the master's read pin, released at the end
-    std::vector<ReplicaDesc> replicas;  // memory replicas, best first
+    std::vector<GrantedReplica> replicas;  // memory replicas, best first
   };
   struct PutSession {
     uint64_t size = 0;
-    std::vector<ReplicaDesc> replicas;  // every replica the master reserved
+    std::vector<GrantedReplica> replicas;  // every replica the master reserved
     int inflight = 0;                   // range writes under way
     bool sealed = false;                // ending or revoking: no new range write
   };

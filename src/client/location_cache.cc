@@ -36,7 +36,7 @@ void LocationCache::Remember(const std::string& key, const ObjectInfo& info) {
   kept.checksum = info.checksum;
   int64_t grant_left = ttl_ms_;
   const int64_t wall_now = WallMs(wall_);
-  for (const ReplicaDesc& r : info.replicas) {
+  for (const GrantedReplica& r : info.replicas) {
     if (r.kind != ReplicaKind::kMemory || r.size != info.size) continue;
     // In-process segments need no grant (kNone); another process's is refused past its expiry.
     if (r.grant.access != GrantAccess::kNone) {

@@ -11,7 +11,7 @@ ObjectInfo Info(int64_t expires_ms, bool checksum = true) {
   ObjectInfo info;
   info.size = 100;
   if (checksum) info.checksum = 42;
-  ReplicaDesc r;
+  GrantedReplica r;
   r.segment = 7;
   r.size = 100;
   r.grant.access = GrantAccess::kRead;

@@ -76,24 +76,19 @@ Status Membership::MountPool() {
   return mounted.status();
 }
 
-Result<std::vector<SegmentDesc>> Membership::MountRegion(const std::shared_ptr<MappedRegion>& region) {
+Result<std::vector<SegmentMount>> Membership::MountRegion(const std::shared_ptr<MappedRegion>& region) {
   std::mt19937_64 rng(std::random_device{}() ^ id_.lo ^ reinterpret_cast<uint64_t>(region->data()));
   // This mapping of the memory: a master that restarted keeps the objects of segments re-mounted
   // with it, and drops those of a client that came back with fresh memory.
   const uint64_t incarnation = rng() | 1;
-  std::vector<SegmentDesc> out;
+  std::vector<SegmentMount> out;
   for (uint64_t off = 0; off < region->size(); off += config_.segment_chunk_size) {
     uint64_t size = std::min(config_.segment_chunk_size, region->size() - off);
     // The segment's grant key: the master mints with it what our transfer server lets others move.
-    SegmentDesc d{rng() | 1,
-                  config_.local_hostname,
-                  reinterpret_cast<uint64_t>(region->data() + off),
-                  size,
-                  endpoint_,
-                  incarnation,
-                  config_.zone,
-                  NewGrantKey(),
-                  HostIdentity()};
+    SegmentMount d{{rng() | 1, config_.local_hostname, reinterpret_cast<uint64_t>(region->data() + off), size,
+                    endpoint_, config_.zone, HostIdentity()},
+                   incarnation,
+                   NewGrantKey()};
     local_->Add(d.id, LocalSegment{region, region->data() + off, size, d.grant_key});
     if (served_) served_->Add(d.id, LocalSegment{region, region->data() + off, size, d.grant_key});
     Status st = master_->MountSegment(ctx(), d);
@@ -119,7 +114,7 @@ Status Membership::MayMountMore() const {
                 "be reached by others");
 }
 
-Result<std::vector<SegmentDesc>> Membership::AllocateAndMount(uint64_t size) {
+Result<std::vector<SegmentMount>> Membership::AllocateAndMount(uint64_t size) {
   YB_RETURN_IF_ERROR(MayMountMore());
   if (size == 0) return Status(Code::kInvalidParams, "a segment of 0 bytes");
   auto region = MappedRegion::Map(size, config_.prefault_segment, config_.same_host_transfers);
@@ -129,7 +124,7 @@ Result<std::vector<SegmentDesc>> Membership::AllocateAndMount(uint64_t size) {
   return MountRegion(region);
 }
 
-Result<std::vector<SegmentDesc>> Membership::MountFile(const std::string& path, uint64_t offset, uint64_t size) {
+Result<std::vector<SegmentMount>> Membership::MountFile(const std::string& path, uint64_t offset, uint64_t size) {
   YB_RETURN_IF_ERROR(MayMountMore());
   auto region = MappedRegion::MapFile(path, offset, size);
   if (!region.ok()) return region.status();
@@ -142,7 +137,7 @@ Status Membership::Unmount(const std::vector<SegmentId>& ids) {
     bool ours = false;
     {
       MutexLock lock(mu_);
-      auto it = std::find_if(mounted_.begin(), mounted_.end(), [&](const SegmentDesc& d) { return d.id == id; });
+      auto it = std::find_if(mounted_.begin(), mounted_.end(), [&](const SegmentMount& d) { return d.id == id; });
       if (it != mounted_.end()) {
         mounted_.erase(it);
         ours = true;
@@ -162,7 +157,7 @@ Status Membership::Unmount(const std::vector<SegmentId>& ids) {
 }
 
 bool Membership::UnmountPool() {
-  std::vector<SegmentDesc> segs;
+  std::vector<SegmentMount> segs;
   {
     MutexLock lock(mu_);
     segs.swap(mounted_);
@@ -233,7 +228,7 @@ Status Membership::Beat() {
   if (pong->need_remount) {
     // The master lost us (restart, or we were declared dead): register again, then re-mount.
     YB_RETURN_IF_ERROR(Register());
-    std::vector<SegmentDesc> segs = mounted();
+    std::vector<SegmentMount> segs = mounted();
     if (!segs.empty()) {
       YB_LOG_INFO("master asked client {} to re-mount {} segments", id_.ToString(), segs.size());
       YB_RETURN_IF_ERROR(master_->MountSegments(ctx(), segs));
@@ -271,7 +266,7 @@ bool Membership::IsLocal(SegmentId s) const {
   return false;
 }
 
-std::vector<SegmentDesc> Membership::mounted() const {
+std::vector<SegmentMount> Membership::mounted() const {
   MutexLock lock(mu_);
   return mounted_;
 }

@@ -61,9 +61,9 @@ class Membership {
   // More memory at run time (Mooncake's allocate_and_mount_segment): `size` bytes mapped and mounted
   // as segments of segment_chunk_size; none mounted on failure. NOT_SUPPORTED for a client that
   // serves no transfers.
-  Result<std::vector<SegmentDesc>> AllocateAndMount(uint64_t size);
+  Result<std::vector<SegmentMount>> AllocateAndMount(uint64_t size);
   // A file's range mounted the same way (Mooncake's mount_segment; MappedRegion::MapFile).
-  Result<std::vector<SegmentDesc>> MountFile(const std::string& path, uint64_t offset, uint64_t size);
+  Result<std::vector<SegmentMount>> MountFile(const std::string& path, uint64_t offset, uint64_t size);
   // NOT_SUPPORTED for a client that serves no transfers: memory mounted at run time is its segments'.
   Status MayMountMore() const;
   // Unmounts these segments of this client (the master drops their replicas); their memory is freed
@@ -93,7 +93,7 @@ class Membership {
   UnreachableHolders& unreachable() { return unreachable_; }
   // A segment this client mounted (its memory is ours: the cheapest replica to read).
   bool IsLocal(SegmentId s) const;
-  std::vector<SegmentDesc> mounted() const;
+  std::vector<SegmentMount> mounted() const;
 
   // Liveness as the heartbeats see it. The master is reachable while no heartbeat has failed
   // since it last answered.
@@ -109,7 +109,7 @@ class Membership {
  private:
   ClientRegistration Registration() const;
   // Mounts `region` as segments of segment_chunk_size; on failure none of them stays mounted.
-  Result<std::vector<SegmentDesc>> MountRegion(const std::shared_ptr<MappedRegion>& region);
+  Result<std::vector<SegmentMount>> MountRegion(const std::shared_ptr<MappedRegion>& region);
   // Records whether a heartbeat reached the master; logs when it stops and starts doing so.
   void Note(const Status& ping);
 
@@ -125,7 +125,7 @@ class Membership {
   std::shared_ptr<MappedRegion> pool_;  // the memory behind the segments
   std::unique_ptr<Scheduler::Job> heartbeat_;
   mutable Mutex mu_;
-  std::vector<SegmentDesc> mounted_ GUARDED_BY(mu_);
+  std::vector<SegmentMount> mounted_ GUARDED_BY(mu_);
   std::function<Status(SegmentId)> remount_hook_ GUARDED_BY(mu_);
   bool hook_owed_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> failures_{0};

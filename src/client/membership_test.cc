@@ -18,7 +18,7 @@ using ::testing::DoAll;
 using ::testing::Return;
 using ::testing::SaveArg;
 
-std::vector<SegmentId> IdsOf(const std::vector<SegmentDesc>& segs) {
+std::vector<SegmentId> IdsOf(const std::vector<SegmentMount>& segs) {
   std::vector<SegmentId> ids;
   for (const auto& s : segs) ids.push_back(s.id);
   return ids;
@@ -42,7 +42,7 @@ class MembershipTest : public ::testing::Test {
     ASSERT_TRUE(membership_->Register().ok());
     EXPECT_CALL(*master_, MountSegments(_, _))  // one segment at a time
         .Times(2)
-        .WillRepeatedly([this](const CallContext&, const std::vector<SegmentDesc>& segs) {
+        .WillRepeatedly([this](const CallContext&, const std::vector<SegmentMount>& segs) {
           mounted_.insert(mounted_.end(), segs.begin(), segs.end());
           return Status::OK();
         });
@@ -59,7 +59,7 @@ class MembershipTest : public ::testing::Test {
   ClientConfig config_;
   std::shared_ptr<::testing::StrictMock<testing::MockMaster>> master_;
   std::unique_ptr<Membership> membership_;
-  std::vector<SegmentDesc> mounted_;
+  std::vector<SegmentMount> mounted_;
 };
 
 TEST_F(MembershipTest, AMasterThatLostTheClientGetsItsRegistrationAndTheSameSegmentsBack) {
@@ -67,7 +67,7 @@ TEST_F(MembershipTest, AMasterThatLostTheClientGetsItsRegistrationAndTheSameSegm
   CallContext second;
   second.client = membership_->id();
   second.token[0] = 2;
-  std::vector<SegmentDesc> remounted;
+  std::vector<SegmentMount> remounted;
   EXPECT_CALL(*master_, Ping(_, _)).WillOnce(Return(PingResponse{true, 0}));
   EXPECT_CALL(*master_, RegisterClient(_)).WillOnce(DoAll(SaveArg<0>(&again), Return(second)));
   EXPECT_CALL(*master_, MountSegments(_, _)).WillOnce(DoAll(SaveArg<1>(&remounted), Return(Status::OK())));

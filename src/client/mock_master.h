@@ -19,10 +19,10 @@ class MockMaster : public MasterApi {
   using MasterApi::Ping;
   MOCK_METHOD(Result<PingResponse>, Ping, (const CallContext&, const PingState&), (override));
   MOCK_METHOD(Status, UnregisterClient, (const CallContext&), (override));
-  MOCK_METHOD(Status, MountSegments, (const CallContext&, const std::vector<SegmentDesc>&), (override));
+  MOCK_METHOD(Status, MountSegments, (const CallContext&, const std::vector<SegmentMount>&), (override));
   MOCK_METHOD(Status, UnmountSegment, (const CallContext&, SegmentId), (override));
   MOCK_METHOD(Result<std::vector<SegmentUsage>>, ListSegments, (), (override));
-  MOCK_METHOD(std::vector<Result<std::vector<ReplicaDesc>>>, BatchPutStart,
+  MOCK_METHOD(std::vector<Result<std::vector<GrantedReplica>>>, BatchPutStart,
               (const CallContext&, const Keys&, const std::vector<uint64_t>&, const PlacementConfig&, WriteMode),
               (override));
   MOCK_METHOD(std::vector<Status>, BatchPutEnd,

@@ -4,9 +4,9 @@
 
 namespace yb {
 
-std::vector<ReplicaDesc> OrderReplicas(const std::vector<ReplicaDesc>& replicas,
-                                       const std::function<bool(SegmentId)>& is_local) {
-  auto rank = [&](const ReplicaDesc& r) {
+std::vector<GrantedReplica> OrderReplicas(const std::vector<GrantedReplica>& replicas,
+                                          const std::function<bool(SegmentId)>& is_local) {
+  auto rank = [&](const GrantedReplica& r) {
     switch (r.kind) {
       case ReplicaKind::kMemory:
         return is_local(r.segment) ? 0 : 1;
@@ -16,9 +16,9 @@ std::vector<ReplicaDesc> OrderReplicas(const std::vector<ReplicaDesc>& replicas,
         return 4;
     }
   };
-  std::vector<ReplicaDesc> out = replicas;
+  std::vector<GrantedReplica> out = replicas;
   std::stable_sort(out.begin(), out.end(),
-                   [&](const ReplicaDesc& a, const ReplicaDesc& b) { return rank(a) < rank(b); });
+                   [&](const GrantedReplica& a, const GrantedReplica& b) { return rank(a) < rank(b); });
   return out;
 }
 

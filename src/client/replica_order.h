@@ -10,7 +10,7 @@
 namespace yb {
 
 // Stable: replicas of one rank keep the master's order.
-std::vector<ReplicaDesc> OrderReplicas(const std::vector<ReplicaDesc>& replicas,
-                                       const std::function<bool(SegmentId)>& is_local);
+std::vector<GrantedReplica> OrderReplicas(const std::vector<GrantedReplica>& replicas,
+                                          const std::function<bool(SegmentId)>& is_local);
 
 }  // namespace yb

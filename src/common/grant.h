@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/internal_types.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 

@@ -343,7 +343,7 @@ struct LeaderLog {
     master = std::move(MasterService::Create(MasterConfig{}, clock).value());
     master->SetSink(log.get());
     auto ctx = master->RegisterClient({ClientId{5, 5}, "h", "default"}).value();
-    EXPECT_TRUE(master->MountSegments(ctx, {SegmentDesc{1, "node-1", 0, 1 << 20, "e", 7}}).ok());
+    EXPECT_TRUE(master->MountSegments(ctx, {SegmentMount{{1, "node-1", 0, 1 << 20, "e"}, 7}}).ok());
     log->Flush();
   }
   // Its records after `after`, as a shipper reads them.

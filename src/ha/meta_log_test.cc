@@ -117,8 +117,8 @@ std::multiset<std::string> Fingerprint(MasterService& m) {
   return out;
 }
 
-SegmentDesc Seg(SegmentId id, uint64_t size) {
-  return SegmentDesc{id, "node-" + std::to_string(id), 0, size, "e", id * 7};
+SegmentMount Seg(SegmentId id, uint64_t size) {
+  return SegmentMount{{id, "node-" + std::to_string(id), 0, size, "e"}, id * 7};
 }
 
 class MetaLogTest : public ::testing::Test {
@@ -150,7 +150,7 @@ class MetaLogTest : public ::testing::Test {
 
 TEST_F(MetaLogTest, ARestartedMasterHasEveryObjectAndServesItOnceItsSegmentIsBack) {
   std::multiset<std::string> before;
-  std::vector<ReplicaDesc> where;
+  std::vector<GrantedReplica> where;
   {
     LoggedMaster a(dir_.path(), clock_);
     CallContext ctx = Join(*a.master);
@@ -183,7 +183,7 @@ TEST_F(MetaLogTest, ARestartedMasterHasEveryObjectAndServesItOnceItsSegmentIsBac
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_EQ(info->size, 1007u);
   EXPECT_EQ(info->checksum, 7u);
-  auto same = [](std::vector<ReplicaDesc> v) {
+  auto same = [](std::vector<GrantedReplica> v) {
     std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.segment < y.segment; });
     std::vector<std::pair<SegmentId, uint64_t>> out;
     for (auto& r : v) out.emplace_back(r.segment, r.offset);
@@ -225,7 +225,7 @@ TEST_F(MetaLogTest, AClientBackWithFreshMemoryOrNotBackLosesItsObjects) {
   }
   LoggedMaster b(dir_.path(), clock_);
   CallContext ctx = Join(*b.master);
-  SegmentDesc fresh = Seg(1, 1 << 20);
+  SegmentMount fresh = Seg(1, 1 << 20);
   fresh.incarnation = 999;  // same segment id, other memory behind it
   ASSERT_TRUE(b.master->MountSegments(ctx, {fresh}).ok());
   EXPECT_FALSE(*b.master->ExistKey(ctx, "on1"));

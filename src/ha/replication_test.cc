@@ -95,7 +95,7 @@ struct Leader {
     master = std::move(MasterService::Create(MasterConfig{}, clock).value());
     master->SetSink(log.get());
     ctx = master->RegisterClient({ClientId{5, 5}, "h", "default"}).value();
-    EXPECT_TRUE(master->MountSegments(ctx, {SegmentDesc{1, "node-1", 0, 1 << 20, "e", 7}}).ok());
+    EXPECT_TRUE(master->MountSegments(ctx, {SegmentMount{{1, "node-1", 0, 1 << 20, "e"}, 7}}).ok());
   }
   TempDir dir{"yb-leader"};
   ManualClock clock;

@@ -34,7 +34,7 @@ class GraceTest : public MasterServiceTest {
     ASSERT_EQ(master_->LivenessOnce(), 1u);
   }
   CallContext node_;
-  SegmentDesc seg_{801, "node", 0x10000000ULL, 1 << 20, "node:1", 5};
+  SegmentMount seg_{{801, "node", 0x10000000ULL, 1 << 20, "node:1"}, 5};
 };
 
 TEST_F(GraceTest, ADeadClientBackWithItsMemoryWithinTheGraceKeepsEveryReplica) {
@@ -101,7 +101,7 @@ TEST_F(GraceTest, ADeadClientNotBackByTheGracesEndLosesItsReplicas) {
 TEST_F(GraceTest, ADeadClientBackWithOtherMemoryLosesItsReplicasAtOnce) {
   NodeDeclaredDead();
   ASSERT_TRUE(master_->RegisterClient({node_.client, "host", "default", false, node_.token}).ok());
-  SegmentDesc fresh = seg_;
+  SegmentMount fresh = seg_;
   fresh.incarnation = 6;  // restarted its memory
   (void)master_->MountSegment(node_, fresh);
   EXPECT_FALSE(Exists("only-on-node"));

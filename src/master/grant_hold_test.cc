@@ -55,7 +55,7 @@ class GrantHoldMasterTest : public testing::MasterFixture {
     }
   }
 
-  SegmentDesc Desc() const { return SegmentDesc{42, "owner", 0x10000000, kSize, "127.0.0.1:1", 1, "", key_}; }
+  SegmentMount Desc() const { return SegmentMount{{42, "owner", 0x10000000, kSize, "127.0.0.1:1"}, 1, key_}; }
 
   // Lets `ms` pass as a running master sees it: heartbeats from everyone, background rounds.
   void Pass(TimeMs ms, MasterService& m) {

@@ -241,8 +241,8 @@ TEST(KvEventsTest, ASocketThatCannotBindSaysWhich) {
 class TableEventsTest : public ::testing::Test {
  protected:
   TableEventsTest() : segments_(MakeRandomStrategy(7), 64, &clock_), table_(segments_, tenants_, 4) {
-    EXPECT_TRUE(segments_.Mount(ClientId{1, 1}, SegmentDesc{10, "a", 0x100000, 1 << 20, "e:1"}).ok());
-    EXPECT_TRUE(segments_.Mount(ClientId{2, 2}, SegmentDesc{20, "b", 0x200000, 1 << 20, "e:2"}).ok());
+    EXPECT_TRUE(segments_.Mount(ClientId{1, 1}, SegmentMount{10, "a", 0x100000, 1 << 20, "e:1"}).ok());
+    EXPECT_TRUE(segments_.Mount(ClientId{2, 2}, SegmentMount{20, "b", 0x200000, 1 << 20, "e:2"}).ok());
     auto rec = std::make_unique<Recorder>();
     rec_ = rec.get();
     events_ = std::make_unique<KvEvents>(KvEventsConfig{}, std::move(rec), [] { return int64_t{5}; });

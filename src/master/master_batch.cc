@@ -19,11 +19,11 @@ std::vector<Out> SizeMismatch(size_t n, const char* what) {
 
 }  // namespace
 
-std::vector<Result<std::vector<ReplicaDesc>>> MasterService::BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                                           const std::vector<uint64_t>& sizes,
-                                                                           const PlacementConfig& config,
-                                                                           WriteMode mode) {
-  using R = Result<std::vector<ReplicaDesc>>;
+std::vector<Result<std::vector<GrantedReplica>>> MasterService::BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                              const std::vector<uint64_t>& sizes,
+                                                                              const PlacementConfig& config,
+                                                                              WriteMode mode) {
+  using R = Result<std::vector<GrantedReplica>>;
   if (sizes.size() != keys.size()) return SizeMismatch<R>(keys.size(), "sizes");
   return ForEachKey<R>(keys, [&](size_t i) -> R {
     auto group = GroupOf(config, keys.size(), i);

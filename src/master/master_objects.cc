@@ -23,9 +23,9 @@ std::string Quote(std::string_view key) {
   return "'" + std::string(key.substr(0, 64)) + (key.size() > 64 ? "..." : "") + "'";
 }
 
-ReplicaDesc MasterService::Describe(const StoredReplica& r, uint64_t size, std::optional<GrantAccess> grant,
-                                    std::string_view disk_key, TimeMs spent_ms) const {
-  ReplicaDesc d{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
+GrantedReplica MasterService::Describe(const StoredReplica& r, uint64_t size, std::optional<GrantAccess> grant,
+                                       std::string_view disk_key, TimeMs spent_ms) const {
+  GrantedReplica d{r.kind(), r.status(), segments_.IdOf(r.segment()), r.offset(), size};
   if (!grant) return d;
   const GrantAccess access = *grant;
   const int64_t ttl_ms = access == GrantAccess::kWrite ? WriteGrantMs(config_) : config_.grant_ttl_sec * 1000;
@@ -123,9 +123,9 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
   return allocs;
 }
 
-Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ctx, const std::string& key,
-                                                           uint64_t size, const PlacementConfig& config, WriteMode mode,
-                                                           const std::string& group) {
+Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext& ctx, const std::string& key,
+                                                              uint64_t size, const PlacementConfig& config,
+                                                              WriteMode mode, const std::string& group) {
   const bool upsert = mode == WriteMode::kUpsert;
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   if (size == 0) return Status(Code::kInvalidParams, "object size is 0");
@@ -194,7 +194,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
       // The same writer asking again (its first answer was lost with a master that went away): the
       // reservation it has, with grants that end when its first ones do (its ranges are held after
       // a revoke for as long as those may be valid).
-      std::vector<ReplicaDesc> descs;
+      std::vector<GrantedReplica> descs;
       for (const auto& r : mine->replicas) {
         descs.push_back(Describe(r, size, GrantAccess::kWrite, {}, now - mine->started));
       }
@@ -209,7 +209,7 @@ Result<std::vector<ReplicaDesc>> MasterService::StartWrite(const CallContext& ct
     return allocs.status();
   }
   std::vector<StoredReplica> replicas;
-  std::vector<ReplicaDesc> descs;
+  std::vector<GrantedReplica> descs;
   for (const auto& a : *allocs) {
     replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
     descs.push_back(Describe(replicas.back(), size, GrantAccess::kWrite));
@@ -300,7 +300,7 @@ Result<ObjectInfo> MasterService::GetReplicaListOne(const CallContext& ctx, cons
   info.replicas.reserve(m.n_replicas);
   std::string disk_key;  // what a LOCAL_DISK replica's grant names
   // Replicas on segments clients report unreachable go to the reader only when no other does.
-  std::vector<ReplicaDesc> unreachable;
+  std::vector<GrantedReplica> unreachable;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
     if (r.status() != ReplicaStatus::kComplete || !segments_.Serving(r.segment())) continue;

@@ -75,8 +75,8 @@ Status MasterService::Load(const MasterImage& image) {
   std::map<SegmentId, SegmentRef> refs;
   std::map<std::pair<std::string, bool>, std::map<size_t, uint32_t>> nodes;  // (key, pending) -> replica -> node
   for (const auto& [id, s] : image.segments) {
-    SegmentDesc d{s.id(),          s.name(), s.base(),      s.size(),   s.endpoint(),
-                  s.incarnation(), s.zone(), s.grant_key(), s.host_id()};
+    SegmentMount d{
+        {s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.zone(), s.host_id()}, s.incarnation(), s.grant_key()};
     auto restored = segments_.Restore(Owner(s), d, ranges[id],
                                       s.has_only_tenant() ? std::optional(static_cast<TenantIndex>(s.only_tenant()))
                                                           : std::nullopt);

@@ -152,7 +152,7 @@ Result<PingResponse> MasterService::Ping(const CallContext& ctx, const PingState
   return r;
 }
 
-Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
+Status MasterService::MountOne(const CallContext& ctx, const SegmentMount& seg) {
   if (ctx.client.empty()) return Status(Code::kInvalidParams, "client id is empty");
   clients_.Touch(ctx.client);
   // While the log cannot be written, only a mount that changes nothing recorded (an owner back with
@@ -196,7 +196,7 @@ Status MasterService::MountOne(const CallContext& ctx, const SegmentDesc& seg) {
   return segments_.Mount(ctx.client, seg, ctx.any_tenant ? std::nullopt : std::optional(ctx.tenant));
 }
 
-Status MasterService::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
+Status MasterService::MountSegments(const CallContext& ctx, const std::vector<SegmentMount>& segs) {
   Status first_error;
   for (const auto& s : segs) {
     Status st = MountOne(ctx, s);

@@ -123,7 +123,7 @@ class MasterService final : public MasterApi {
   using MasterApi::Ping;  // and its form without a segment count
   Result<PingResponse> Ping(const CallContext& ctx, const PingState& state) override;
   Status UnregisterClient(const CallContext& ctx) override;
-  Status MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) override;
+  Status MountSegments(const CallContext& ctx, const std::vector<SegmentMount>& segs) override;
   Status UnmountSegment(const CallContext& ctx, SegmentId id) override;
   Result<uint64_t> DrainSegment(const CallContext& ctx, SegmentId id) override;
   Status UndrainSegment(const CallContext& ctx, SegmentId id) override;
@@ -137,9 +137,10 @@ class MasterService final : public MasterApi {
     int64_t drops_in_ms = -1;
   };
   std::vector<AwaitingSegment> AwaitingSegments() const;
-  std::vector<Result<std::vector<ReplicaDesc>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                              const std::vector<uint64_t>& sizes,
-                                                              const PlacementConfig& config, WriteMode mode) override;
+  std::vector<Result<std::vector<GrantedReplica>>> BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                 const std::vector<uint64_t>& sizes,
+                                                                 const PlacementConfig& config,
+                                                                 WriteMode mode) override;
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
   std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
@@ -226,9 +227,10 @@ class MasterService final : public MasterApi {
   };
 
   // `group`: the key's routing group ("" for none).
-  Result<std::vector<ReplicaDesc>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
-                                              const PlacementConfig& config, WriteMode mode, const std::string& group);
-  Status MountOne(const CallContext& ctx, const SegmentDesc& seg);
+  Result<std::vector<GrantedReplica>> StartWrite(const CallContext& ctx, const std::string& key, uint64_t size,
+                                                 const PlacementConfig& config, WriteMode mode,
+                                                 const std::string& group);
+  Status MountOne(const CallContext& ctx, const SegmentMount& seg);
   // One key of the batch calls (their loops, master_batch.cc).
   Status PutEndOne(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
   Status PutRevokeOne(const CallContext& ctx, const std::string& key);
@@ -247,8 +249,8 @@ class MasterService final : public MasterApi {
   // bytes is minted under its shard's lock before the object's access stamp is renewed (Touch,
   // Publish): what GrantHold bounds its lifetime by.
   // `spent_ms`: the grant's lifetime is that much shorter (a writer's grants, asked for again).
-  ReplicaDesc Describe(const StoredReplica& r, uint64_t size, std::optional<GrantAccess> grant,
-                       std::string_view disk_key = {}, TimeMs spent_ms = 0) const;
+  GrantedReplica Describe(const StoredReplica& r, uint64_t size, std::optional<GrantAccess> grant,
+                          std::string_view disk_key = {}, TimeMs spent_ms = 0) const;
   Status RemoveLocked(ObjectTable::Locked& s, ObjectTable::Ref obj, bool force, TimeMs now);
   // Removes every object of ctx's tenant whose key satisfies `match`; away copies of such keys,
   // but for objects a lease kept, are superseded.

@@ -50,7 +50,7 @@ class MasterFixture : public ::testing::Test {
   // Mounts a segment named `name` of `size` bytes owned by `owner`.
   SegmentId Mount(const std::string& name, uint64_t size, CallContext owner = {}) {
     if (owner.client.empty()) owner = ctx_;
-    SegmentDesc d{next_segment_++, name, 0x10000000ULL * next_segment_, size, "local"};
+    SegmentMount d{next_segment_++, name, 0x10000000ULL * next_segment_, size, "local"};
     EXPECT_TRUE(master_->MountSegment(owner, d).ok());
     return d.id;
   }

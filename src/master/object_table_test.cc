@@ -31,8 +31,8 @@ class RecordingSink : public MetaSink {
 class ObjectTableTest : public ::testing::Test {
  protected:
   ObjectTableTest() : segments_(MakeRandomStrategy(7), 64, &clock_), table_(segments_, tenants_, 4) {
-    EXPECT_TRUE(segments_.Mount(ClientId{1, 1}, SegmentDesc{10, "a", 0x100000, 1 << 20, "e:1"}).ok());
-    EXPECT_TRUE(segments_.Mount(ClientId{2, 2}, SegmentDesc{20, "b", 0x200000, 1 << 20, "e:2"}).ok());
+    EXPECT_TRUE(segments_.Mount(ClientId{1, 1}, SegmentMount{10, "a", 0x100000, 1 << 20, "e:1"}).ok());
+    EXPECT_TRUE(segments_.Mount(ClientId{2, 2}, SegmentMount{20, "b", 0x200000, 1 << 20, "e:2"}).ok());
     table_.SetSink(&sink_);
   }
   // A COMPLETE memory replica of `size` bytes on each of `count` segments.

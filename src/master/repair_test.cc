@@ -269,7 +269,7 @@ TEST_F(RepairTest, ARestartedMasterFencesTheRangeOfACopyInFlight) {
     }
     // Their owners mount them again (as after a restart).
     for (auto [c, id, name] : {std::tuple{b_, sb_, "b"}, std::tuple{c_, sc_, "c"}}) {
-      ASSERT_TRUE(again->MountSegment(c, SegmentDesc{id, name, 0x10000000ULL * (id + 1), 1 << 20, "local"}).ok());
+      ASSERT_TRUE(again->MountSegment(c, SegmentMount{id, name, 0x10000000ULL * (id + 1), 1 << 20, "local"}).ok());
     }
     EXPECT_EQ(again->Stats().held, 1024u);  // the unfinished copy's range only
     // Held until the copy's deadline and its grant's slack and the clocks' margin have passed

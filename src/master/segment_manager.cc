@@ -162,7 +162,7 @@ Status SegmentManager::AddLocked(std::shared_ptr<Segment> seg) {
   return Status::OK();
 }
 
-bool SegmentManager::Stale(const ClientId& owner, const SegmentDesc& desc) const {
+bool SegmentManager::Stale(const ClientId& owner, const SegmentMount& desc) const {
   ReaderLock lock(mu_);
   auto it = by_id_.find(desc.id);
   if (it == by_id_.end() || it->second->confirmed || !(it->second->owner == owner)) return false;
@@ -170,19 +170,19 @@ bool SegmentManager::Stale(const ClientId& owner, const SegmentDesc& desc) const
 }
 
 namespace {
-bool SameRecord(const SegmentDesc& had, const SegmentDesc& desc) {
+bool SameRecord(const SegmentMount& had, const SegmentMount& desc) {
   return had.size == desc.size && had.incarnation == desc.incarnation && had.endpoint == desc.endpoint &&
          had.base == desc.base && had.grant_key == desc.grant_key;
 }
 }  // namespace
 
-bool SegmentManager::RecordedAsIs(const ClientId& owner, const SegmentDesc& desc) const {
+bool SegmentManager::RecordedAsIs(const ClientId& owner, const SegmentMount& desc) const {
   ReaderLock lock(mu_);
   auto it = by_id_.find(desc.id);
   return it != by_id_.end() && it->second->owner == owner && SameRecord(it->second->desc, desc);
 }
 
-Result<SegmentManager::Restored> SegmentManager::Restore(const ClientId& owner, const SegmentDesc& desc,
+Result<SegmentManager::Restored> SegmentManager::Restore(const ClientId& owner, const SegmentMount& desc,
                                                          const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                                                          std::optional<TenantIndex> only_tenant) {
   if (desc.size < alignment_ || desc.name.empty() || desc.size >= (1ULL << 56)) {
@@ -214,8 +214,7 @@ std::vector<SegmentManager::UnconfirmedSegment> SegmentManager::Unconfirmed() co
   std::vector<UnconfirmedSegment> out;
   for (const auto& [id, seg] : by_id_) {
     if (seg->confirmed) continue;
-    out.push_back({id, seg->owner, seg->suspended_until, seg->desc});
-    out.back().desc.grant_key.clear();  // secret
+    out.push_back({id, seg->owner, seg->suspended_until, seg->desc});  // the listing's part: no grant key
   }
   return out;
 }
@@ -243,7 +242,7 @@ std::vector<pb::LogSegment> SegmentManager::Records() const {
   return out;
 }
 
-Status SegmentManager::Mount(const ClientId& owner, const SegmentDesc& desc, std::optional<TenantIndex> only_tenant) {
+Status SegmentManager::Mount(const ClientId& owner, const SegmentMount& desc, std::optional<TenantIndex> only_tenant) {
   if (desc.size < alignment_) {
     return Status(Code::kInvalidParams, "segment size " + std::to_string(desc.size) + " is below the alignment " +
                                             std::to_string(alignment_));
@@ -724,8 +723,7 @@ std::vector<SegmentUsage> SegmentManager::List() const {
     MutexLock seg_lock(seg->mu);
     auto st = seg->alloc.GetStats();
     SegmentUsage u;
-    u.desc = seg->desc;
-    u.desc.grant_key.clear();  // secret
+    u.desc = seg->desc;  // the listing's part: no grant key
     u.owner = seg->owner;
     u.capacity = st.capacity;
     u.allocated = st.allocated_bytes;

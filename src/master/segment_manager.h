@@ -60,7 +60,7 @@ class SegmentManager {
   // A segment's name is its fault domain, so a name another client's segments carry is refused
   // (SEGMENT_ALREADY_EXISTS), except in one process (endpoint "local": one fate anyway).
   // `only_tenant`: a tenant's client's memory, which takes that tenant's replicas only.
-  Status Mount(const ClientId& owner, const SegmentDesc& desc, std::optional<TenantIndex> only_tenant = std::nullopt);
+  Status Mount(const ClientId& owner, const SegmentMount& desc, std::optional<TenantIndex> only_tenant = std::nullopt);
   // The client other than `owner` whose segments are named `name`, if one is mounted, and where its
   // transfer server is.
   struct NameHolder {
@@ -69,18 +69,18 @@ class SegmentManager {
   };
   std::optional<NameHolder> NameHeldByOther(const ClientId& owner, const std::string& name) const;
   // The segment `desc.id` was restored for `owner` and `desc` does not confirm it.
-  bool Stale(const ClientId& owner, const SegmentDesc& desc) const;
+  bool Stale(const ClientId& owner, const SegmentMount& desc) const;
   // Mounting `desc` for `owner` changes nothing recorded: the segment is mounted or restored for it
   // with the same memory (size, incarnation), endpoint, base and grant key. Such a mount appends no
   // record, so a master whose log cannot be written takes it (its owner's replicas stay readable).
-  bool RecordedAsIs(const ClientId& owner, const SegmentDesc& desc) const;
+  bool RecordedAsIs(const ClientId& owner, const SegmentMount& desc) const;
   // A segment as a master that restarted found it, with the ranges (offset, size) of its recovered
   // replicas allocated: returns the reference and each range's allocator handle, in order.
   struct Restored {
     SegmentRef ref = kNoSegment;
     std::vector<uint32_t> nodes;
   };
-  Result<Restored> Restore(const ClientId& owner, const SegmentDesc& desc,
+  Result<Restored> Restore(const ClientId& owner, const SegmentMount& desc,
                            const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                            std::optional<TenantIndex> only_tenant = std::nullopt);
   // Segments not confirmed: restored at start (until 0) or suspended (until: when they are dropped).
@@ -88,7 +88,7 @@ class SegmentManager {
     SegmentId id;
     ClientId owner;
     TimeMs until;
-    SegmentDesc desc;  // its grant key left out
+    SegmentDesc desc;
   };
   std::vector<UnconfirmedSegment> Unconfirmed() const;
   // `owner` was declared dead: its segments are not read and take no new replicas until `until`,
@@ -206,7 +206,7 @@ class SegmentManager {
   static constexpr uint32_t kMaxSegments = 1 << 16;
 
   struct Segment {
-    SegmentDesc desc;
+    SegmentMount desc;
     ClientId owner;
     SegmentRef ref = kNoSegment;
     bool confirmed = true;              // false while restored or suspended; under mu_ (exclusive to change)
@@ -230,7 +230,7 @@ class SegmentManager {
     };
     std::map<std::pair<TenantIndex, uint64_t>, std::deque<Held>> held GUARDED_BY(mu);
     std::atomic<uint64_t> held_bytes{0};  // written under mu; read without it by Allocate
-    Segment(const SegmentDesc& d, const ClientId& o, uint64_t alignment)
+    Segment(const SegmentMount& d, const ClientId& o, uint64_t alignment)
         : desc(d), owner(o), alloc(d.size, alignment), capacity(alloc.capacity()), free_bytes(alloc.free_bytes()) {}
   };
 

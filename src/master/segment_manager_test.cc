@@ -9,7 +9,7 @@
 namespace yb {
 namespace {
 
-SegmentDesc Desc(SegmentId id, const std::string& name, uint64_t size) { return {id, name, 0, size, "local"}; }
+SegmentMount Desc(SegmentId id, const std::string& name, uint64_t size) { return {id, name, 0, size, "local"}; }
 
 TEST(SegmentManagerTest, ReplicasLandOnDistinctSegmentNames) {
   SegmentManager m(MakeRandomStrategy(1), 64);
@@ -69,7 +69,7 @@ TEST(SegmentManagerTest, PreferredSegmentsComeFirst) {
   }
 }
 
-SegmentDesc Net(SegmentId id, const std::string& name, uint64_t size) { return {id, name, 0, size, name}; }
+SegmentMount Net(SegmentId id, const std::string& name, uint64_t size) { return {id, name, 0, size, name}; }
 
 // A name is a fault domain: another process mounting under a name in use is refused, with whom it
 // is in use by; its owner's further chunks are fine, and in one process (endpoint "local") names
@@ -123,7 +123,7 @@ TEST(SegmentManagerTest, DistinctHostsAreFilledFirst) {
 TEST(SegmentManagerTest, ReplicasSpanZonesFirstThenHosts) {
   SegmentManager m(MakeRandomStrategy(9), 64);
   auto zoned = [](SegmentId id, const std::string& endpoint, const std::string& zone) {
-    SegmentDesc d = Net(id, endpoint, 1 << 20);
+    SegmentMount d = Net(id, endpoint, 1 << 20);
     d.zone = zone;
     return d;
   };

@@ -220,7 +220,7 @@ TEST_F(TaskTest, ATaskSurvivesARestartAndIsCarriedOn) {
   }
   const std::vector<std::pair<CallContext, SegmentId>> mounts{{a_, sa_}, {b_, sb_}, {c_, sc_}};
   for (const auto& [owner, id_] : mounts) {
-    SegmentDesc d{id_, id_ == sa_ ? "a" : id_ == sb_ ? "b" : "c", 0x10000000ULL * (id_ + 1), 1 << 20, "local"};
+    SegmentMount d{id_, id_ == sa_ ? "a" : id_ == sb_ ? "b" : "c", 0x10000000ULL * (id_ + 1), 1 << 20, "local"};
     ASSERT_TRUE(master_->MountSegment(owner, d).ok());
   }
   master_->TasksOnce();

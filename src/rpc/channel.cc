@@ -22,12 +22,14 @@ namespace yb::rpc {
 
 namespace {
 constexpr int kReadSliceUs = 10'000;  // a reader re-checks its deadline this often
+}  // namespace
 
-struct Waiter {
+// A call waiting for its reply. Outside the anonymous namespace because Connection, a member of a
+// class with linkage, holds pointers to it.
+struct ChannelWaiter {
   bool done = false;
   Result<std::string> result{Status(Code::kInternal, "")};
 };
-}  // namespace
 
 struct RpcChannel::Connection {
   asio::io_context io;
@@ -36,7 +38,7 @@ struct RpcChannel::Connection {
   DeadlineMutex write_mu;               // one frame is written at a time
   Mutex mu;
   std::condition_variable_any cv;
-  std::unordered_map<uint32_t, Waiter*> pending GUARDED_BY(mu);
+  std::unordered_map<uint32_t, ChannelWaiter*> pending GUARDED_BY(mu);
   bool reading GUARDED_BY(mu) = false;  // a caller is reading the socket
   bool broken GUARDED_BY(mu) = false;
   std::string target;
@@ -155,7 +157,7 @@ struct RpcChannel::Connection {
     for (auto& [h, body] : replies) {
       auto it = pending.find(h.request_id);
       if (it == pending.end()) continue;  // one-way, or its caller gave up
-      Waiter* w = it->second;
+      ChannelWaiter* w = it->second;
       pending.erase(it);
       w->done = true;
       if (h.flags & kFlagError) {
@@ -299,7 +301,7 @@ Result<std::string> RpcChannel::Call(uint16_t method, const std::string& body, s
   auto got = Connected(until, &id);
   if (!got.ok()) return got.status();
   Connection& c = **got;
-  Waiter w;
+  ChannelWaiter w;
   {
     MutexLock lock(c.mu);
     if (c.broken) return Status(Code::kRpcFail, "connection to " + target_ + " lost");

@@ -119,7 +119,7 @@ Status MasterClient::UnregisterClient(const CallContext& ctx) {
   return Call<M::kUnregisterClient>(q).status();
 }
 
-Status MasterClient::MountSegments(const CallContext& ctx, const std::vector<SegmentDesc>& segs) {
+Status MasterClient::MountSegments(const CallContext& ctx, const std::vector<SegmentMount>& segs) {
   pb::MountSegmentsRequest q;
   SetContext(ctx, q);
   for (const auto& s : segs) ToPb(s, q.add_segments());
@@ -139,16 +139,16 @@ Result<std::vector<SegmentUsage>> MasterClient::ListSegments() {
   return FromPbList(r->segments());
 }
 
-std::vector<Result<std::vector<ReplicaDesc>>> MasterClient::BatchPutStart(const CallContext& ctx, const Keys& keys,
-                                                                          const std::vector<uint64_t>& sizes,
-                                                                          const PlacementConfig& config,
-                                                                          WriteMode mode) {
+std::vector<Result<std::vector<GrantedReplica>>> MasterClient::BatchPutStart(const CallContext& ctx, const Keys& keys,
+                                                                             const std::vector<uint64_t>& sizes,
+                                                                             const PlacementConfig& config,
+                                                                             WriteMode mode) {
   auto q = KeysRequestOf<pb::PutStartRequest>(ctx, keys);
   for (auto s : sizes) q.add_sizes(s);
   ToPb(config, q.mutable_config());
   q.set_upsert(mode == WriteMode::kUpsert);
   auto r = Call<M::kPutStart>(q);
-  return PerKey<Result<std::vector<ReplicaDesc>>>(r, keys.size(), [&](int i) -> Result<std::vector<ReplicaDesc>> {
+  return PerKey<Result<std::vector<GrantedReplica>>>(r, keys.size(), [&](int i) -> Result<std::vector<GrantedReplica>> {
     const auto& k = r->results(i);
     if (Status st = FromPb(k.status()); !st.ok()) return st;
     return FromPbList(k.replicas());

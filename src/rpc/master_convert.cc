@@ -46,9 +46,9 @@ void ToPb(const PlacementConfig& c, pb::ReplicateConfig* out) {
   for (SegmentId s : c.avoid_segments) out->add_avoid_segments(s);
 }
 
-SegmentDesc FromPb(const pb::Segment& s) {
-  return SegmentDesc{s.id(),   s.name(),      s.base(),      s.size(),   s.endpoint(),
-                     s.incarnation(), s.zone(), s.grant_key(), s.host_id()};
+SegmentMount FromPb(const pb::Segment& s) {
+  return SegmentMount{
+      {s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.zone(), s.host_id()}, s.incarnation(), s.grant_key()};
 }
 
 void ToPb(const SegmentDesc& s, pb::Segment* out) {
@@ -57,9 +57,13 @@ void ToPb(const SegmentDesc& s, pb::Segment* out) {
   out->set_base(s.base);
   out->set_size(s.size);
   out->set_endpoint(s.endpoint);
-  out->set_incarnation(s.incarnation);
   out->set_zone(s.zone);
   out->set_host_id(s.host_id);
+}
+
+void ToPb(const SegmentMount& s, pb::Segment* out) {
+  ToPb(static_cast<const SegmentDesc&>(s), out);
+  out->set_incarnation(s.incarnation);
   if (!s.grant_key.empty()) out->set_grant_key(s.grant_key);
 }
 
@@ -99,16 +103,13 @@ void GrantToPb(const Grant& g, std::string* out) {
   if (g.access != GrantAccess::kNone) *out = EncodeGrant(g);
 }
 
-ReplicaDesc FromPb(const pb::Replica& r) {
-  return ReplicaDesc{static_cast<ReplicaKind>(r.kind()),
-                     static_cast<ReplicaStatus>(r.status()),
-                     r.segment(),
-                     r.offset(),
-                     r.size(),
-                     GrantFromPb(r.grant())};
+GrantedReplica FromPb(const pb::Replica& r) {
+  return GrantedReplica{
+      {static_cast<ReplicaKind>(r.kind()), static_cast<ReplicaStatus>(r.status()), r.segment(), r.offset(), r.size()},
+      GrantFromPb(r.grant())};
 }
 
-void ToPb(const ReplicaDesc& r, pb::Replica* p) {
+void ToPb(const GrantedReplica& r, pb::Replica* p) {
   p->set_kind(static_cast<uint32_t>(r.kind));
   p->set_status(static_cast<uint32_t>(r.status));
   p->set_segment(r.segment);

@@ -13,12 +13,13 @@ CallContext FromPb(const pb::Context& c);
 void ToPb(const CallContext& c, pb::Context* out);
 PlacementConfig FromPb(const pb::ReplicateConfig& c);
 void ToPb(const PlacementConfig& c, pb::ReplicateConfig* out);
-SegmentDesc FromPb(const pb::Segment& s);
-void ToPb(const SegmentDesc& s, pb::Segment* out);
+SegmentMount FromPb(const pb::Segment& s);
+void ToPb(const SegmentMount& s, pb::Segment* out);
+void ToPb(const SegmentDesc& s, pb::Segment* out);  // a listing's: without incarnation and grant key
 SegmentUsage FromPb(const pb::SegmentUsage& u);
 void ToPb(const SegmentUsage& u, pb::SegmentUsage* out);
-ReplicaDesc FromPb(const pb::Replica& r);
-void ToPb(const ReplicaDesc& r, pb::Replica* out);
+GrantedReplica FromPb(const pb::Replica& r);
+void ToPb(const GrantedReplica& r, pb::Replica* out);
 // The one decoder of a wire status: a code this build does not know is INTERNAL_ERROR, message kept.
 Status FromPb(const pb::Status& s);
 void ToPb(const Status& s, pb::Status* out);

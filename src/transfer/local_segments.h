@@ -50,7 +50,7 @@ struct LocalSegment {
   std::shared_ptr<MappedRegion> region;  // keeps the memory alive
   uint8_t* base = nullptr;               // start of this segment within the region
   uint64_t size = 0;
-  // The key the master mints this segment's grants with (SegmentDesc::grant_key): the transfer
+  // The key the master mints this segment's grants with (SegmentMount::grant_key): the transfer
   // server serves no request for a segment without one.
   std::string grant_key = {};
 };

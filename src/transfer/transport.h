@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/checksum.h"
+#include "common/internal_types.h"
 #include "yuebing/status.h"
 #include "yuebing/types.h"
 

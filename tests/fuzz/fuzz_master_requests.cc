@@ -28,7 +28,7 @@ struct World {
     master = MasterService::Create(c, clock).value();
     rpc::RegisterMasterService(server, *master);
     ctx = master->RegisterClient({ClientId{7, 7}, "fuzz", "default"}).value();
-    (void)master->MountSegment(ctx, {1, "fuzz-node", 0, 64ULL << 20, "local", 1});
+    (void)master->MountSegment(ctx, SegmentMount{{1, "fuzz-node", 0, 64ULL << 20, "local"}, 1});
   }
 };
 
