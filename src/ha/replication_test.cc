@@ -1,4 +1,6 @@
-// LogShipper against a standby served by a real RpcServer on loopback.
+// LogShipper against a standby served by a real RpcServer on loopback. The shipper's heartbeats
+// and retries run on its own thread over real sockets; the tests wait for a condition it reaches
+// (in sync, a number of calls) under a generous real deadline, never for a length of time.
 #include "ha/replication.h"
 
 #include <gtest/gtest.h>

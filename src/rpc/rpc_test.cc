@@ -1,3 +1,8 @@
+// RpcChannel and RpcServer over real loopback sockets. The deadline tests time calls on the real
+// clock on purpose: what they check is that a call ends by its deadline when the kernel, not our
+// code, holds it (a listener that accepts and never answers, a peer that stops reading, a connect
+// that hangs). A manual clock cannot make a blocked poll return, so these bound real waits from
+// both sides (at least the deadline, well under the next one) and never sleep to wait for work.
 #include <gtest/gtest.h>
 #include <sys/ioctl.h>
 

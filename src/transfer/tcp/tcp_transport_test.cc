@@ -1,3 +1,8 @@
+// TcpTransport against a real transfer server on loopback. Timeouts that our code decides are on a
+// manual clock; the few checks on the real clock are of bounds the kernel enforces (a connect to a
+// peer that never answers, a read from one that stops sending): they measure that a transfer ends
+// by its deadline, and the loops that wait for a server thread poll a condition under a deadline
+// rather than sleep.
 #include "transfer/tcp/tcp_transport.h"
 
 #include <arpa/inet.h>
