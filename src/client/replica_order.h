@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "common/internal_types.h"
 #include "yuebing/types.h"
 
 namespace yb {
