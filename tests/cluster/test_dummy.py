@@ -248,6 +248,41 @@ def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_wh
     assert p.wait(30) == 0
 
 
+def test_dummies_of_a_real_client_paused_past_every_timeout_fail_in_bounded_time_and_recover(cluster, worker):
+    """The real client paused (SIGSTOP: its sockets still accept, nothing answers) for longer than the
+    master's client_ttl: a dummy's calls fail with an error within their deadlines instead of
+    hanging, the dummy lives, and once the real client is continued within the grace (it mounts
+    its memory again on the master) the same dummy's calls work again and what was stored before
+    reads back."""
+    cluster.start_master(extra=["--client_grace_sec", "60"])  # client_ttl 2 s; dead, it is awaited a minute
+    port, http = real_client(cluster)
+    p = worker("wait", port, stdin=subprocess.PIPE)
+    assert p.stdout.readline().strip() == "ready"
+
+    def call(line):
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        return int(p.stdout.readline())
+
+    assert call("put before 300000") == 0
+    cluster.clients["node"].send_signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        assert call("put during 300000") < 0
+        # A cached location may still reach the paused process's pages (mapped here): the bytes or
+        # a clear failure, never other bytes.
+        assert call("get before 300000") in (0, -1)
+        assert time.monotonic() - t0 < 60
+        time.sleep(cluster.client_ttl + 1)  # past client_ttl: the master declares the paused client dead
+    finally:
+        cluster.clients["node"].send_signal(signal.SIGCONT)
+    wait_until(lambda: call("put after 300000") == 0, 30, "the dummy to work again")
+    assert call("get after 300000") == 0
+    assert call("get before 300000") == 0  # kept through the pause: the same memory came back
+    p.stdin.close()
+    assert p.wait(30) == 0
+
+
 def test_sglang_standalone_storage_replay(cluster):
     """SGLang's MooncakeStore with standalone_storage: its host KV pool from
     MooncakeHostMemAllocator (via mooncake.store), setup_dummy, the warm-up, register_buffer of the
