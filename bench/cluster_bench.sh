@@ -14,6 +14,7 @@
 # connection proves it, each client holds an identity token): the event-loop cases, whose callers
 # cannot prove it, are then skipped and say so.
 # yb-bench exits 1 when any case failed calls or measured nothing (listed under "failures").
+# YB_BENCH_METRICS_PORT serves the (lone) master's /metrics on that port while it runs.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
 # storage daemon and the callers, a second RPC thread competes with the callers for the cores
 # instead of adding capacity (docs/performance.md, "Tried and not kept"). With yb-bench's
@@ -55,7 +56,7 @@ if [[ ${YB_BENCH_STANDBY:-0} == 1 ]]; then
   STANDBY=$!
   until curl -s "http://127.0.0.1:$HTTP/health?format=json" | grep -q '"in_sync": true'; do sleep 0.1; done
 else
-  "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port 0 "${META[@]}" "${SECRET[@]}" \
+  "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port "${YB_BENCH_METRICS_PORT:-0}" "${META[@]}" "${SECRET[@]}" \
     ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
   MASTER=$!
 fi

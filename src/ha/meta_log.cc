@@ -154,19 +154,22 @@ Result<std::unique_ptr<MetaLog>> MetaLog::Open(const Options& options, MasterIma
   }
   if (st.ok()) st = log->CheckSpace();
   if (!st.ok()) log->Fail(st);
-  log->syncer_ = Worker("yb-log-sync", [raw = log.get()] { raw->SyncerLoop(); });
+  const int syncers = options.durability == Options::Durability::kAlways ? 2 : 1;
+  for (int i = 0; i < syncers; ++i) {
+    log->syncers_.emplace_back("yb-log-sync", [raw = log.get()] { raw->SyncerLoop(); });
+  }
   return log;
 }
 
 MetaLog::~MetaLog() {
-  if (syncer_.running()) {
+  if (!syncers_.empty()) {
     Flush();
     {
       MutexLock lock(mu_);
-      stop_ = true;  // the syncer syncs what was written, then ends
+      stop_ = true;  // the syncers sync what was written, then end
     }
     sync_cv_.notify_all();
-    syncer_.Join();
+    syncers_.clear();  // joins them
   }
   for (int old : retiring_) ::close(old);
   if (fd_ >= 0) ::close(fd_);
@@ -393,7 +396,8 @@ void MetaLog::Resume() {
     MutexLock lock(mu_);
     failed_.store(false, std::memory_order_release);
     failure_ = Status::OK();
-    sync_cv_.notify_one();  // the syncer waits for nothing while failed
+    covering_ = synced_seq_.load(std::memory_order_relaxed);  // no sync taken before is relied on
+    sync_cv_.notify_all();                                    // the syncers wait for nothing while failed
   }
   YB_LOG_WARN("metadata log {}: writable again: the master takes changes ({} bytes free)", options_.dir,
               free_bytes_.load());
@@ -471,7 +475,12 @@ void MetaLog::Wait(Ticket t) {
   Flush();
   MutexUniqueLock lock(mu_);
   ++blocked_;
+  if (t.sync) {
+    ++sync_waiters_;
+    if (idle_syncers_ > 0) sync_cv_.notify_one();  // a sync is wanted now
+  }
   done_cv_.wait(lock, [&] { return Released(t); });
+  if (t.sync) --sync_waiters_;
   --blocked_;
 }
 
@@ -480,6 +489,7 @@ void MetaLog::WhenReleased(Ticket t, std::function<void()> fn) {
     MutexLock lock(mu_);
     if (!Released(t)) {  // checked under mu_: the writer fires under it after publishing
       (t.sync ? on_synced_ : on_written_).emplace(t.seq, std::move(fn));
+      if (t.sync && idle_syncers_ > 0 && Unsynced()) sync_cv_.notify_one();  // a sync is wanted now
       return;
     }
   }
@@ -505,10 +515,7 @@ void MetaLog::Fire(uint64_t written, uint64_t synced) {
     }
     // Wake-ups cost a system call each: only for a thread that waits (most rounds have none).
     if (blocked_ > 0) done_cv_.notify_all();
-    if (syncer_idle_ && options_.sync &&
-        written_seq_.load(std::memory_order_relaxed) > synced_seq_.load(std::memory_order_relaxed)) {
-      sync_cv_.notify_one();
-    }
+    if (idle_syncers_ > 0 && options_.sync && Unsynced() && SyncWanted()) sync_cv_.notify_one();
   }
   for (auto& fn : due) fn();
 }
@@ -572,17 +579,63 @@ Status MetaLog::FlushLocked(bool rotate) {
   return Status::OK();
 }
 
+Status MetaLog::SyncUpTo() {
+  int fd = -1;
+  std::string path;
+  {
+    // The files before the current one first (a record in them precedes every record here).
+    MutexLock fd_lock(fd_mu_);
+    while (!retiring_.empty()) {
+      YB_RETURN_IF_ERROR(Sync(retiring_.front(), "a closed log file of " + options_.dir));
+      ::close(retiring_.front());
+      retiring_.erase(retiring_.begin());
+    }
+    // A descriptor of its own: the writer may retire the current one, and another syncer close
+    // it, while this sync runs (the file stays open through this one).
+    fd = ::dup(fd_);
+    if (fd < 0) return Status(Code::kFileWriteFail, "cannot sync " + file_path_ + ": " + std::strerror(errno));
+    path = file_path_;
+  }
+  Status st = Sync(fd, path);
+  ::close(fd);
+  return st;
+}
+
+bool MetaLog::Unsynced() const {
+  return written_seq_.load(std::memory_order_relaxed) >
+         std::max(synced_seq_.load(std::memory_order_relaxed), covering_);
+}
+
+bool MetaLog::SyncWanted() const {
+  return options_.durability != Options::Durability::kAlways || !on_synced_.empty() || sync_waiters_ > 0;
+}
+
 void MetaLog::SyncerLoop() {
   MutexUniqueLock lock(mu_);
+  // kAlways: a sync begins when an answer waits for one (a record nobody waits for, such as a
+  // PutStart's or a background step's, waits for the next, or for sync_interval): an answer's
+  // record then finds a syncer idle and waits for one sync of its own, not for the end of one in
+  // flight for records nobody needed synced yet.
+  const bool on_demand = options_.durability == Options::Durability::kAlways;
   for (;;) {
-    syncer_idle_ = true;
+    ++idle_syncers_;
     // While failed nothing is written or synced (a compaction takes over).
-    sync_cv_.wait(lock, [&] {
+    auto ready = [&] {
       mu_.AssertHeld();
-      return stop_ || (!failed() && (!buf_.empty() || written_seq_.load(std::memory_order_relaxed) >
-                                                          synced_seq_.load(std::memory_order_relaxed)));
-    });
-    syncer_idle_ = false;
+      return stop_ || (!failed() && (!buf_.empty() || (Unsynced() && SyncWanted())));
+    };
+    bool interval_passed = false;
+    if (on_demand) {
+      while (!sync_cv_.wait_for(lock, options_.sync_interval, ready)) {
+        if (!failed() && Unsynced()) {
+          interval_passed = true;
+          break;
+        }
+      }
+    } else {
+      sync_cv_.wait(lock, ready);
+    }
+    --idle_syncers_;
     if (stop_ && failed()) return;  // what it holds is lost with the process, as never acknowledged
     const bool unflushed = !buf_.empty();
     lock.unlock();
@@ -591,27 +644,26 @@ void MetaLog::SyncerLoop() {
       (void)FlushLocked(false);
     }
     const uint64_t target = written_seq_.load(std::memory_order_acquire);
-    if (options_.sync && !failed() && target > synced_seq_.load(std::memory_order_relaxed)) {
+    lock.lock();
+    // Records another syncer's sync already covers are left to it; on demand, records nobody waits
+    // for are left for sync_interval (or the stop).
+    const bool mine = target > std::max(synced_seq_.load(std::memory_order_relaxed), covering_) &&
+                      (SyncWanted() || interval_passed || stop_);
+    if (mine) covering_ = target;
+    lock.unlock();
+    if (options_.sync && !failed() && mine) {
       const int64_t t0 = MonotonicMicros();
-      Status st;
-      {
-        // The files before the current one first (a record in them precedes every record here).
-        MutexLock fd_lock(fd_mu_);
-        while (st.ok() && !retiring_.empty()) {
-          st = Sync(retiring_.front(), "a closed log file of " + options_.dir);
-          if (!st.ok()) break;
-          ::close(retiring_.front());
-          retiring_.erase(retiring_.begin());
-        }
-        if (st.ok()) st = Sync(fd_, file_path_);
-      }
+      const Status st = SyncUpTo();
       if (!st.ok()) {  // what the sync covered may be lost: only a snapshot vouches for it now
         Fail(st);
         lock.lock();
+        covering_ = synced_seq_.load(std::memory_order_relaxed);  // nothing past it is covered
         continue;
       }
       syncs_.fetch_add(1, std::memory_order_relaxed);
       sync_us_.fetch_add(MicrosSince(t0), std::memory_order_relaxed);
+      // fdatasync makes durable what was written before it began, whatever other syncs still run:
+      // a later target that ends first releases the earlier ones' records too (levels only rise).
       Fire(0, target);
       lock.lock();
       if (options_.durability == Options::Durability::kProcess) {
@@ -626,8 +678,14 @@ void MetaLog::SyncerLoop() {
       }
     } else {
       lock.lock();
+      // Taken but not synced (failed meanwhile): not covered after all.
+      if (mine && options_.sync) covering_ = synced_seq_.load(std::memory_order_relaxed);
     }
-    if (stop_ && buf_.empty() && synced_seq_.load(std::memory_order_relaxed) >= written_seq_.load()) return;
+    // At the end: once what was written is synced, or covered by another syncer's sync in flight.
+    if (stop_ && buf_.empty() &&
+        std::max(synced_seq_.load(std::memory_order_relaxed), covering_) >= written_seq_.load()) {
+      return;
+    }
   }
 }
 

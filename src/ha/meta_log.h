@@ -2,10 +2,12 @@
 //
 // The master appends a record for each change (MetaSink, master/meta_sink.h). Flush() writes what
 // has been appended to the current log file: the RPC server's threads call it after each batch of
-// calls (ReplyGate::Flush), so a batch costs one write and no hand-off to another thread. A syncer
-// thread syncs the file (fdatasync) over and over, each sync covering every record written before
-// it began: group commit, and no write waits for a sync in progress; it also writes what other
-// threads appended (background steps) and nobody flushed. A change is acknowledged only once its
+// calls (ReplyGate::Flush), so a batch costs one write and no hand-off to another thread. Syncer
+// threads sync the file (fdatasync) over and over, each sync covering every record written before
+// it began: group commit, and no write waits for a sync in progress. At kAlways there are two, so
+// that a record written while one sync is in flight starts the next at once (its answer waits one
+// sync, not the rest of the one in flight and then another). They also write what other threads
+// appended (background steps) and nobody flushed. A change is acknowledged only once its
 // record is released, which the durability level decides (Options::durability):
 //   - kProcess (yb-master's default): every record once written to the file, so it outlives a
 //     killed master process; the syncer syncs at least every sync_interval, so a power loss of the
@@ -72,6 +74,7 @@ class MetaLog final : public MetaSink {
     Durability durability = Durability::kAlways;
     bool sync = true;                            // fdatasync at all (false only for tests of replay)
     // kProcess: the syncer syncs at most this often, at least this often while records are unsynced.
+    // kAlways: records no answer waits for (a PutStart's, a background step's) are synced within it.
     std::chrono::milliseconds sync_interval{10};
     uint64_t file_bytes = 64ULL << 20;           // a log file closes at this size and the next begins
     uint64_t snapshot_log_bytes = 256ULL << 20;  // log written since the last snapshot that calls for one
@@ -192,6 +195,14 @@ class MetaLog final : public MetaSink {
   void CloseRetiringLocked() REQUIRES(fd_mu_);
   Status Sync(int fd, const std::string& path) const;
   void SyncerLoop();
+  // Records written and not synced, nor covered by a sync begun.
+  bool Unsynced() const REQUIRES(mu_);
+  // Whether a sync is wanted now: always, but at kAlways only while an answer or a thread waits for
+  // one (else records are synced within sync_interval).
+  bool SyncWanted() const REQUIRES(mu_);
+  // One sync covering every record written before it begins: the files before the current one (it
+  // closes them), then the current one through a descriptor of its own, so that syncs overlap.
+  Status SyncUpTo();
   // Publishes the levels and runs the callbacks they release.
   void Fire(uint64_t written, uint64_t synced);
 
@@ -219,7 +230,11 @@ class MetaLog final : public MetaSink {
   std::string spare_ GUARDED_BY(write_mu_);  // the last round's buffer, for the next
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   bool stop_ GUARDED_BY(mu_) = false;
-  bool syncer_idle_ GUARDED_BY(mu_) = false;  // the syncer waits for work
+  int idle_syncers_ GUARDED_BY(mu_) = 0;  // syncers waiting for work
+  int sync_waiters_ GUARDED_BY(mu_) = 0;  // threads in Wait() for a synced ticket
+  // The highest record a sync begun (in flight or done) covers: a syncer takes on only records
+  // past it, so a record written while a sync is in flight starts the next sync at once.
+  uint64_t covering_ GUARDED_BY(mu_) = 0;
   int blocked_ GUARDED_BY(mu_) = 0;           // threads in Wait()
 
   std::multimap<uint64_t, std::function<void()>> on_written_ GUARDED_BY(mu_), on_synced_ GUARDED_BY(mu_);
@@ -237,7 +252,10 @@ class MetaLog final : public MetaSink {
   Status failure_ GUARDED_BY(mu_);  // while failed_
   std::atomic<uint64_t> failures_{0}, free_bytes_{0};
   uint64_t maintain_failed_rounds_ = 0;  // Maintain() rounds since the log failed (its caller's thread)
-  Worker syncer_;
+  // kAlways: two, so that a sync begins as soon as a record is written, while another is in flight
+  // (what a synced answer waits is then one sync, not the rest of the one in flight and a whole
+  // next one). kProcess: one, at most every sync_interval.
+  std::vector<Worker> syncers_;
 };
 
 // A snapshot file's contents (its frames, the header first) as an image; false when they are not

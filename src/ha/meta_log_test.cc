@@ -500,6 +500,50 @@ TEST_F(MetaLogTest, AtTheProcessLevelEveryChangeIsReleasedOnceWrittenAndSyncedIn
   EXPECT_GE(at_stop, 1);
 }
 
+// Group commit at the `always` level: a record written while a sync is in flight starts the next
+// sync at once instead of waiting for the one in flight to end (its answer then waits one sync, not
+// the rest of that one and a whole next one). Here the first sync of the log file never ends until
+// the test lets it; the second record is synced, and both released, meanwhile.
+TEST_F(MetaLogTest, AtTheAlwaysLevelARecordWrittenDuringASyncIsSyncedWithoutWaitingForIt) {
+  MasterImage image;
+  MetaLog::Options o;
+  o.dir = dir_.path();
+  o.durability = MetaLog::Options::Durability::kAlways;
+  std::atomic<bool> armed{false};
+  std::promise<void> holding, let_go;
+  std::shared_future<void> released = let_go.get_future().share();
+  o.fault = [&](std::string_view op, const std::string& path) {
+    if (op == "sync" && path.find(".ybl") != std::string::npos && armed.exchange(false)) {
+      holding.set_value();
+      released.wait();  // the first sync of a record hangs, as a slow disk's would
+    }
+    return 0;
+  };
+  auto log = std::move(MetaLog::Open(o, &image).value());
+  struct LetGo {  // before the log stops (it joins its syncers), whatever the outcome
+    std::promise<void>& p;
+    ~LetGo() { p.set_value(); }
+  } let_go_at_end{let_go};
+  (void)MetaLog::TakeTicket();
+  auto append = [&](const char* key) {
+    pb::LogRecord gone;
+    gone.set_object_gone(key);
+    log->Append(gone);
+    MetaLog::Ticket t = MetaLog::TakeTicket();
+    EXPECT_TRUE(t.sync);
+    log->Flush();
+    return t;
+  };
+  armed = true;
+  const MetaLog::Ticket first = append("a");
+  ASSERT_EQ(holding.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  const MetaLog::Ticket second = append("b");
+  std::promise<void> second_released;
+  log->WhenReleased(second, [&] { second_released.set_value(); });
+  EXPECT_EQ(second_released.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_TRUE(log->Released(first));  // the second sync covers what was written before it began
+}
+
 // A full or failing disk under the log: the master keeps serving reads, refuses changes with a
 // clear code, holds what it had appended, and takes changes again by itself once a snapshot can be
 // written; a restart finds everything that was acknowledged.
