@@ -43,6 +43,10 @@ if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
       -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python" -DCMAKE_CXX_FLAGS_DEBUG="-g1" "$@" &&
       cmake --build build-asan -j"'"$jobs"'"' asan-build "${unity[@]}" >build-asan/build.log 2>&1 &
   asan_pid=$!
+  # setsid gives it a session, and with the kernel's autogroups (sched_autogroup_enabled) a CPU
+  # group of its own that would share the CPU equally with the tests' whatever its nice: the
+  # group's nice is set too (the file is absent where autogroups are not built in).
+  echo 19 >"/proc/$asan_pid/autogroup" 2>/dev/null || true
   trap '[ -n "$asan_pid" ] && kill -- -"$asan_pid" 2>/dev/null || true' EXIT
 fi
 

@@ -266,7 +266,13 @@ def test_dummies_of_a_real_client_paused_past_every_timeout_fail_in_bounded_time
 
     assert call("put before 300000") == 0
     cluster.clients["node"].send_signal(signal.SIGSTOP)
+    pid = cluster.clients["node"].pid
+
+    def stopped():  # every thread of it: a signal stops a busy process's threads one by one
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return all(open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[0] == "T" for t in tasks)
     try:
+        wait_until(stopped, 10, "the real client to stop")
         t0 = time.monotonic()
         assert call("put during 300000") < 0
         # A cached location may still reach the paused process's pages (mapped here): the bytes or
