@@ -39,14 +39,15 @@ if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
   mkdir -p build-asan
   stage "build (ASan + UBSan, -O1 -g1, unity) started beside the tests at nice 19 (log: build-asan/build.log)"
   setsid nice -n 19 bash -c '
+    echo 19 >"/proc/$$/autogroup" 2>/dev/null || true
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
       -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python" -DCMAKE_CXX_FLAGS_DEBUG="-g1" "$@" &&
       cmake --build build-asan -j"'"$jobs"'"' asan-build "${unity[@]}" >build-asan/build.log 2>&1 &
   asan_pid=$!
   # setsid gives it a session, and with the kernel's autogroups (sched_autogroup_enabled) a CPU
-  # group of its own that would share the CPU equally with the tests' whatever its nice: the
-  # group's nice is set too (the file is absent where autogroups are not built in).
-  echo 19 >"/proc/$asan_pid/autogroup" 2>/dev/null || true
+  # group of its own that would share the CPU equally with the tests' whatever its nice: that
+  # group's nice is set too, from inside, once it is in it (set from here, it could land on the
+  # suite's own group before setsid ran; the file is absent where autogroups are not built in).
   trap '[ -n "$asan_pid" ] && kill -- -"$asan_pid" 2>/dev/null || true' EXIT
 fi
 

@@ -15,6 +15,7 @@
 #include "common/listener.h"
 #include "common/log.h"
 #include "common/open_files.h"
+#include "common/segment_name.h"
 #include "common/units.h"
 #include "flags.h"
 #include "http/admin_http.h"
@@ -186,7 +187,8 @@ int main(int argc, char** argv) {
   if (serve_dummies) {
     // Named after the port the dummies are told (--port), or the one taken when that was 0.
     const std::string& name = (*client)->hostname();
-    const auto dummy_port = static_cast<uint16_t>(port != 0 ? port : std::stoi(name.substr(name.rfind(':') + 1)));
+    auto named = yb::ParseHostPort(name);  // "host:port", the port the transfer server took
+    const uint16_t dummy_port = port != 0 ? static_cast<uint16_t>(port) : named.ok() ? named->second : 0;
     yb::DummyServer::Options o;
     o.port = dummy_port;
     o.segments_shared = c.same_host_transfers;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/segment_name.h"
 #include "yuebing/status.h"
 
 namespace yb::tools {
@@ -37,9 +38,9 @@ std::vector<nlohmann::json> LastMinute(const nlohmann::json& feed) {
 }
 
 Result<nlohmann::json> Fetch(const std::string& http) {
-  const auto colon = http.rfind(':');
-  if (colon == std::string::npos) return Status(Code::kInvalidParams, "--http wants host:port, not '" + http + "'");
-  httplib::Client cli(http.substr(0, colon), std::atoi(http.c_str() + colon + 1));
+  auto hp = ParseHostPort(http);
+  if (!hp.ok()) return Status(Code::kInvalidParams, "--http wants host:port, not '" + http + "'");
+  httplib::Client cli(hp->first, hp->second);
   cli.set_connection_timeout(std::chrono::seconds(3));
   cli.set_read_timeout(std::chrono::seconds(5));
   auto r = cli.Get("/dashboard.json");

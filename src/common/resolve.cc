@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/segment_name.h"
 #include "common/unix_socket.h"
 #include "common/worker.h"
 
@@ -152,11 +153,9 @@ bool IsAddressOfThisHost(std::string_view address) {
 
 bool PeerOnHostOf(std::string_view peer, std::string_view endpoint) {
   const std::string p = WithoutMapping(peer);
-  const size_t colon = endpoint.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return false;
-  std::string host(endpoint.substr(0, colon));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  auto addrs = NameResolver::SystemLookup(host, std::string(endpoint.substr(colon + 1)));
+  auto hp = ParseHostPort(endpoint);
+  if (!hp.ok()) return false;
+  auto addrs = NameResolver::SystemLookup(hp->first, std::to_string(hp->second));
   if (!addrs.ok()) return false;
   std::vector<std::string> host_addrs;
   for (const auto& a : *addrs) host_addrs.push_back(Numeric(reinterpret_cast<const sockaddr*>(&a.addr)));

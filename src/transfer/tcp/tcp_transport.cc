@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/segment_name.h"
 #include "common/status_wire.h"
 #include "common/units.h"
 #include "transfer/tcp/wire.h"
@@ -61,10 +62,10 @@ void SetIoTimeouts(int fd, std::chrono::milliseconds wait) {
 // transfers, with `io_timeout`.
 Status ConnectTo(NameResolver& names, const std::string& endpoint, std::chrono::milliseconds timeout,
                  std::chrono::milliseconds io_timeout, std::chrono::milliseconds unacked_timeout, int* out) {
-  auto colon = endpoint.rfind(':');
-  if (colon == std::string::npos) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
+  auto hp = ParseHostPort(endpoint);
+  if (!hp.ok()) return Status(Code::kTransferFail, "bad endpoint '" + endpoint + "'");
   const SteadyTime until = DeadlineIn(timeout);
-  auto addresses = names.Resolve(endpoint.substr(0, colon), endpoint.substr(colon + 1), until);
+  auto addresses = names.Resolve(hp->first, std::to_string(hp->second), until);
   if (!addresses.ok()) {
     return Status(Code::kTransferFail, "transfer server " + endpoint + ": " + addresses.status().message());
   }
