@@ -232,7 +232,8 @@ int ParseFlags(int argc, char** argv, DaemonFlags& f, yb::MasterConfig& mc) {
       ->capture_default_str();
   app.add_option("--metadata_sync_interval_ms", f.metadata_sync_interval_ms,
                  "with --metadata_durability process: the log is synced at least this often while it has "
-                 "unsynced records, and at most this often")
+                 "unsynced records, and at most this often; with always: records no answer waits for (a Put's "
+                 "reservation, a background step's) are synced within it")
       ->check(CLI::Range(1, 60000))
       ->capture_default_str();
   yb::tools::AddSizeOption(app, "--metadata_snapshot_bytes", f.metadata_snapshot_bytes,
