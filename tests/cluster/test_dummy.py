@@ -222,9 +222,9 @@ def test_a_dummy_killed_mid_transfer_leaves_the_real_client_and_the_pool_consist
         assert s.close() == 0
 
 
-def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_when_it_returns(cluster, worker):
-    cluster.start_master()
-    port, http = real_client(cluster)
+def waiting_dummy(worker, port):
+    """A dummy_worker.py in "wait" mode and the function that sends it one call ("put|get|view|held
+    KEY SIZE") and returns its code."""
     p = worker("wait", port, stdin=subprocess.PIPE)
     assert p.stdout.readline().strip() == "ready"
 
@@ -233,6 +233,13 @@ def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_wh
         p.stdin.flush()
         return int(p.stdout.readline())
 
+    return p, call
+
+
+def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_when_it_returns(cluster, worker):
+    cluster.start_master()
+    port, http = real_client(cluster)
+    p, call = waiting_dummy(worker, port)
     assert call("put before 300000") == 0
     assert call("view before 300000") == 1  # get_buffer: the real client's memory itself, kept
     cluster.kill_client("node")
@@ -256,14 +263,7 @@ def test_dummies_of_a_real_client_paused_past_every_timeout_fail_in_bounded_time
     reads back."""
     cluster.start_master(extra=["--client_grace_sec", "60"])  # client_ttl 2 s; dead, it is awaited a minute
     port, http = real_client(cluster)
-    p = worker("wait", port, stdin=subprocess.PIPE)
-    assert p.stdout.readline().strip() == "ready"
-
-    def call(line):
-        p.stdin.write(line + "\n")
-        p.stdin.flush()
-        return int(p.stdout.readline())
-
+    p, call = waiting_dummy(worker, port)
     assert call("put before 300000") == 0
     cluster.clients["node"].send_signal(signal.SIGSTOP)
     pid = cluster.clients["node"].pid
