@@ -9,7 +9,7 @@ BUILD_ONLY=0
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(
-  cmake g++ make pkg-config git
+  cmake ninja-build g++ make pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
   libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libre2-dev libssl-dev
