@@ -68,7 +68,7 @@ class FakeEtcd {
 // A master served on a loopback port.
 struct Master {
   explicit Master(const Clock& clock)
-      : service(std::move(MasterService::Create(MasterConfig{}, clock).value())), server(Loopback()) {
+      : service(MasterService::Create(MasterConfig{}, clock).value()), server(Loopback()) {
     rpc::RegisterMasterService(server, *service);
     EXPECT_TRUE(server.Start().ok());
   }

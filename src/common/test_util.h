@@ -27,7 +27,14 @@ namespace yb::test_util {
 
 // UBSan's vptr check reads memory through a pipe: in a process with no descriptor left it reports
 // valid objects as invalid, so tests that exhaust descriptors skip themselves in that build.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC's name for an ASan build; clang's is __has_feature
+#define YB_TEST_UTIL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define YB_TEST_UTIL_ASAN 1
+#endif
+#endif
+#ifdef YB_TEST_UTIL_ASAN
 inline constexpr bool kSanitizerNeedsFreeDescriptors = true;
 #else
 inline constexpr bool kSanitizerNeedsFreeDescriptors = false;

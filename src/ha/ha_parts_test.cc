@@ -226,7 +226,7 @@ class StandbysTest : public ::testing::Test {
     o.dir = dir_.path();
     o.durability = MetaLog::Options::Durability::kProcess;  // released once written (and acked)
     MasterImage image;
-    log_ = std::move(MetaLog::Open(o, &image).value());
+    log_ = MetaLog::Open(o, &image).value();
     Standbys::Hooks h;
     h.write_in_sync = [this](const std::vector<std::string>& listed) {
       writes_.push_back(listed);
@@ -339,8 +339,8 @@ struct LeaderLog {
     MetaLog::Options o;
     o.dir = dir.path();
     MasterImage unused;
-    log = std::move(MetaLog::Open(o, &unused).value());
-    master = std::move(MasterService::Create(MasterConfig{}, clock).value());
+    log = MetaLog::Open(o, &unused).value();
+    master = MasterService::Create(MasterConfig{}, clock).value();
     master->SetSink(log.get());
     auto ctx = master->RegisterClient({ClientId{5, 5}, "h", "default"}).value();
     EXPECT_TRUE(master->MountSegments(ctx, {SegmentMount{{1, "node-1", 0, 1 << 20, "e"}, 7}}).ok());
@@ -379,7 +379,7 @@ TEST(ReplicaTest, ALeadersLogAppliedThenPromotedServesItsState) {
   MetaLog::Options o;
   o.dir = dir.path();
   MasterImage image;
-  auto log = std::move(MetaLog::Open(o, &image).value());
+  auto log = MetaLog::Open(o, &image).value();
   Replica replica(*log, std::move(image));
 
   // A new leader starts with its snapshot: records alone are refused, and nothing is applied.
@@ -399,7 +399,7 @@ TEST(ReplicaTest, ALeadersLogAppliedThenPromotedServesItsState) {
   EXPECT_NE(bad.status().code(), 0u);
 
   ManualClock clock;
-  auto promoted = std::move(MasterService::Create(MasterConfig{}, clock).value());
+  auto promoted = MasterService::Create(MasterConfig{}, clock).value();
   ASSERT_TRUE(replica.Promote(*promoted).ok());
   auto awaiting = promoted->AwaitingSegments();
   ASSERT_EQ(awaiting.size(), 1u);  // restored until its owner re-mounts it, as after a restart

@@ -68,7 +68,7 @@ struct LoggedMaster {
     MasterConfig mc;
     mc.random_seed = 3;
     mc.object_shards = 8;
-    master = std::move(MasterService::Create(mc, clock).value());
+    master = MasterService::Create(mc, clock).value();
     EXPECT_TRUE(master->Load(image).ok());
     master->SetSink(log.get());
   }
@@ -435,7 +435,7 @@ TEST_F(MetaLogTest, AReservationIsReleasedOnceWrittenAndAChangeOnceSynced) {
   MasterImage image;
   MetaLog::Options o;
   o.dir = dir_.path();
-  auto log = std::move(MetaLog::Open(o, &image).value());
+  auto log = MetaLog::Open(o, &image).value();
   (void)MetaLog::TakeTicket();
   pb::LogRecord pending;
   pending.mutable_pending()->set_key("k");
@@ -475,7 +475,7 @@ TEST_F(MetaLogTest, AtTheProcessLevelEveryChangeIsReleasedOnceWrittenAndSyncedIn
     return 0;
   };
   {
-    auto log = std::move(MetaLog::Open(o, &image).value());
+    auto log = MetaLog::Open(o, &image).value();
     EXPECT_STREQ(log->durability(), "process");
     (void)MetaLog::TakeTicket();
     for (const char* key : {"a", "b", "c"}) {
@@ -495,7 +495,7 @@ TEST_F(MetaLogTest, AtTheProcessLevelEveryChangeIsReleasedOnceWrittenAndSyncedIn
   }  // stopping ends the wait and syncs what was written
   const int at_stop = syncs.load();
   MasterImage again;
-  auto reopened = std::move(MetaLog::Open(o, &again).value());
+  auto reopened = MetaLog::Open(o, &again).value();
   EXPECT_EQ(reopened->stats().recovered_records, 3u);
   EXPECT_GE(at_stop, 1);
 }
@@ -519,7 +519,7 @@ TEST_F(MetaLogTest, AtTheAlwaysLevelARecordWrittenDuringASyncIsSyncedWithoutWait
     }
     return 0;
   };
-  auto log = std::move(MetaLog::Open(o, &image).value());
+  auto log = MetaLog::Open(o, &image).value();
   struct LetGo {  // before the log stops (it joins its syncers), whatever the outcome
     std::promise<void>& p;
     ~LetGo() { p.set_value(); }
@@ -759,7 +759,7 @@ TEST_F(MetaLogTest, AStandbyFedTheSnapshotAndTheTailHasTheLeadersState) {
   so.dir = standby_dir.path();
   so.snapshot_log_bytes = 2000;  // the standby compacts its own log too
   MasterImage standby_image;
-  auto standby_log = std::move(MetaLog::Open(so, &standby_image).value());
+  auto standby_log = MetaLog::Open(so, &standby_image).value();
   LogApplier applier(*standby_log, standby_image);
   const uint64_t snap = a.log->latest_snapshot();
   ASSERT_GT(snap, 0u);
@@ -800,7 +800,7 @@ TEST_F(MetaLogTest, AStandbyFedTheSnapshotAndTheTailHasTheLeadersState) {
     }
   }
   // The standby's image as a master equals the leader.
-  auto rebuilt = std::move(MasterService::Create(MasterConfig{}, clock_).value());
+  auto rebuilt = MasterService::Create(MasterConfig{}, clock_).value();
   ASSERT_TRUE(rebuilt->Load(standby_image).ok());
   EXPECT_EQ(Fingerprint(*rebuilt), Fingerprint(*a.master));
   // What it received is in its own log: reopened, it has the same state.

@@ -26,7 +26,7 @@ class Standby {
   explicit Standby(bool lie = false) {
     MetaLog::Options o;
     o.dir = dir_.path();
-    log_ = std::move(MetaLog::Open(o, &image_).value());
+    log_ = MetaLog::Open(o, &image_).value();
     applier_ = std::make_unique<LogApplier>(*log_, image_);
     rpc::RpcServer::Options so;
     so.address = "127.0.0.1";
@@ -93,8 +93,8 @@ struct Leader {
     MetaLog::Options lo;
     lo.dir = dir.path();
     MasterImage unused;
-    log = std::move(MetaLog::Open(lo, &unused).value());
-    master = std::move(MasterService::Create(MasterConfig{}, clock).value());
+    log = MetaLog::Open(lo, &unused).value();
+    master = MasterService::Create(MasterConfig{}, clock).value();
     master->SetSink(log.get());
     ctx = master->RegisterClient({ClientId{5, 5}, "h", "default"}).value();
     EXPECT_TRUE(master->MountSegments(ctx, {SegmentMount{{1, "node-1", 0, 1 << 20, "e"}, 7}}).ok());

@@ -136,7 +136,7 @@ TEST_F(GrantHoldMasterTest, ARevokedPutsRangeIsTakenByNoOneBeforeItsWriteGrantLa
   EXPECT_EQ(Write(a_, "next", *master_).status().code(), Code::kNoAvailableHandle);
   EXPECT_EQ(Write(b_, "theirs", *master_).status().code(), Code::kNoAvailableHandle);
 
-  auto restarted = std::move(MasterService::Create(config_, clock_).value());
+  auto restarted = MasterService::Create(config_, clock_).value();
   ASSERT_TRUE(restarted->Load(sink_.image).ok());
   RegisterAgain(*restarted);
   ASSERT_TRUE(restarted->MountSegment(ctx_, Desc()).ok());
@@ -192,7 +192,7 @@ TEST_F(GrantHoldMasterTest, ARestartedOrPromotedMasterHoldsWhatTheOldOneHeld) {
   master_->WriteImage([&](const pb::LogRecord& r) { snapshot.Apply(r); });
   for (const MasterImage* image : {&sink_.image, &snapshot}) {
     ASSERT_EQ(image->holds.size(), 1u);
-    auto again = std::move(MasterService::Create(config_, clock_).value());
+    auto again = MasterService::Create(config_, clock_).value();
     ASSERT_TRUE(again->Load(*image).ok());
     RegisterAgain(*again);
     ASSERT_TRUE(again->MountSegment(ctx_, Desc()).ok());  // its owner re-mounts it

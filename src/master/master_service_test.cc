@@ -150,7 +150,7 @@ TEST(MasterLivenessTest, AGapInTheMastersOwnRunsGivesEveryClientAFreshTtl) {
   MasterConfig mc;
   mc.client_ttl_sec = 3;
   mc.liveness_max_gap_ms = 1000;
-  auto master = std::move(MasterService::Create(mc, clock).value());
+  auto master = MasterService::Create(mc, clock).value();
   CallContext a = master->RegisterClient({ClientId{1, 1}, "a", "default"}).value();
   CallContext b = master->RegisterClient({ClientId{2, 2}, "b", "default"}).value();
   ASSERT_TRUE(master->MountSegment(a, {1, "a", 0x10000000, 1 << 20, "local"}).ok());
@@ -184,7 +184,7 @@ TEST(MasterLivenessTest, AStallOfTheReceivingThreadsGivesEveryClientAFreshTtl) {
   mc.client_ttl_sec = 3;
   mc.liveness_max_gap_ms = 1000;
   mc.receive_stall_ms = [&] { return stall.load(); };
-  auto master = std::move(MasterService::Create(mc, clock).value());
+  auto master = MasterService::Create(mc, clock).value();
   CallContext a = master->RegisterClient({ClientId{1, 1}, "a", "default"}).value();
   ASSERT_TRUE(master->MountSegment(a, {1, "a", 0x10000000, 1 << 20, "local"}).ok());
   for (int t = 0; t < 20; ++t) {  // 4 s of checks every 200 ms, the receiving threads stuck

@@ -152,7 +152,7 @@ TEST_F(MissReasonTest, AMasterBuiltFromTheLogRemembersWhyKeysWent) {
   sink.image.TakeSnapshotState(std::move(snapshot));
   EXPECT_EQ(sink.image.gone.size(), 3u);
 
-  auto again = std::move(MasterService::Create(config_, clock_).value());
+  auto again = MasterService::Create(config_, clock_).value();
   ASSERT_TRUE(again->Load(sink.image).ok());
   auto why = [&](const std::string& key) { return again->WhyMissing(ctx_, key).value(); };
   EXPECT_EQ(why("removed").reason, MissReason::kRemoved);

@@ -236,7 +236,7 @@ TEST_F(RepairTest, ARestartedMasterQueuesTheObjectsShortOfReplicas) {
   ASSERT_TRUE(master_->UnmountSegment(a_, sa_).ok());
   MasterImage image;
   master_->WriteImage([&](const pb::LogRecord& r) { image.Apply(r); });
-  auto again = std::move(MasterService::Create(config_, clock_).value());
+  auto again = MasterService::Create(config_, clock_).value();
   ASSERT_TRUE(again->Load(image).ok());
   EXPECT_EQ(again->Stats().repair_at_risk, 2u);  // "whole" lost a replica too
 }
@@ -262,7 +262,7 @@ TEST_F(RepairTest, ARestartedMasterFencesTheRangeOfACopyInFlight) {
   MasterConfig quiet = config_;
   quiet.repair_bandwidth = 0;  // the restarted master makes no copy of its own meanwhile
   for (const MasterImage* image : {&sink.image, &snapshot}) {
-    auto again = std::move(MasterService::Create(quiet, clock_).value());
+    auto again = MasterService::Create(quiet, clock_).value();
     ASSERT_TRUE(again->Load(*image).ok());
     for (const CallContext& c : {a_, b_, c_}) {
       ASSERT_TRUE(again->RegisterClient({c.client, "host", "default", false, c.token}).ok());

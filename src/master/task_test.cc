@@ -207,7 +207,7 @@ TEST_F(TaskTest, ATaskSurvivesARestartAndIsCarriedOn) {
   MasterImage image;
   master_->WriteImage([&](const pb::LogRecord& r) { image.Apply(r); });
   EXPECT_EQ(image.tasks.size(), 2u);
-  master_ = std::move(MasterService::Create(config_, clock_).value());
+  master_ = MasterService::Create(config_, clock_).value();
   ASSERT_TRUE(master_->Load(image).ok());
   EXPECT_EQ(master_->QueryTask(ctx_, finished)->status, TaskStatus::kSuccess);
   EXPECT_EQ(master_->QueryTask(ctx_, id)->status, TaskStatus::kProcessing);

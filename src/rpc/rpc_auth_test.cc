@@ -41,7 +41,7 @@ std::shared_ptr<net::Security> SecurityWith(const std::string& secret,
 class MasterAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    master_ = std::move(MasterService::Create(MasterConfig{}, clock_).value());
+    master_ = MasterService::Create(MasterConfig{}, clock_).value();
     Serve(false);
   }
   // (Re)starts the RPC server in front of master_.

@@ -580,7 +580,7 @@ class MasterRpcTest : public ::testing::Test {
     return o;
   }
   ManualClock clock_;
-  std::unique_ptr<MasterService> master_ = std::move(MasterService::Create(MasterConfig{}, clock_).value());
+  std::unique_ptr<MasterService> master_ = MasterService::Create(MasterConfig{}, clock_).value();
   RpcServer server_{Loopback()};
 };
 
