@@ -16,8 +16,6 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "long: a workload of a minute or more (ctest's cluster_long_tests)")
     config.addinivalue_line("markers", "plain_only: checks packaging, deployment or a benchmark's plumbing, "
                                        "not the daemons' memory: the sanitizer builds' ctest leaves it out")
-    config.addinivalue_line("markers", "slow: one of the longest tests (over about 12 s under the sanitizers): "
-                                       "handed out first, so that the workers do not end on it")
 
 
 # Tests that build network namespaces: their names and addresses are fixed, so under pytest-xdist
@@ -35,15 +33,12 @@ def pytest_collection_modifyitems(config, items):
     """Under `--dist loadgroup` the tests that build network namespaces share one worker, in
     order, and are handed out first: together they are the longest piece of work that cannot be
     split (about 160 s of the sanitizer run's 390), so the other worker takes the rest meanwhile.
-    Every other test is a unit of its own, the longest (marked slow) first, so the two workers end
-    within about one short test of each other (grouped by file, test_cluster.py alone was over
-    200 s of one worker's work there; in file order, the sanitizer run's last minutes kept one
-    core idle while the other ran the last long tests)."""
+    Every other test is a unit of its own, so the two workers end within about one test of each
+    other (grouped by file, test_cluster.py alone was over 200 s of one worker's work there)."""
     for item in items:
         if _builds_netns(item):
             item.add_marker(pytest.mark.xdist_group("netns"))
-    # Stable: within each rank, each file's order is kept.
-    items.sort(key=lambda item: (not _builds_netns(item), item.get_closest_marker("slow") is None))
+    items.sort(key=lambda item: not _builds_netns(item))  # stable: each file's order is kept
 
 
 BIN = os.environ.get("YB_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))

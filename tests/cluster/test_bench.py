@@ -54,7 +54,6 @@ def rates(tree, path=""):
         yield path, tree
 
 
-@pytest.mark.slow
 def test_every_case_measures_something():
     fake = os.path.join(BUILD, "fake_cuda")
     rc, out, err = run_bench({"LD_LIBRARY_PATH": fake}, ["--value_sizes", "4096,1MB", "--device_memory",

@@ -476,7 +476,6 @@ def test_calls_fail_fast_once_the_master_is_cut_off_and_resume_when_it_returns(t
         c.stop()
 
 
-@pytest.mark.slow
 def test_a_master_killed_and_restarted_keeps_every_object(cluster):
     """kill -9 of the only master (at the default durability level), the same command again: every
     acknowledged object is back, read through another client, once the storage daemons have
@@ -528,7 +527,6 @@ def test_objects_of_a_daemon_that_does_not_come_back_are_dropped_after_client_tt
     assert rc != 0
 
 
-@pytest.mark.slow
 def test_two_daemons_on_one_host_with_mooncakes_flags_are_two_fault_domains(cluster):
     """Daemons started as Mooncake's are (--host and --port, no --local_hostname) name their
     segments host:port: replica_num 2 gives two replicas, and every object survives kill -9 of
@@ -570,7 +568,6 @@ def test_two_daemons_on_one_host_with_mooncakes_flags_are_two_fault_domains(clus
 
 
 
-@pytest.mark.slow
 def test_replicas_span_zones_and_a_whole_zone_can_go(cluster):
     """Four daemons on one host in two zones (--zone rack-1 / rack-2, and YB_ZONE for one of them):
     every object written with replica_num 2 has a replica in each zone, the listings show the
@@ -601,7 +598,6 @@ def test_replicas_span_zones_and_a_whole_zone_can_go(cluster):
         assert get(cluster, k) == (0, v), k
 
 
-@pytest.mark.slow
 def test_a_master_paused_past_the_client_ttl_gets_every_segment_back(cluster):
     """SIGSTOP of yb-master for longer than --client_ttl, twice: it declares the daemons dead when it
     resumes and its one re-mount request may be lost with a late reply, but each heartbeat states
@@ -623,7 +619,6 @@ def test_a_master_paused_past_the_client_ttl_gets_every_segment_back(cluster):
     assert b"2 replicas" in cluster.yb(["replicas", "after"], check=True).stdout
 
 
-@pytest.mark.slow
 def test_a_get_with_one_replica_holder_stopped_falls_back_within_the_bound(cluster):
     """SIGSTOP of one of two replica holders (its kernel still acknowledges, its server answers
     nothing): a Get moves on to the other replica once the exchange's budget passes (2 s for small
@@ -646,7 +641,6 @@ def test_a_get_with_one_replica_holder_stopped_falls_back_within_the_bound(clust
         cluster.clients["node-a"].send_signal(signal.SIGCONT)
 
 
-@pytest.mark.slow
 def test_replicas_lost_with_a_node_are_copied_back_and_a_second_loss_loses_nothing(cluster):
     """Three daemons, replica_num 2: kill -9 of one leaves about two thirds of the objects with one
     replica; the master has the survivors copy them back (re-replication), after which kill -9 of a
@@ -672,7 +666,6 @@ def test_replicas_lost_with_a_node_are_copied_back_and_a_second_loss_loses_nothi
         assert get(cluster, k) == (0, v), k
 
 
-@pytest.mark.slow
 def test_drain_moves_every_object_before_a_node_leaves(cluster):
     """`yb drain NAME` copies every object a node holds to the others (one replica each here) and
     says when stopping it loses nothing; a daemon started with --drain_on_exit does the same on
@@ -735,7 +728,6 @@ def test_a_paused_node_back_within_the_grace_keeps_its_replicas(tmp_path):
         c.stop()
 
 
-@pytest.mark.slow
 def test_a_paused_master_declares_no_live_client_dead(tmp_path):
     """A master paused (SIGSTOP) for longer than client_ttl, as a VM pause or a swap storm does,
     finds on resuming that it did not run and gives every client a fresh TTL: the clients, alive the

@@ -36,7 +36,6 @@ def cell_texts(dom, table_id):
     return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/install_deps.sh)")
 def test_the_dashboard_shows_the_clusters_numbers(cluster, tmp_path):
     cluster.start_master()

@@ -6,14 +6,11 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from fake_cuda import FAKE_DIR, fake_cuda_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.mark.slow
 def test_caller_replays_and_calls_with_buffers_in_fake_device_memory():
     assert os.path.exists(os.path.join(FAKE_DIR, "libcuda.so.1")), f"the fake driver is not built in {FAKE_DIR}"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE",

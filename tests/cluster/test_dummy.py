@@ -255,7 +255,6 @@ def test_dummies_get_clear_errors_while_their_real_client_is_gone_and_recover_wh
     assert p.wait(30) == 0
 
 
-@pytest.mark.slow
 def test_dummies_of_a_real_client_paused_past_every_timeout_fail_in_bounded_time_and_recover(cluster, worker):
     """The real client paused (SIGSTOP: its sockets still accept, nothing answers) for longer than the
     master's client_ttl: a dummy's calls fail with an error within their deadlines instead of

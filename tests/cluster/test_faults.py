@@ -23,7 +23,6 @@ def put(c, key, data):
     return c.yb(["put", key, "--file", "/dev/stdin"], input_bytes=data)
 
 
-@pytest.mark.slow
 def test_a_full_metadata_disk_refuses_changes_keeps_every_read_and_recovers_by_itself(tmp_path, small_disk):
     """The metadata directory on a 3 MiB tmpfs. Space running short makes the master refuse changes
     with a clear error while every stored object stays readable, and /health, /metrics and the log

@@ -230,7 +230,6 @@ def bring_up(ha):
     wait_until(lambda: ha.segment_names() == {"node-a", "node-b"}, 15, "the daemons to mount")
 
 
-@pytest.mark.slow
 def test_kill9_of_the_leader_ten_times_loses_no_acknowledged_object(ha):
     """Under a steady load of Puts and Gets, the leader is killed (-9) ten times in a row and
     started again as a standby each time: every object a Put acknowledged is read back intact, and
@@ -439,7 +438,6 @@ def test_a_leader_cut_off_from_etcd_steps_down_before_another_leads(ha):
     s.close()
 
 
-@pytest.mark.slow
 def test_a_leader_paused_past_its_lease_answers_nothing_when_it_wakes(ha):
     """The leader is stopped (SIGSTOP) for three lease TTLs: a standby in sync takes over and
     serves what the old one acknowledged. Continued (SIGCONT), the old leader answers nothing as the

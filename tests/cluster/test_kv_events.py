@@ -55,7 +55,6 @@ def put(cluster, key, size=100):
     return cluster.yb(["put", key, "--file", "/dev/stdin"], input_bytes=b"v" * size)
 
 
-@pytest.mark.slow
 def test_events_follow_puts_removes_evictions_and_node_loss(cluster):
     port = free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
@@ -306,7 +305,6 @@ class Router:
         self.ctx.term()
 
 
-@pytest.mark.slow
 def test_a_router_index_survives_its_own_death_a_gap_a_failover_and_a_node_loss(tmp_path):
     """Under a scripted workload the router's index (key, medium) ends equal to what the master
     holds, although the router is killed and starts again late, loses a message, its leader is

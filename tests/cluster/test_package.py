@@ -14,7 +14,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-@pytest.mark.slow
 def test_pip_installs_into_a_fresh_virtualenv_and_the_replays_run_from_it(tmp_path):
     # The build that made the package under test (the sanitizer builds use the plain build's): pip
     # reuses it, being configured for this same interpreter, instead of building the tree again.
