@@ -13,7 +13,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
   libasio-dev libprotobuf-dev protobuf-compiler libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libre2-dev libssl-dev
-  python3 python3-dev python3-pytest python3-pytest-xdist python3-numpy pybind11-dev iproute2 curl
+  python3 python3-dev python3-venv python3-pytest python3-pytest-xdist python3-numpy pybind11-dev iproute2 curl
   # clang: the sanitizer build, the thread-safety analysis, the fuzzers; its sanitizer runtimes;
   # llvm's llvm-symbolizer, which puts file and line into their reports.
   clang libclang-rt-14-dev llvm
