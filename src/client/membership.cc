@@ -71,6 +71,13 @@ Status Membership::MountPool() {
                                        " a global segment of " + std::to_string(config_.global_segment_size) +
                                        " bytes: not that much memory free?");
   }
+  if (const std::string thp = pool_->fd() >= 0 ? ShmemHugePages() : ""; thp == "never" || thp == "deny") {
+    YB_LOG_INFO(
+        "shmem huge pages are off here (transparent_hugepage/shmem_enabled: {}): the processes of this "
+        "host that map this segment pay a page fault per 4 KiB at their first touch of each page; "
+        "'advise' lets it use huge pages (docs/operations.md, \"Same-host transfers\")",
+        thp);
+  }
   auto mounted = MountRegion(pool_);
   if (!mounted.ok()) UnmountPool();
   return mounted.status();

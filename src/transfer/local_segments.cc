@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace yb {
 
@@ -111,6 +112,14 @@ Result<std::shared_ptr<MappedRegion>> MappedRegion::MapFile(const std::string& p
   if (p == MAP_FAILED) return Status(Code::kFileOpenFail, "mount_segment: cannot map " + path + ": " + std::strerror(e));
   madvise(p, size, MADV_HUGEPAGE);
   return std::shared_ptr<MappedRegion>(new MappedRegion(static_cast<uint8_t*>(p), size));
+}
+
+std::string ShmemHugePages(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const size_t open = line.find('['), close = line.find(']', open);
+  return open == std::string::npos || close == std::string::npos ? "" : line.substr(open + 1, close - open - 1);
 }
 
 MappedRegion::~MappedRegion() {

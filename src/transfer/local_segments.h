@@ -46,6 +46,12 @@ class MappedRegion {
   int fd_;
 };
 
+// Whether shmem (memfd) memory gets transparent huge pages here: the bracketed word of
+// `path` (/sys/kernel/mm/transparent_hugepage/shmem_enabled: "never", "advise", "always", ...), ""
+// when it cannot be read. Without them, each process's first touch of each 4 KiB page of another
+// process's segment is a page fault (docs/performance.md, "Same-host transfers").
+std::string ShmemHugePages(const std::string& path = "/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+
 struct LocalSegment {
   std::shared_ptr<MappedRegion> region;  // keeps the memory alive
   uint8_t* base = nullptr;               // start of this segment within the region

@@ -1,13 +1,32 @@
 #include "transfer/memcpy_transport.h"
 
-#include "transfer/transfer_engine.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/temp_dir.h"
+#include "transfer/transfer_engine.h"
 
 namespace yb {
 namespace {
+
+TEST(ShmemHugePagesTest, ReadsTheBracketedModeAndNothingFromAMissingFile) {
+  TempDir dir;
+  const std::string path = dir.path() + "/shmem_enabled";
+  for (const auto& [text, want] :
+       std::vector<std::pair<std::string, std::string>>{{"always within_size advise [never] deny force\n", "never"},
+                                                        {"always within_size [advise] never deny force\n", "advise"},
+                                                        {"[always] never\n", "always"},
+                                                        {"never\n", ""}}) {
+    std::ofstream(path) << text;
+    EXPECT_EQ(ShmemHugePages(path), want) << text;
+  }
+  EXPECT_EQ(ShmemHugePages(dir.path() + "/absent"), "");
+}
 
 TEST(MemcpyTransportTest, CopiesWithinBoundsAndRefusesOutside) {
   auto reg = std::make_shared<LocalSegmentRegistry>();

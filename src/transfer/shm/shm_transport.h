@@ -40,6 +40,9 @@ class ShmTransport final : public Transport {
     // of another host is left to the next transport without a try.
     std::function<std::string(SegmentId)> host_of;
     std::string my_host;
+    // Where the host says whether shmem has huge pages (ShmemHugePages; "": the kernel's file).
+    // With them, writes go through the mapping; without, through the owner's memfd.
+    std::string shmem_huge_pages_path;
   };
   ShmTransport(Resolver resolver, std::shared_ptr<Transport> fallback, Options options);
 
@@ -50,6 +53,8 @@ class ShmTransport final : public Transport {
   const uint8_t* View(const TransferRequest& r, std::shared_ptr<const void>* keep) override;
 
   size_t mapped_segments() const;
+  // Bytes written through owners' memfds (the rest of the writes went through the mappings).
+  uint64_t memfd_written_bytes() const { return memfd_written_.load(std::memory_order_relaxed); }
 
  private:
   struct Mapped {
@@ -78,7 +83,7 @@ class ShmTransport final : public Transport {
   Result<Mapped> Attach(SegmentId segment, const std::string& endpoint) const;
   Status Move(const TransferRequest& r, const Mapped& m) const;
   // `n` bytes into the segment at `offset`, through its memfd (the mapping when there is none).
-  static Status WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n);
+  Status WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n) const;
   TimeMs Now() const;
   int64_t Wall() const;
 
@@ -90,6 +95,7 @@ class ShmTransport final : public Transport {
   // Endpoint (or "endpoint#segment" for a segment it does not share) -> when to ask again.
   mutable std::map<std::string, TimeMs> not_here_ GUARDED_BY(mu_);
   mutable TimeMs last_sweep_ GUARDED_BY(mu_) = 0;
+  mutable std::atomic<uint64_t> memfd_written_{0};
 };
 
 }  // namespace yb::shm

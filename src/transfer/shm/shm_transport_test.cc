@@ -10,10 +10,13 @@
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "common/checksum.h"
 #include "common/grant.h"
 #include "common/host_identity.h"
+#include "common/temp_dir.h"
 #include "transfer/shm/shm_server.h"
 
 namespace yb::shm {
@@ -54,8 +57,10 @@ class ShmTransportTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start().ok());
   }
 
-  std::unique_ptr<ShmTransport> Peer(const std::string& data_key, std::string owner_host = "") {
+  std::unique_ptr<ShmTransport> Peer(const std::string& data_key, std::string owner_host = "",
+                                     std::string shmem_huge_pages_path = "") {
     ShmTransport::Options o;
+    o.shmem_huge_pages_path = std::move(shmem_huge_pages_path);
     o.data_key = [data_key] { return data_key; };
     o.host_of = [owner_host](SegmentId) { return owner_host; };
     o.my_host = HostIdentity();
@@ -77,6 +82,8 @@ class ShmTransportTest : public ::testing::Test {
     return r;
   }
 
+  void MovesThroughTheOwnersMemory(ShmTransport& peer);
+
   static constexpr uint64_t kSize = 8 << 20;
   std::string endpoint_;
   std::shared_ptr<MappedRegion> region_;
@@ -89,21 +96,34 @@ class ShmTransportTest : public ::testing::Test {
 
 TEST_F(ShmTransportTest, BytesMoveThroughTheOwnersMemoryAndChecksumsAreTaken) {
   Serve("");
-  auto peer = Peer("");
-  ASSERT_TRUE(peer->Reaches(5));
-  EXPECT_EQ(server_->given(), 1u);
+  // Writes through the owner's memfd (shmem without huge pages) and through the mapping (with).
+  TempDir dir;
+  for (const std::string thp : {"always within_size advise [never] deny force", "always within_size [advise] never"}) {
+    SCOPED_TRACE(thp);
+    std::ofstream(dir.path() + "/shmem_enabled") << thp << "\n";
+    auto peer = Peer("", "", dir.path() + "/shmem_enabled");
+    MovesThroughTheOwnersMemory(*peer);
+    EXPECT_EQ(peer->memfd_written_bytes(), thp.find("[never]") != std::string::npos ? 3u << 20 : 0u);
+  }
+  EXPECT_EQ(server_->given(), 2u);  // mapped once by each
+  EXPECT_EQ(fallback_->submitted, 0u);
+}
+
+void ShmTransportTest::MovesThroughTheOwnersMemory(ShmTransport& peer) {
+  std::memset(region_->data(), 0, kSize);
+  ASSERT_TRUE(peer.Reaches(5));
   std::string value(3 << 20, '\0');
   for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(i * 7 + 3);
   ChecksumSink wrote(value.size());
   auto w = Request(TransferRequest::Op::kWrite, 1000, value.data(), value.size());
   w.checksum = &wrote;
-  ASSERT_TRUE(peer->Submit({w})[0].ok());
+  ASSERT_TRUE(peer.Submit({w})[0].ok());
   EXPECT_EQ(std::memcmp(region_->data() + 4096 + 1000, value.data(), value.size()), 0);  // the owner sees them
   std::string back(value.size(), '\0');
   ChecksumSink read(value.size());
   auto r = Request(TransferRequest::Op::kRead, 1000, back.data(), back.size());
   r.checksum = &read;
-  ASSERT_TRUE(peer->Submit({r})[0].ok());
+  ASSERT_TRUE(peer.Submit({r})[0].ok());
   EXPECT_EQ(back, value);
   struct Piece {
     const void* ptr;
@@ -112,8 +132,6 @@ TEST_F(ShmTransportTest, BytesMoveThroughTheOwnersMemoryAndChecksumsAreTaken) {
   const std::vector<Piece> whole{{value.data(), value.size()}};
   EXPECT_EQ(wrote.Finish(whole), ObjectChecksum(value.data(), value.size()));
   EXPECT_EQ(read.Finish(whole), ObjectChecksum(value.data(), value.size()));
-  EXPECT_EQ(server_->given(), 1u);  // mapped once
-  EXPECT_EQ(fallback_->submitted, 0u);
 }
 
 TEST_F(ShmTransportTest, ASegmentTheMasterListsOnAnotherHostIsNotTried) {
