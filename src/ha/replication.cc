@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -78,15 +79,23 @@ Status LogTail::OpenFileHolding(uint64_t seq) {
 Result<uint64_t> LogTail::Read(uint64_t after, uint64_t up_to, size_t max_bytes, std::string& out) {
   if (up_to <= after) return after;
   if (fd_ < 0 || next_ != after + 1) YB_RETURN_IF_ERROR(OpenFileHolding(after + 1));
-  std::string chunk;
   uint64_t last = after;
   bool read_again = false;  // a file after a gap was seen: one more read of this one tells
   while (last < up_to && out.size() < max_bytes) {
-    chunk.resize(std::max<size_t>(1 << 16, max_bytes - out.size()));
-    ssize_t n = ::pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(offset_));
+    // What the file holds past our offset, up to what is still wanted (64 KiB at least, so that a
+    // record longer than the rest of the budget still goes in a batch of its own). Read into a
+    // buffer kept between calls: sized afresh for each call, a batch of a few records cost the
+    // allocation and zeroing of max_bytes (4 MiB), 18% of a leader's CPU with a standby.
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      return Status(Code::kFileReadFail, std::string("reading the log: ") + std::strerror(errno));
+    }
+    const uint64_t in_file = static_cast<uint64_t>(st.st_size) > offset_ ? st.st_size - offset_ : 0;
+    const size_t want = std::min<uint64_t>(in_file, std::max<size_t>(1 << 16, max_bytes - out.size()));
+    if (buf_.size() < want) buf_.resize(want);
+    ssize_t n = want == 0 ? 0 : ::pread(fd_, buf_.data(), want, static_cast<off_t>(offset_));
     if (n < 0) return Status(Code::kFileReadFail, std::string("reading the log: ") + std::strerror(errno));
-    chunk.resize(static_cast<size_t>(n));
-    FrameReader r(chunk);
+    FrameReader r(std::string_view(buf_.data(), static_cast<size_t>(n)));
     size_t used = 0;
     bool progressed = false;
     while (auto f = r.Next()) {
