@@ -51,6 +51,7 @@
 #include "rpc/master_convert.h"
 #include "rpc/master_server.h"
 #include "session_case.h"
+#include "transfer/local_segments.h"
 #include "yuebing/client.h"
 
 namespace {
@@ -679,7 +680,10 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("yb-bench"));  // stdout carries the JSON
   spdlog::set_level(spdlog::level::warn);
   json out;
-  out["machine"] = {{"cores", std::thread::hardware_concurrency()}, {"memcpy_single_thread_GBps", MemcpyGBps()}};
+  // Whether shmem has huge pages here: same-host transfers into fresh memory depend on it.
+  out["machine"] = {{"cores", std::thread::hardware_concurrency()},
+                    {"memcpy_single_thread_GBps", MemcpyGBps()},
+                    {"shmem_huge_pages", yb::ShmemHugePages()}};
   Iperf3 iperf;
   const std::string iperf_error = skip_iperf ? "skipped" : iperf.Start();
   if (iperf_error.empty()) {
