@@ -299,8 +299,9 @@ Status ToJson(const msgpack_object& o, int depth, nlohmann::json* out) {
       *out = nlohmann::json::array();
       auto& items = out->get_ref<nlohmann::json::array_t&>();
       items.resize(o.via.array.size);  // filled in place: no element is built twice
-      for (uint32_t i = 0; i < o.via.array.size; ++i)
+      for (uint32_t i = 0; i < o.via.array.size; ++i) {
         YB_RETURN_IF_ERROR(ToJson(o.via.array.ptr[i], depth + 1, &items[i]));
+      }
       return Status::OK();
     }
     case MSGPACK_OBJECT_MAP: {
