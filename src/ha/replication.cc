@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -82,18 +81,13 @@ Result<uint64_t> LogTail::Read(uint64_t after, uint64_t up_to, size_t max_bytes,
   uint64_t last = after;
   bool read_again = false;  // a file after a gap was seen: one more read of this one tells
   while (last < up_to && out.size() < max_bytes) {
-    // What the file holds past our offset, up to what is still wanted (64 KiB at least, so that a
-    // record longer than the rest of the budget still goes in a batch of its own). Read into a
-    // buffer kept between calls: sized afresh for each call, a batch of a few records cost the
-    // allocation and zeroing of max_bytes (4 MiB), 18% of a leader's CPU with a standby.
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) {
-      return Status(Code::kFileReadFail, std::string("reading the log: ") + std::strerror(errno));
-    }
-    const uint64_t in_file = static_cast<uint64_t>(st.st_size) > offset_ ? st.st_size - offset_ : 0;
-    const size_t want = std::min<uint64_t>(in_file, std::max<size_t>(1 << 16, max_bytes - out.size()));
+    // Up to what is still wanted (64 KiB at least, so that a record longer than the rest of the
+    // budget still goes in a batch of its own), into a buffer kept between calls: sized afresh for
+    // each call, a batch of a few records cost the allocation and zeroing of max_bytes (4 MiB),
+    // 18% of a leader's CPU with a standby. The kernel copies only what the file holds.
+    const size_t want = std::max<size_t>(1 << 16, max_bytes - out.size());
     if (buf_.size() < want) buf_.resize(want);
-    ssize_t n = want == 0 ? 0 : ::pread(fd_, buf_.data(), want, static_cast<off_t>(offset_));
+    ssize_t n = ::pread(fd_, buf_.data(), want, static_cast<off_t>(offset_));
     if (n < 0) return Status(Code::kFileReadFail, std::string("reading the log: ") + std::strerror(errno));
     FrameReader r(std::string_view(buf_.data(), static_cast<size_t>(n)));
     size_t used = 0;

@@ -47,7 +47,7 @@ class LogTail {
   uint64_t file_first_ = 0;  // the first record of the open file
   uint64_t next_ = 0;        // the record at `offset_`
   uint64_t offset_ = 0;
-  std::vector<char> buf_;  // what was read of the file, kept at its largest size
+  std::vector<char> buf_;  // what was read of the file: grows once to the batch budget (4 MiB), kept
 };
 
 // The replication calls, beside the master's own (rpc/master_methods.h) on the same server.
