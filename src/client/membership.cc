@@ -71,7 +71,8 @@ Status Membership::MountPool() {
                                        " a global segment of " + std::to_string(config_.global_segment_size) +
                                        " bytes: not that much memory free?");
   }
-  if (const std::string thp = pool_->fd() >= 0 ? ShmemHugePages() : ""; thp == "never" || thp == "deny") {
+  // Said where the host says (an unreadable setting is not taken for "off").
+  if (const std::string thp = pool_->fd() >= 0 ? ShmemHugePages() : ""; !thp.empty() && !ShmemHugePagesOn(thp)) {
     YB_LOG_INFO(
         "shmem huge pages are off here (transparent_hugepage/shmem_enabled: {}): the processes of this "
         "host that map this segment pay a page fault per 4 KiB at their first touch of each page; "

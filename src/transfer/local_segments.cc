@@ -122,6 +122,10 @@ std::string ShmemHugePages(const std::string& path) {
   return open == std::string::npos || close == std::string::npos ? "" : line.substr(open + 1, close - open - 1);
 }
 
+bool ShmemHugePagesOn(const std::string& mode) {
+  return mode == "advise" || mode == "always" || mode == "within_size" || mode == "force";
+}
+
 MappedRegion::~MappedRegion() {
   munmap(data_, size_);
   if (fd_ >= 0) close(fd_);

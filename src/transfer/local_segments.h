@@ -51,6 +51,8 @@ class MappedRegion {
 // when it cannot be read. Without them, each process's first touch of each 4 KiB page of another
 // process's segment is a page fault (docs/performance.md, "Same-host transfers").
 std::string ShmemHugePages(const std::string& path = "/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+// Whether that mode gives a segment (which asks with MADV_HUGEPAGE) huge pages.
+bool ShmemHugePagesOn(const std::string& mode);
 
 struct LocalSegment {
   std::shared_ptr<MappedRegion> region;  // keeps the memory alive

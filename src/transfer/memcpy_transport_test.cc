@@ -14,7 +14,7 @@
 namespace yb {
 namespace {
 
-TEST(ShmemHugePagesTest, ReadsTheBracketedModeAndNothingFromAMissingFile) {
+TEST(ShmemHugePagesTest, ReadsTheBracketedModeAndKnowsWhichModesGiveHugePages) {
   TempDir dir;
   const std::string path = dir.path() + "/shmem_enabled";
   for (const auto& [text, want] :
@@ -26,6 +26,8 @@ TEST(ShmemHugePagesTest, ReadsTheBracketedModeAndNothingFromAMissingFile) {
     EXPECT_EQ(ShmemHugePages(path), want) << text;
   }
   EXPECT_EQ(ShmemHugePages(dir.path() + "/absent"), "");
+  for (const char* on : {"advise", "always", "within_size", "force"}) EXPECT_TRUE(ShmemHugePagesOn(on)) << on;
+  for (const char* off : {"never", "deny", ""}) EXPECT_FALSE(ShmemHugePagesOn(off)) << off;
 }
 
 TEST(MemcpyTransportTest, CopiesWithinBoundsAndRefusesOutside) {

@@ -167,9 +167,8 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   // owner's pages, faulted in at mount. With huge pages (shmem_enabled advise, as the mapping asks,
   // or always) a fault maps 2 MiB and memcpy into the mapping beats the kernel's copy (4 MiB puts
   // 1.2-1.4x). -1: through the mapping.
-  const std::string thp =
-      options_.shmem_huge_pages_path.empty() ? ShmemHugePages() : ShmemHugePages(options_.shmem_huge_pages_path);
-  const bool huge = thp == "advise" || thp == "always" || thp == "within_size" || thp == "force";
+  const bool huge = ShmemHugePagesOn(
+      options_.shmem_huge_pages_path.empty() ? ShmemHugePages() : ShmemHugePages(options_.shmem_huge_pages_path));
   const int kept = huge ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
   auto region = MappedRegion::MapShared(fd, reply->region_size);
   fd = -1;  // taken
