@@ -157,5 +157,85 @@ TEST_F(EvictionTest, ReadPinnedObjectsAreSkippedAndLeasedOnesGoInRecencyOrder) {
   EXPECT_EQ(master_->evictor().EvictBytes(4 * kObj), kObj);
 }
 
+// A holder paused past the heartbeat's gap (SIGSTOP, a hung host) takes no new replicas. Its
+// objects are still there when it comes back: a Put that finds no room elsewhere must not evict
+// them for memory it cannot use, and says why it is refused.
+class EvictionUnheardTest : public EvictionTest {
+ protected:
+  void SetUp() override {
+    EvictionTest::SetUp();
+    a_ = Register(ClientId{2, 2});
+    b_ = Register(ClientId{3, 3});
+  }
+  // Four seconds of heartbeats from the writer (ctx_) and b_ alone: a_ goes unheard.
+  void SilenceA() {
+    for (int i = 0; i < 4; ++i) {
+      clock_.AdvanceSec(1);
+      ASSERT_TRUE(master_->Ping(ctx_).ok());
+      ASSERT_TRUE(master_->Ping(b_).ok());
+      master_->LivenessOnce();
+    }
+    ASSERT_EQ(master_->Stats().segments_unheard, 1u);
+  }
+  CallContext a_, b_;
+};
+
+TEST_F(EvictionUnheardTest, APutKeepsTheObjectsOfTheOnlyHolderNotHeardFrom) {
+  Mount("a", kObj * 10, a_);
+  PutN(0, 10);
+  SilenceA();
+  auto r = master_->PutStart(ctx_, "new", kObj, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNoAvailableHandle);
+  EXPECT_NE(r.status().message().find("not heard from"), std::string::npos) << r.status().ToString();
+  EXPECT_TRUE(Missing(10).empty());
+  EXPECT_EQ(master_->evictor().RunOnce(), 0u);  // full, but nothing of use to free
+  EXPECT_EQ(master_->evictor().EvictBytes(kObj), 0u);
+  EXPECT_TRUE(Missing(10).empty());
+  // Heard again: a Put makes room as usual.
+  ASSERT_TRUE(master_->Ping(a_).ok());
+  master_->LivenessOnce();
+  ASSERT_EQ(master_->Stats().segments_unheard, 0u);
+  EXPECT_TRUE(Put("new", kObj).ok());
+  EXPECT_EQ(Missing(10), (std::vector<std::string>{K(0)}));
+}
+
+TEST_F(EvictionUnheardTest, APutRefusedForLackOfAHolderLeavesNoEvictionForLater) {
+  Mount("a", kObj * 10, a_);
+  PutN(0, 5);
+  SilenceA();
+  EXPECT_FALSE(Put("new", kObj).ok());
+  ASSERT_TRUE(master_->Ping(a_).ok());
+  master_->LivenessOnce();
+  EXPECT_EQ(master_->evictor().RunOnce(), 0u);  // half full: the refusal was not for memory
+  EXPECT_TRUE(Missing(5).empty());
+}
+
+TEST_F(EvictionUnheardTest, APutEvictsOnlyWhereItCanThenWrite) {
+  Mount("a", kObj * 10, a_);
+  PutN(0, 10);  // all on a
+  Mount("b", kObj * 10, b_);
+  PutN(10, 20);                   // all on b
+  ASSERT_TRUE(Read(K(10)).ok());  // b's objects are read after a's: a's are the least recent
+  SilenceA();
+  ASSERT_TRUE(Put("new", kObj).ok());
+  const auto missing = Missing(20);
+  ASSERT_FALSE(missing.empty());
+  for (const auto& k : missing) EXPECT_GE(std::stoi(k.substr(1)), 10) << k << " was on the unheard holder";
+  // Background eviction sees only b: full again after the Put, so it frees room there.
+  EXPECT_GT(master_->evictor().RunOnce(), 0u);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(Exists(K(i))) << i;
+}
+
+TEST_F(EvictionTest, ADrainingSegmentsObjectsAreNotEvictedForRoomItCannotGive) {
+  const SegmentId a = Mount("a", kObj * 10);
+  PutN(0, 10);
+  ASSERT_TRUE(master_->DrainSegment(ctx_, a).ok());
+  auto r = master_->PutStart(ctx_, "new", kObj, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("drain"), std::string::npos) << r.status().ToString();
+  EXPECT_TRUE(Missing(10).empty());
+}
+
 }  // namespace
 }  // namespace yb

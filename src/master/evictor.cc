@@ -21,12 +21,15 @@ void Evictor::NoteAllocationFailure(uint64_t bytes) {
 }
 
 uint64_t Evictor::RunOnce() {
-  double cap = static_cast<double>(segments_.capacity());
-  // Memory that offloads already queued by eviction will free does not count, nor ranges held for
-  // their grants (they come back on their own: evicting to make up for them would chase them).
-  const uint64_t allocated = segments_.allocated();
-  double used = static_cast<double>(allocated -
-                                    std::min(allocated, offload_.evict_pending_bytes() + segments_.held()));
+  // Only segments that take new replicas count: the memory of one whose owner is not heard from,
+  // or that drains, is of no use to a Put, and evicting elsewhere to make up for it loses objects
+  // for nothing. Memory that offloads already queued by eviction will free does not count, nor
+  // ranges held for their grants (they come back on their own: evicting to make up for them would
+  // chase them).
+  const SegmentManager::TakingCounts taking = segments_.CountTaking();
+  double cap = static_cast<double>(taking.capacity);
+  const uint64_t allocated = taking.allocated;
+  double used = static_cast<double>(allocated - std::min(allocated, offload_.evict_pending_bytes() + taking.held));
   uint64_t need = 0;
   if (cap > 0 && used > config_.eviction_high_watermark_ratio * cap) {
     need = static_cast<uint64_t>(used - (config_.eviction_high_watermark_ratio - config_.eviction_ratio) * cap);
@@ -42,7 +45,8 @@ uint64_t Evictor::MemoryBytes(const ObjectMeta& m) const {
   uint64_t n = 0;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
-    if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete && segments_.Serving(r.segment())) {
+    if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete &&
+        segments_.TakesNewReplicas(r.segment())) {
       ++n;
     }
   }

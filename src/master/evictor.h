@@ -66,8 +66,9 @@ class Evictor {
 
   bool IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const;
   // Bytes evicting `m` frees where new objects can go: its complete MEMORY replicas on segments
-  // served from. Replicas on a segment not served from (restored and not re-mounted yet, or of a
-  // client in its grace) free nothing a Put could use, and are kept for their owner's return.
+  // that take new replicas. Replicas on a segment that takes none (restored and not re-mounted
+  // yet, of a client in its grace or not heard from, or draining) free nothing a Put could use,
+  // and are kept for their owner's return (or the drain's copy).
   uint64_t MemoryBytes(const ObjectMeta& m) const;
   void Collect(Pass pass, TimeMs now, std::vector<Candidate>& out);
   uint64_t EvictOne(ObjectTable::Locked& s, const Candidate& c, Pass pass, TimeMs now);

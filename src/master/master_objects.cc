@@ -72,6 +72,19 @@ Result<std::string> MasterService::GroupOf(const PlacementConfig& config, size_t
   return group;
 }
 
+std::string MasterService::NoRoomMessage(uint64_t size) const {
+  const SegmentManager::TakingCounts c = segments_.CountTaking();
+  std::string msg = c.taking == 0 ? std::string("no segment takes new replicas now")
+                                  : "no segment that takes new replicas has " + std::to_string(size) +
+                                        " free bytes, after evicting what could be";
+  if (c.unheard > 0) {
+    msg += "; " + std::to_string(c.unheard) +
+           " segment(s) wait for an owner not heard from (their objects are kept, not evicted)";
+  }
+  if (c.draining > 0) msg += "; " + std::to_string(c.draining) + " segment(s) drain";
+  return msg;
+}
+
 Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                                        const PlacementConfig& config, const std::string& group) {
   uint64_t n = tenants_.ChargeUpTo(tenant, size, config.replica_num);
@@ -98,7 +111,9 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
     preferred_for = 1;
   }
   auto allocs = segments_.Allocate(tenant, size, n, *preferred, config.avoid_segments, preferred_for);
-  if (allocs.empty()) {
+  // With no segment taking new replicas (their owners not heard from, or draining), eviction
+  // frees nothing of use now, nor should it later for this Put: nothing is noted.
+  if (allocs.empty() && segments_.CountTaking().taking > 0) {
     // A failed allocation triggers eviction now; the writer does not have to come back. Another
     // writer may take the space freed before this one does, and what is freed may lie in pieces
     // too small for the object: eviction goes on while it frees anything, so a Put is refused
@@ -112,9 +127,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
     }
   }
   if (allocs.size() < n) tenants_.Release(tenant, (n - allocs.size()) * size);
-  if (allocs.empty()) {
-    return Status(Code::kNoAvailableHandle, "no segment has " + std::to_string(size) + " free bytes");
-  }
+  if (allocs.empty()) return Status(Code::kNoAvailableHandle, NoRoomMessage(size));
   if (!group.empty()) group_homes_.Set(tenant, group, segments_.NameOf(allocs[0].segment));
   if (allocs.size() < config.replica_num) {
     under_replicated_puts_.fetch_add(1, std::memory_order_relaxed);

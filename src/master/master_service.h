@@ -238,6 +238,8 @@ class MasterService final : public MasterApi {
   Status ReadEndOne(const CallContext& ctx, const std::string& key, uint64_t read_pin);
   Result<bool> ExistKeyOne(const CallContext& ctx, const std::string& key);
   Status RemoveOne(const CallContext& ctx, const std::string& key, bool force);
+  // Why a Put found no room: which segments take no new replicas now, and why.
+  std::string NoRoomMessage(uint64_t size) const;
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                           const PlacementConfig& config, const std::string& group);
   // The routing group of key `index` of a call of `count` keys: "" when the config names none;

@@ -23,6 +23,8 @@ SegmentManager::SegmentManager(std::unique_ptr<AllocationStrategy> strategy, uin
       slot_serving_(std::make_unique<std::atomic<bool>[]>(kMaxSegments)),
       slot_key_(std::make_unique<std::atomic<uint64_t>[]>(2 * kMaxSegments)),
       slot_shunned_(std::make_unique<std::atomic<TimeMs>[]>(kMaxSegments)),
+      slot_draining_(std::make_unique<std::atomic<bool>[]>(kMaxSegments)),
+      slot_unheard_(std::make_unique<std::atomic<TimeMs>[]>(kMaxSegments)),
       clock_(clock ? clock : &SteadyClock()) {
   // Slot 0 is never used, so that a zero SegmentRef means "none".
   for (uint32_t i = kMaxSegments - 1; i >= 1; --i) free_slots_.push_back(static_cast<uint16_t>(i));
@@ -43,6 +45,41 @@ bool SegmentManager::Serving(SegmentRef ref) const {
 }
 
 TimeMs SegmentManager::Now() const { return clock_->NowMs(); }
+
+bool SegmentManager::DrainingNow(const Segment& seg) const {
+  return slot_draining_[SlotOf(seg.ref)].load(std::memory_order_relaxed);
+}
+
+bool SegmentManager::UnheardAt(const Segment& seg, TimeMs now) const {
+  return now < slot_unheard_[SlotOf(seg.ref)].load(std::memory_order_relaxed);
+}
+
+bool SegmentManager::TakesNewReplicas(SegmentRef ref) const {
+  if (!Serving(ref)) return false;
+  const uint32_t slot = SlotOf(ref);
+  return !slot_draining_[slot].load(std::memory_order_relaxed) &&
+         Now() >= slot_unheard_[slot].load(std::memory_order_relaxed) &&
+         slot_ref_[slot].load(std::memory_order_acquire) == ref;
+}
+
+SegmentManager::TakingCounts SegmentManager::CountTaking() const {
+  const TimeMs now = Now();
+  TakingCounts c;
+  ReaderLock lock(mu_);
+  for (const auto& seg : list_) {
+    if (DrainingNow(*seg)) {
+      ++c.draining;
+    } else if (UnheardAt(*seg, now)) {
+      ++c.unheard;
+    } else {
+      ++c.taking;
+      c.capacity += seg->capacity;
+      c.allocated += seg->capacity - seg->free_bytes.load(std::memory_order_relaxed);
+      c.held += seg->held_bytes.load(std::memory_order_relaxed);
+    }
+  }
+  return c;
+}
 
 bool SegmentManager::Shunned(SegmentRef ref) const {
   uint32_t slot = SlotOf(ref);
@@ -77,7 +114,7 @@ void SegmentManager::MarkUnheard(const std::vector<ClientId>& owners, TimeMs unt
   ReaderLock lock(mu_);
   for (const auto& [id, seg] : by_id_) {
     if (std::find(owners.begin(), owners.end(), seg->owner) != owners.end()) {
-      seg->unheard_until.store(until, std::memory_order_relaxed);
+      slot_unheard_[SlotOf(seg->ref)].store(until, std::memory_order_relaxed);
     }
   }
 }
@@ -94,7 +131,8 @@ size_t SegmentManager::shunned_count() const {
 }
 
 size_t SegmentManager::unheard_count() const {
-  return CountUntil([](const Segment& seg) { return seg.unheard_until.load(std::memory_order_relaxed); });
+  return CountUntil(
+      [this](const Segment& seg) { return slot_unheard_[SlotOf(seg.ref)].load(std::memory_order_relaxed); });
 }
 
 void SegmentManager::PublishKey(uint32_t slot, const std::string& key) {
@@ -149,6 +187,8 @@ Status SegmentManager::AddLocked(std::shared_ptr<Segment> seg) {
   PublishKey(slot, seg->desc.grant_key);
   slot_serving_[slot].store(seg->confirmed, std::memory_order_release);
   slot_shunned_[slot].store(0, std::memory_order_relaxed);
+  slot_draining_[slot].store(false, std::memory_order_relaxed);
+  slot_unheard_[slot].store(0, std::memory_order_relaxed);
   slot_ref_[slot].store(seg->ref, std::memory_order_release);
   by_slot_[slot] = seg;
   capacity_.fetch_add(seg->capacity, std::memory_order_relaxed);
@@ -276,7 +316,7 @@ Status SegmentManager::Mount(const ClientId& owner, const SegmentMount& desc, st
       const bool was_suspended = seg.suspended_until != 0;
       seg.confirmed = true;
       seg.suspended_until = 0;
-      seg.unheard_until.store(0, std::memory_order_relaxed);  // its owner is talking
+      slot_unheard_[SlotOf(seg.ref)].store(0, std::memory_order_relaxed);  // its owner is talking
       seg.desc.endpoint = desc.endpoint;
       seg.desc.base = desc.base;
       seg.desc.grant_key = desc.grant_key;  // the owner's, which its transfer server checks with
@@ -316,7 +356,7 @@ Status SegmentManager::SetDraining(SegmentId id, bool draining) {
   ReaderLock lock(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return Status(Code::kSegmentNotFound, "segment " + std::to_string(id) + " is not mounted");
-  if (it->second->draining.exchange(draining) != draining) {
+  if (slot_draining_[SlotOf(it->second->ref)].exchange(draining) != draining) {
     if (draining) {
       YB_LOG_INFO("segment {} '{}' drains: no new replicas, its objects are copied elsewhere", id,
                   it->second->desc.name);
@@ -330,7 +370,7 @@ Status SegmentManager::SetDraining(SegmentId id, bool draining) {
 bool SegmentManager::Draining(SegmentRef ref) const {
   ReaderLock lock(mu_);
   const auto& slot = by_slot_[SlotOf(ref)];
-  return slot && slot->ref == ref && slot->draining.load(std::memory_order_relaxed);
+  return slot && slot->ref == ref && DrainingNow(*slot);
 }
 
 void SegmentManager::AppendNamesAndHostsOf(const ClientId& owner, std::vector<std::string>& out) const {
@@ -498,8 +538,7 @@ std::vector<Allocation> SegmentManager::Allocate(TenantIndex tenant, uint64_t si
   // A segment whose owner the master does not hear from takes nothing; one that clients report
   // unreachable, only when no other segment takes the object (below).
   auto try_segment = [&](Segment& seg, Spread spread, bool even_shunned = false) {
-    if (out.size() >= count || name_used(seg.desc.name) || seg.draining.load(std::memory_order_relaxed)) return;
-    if (now < seg.unheard_until.load(std::memory_order_relaxed)) return;
+    if (out.size() >= count || name_used(seg.desc.name) || DrainingNow(seg) || UnheardAt(seg, now)) return;
     if (!even_shunned && now < slot_shunned_[SlotOf(seg.ref)].load(std::memory_order_relaxed)) return;
     if (seg.only_tenant && *seg.only_tenant != tenant) return;
     const std::string_view host = HostOf(seg.desc.endpoint);
@@ -558,7 +597,7 @@ SegmentManager::NameState SegmentManager::StateOfName(const std::string& name, T
     if (!SegmentNameMatches(seg->desc.name, name) || (seg->only_tenant && *seg->only_tenant != tenant)) continue;
     if (!seg->confirmed) {
       state = std::max(state, NameState::kAway);
-    } else if (!seg->draining.load(std::memory_order_relaxed)) {
+    } else if (!DrainingNow(*seg)) {
       return NameState::kTakes;
     } else {
       state = NameState::kDraining;
@@ -572,8 +611,7 @@ std::optional<Allocation> SegmentManager::AllocateOn(TenantIndex tenant, uint64_
   const TimeMs now = Now();
   ReaderLock lock(mu_);
   for (const auto& seg : list_) {
-    if (!SegmentNameMatches(seg->desc.name, name) || seg->draining.load(std::memory_order_relaxed)) continue;
-    if (now < seg->unheard_until.load(std::memory_order_relaxed)) continue;
+    if (!SegmentNameMatches(seg->desc.name, name) || DrainingNow(*seg) || UnheardAt(*seg, now)) continue;
     if (seg->only_tenant && *seg->only_tenant != tenant) continue;
     Allocation a;
     if (TryAllocateOn(*seg, tenant, size, &a)) return a;
@@ -731,7 +769,7 @@ std::vector<SegmentUsage> SegmentManager::List() const {
     u.free_regions = st.free_regions;
     u.largest_free_region = st.largest_free_region;
     u.fragmentation = st.fragmentation;
-    u.draining = seg->draining.load(std::memory_order_relaxed);
+    u.draining = DrainingNow(*seg);
     out.push_back(std::move(u));
   }
   return out;

@@ -139,6 +139,17 @@ class SegmentManager {
   // SEGMENT_NOT_FOUND if `id` is not mounted.
   Status SetDraining(SegmentId id, bool draining = true);
   bool Draining(SegmentRef ref) const;
+  // Whether the segment takes new replicas now: readers are sent to it (Serving), it does not
+  // drain, and its owner is heard from. Memory that eviction frees is of use to a Put only on
+  // such a segment. Lock-free.
+  bool TakesNewReplicas(SegmentRef ref) const;
+  // The segments readers are sent to, by whether they take new replicas (for a refused Put's
+  // message): `taking`, and of the others how many drain and how many have an owner not heard from.
+  struct TakingCounts {
+    size_t taking = 0, draining = 0, unheard = 0;
+    uint64_t capacity = 0, allocated = 0, held = 0;  // of the segments that take new replicas
+  };
+  TakingCounts CountTaking() const;
 
   // Reserves up to `count` ranges of `size` bytes for an object of `tenant` on segments with
   // distinct names: `preferred` names first (in order), then in the strategy's order; never on a
@@ -211,8 +222,6 @@ class SegmentManager {
     SegmentRef ref = kNoSegment;
     bool confirmed = true;              // false while restored or suspended; under mu_ (exclusive to change)
     TimeMs suspended_until = 0;         // while suspended (0: restored); under mu_
-    std::atomic<bool> draining{false};  // takes no new replicas (DrainSegment)
-    std::atomic<TimeMs> unheard_until{0};  // its owner not heard from until then (MarkUnheard)
     std::optional<TenantIndex> only_tenant;  // a tenant's client's memory; fixed at mount
     mutable Mutex mu;                   // after mu_ (shared) when both are held
     OffsetAllocator alloc GUARDED_BY(mu);
@@ -249,6 +258,8 @@ class SegmentManager {
   // Holds a range of `seg`, of `size` bytes, for `tenant` (Free, HoldRestored); `log`: append its record.
   void HoldLocked(Segment& seg, TenantIndex tenant, uint64_t size, Segment::Held h, bool log) REQUIRES(seg.mu);
   bool HasKey(SegmentRef ref) const;
+  bool DrainingNow(const Segment& seg) const;
+  bool UnheardAt(const Segment& seg, TimeMs now) const;
   std::optional<NameHolder> NameHolderLocked(const ClientId& owner, const std::string& name) const REQUIRES_SHARED(mu_);
 
   std::unique_ptr<AllocationStrategy> strategy_;
@@ -265,6 +276,8 @@ class SegmentManager {
   std::unique_ptr<std::atomic<bool>[]> slot_serving_;
   std::unique_ptr<std::atomic<uint64_t>[]> slot_key_;  // two words per slot: its segment's grant key (0: none)
   std::unique_ptr<std::atomic<TimeMs>[]> slot_shunned_;  // by slot: reported unreachable until then (Shun)
+  std::unique_ptr<std::atomic<bool>[]> slot_draining_;   // by slot: takes no new replicas (SetDraining)
+  std::unique_ptr<std::atomic<TimeMs>[]> slot_unheard_;  // by slot: its owner not heard from until then (MarkUnheard)
   std::atomic<TimeMs> any_shunned_until_{0};            // the latest of them: none is shunned after it
   const Clock* clock_;
   MetaSink* sink_ = nullptr;

@@ -728,6 +728,35 @@ def test_a_paused_node_back_within_the_grace_keeps_its_replicas(tmp_path):
         c.stop()
 
 
+def test_a_put_while_the_only_holder_is_paused_evicts_nothing(tmp_path):
+    """The only storage daemon paused (SIGSTOP) past the heartbeat's gap but within --client_ttl
+    (Mooncake's 10 s): the master stops placing replicas on it. A Put then has nowhere to go and
+    must be refused saying why, not evict what the paused daemon holds for room it cannot use
+    (it once did: `yb get` then answered "evicted" for every object)."""
+    c = Cluster(tmp_path, client_ttl=10)
+    try:
+        c.start_master()
+        c.start_client("node-a", "8MB")
+        values = {f"h{i}": value(1 << 20, i) for i in range(3)}
+        for k, v in values.items():
+            assert put(c, k, v).returncode == 0, k
+        c.clients["node-a"].send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(4.5)  # past the 3 s gap, within the 10 s TTL
+            r = put(c, "new", value(1 << 20, 9))
+            assert r.returncode != 0
+            assert b"not heard from" in r.stderr, r.stderr
+        finally:
+            c.clients["node-a"].send_signal(signal.SIGCONT)
+        for k, v in values.items():
+            r = c.yb(["get", k])
+            assert (r.returncode, r.stdout) == (0, v), (k, r.stderr)
+        assert c.metric("yb_master_evicted_objects_total") == 0
+        wait_until(lambda: put(c, "new", value(1 << 20, 9)).returncode == 0, 10, "the daemon to take replicas again")
+    finally:
+        c.stop()
+
+
 def test_a_paused_master_declares_no_live_client_dead(tmp_path):
     """A master paused (SIGSTOP) for longer than client_ttl, as a VM pause or a swap storm does,
     finds on resuming that it did not run and gives every client a fresh TTL: the clients, alive the
