@@ -396,6 +396,39 @@ def test_a_killed_standby_rejoins_and_catches_up(ha_secure):
     s.close()
 
 
+def test_standbys_paused_past_every_timeout_stall_no_write_for_long(ha):
+    """Both standbys stopped (SIGSTOP) for 12 s, past the shipper's call timeout (1 s) and the 5 s
+    after which a silent standby is dropped: their connections stay open and their kernels
+    acknowledge, but nothing answers. The leader keeps answering Puts (none waits more than a few
+    seconds), and once resumed the standbys catch up and are counted again."""
+    import time
+    bring_up(ha)
+    s = store(ha)
+    lead = ha.leader()
+    standbys = [i for i in ha.masters if i != lead]
+    for i in standbys:
+        ha.masters[i].send_signal(signal.SIGSTOP)
+    try:
+        t_end = time.monotonic() + 12
+        n, worst = 0, 0.0
+        while time.monotonic() < t_end:
+            t0 = time.monotonic()
+            assert s.put(f"paused-{n}", value(2000, n)) == 0, n
+            worst = max(worst, time.monotonic() - t0)
+            n += 1
+        print(f"{n} puts in 12 s with both standbys stopped; the slowest took {worst:.2f} s")
+        assert n >= 20, n
+        assert worst < 5, worst
+        assert ha.leader() == lead
+    finally:
+        for i in standbys:
+            ha.masters[i].send_signal(signal.SIGCONT)
+    wait_until(lambda: ha.in_sync(lead, 2), 30, "the standbys to catch up")
+    for i in list(range(0, n, max(1, n // 200))) + [n - 1]:
+        assert s.get(f"paused-{i}") == value(2000, i), i
+    s.close()
+
+
 def test_etcd_restarted_leadership_holds_or_moves_cleanly(ha):
     bring_up(ha)
     s = store(ha)
