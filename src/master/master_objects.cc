@@ -86,7 +86,9 @@ std::string MasterService::NoRoomMessage(uint64_t size) const {
 }
 
 Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
-                                                       const PlacementConfig& config, const std::string& group) {
+                                                       const PlacementConfig& config, const std::string& group,
+                                                       uint8_t* want) {
+  *want = 0;
   uint64_t n = tenants_.ChargeUpTo(tenant, size, config.replica_num);
   if (n == 0) {
     return Status(Code::kTenantQuotaExceeded, "tenant '" + tenants_.name(tenant) + "' quota of " +
@@ -132,6 +134,11 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
   if (allocs.size() < config.replica_num) {
     under_replicated_puts_.fetch_add(1, std::memory_order_relaxed);
     missing_replicas_.fetch_add(config.replica_num - allocs.size(), std::memory_order_relaxed);
+    // Fewer than asked, though more processes hold memory (one not heard from, or full now): the
+    // missing ones are copied once there is room (re-replication), so that a Put made while a
+    // holder was paused does not stay one failure from loss. Never more than the quota allowed.
+    const size_t holders = segments_.CountHolders(tenant);
+    if (holders > allocs.size()) *want = static_cast<uint8_t>(std::min<size_t>({n, holders, 255}));
   }
   return allocs;
 }
@@ -215,7 +222,8 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
     }
     YB_RETURN_IF_ERROR(check_free(s));
   }
-  auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group);
+  uint8_t want = 0;
+  auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group, &want);
   if (!allocs.ok()) {
     NoteRefused(hk, allocs.status().code() == Code::kTenantQuotaExceeded ? MissReason::kRefusedQuota
                                                                           : MissReason::kRefusedNoSpace);
@@ -235,7 +243,7 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
     return again;
   }
   uint8_t flags = (config.with_hard_pin ? kHardPin : 0) | (config.with_soft_pin ? kSoftPin : 0);
-  s.AddPending(hk, PendingPut{ctx.client, now, size, ctx.tenant, flags, upsert, std::move(replicas)});
+  s.AddPending(hk, PendingPut{ctx.client, now, size, ctx.tenant, flags, upsert, std::move(replicas), want});
   return descs;
 }
 
@@ -273,9 +281,12 @@ Status MasterService::PutEndOne(const CallContext& ctx, const std::string& key, 
   meta.flags |= kUnread;
   meta.object_id = table_.NextObjectId();
   for (auto& r : put.replicas) r.set_status(ReplicaStatus::kComplete);
-  meta.want_replicas = static_cast<uint32_t>(std::min<size_t>(put.replicas.size(), 255));
+  const size_t have = put.replicas.size();
+  meta.want_replicas = static_cast<uint32_t>(std::min<size_t>(std::max<size_t>(have, put.want), 255));
+  const bool short_of_replicas = meta.want_replicas > have;
   meta.SetReplicas(put.replicas);
   auto e = s.Publish(hk, std::move(meta), /*ends_put=*/true);
+  if (short_of_replicas) NoteAtRisk(std::string(e.key()), have);
   if (config_.enable_offload) QueueEagerOffloadLocked(s, e);
   return Status::OK();
 }

@@ -240,8 +240,9 @@ class MasterService final : public MasterApi {
   Status RemoveOne(const CallContext& ctx, const std::string& key, bool force);
   // Why a Put found no room: which segments take no new replicas now, and why.
   std::string NoRoomMessage(uint64_t size) const;
+  // `want`: set to how many replicas the object should have (PendingPut::want; 0 when it got them).
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
-                                          const PlacementConfig& config, const std::string& group);
+                                          const PlacementConfig& config, const std::string& group, uint8_t* want);
   // The routing group of key `index` of a call of `count` keys: "" when the config names none;
   // INVALID_PARAMS when its group_ids do not name one per key, or one is too long.
   static Result<std::string> GroupOf(const PlacementConfig& config, size_t count, size_t index);

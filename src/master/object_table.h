@@ -149,6 +149,10 @@ struct PendingPut {
   uint8_t flags = 0;    // kHardPin / kSoftPin
   bool upsert = false;  // replaces a COMPLETE value at PutEnd
   std::vector<StoredReplica> replicas;
+  // Replicas wanted, when PutStart placed fewer (a holder not heard from, or full): the request,
+  // as far as the tenant's quota and the processes holding memory allow. The object is queued for
+  // re-replication at PutEnd. 0: as many as it has (also after a restart: not recorded).
+  uint8_t want = 0;
 };
 
 // A read pin is a reader's (GetReplicaList with pin, ended by ReadEnd); a task pin is the master's

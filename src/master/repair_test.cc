@@ -290,5 +290,51 @@ TEST_F(RepairTest, ARestartedMasterFencesTheRangeOfACopyInFlight) {
   }
 }
 
+// A Put made while one of the processes holding memory was paused (not heard from) gets fewer
+// replicas than it asked; the missing one is copied once that process is heard again, so the
+// object is not left one failure from loss.
+TEST_F(RepairTest, APutShortOfReplicasWhileAHolderIsUnheardGetsThemWhenItIsHeard) {
+  ASSERT_TRUE(master_->UnmountSegment(c_, sc_).ok());  // two holders: a and b
+  for (int i = 0; i < 4; ++i) {                        // b is not heard from (past the 3 s gap)
+    clock_.AdvanceSec(1);
+    ASSERT_TRUE(master_->Ping(ctx_).ok());
+    ASSERT_TRUE(master_->Ping(a_).ok());
+    ASSERT_TRUE(master_->Ping(c_).ok());
+    master_->LivenessOnce();
+  }
+  ASSERT_EQ(master_->Stats().segments_unheard, 1u);
+  ReplicateConfig two;
+  two.replica_num = 2;
+  ASSERT_TRUE(Put("k", 1000, two).ok());
+  EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sa_}));
+  EXPECT_EQ(master_->Stats().repair_at_risk, 1u);
+  EXPECT_EQ(master_->RepairOnce(), 0u);  // nowhere to copy to while b is unheard
+  ASSERT_TRUE(master_->Ping(b_).ok());
+  master_->LivenessOnce();
+  ASSERT_EQ(master_->Stats().segments_unheard, 0u);
+  clock_.AdvanceSec(1);
+  EXPECT_EQ(master_->RepairOnce(), 1u);
+  auto tasks = master_->RepairFetch(b_, 10);
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].source, sa_);
+  EXPECT_EQ((*tasks)[0].target, sb_);
+  ASSERT_TRUE(master_->RepairDone(b_, {{(*tasks)[0].task_id, Status::OK()}})[0].ok());
+  EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sa_, sb_}));
+  EXPECT_EQ(master_->Stats().repair_at_risk, 0u);
+}
+
+// One process with memory: asking two replicas gets one, and that is all there can be.
+TEST_F(RepairTest, APutAskingMoreReplicasThanThereAreProcessesIsNotAtRisk) {
+  ASSERT_TRUE(master_->UnmountSegment(b_, sb_).ok());
+  ASSERT_TRUE(master_->UnmountSegment(c_, sc_).ok());
+  ReplicateConfig three;
+  three.replica_num = 3;
+  ASSERT_TRUE(Put("k", 1000, three).ok());
+  EXPECT_EQ(Replicas("k"), (std::vector<SegmentId>{sa_}));
+  EXPECT_EQ(master_->Stats().repair_at_risk, 0u);
+  EXPECT_EQ(master_->Stats().under_replicated_puts, 1u);
+}
+
 }  // namespace
 }  // namespace yb

@@ -62,6 +62,16 @@ bool SegmentManager::TakesNewReplicas(SegmentRef ref) const {
          slot_ref_[slot].load(std::memory_order_acquire) == ref;
 }
 
+size_t SegmentManager::CountHolders(TenantIndex tenant) const {
+  ReaderLock lock(mu_);
+  std::vector<ClientId> owners;
+  for (const auto& seg : list_) {
+    if (DrainingNow(*seg) || (seg->only_tenant && *seg->only_tenant != tenant)) continue;
+    if (std::find(owners.begin(), owners.end(), seg->owner) == owners.end()) owners.push_back(seg->owner);
+  }
+  return owners.size();
+}
+
 SegmentManager::TakingCounts SegmentManager::CountTaking() const {
   const TimeMs now = Now();
   TakingCounts c;

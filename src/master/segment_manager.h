@@ -150,6 +150,9 @@ class SegmentManager {
     uint64_t capacity = 0, allocated = 0, held = 0;  // of the segments that take new replicas
   };
   TakingCounts CountTaking() const;
+  // How many processes hold segments that may take `tenant`'s replicas, now or once their owner is
+  // heard again (mounted and confirmed, not draining): how many replicas of one object can exist.
+  size_t CountHolders(TenantIndex tenant) const;
 
   // Reserves up to `count` ranges of `size` bytes for an object of `tenant` on segments with
   // distinct names: `preferred` names first (in order), then in the strategy's order; never on a

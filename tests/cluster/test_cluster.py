@@ -757,6 +757,34 @@ def test_a_put_while_the_only_holder_is_paused_evicts_nothing(tmp_path):
         c.stop()
 
 
+def test_puts_made_while_a_holder_is_paused_get_their_second_replica_when_it_resumes(tmp_path):
+    """Two daemons, one paused (SIGSTOP) past the heartbeat's gap: Puts asking two replicas get one
+    (the paused daemon takes none), and once it resumes the master has the second copied, so a
+    later loss of the first daemon loses nothing."""
+    c = Cluster(tmp_path, client_ttl=10)
+    try:
+        c.start_master()
+        c.start_client("node-a", "16MB")
+        c.start_client("node-b", "16MB")
+        c.clients["node-b"].send_signal(signal.SIGSTOP)
+        values = {f"w{i}": value(100000, i) for i in range(5)}
+        try:
+            time.sleep(4.5)  # past the 3 s gap, within the 10 s TTL
+            for k, v in values.items():
+                assert put(c, k, v, replicas=2).returncode == 0, k
+                assert b"1 replicas" in c.yb(["replicas", k], check=True).stdout, k
+        finally:
+            c.clients["node-b"].send_signal(signal.SIGCONT)
+        wait_until(lambda: all(b"2 replicas" in c.yb(["replicas", k], check=True).stdout for k in values), 20,
+                   "the second replicas to be copied")
+        c.kill_client("node-a")
+        for k, v in values.items():
+            assert get(c, k) == (0, v), k
+        assert c.metric("yb_master_objects_lost_total") == 0
+    finally:
+        c.stop()
+
+
 def test_a_paused_master_declares_no_live_client_dead(tmp_path):
     """A master paused (SIGSTOP) for longer than client_ttl, as a VM pause or a swap storm does,
     finds on resuming that it did not run and gives every client a fresh TTL: the clients, alive the
