@@ -163,7 +163,8 @@ std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc
             "Read pins ended because their live reader stopped naming them in its heartbeat (a lost ReadEnd).",
             st.stale_pins_released);
   p.Gauge("yb_master_objects_at_risk",
-          "Objects with fewer memory replicas than they were written with, waiting for or being copied.",
+          "Objects with fewer memory replicas than they want (written with, or asked for while a holder was away), "
+          "waiting for or being copied.",
           st.repair_at_risk);
   p.Gauge("yb_master_repairs_in_flight", "Re-replication copies handed to clients and not reported yet.",
           st.repairs_in_flight);

@@ -32,23 +32,35 @@ int TailKvEvents(const EventsOptions& o) {
                    static_cast<unsigned long long>(*last_seq + 1), static_cast<unsigned long long>(msg.seq - 1));
     }
     last_seq = msg.seq;
-    for (const auto& e : msg.batch[1]) {
-      if (o.json) {
-        std::printf("%s\n", e.dump().c_str());
-      } else {
-        auto field = [&](const char* name) {
-          return e.contains(name) && e[name].is_string() ? e[name].get<std::string>() : std::string("-");
-        };
-        std::printf("%llu %s %s %s tenant=%s\n", static_cast<unsigned long long>(msg.seq),
-                    field("event_type").c_str(), field("medium").c_str(), field("object_key").c_str(),
-                    field("tenant_id").c_str());
+    // Each event read in place: the text form needs four fields, and JSON is built only for --json.
+    bool enough = false;
+    auto print = [&](const KvEventView& e) {
+      auto field = [&](const char* name) { return e.Str(name).value_or("-"); };
+      const std::string_view type = field("event_type"), medium = field("medium"), key = field("object_key"),
+                             tenant = field("tenant_id");
+      std::printf("%llu %.*s %.*s %.*s tenant=%.*s\n", static_cast<unsigned long long>(msg.seq),
+                  static_cast<int>(type.size()), type.data(), static_cast<int>(medium.size()), medium.data(),
+                  static_cast<int>(key.size()), key.data(), static_cast<int>(tenant.size()), tenant.data());
+      enough = o.count > 0 && ++seen >= o.count;
+      return !enough;
+    };
+    Status st;
+    if (o.json) {
+      auto batch = DecodeKvEventBatch(msg.payload);
+      st = batch.status();
+      for (size_t i = 0; batch.ok() && i < (*batch)[1].size() && !enough; ++i) {
+        std::printf("%s\n", (*batch)[1][i].dump().c_str());
+        enough = o.count > 0 && ++seen >= o.count;
       }
-      if (o.count > 0 && ++seen >= o.count) {
-        std::fflush(stdout);
-        return 0;
-      }
+    } else {
+      st = ForEachKvEvent(msg.payload, print);
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "yb events: %s\n", st.message().c_str());
+      return 1;
     }
     std::fflush(stdout);
+    if (enough) return 0;
   }
 }
 

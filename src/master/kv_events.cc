@@ -164,9 +164,7 @@ class ZmqSubscriber final : public KvEventSubscriber {
     }
     uint64_t be = 0;
     std::memcpy(&be, frames[1].data(), sizeof(be));
-    auto batch = DecodeKvEventBatch(frames[2].to_string_view());
-    if (!batch.ok()) return batch.status();
-    return std::optional<Message>(Message{be64toh(be), std::move(batch).value()});
+    return std::optional<Message>(Message{be64toh(be), frames[2].to_string()});
   }
 
  private:
@@ -323,27 +321,73 @@ Status ToJson(const msgpack_object& o, int depth, nlohmann::json* out) {
 
 }  // namespace
 
+namespace {
+
+// msgpack-c's unpacked value, freed with it.
+class Unpacked {
+ public:
+  Unpacked() { msgpack_unpacked_init(&u_); }
+  ~Unpacked() { msgpack_unpacked_destroy(&u_); }
+  Unpacked(const Unpacked&) = delete;
+  Unpacked& operator=(const Unpacked&) = delete;
+  // The payload as [timestamp_ms, [event map, ...], dp_rank]: its events' array.
+  Result<const msgpack_object*> Batch(std::string_view payload) {
+    size_t off = 0;
+    if (msgpack_unpack_next(&u_, payload.data(), payload.size(), &off) != MSGPACK_UNPACK_SUCCESS ||
+        off != payload.size()) {
+      return Status(Code::kInvalidParams, "KV event message is not one msgpack value");
+    }
+    const msgpack_object& o = u_.data;
+    auto integer = [](const msgpack_object& x) {
+      return x.type == MSGPACK_OBJECT_POSITIVE_INTEGER || x.type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
+    };
+    if (o.type != MSGPACK_OBJECT_ARRAY || o.via.array.size != 3 || !integer(o.via.array.ptr[0]) ||
+        o.via.array.ptr[1].type != MSGPACK_OBJECT_ARRAY) {
+      return Status(Code::kInvalidParams, "KV event message is not [timestamp, [events], dp_rank]");
+    }
+    const msgpack_object& events = o.via.array.ptr[1];
+    for (uint32_t i = 0; i < events.via.array.size; ++i) {
+      if (events.via.array.ptr[i].type != MSGPACK_OBJECT_MAP) {
+        return Status(Code::kInvalidParams, "KV event is not a map");
+      }
+    }
+    return &events;
+  }
+  const msgpack_object& data() const { return u_.data; }
+
+ private:
+  msgpack_unpacked u_;
+};
+
+}  // namespace
+
 Result<nlohmann::json> DecodeKvEventBatch(std::string_view payload) {
-  msgpack_unpacked u;
-  msgpack_unpacked_init(&u);
-  size_t off = 0;
+  Unpacked u;
+  YB_RETURN_IF_ERROR(u.Batch(payload).status());
   nlohmann::json out;
-  Status st;
-  if (msgpack_unpack_next(&u, payload.data(), payload.size(), &off) != MSGPACK_UNPACK_SUCCESS ||
-      off != payload.size()) {
-    st = Status(Code::kInvalidParams, "KV event message is not one msgpack value");
-  } else {
-    st = ToJson(u.data, 0, &out);
-  }
-  msgpack_unpacked_destroy(&u);
-  YB_RETURN_IF_ERROR(st);
-  if (!out.is_array() || out.size() != 3 || !out[0].is_number_integer() || !out[1].is_array()) {
-    return Status(Code::kInvalidParams, "KV event message is not [timestamp, [events], dp_rank]");
-  }
-  for (const auto& e : out[1]) {
-    if (!e.is_object()) return Status(Code::kInvalidParams, "KV event is not a map");
-  }
+  YB_RETURN_IF_ERROR(ToJson(u.data(), 0, &out));
   return out;
+}
+
+std::optional<std::string_view> KvEventView::Str(std::string_view name) const {
+  for (uint32_t i = 0; i < map_.via.map.size; ++i) {
+    const msgpack_object_kv& kv = map_.via.map.ptr[i];
+    if (kv.key.type == MSGPACK_OBJECT_STR && std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == name) {
+      if (kv.val.type != MSGPACK_OBJECT_STR) return std::nullopt;
+      return std::string_view(kv.val.via.str.ptr, kv.val.via.str.size);
+    }
+  }
+  return std::nullopt;
+}
+
+Status ForEachKvEvent(std::string_view payload, const std::function<bool(const KvEventView&)>& fn) {
+  Unpacked u;
+  auto events = u.Batch(payload);
+  if (!events.ok()) return events.status();
+  for (uint32_t i = 0; i < (*events)->via.array.size; ++i) {
+    if (!fn(KvEventView((*events)->via.array.ptr[i]))) break;
+  }
+  return Status::OK();
 }
 
 Result<std::unique_ptr<KvReplaySocket>> KvReplaySocket::Bind(const std::string& endpoint) {

@@ -31,6 +31,9 @@
 #include "master/object_table.h"
 #include "yuebing/status.h"
 
+// msgpack-c's decoded value (msgpack.h), for KvEventView.
+struct msgpack_object;
+
 namespace yb {
 
 struct KvEventsConfig {
@@ -78,6 +81,21 @@ std::string EncodeKvEventBatch(const std::vector<KvEvent>& batch, uint64_t first
 // as JSON. INVALID_PARAMS when it is not msgpack of that shape, or a map repeats a field.
 Result<nlohmann::json> DecodeKvEventBatch(std::string_view payload);
 
+// One event of a payload read in place, with no JSON built (`yb events` prints a few fields of
+// each: building every map was most of its CPU). Valid during ForEachKvEvent's call of `fn`.
+class KvEventView {
+ public:
+  explicit KvEventView(const msgpack_object& map) : map_(map) {}
+  // The field `name` if it is a string, else nothing.
+  std::optional<std::string_view> Str(std::string_view name) const;
+
+ private:
+  const msgpack_object& map_;
+};
+// Calls `fn` with each event of a payload, in order, until it returns false. INVALID_PARAMS as
+// DecodeKvEventBatch (a field given twice is not looked for: the first is read).
+Status ForEachKvEvent(std::string_view payload, const std::function<bool(const KvEventView&)>& fn);
+
 // Where batches go: a ZeroMQ PUB socket (BindKvEventSocket), or a test's recorder.
 class KvEventSender {
  public:
@@ -95,13 +113,13 @@ class KvEventSubscriber {
  public:
   struct Message {
     uint64_t seq = 0;
-    nlohmann::json batch;  // DecodeKvEventBatch's
+    std::string payload;  // [timestamp_ms, [event map, ...], dp_rank] in msgpack: DecodeKvEventBatch, ForEachKvEvent
   };
   // INVALID_PARAMS naming the endpoint when ZeroMQ refuses it (it connects in the background).
   static Result<std::unique_ptr<KvEventSubscriber>> Connect(const std::string& endpoint);
   virtual ~KvEventSubscriber() = default;
   // The next message, or nothing after `timeout_ms`; INVALID_PARAMS for a message that is not one
-  // of three frames with a decodable payload.
+  // of three frames (its payload is decoded by the caller).
   virtual Result<std::optional<Message>> Receive(int timeout_ms) = 0;
 };
 

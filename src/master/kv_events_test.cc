@@ -229,6 +229,38 @@ TEST(KvEventsTest, WhatIsNotAMessageIsRefusedWhenDecoded) {
   EXPECT_EQ(*empty, json::array({1, json::array(), 0}));
 }
 
+// What `yb events` prints is read in place, with the JSON decoder's answers and refusals.
+TEST(KvEventsTest, EventsReadInPlaceMatchTheDecodedOnes) {
+  KvEventsConfig c;
+  std::vector<KvEvent> batch = {
+      {true, false, "0x10", "default"}, {false, true, "layer/0", "t1"}, {true, true, "7", "t2"}};
+  uint64_t encoded = 0, skipped = 0;
+  const std::string payload = EncodeKvEventBatch(batch, 1, 99, c, &encoded, &skipped);
+  const json decoded = Decode(payload);
+  size_t i = 0;
+  ASSERT_TRUE(ForEachKvEvent(payload, [&](const KvEventView& e) {
+                for (const char* f : {"event_type", "medium", "object_key", "tenant_id", "type"}) {
+                  EXPECT_EQ(e.Str(f), std::optional<std::string_view>(decoded[1][i][f].get<std::string>())) << f;
+                }
+                EXPECT_EQ(e.Str("event_id"), std::nullopt);  // a number, not a string
+                EXPECT_EQ(e.Str("no_such_field"), std::nullopt);
+                ++i;
+                return true;
+              }).ok());
+  EXPECT_EQ(i, 3u);
+  size_t seen = 0;
+  ASSERT_TRUE(ForEachKvEvent(payload, [&](const KvEventView&) { return ++seen < 2; }).ok());
+  EXPECT_EQ(seen, 2u);  // stopped when asked
+  auto none = [](const KvEventView&) { return true; };
+  EXPECT_FALSE(ForEachKvEvent("", none).ok());
+  EXPECT_FALSE(ForEachKvEvent(Bytes({0x93, 0x01}), none).ok());
+  EXPECT_FALSE(ForEachKvEvent(Bytes({0x93, 0x01, 0x90, 0x00, 0x00}), none).ok());
+  EXPECT_FALSE(ForEachKvEvent(Bytes({0x92, 0x01, 0x90}), none).ok());
+  EXPECT_FALSE(ForEachKvEvent(Bytes({0x93, 0x01, 0x91, 0x01, 0x00}), none).ok());
+  EXPECT_FALSE(ForEachKvEvent(Bytes({0x93, 0xa1, 'x', 0x90, 0x00}), none).ok());  // a timestamp that is no number
+  EXPECT_TRUE(ForEachKvEvent(Bytes({0x93, 0x01, 0x90, 0x00}), none).ok());
+}
+
 TEST(KvEventsTest, ASocketThatCannotBindSaysWhich) {
   auto s = BindKvEventSocket("tcp://256.1.1.1:1");
   ASSERT_FALSE(s.ok());
