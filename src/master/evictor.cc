@@ -41,12 +41,12 @@ uint64_t Evictor::RunOnce() {
   return need > 0 ? EvictBytes(need) : 0;
 }
 
-uint64_t Evictor::MemoryBytes(const ObjectMeta& m) const {
+uint64_t Evictor::MemoryBytes(const ObjectMeta& m, TimeMs now) const {
   uint64_t n = 0;
   for (size_t i = 0; i < m.n_replicas; ++i) {
     const auto& r = m.replica(i);
     if (r.kind() == ReplicaKind::kMemory && r.status() == ReplicaStatus::kComplete &&
-        segments_.TakesNewReplicas(r.segment())) {
+        segments_.TakesNewReplicas(r.segment(), now)) {
       ++n;
     }
   }
@@ -59,7 +59,7 @@ bool Evictor::IsCandidate(const ObjectMeta& m, Pass pass, TimeMs now) const {
   // blocking eviction, a read set hotter than the lease TTL left nothing to evict, and Puts on a
   // full pool failed while most of it held objects nobody was reading. A lease keeps only
   // Mooncake's promise for Remove without force (OBJECT_HAS_LEASE).
-  if (m.hard_pinned() || m.readers > 0 || (m.flags & kOffloading) || MemoryBytes(m) == 0) return false;
+  if (m.hard_pinned() || m.readers > 0 || (m.flags & kOffloading) || MemoryBytes(m, now) == 0) return false;
   // On its way to the disk (eager offload): taken once the copy is durable, not dropped before.
   if ((m.flags & kDiskCopyPending) && !config_.offload_force_evict) return false;
   bool soft = (m.flags & kSoftPin) && m.soft_pin_deadline > now;
@@ -82,7 +82,7 @@ void Evictor::Collect(Pass pass, TimeMs now, std::vector<Candidate>& out) {
       ++scanned;
       if (IsCandidate(e.second, pass, now)) {
         out.push_back(Candidate{e.second.last_access, static_cast<uint32_t>(i), false, e.second.object_id,
-                                MemoryBytes(e.second), std::string(e.first)});
+                                MemoryBytes(e.second, now), std::string(e.first)});
         ++taken;
       }
       return scanned < kScanPerShard && taken < kCandidatesPerShard;
@@ -96,7 +96,7 @@ uint64_t Evictor::EvictOne(ObjectTable::Locked& s, const Candidate& c, Pass pass
   if (!obj || obj->object_id != c.object_id) return 0;
   const ObjectMeta& m = obj.meta();
   if (!IsCandidate(m, pass, now)) return 0;
-  uint64_t freed = MemoryBytes(m);
+  uint64_t freed = MemoryBytes(m, now);
   if (config_.offload_on_evict && !(m.flags & kNoOffload) && !m.HasKind(ReplicaKind::kLocalDisk)) {
     Offload o = QueueOffload(s, obj);
     if (o == Offload::kQueued) return freed;  // freed when the disk copy is durable

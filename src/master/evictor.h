@@ -69,7 +69,7 @@ class Evictor {
   // that take new replicas. Replicas on a segment that takes none (restored and not re-mounted
   // yet, of a client in its grace or not heard from, or draining) free nothing a Put could use,
   // and are kept for their owner's return (or the drain's copy).
-  uint64_t MemoryBytes(const ObjectMeta& m) const;
+  uint64_t MemoryBytes(const ObjectMeta& m, TimeMs now) const;
   void Collect(Pass pass, TimeMs now, std::vector<Candidate>& out);
   uint64_t EvictOne(ObjectTable::Locked& s, const Candidate& c, Pass pass, TimeMs now);
   enum class Offload { kQueued, kQueueFull, kNoSsdTier };

@@ -54,11 +54,11 @@ bool SegmentManager::UnheardAt(const Segment& seg, TimeMs now) const {
   return now < slot_unheard_[SlotOf(seg.ref)].load(std::memory_order_relaxed);
 }
 
-bool SegmentManager::TakesNewReplicas(SegmentRef ref) const {
+bool SegmentManager::TakesNewReplicas(SegmentRef ref, TimeMs now) const {
   if (!Serving(ref)) return false;
   const uint32_t slot = SlotOf(ref);
   return !slot_draining_[slot].load(std::memory_order_relaxed) &&
-         Now() >= slot_unheard_[slot].load(std::memory_order_relaxed) &&
+         now >= slot_unheard_[slot].load(std::memory_order_relaxed) &&
          slot_ref_[slot].load(std::memory_order_acquire) == ref;
 }
 

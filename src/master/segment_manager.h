@@ -141,8 +141,8 @@ class SegmentManager {
   bool Draining(SegmentRef ref) const;
   // Whether the segment takes new replicas now: readers are sent to it (Serving), it does not
   // drain, and its owner is heard from. Memory that eviction frees is of use to a Put only on
-  // such a segment. Lock-free.
-  bool TakesNewReplicas(SegmentRef ref) const;
+  // such a segment. Lock-free; `now` from the manager's clock (NowMs of the clock it was given).
+  bool TakesNewReplicas(SegmentRef ref, TimeMs now) const;
   // The segments readers are sent to, by whether they take new replicas (for a refused Put's
   // message): `taking`, and of the others how many drain and how many have an owner not heard from.
   struct TakingCounts {
