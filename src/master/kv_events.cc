@@ -319,10 +319,6 @@ Status ToJson(const msgpack_object& o, int depth, nlohmann::json* out) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // msgpack-c's unpacked value, freed with it.
 class Unpacked {
  public:
