@@ -41,7 +41,13 @@ MasterService::RepairStart MasterService::StartRepair(const std::string& table_k
   if (!source) source = draining_source;
   if (!source) return RepairStart::kLater;  // its holders have not re-mounted since our restart
   auto allocs = segments_.Allocate(TenantOfTableKey(table_key), m.size, 1, {}, avoid);
-  if (allocs.empty()) return RepairStart::kLater;  // no other process has room now
+  if (allocs.empty()) {
+    // No other process has room now. A drain must end (its segment goes, and what it alone holds
+    // with it): the background evictor is asked for room, least recently used first, as a
+    // refused Put asks. A lost replica's copy waits for room instead.
+    if (kept == 0) evictor_.NoteAllocationFailure(m.size);
+    return RepairStart::kLater;
+  }
   if (!BeginCopyLocked(s, obj, *source, allocs[0], now, TaskId{})) return RepairStart::kLater;
   repairs_.Spend(m.size);
   return RepairStart::kStarted;
