@@ -72,8 +72,7 @@ Result<std::string> MasterService::GroupOf(const PlacementConfig& config, size_t
   return group;
 }
 
-std::string MasterService::NoRoomMessage(uint64_t size) const {
-  const SegmentManager::TakingCounts c = segments_.CountTaking();
+std::string MasterService::NoRoomMessage(uint64_t size, const SegmentManager::TakingCounts& c) {
   std::string msg = c.taking == 0 ? std::string("no segment takes new replicas now")
                                   : "no segment that takes new replicas has " + std::to_string(size) +
                                         " free bytes, after evicting what could be";
@@ -113,23 +112,29 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
     preferred_for = 1;
   }
   auto allocs = segments_.Allocate(tenant, size, n, *preferred, config.avoid_segments, preferred_for);
-  // With no segment taking new replicas (their owners not heard from, or draining), eviction
-  // frees nothing of use now, nor should it later for this Put: nothing is noted.
-  if (allocs.empty() && segments_.CountTaking().taking > 0) {
-    // A failed allocation triggers eviction now; the writer does not have to come back. Another
-    // writer may take the space freed before this one does, and what is freed may lie in pieces
-    // too small for the object: eviction goes on while it frees anything, so a Put is refused
-    // only when nothing more can be evicted (or after kMaxEvictRounds).
-    evictor_.NoteAllocationFailure(size * n);
-    uint64_t want = std::max<uint64_t>(
-        size * n, static_cast<uint64_t>(config_.eviction_ratio * static_cast<double>(segments_.capacity())));
-    for (int round = 0; allocs.empty() && round < kMaxEvictRounds; ++round) {
-      if (evictor_.EvictBytes(want) == 0) break;
-      allocs = segments_.Allocate(tenant, size, n, *preferred, config.avoid_segments, preferred_for);
+  if (allocs.empty()) {
+    // With no segment taking new replicas (their owners not heard from, or draining), eviction
+    // frees nothing of use now, nor should it later for this Put: nothing is noted.
+    const SegmentManager::TakingCounts taking = segments_.CountTaking();
+    if (taking.taking > 0) {
+      // A failed allocation triggers eviction now; the writer does not have to come back. Another
+      // writer may take the space freed before this one does, and what is freed may lie in pieces
+      // too small for the object: eviction goes on while it frees anything, so a Put is refused
+      // only when nothing more can be evicted (or after kMaxEvictRounds).
+      evictor_.NoteAllocationFailure(size * n);
+      uint64_t want = std::max<uint64_t>(
+          size * n, static_cast<uint64_t>(config_.eviction_ratio * static_cast<double>(taking.capacity)));
+      for (int round = 0; allocs.empty() && round < kMaxEvictRounds; ++round) {
+        if (evictor_.EvictBytes(want) == 0) break;
+        allocs = segments_.Allocate(tenant, size, n, *preferred, config.avoid_segments, preferred_for);
+      }
+    }
+    if (allocs.empty()) {
+      tenants_.Release(tenant, n * size);
+      return Status(Code::kNoAvailableHandle, NoRoomMessage(size, taking));
     }
   }
   if (allocs.size() < n) tenants_.Release(tenant, (n - allocs.size()) * size);
-  if (allocs.empty()) return Status(Code::kNoAvailableHandle, NoRoomMessage(size));
   if (!group.empty()) group_homes_.Set(tenant, group, segments_.NameOf(allocs[0].segment));
   if (allocs.size() < config.replica_num) {
     under_replicated_puts_.fetch_add(1, std::memory_order_relaxed);

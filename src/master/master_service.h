@@ -238,8 +238,8 @@ class MasterService final : public MasterApi {
   Status ReadEndOne(const CallContext& ctx, const std::string& key, uint64_t read_pin);
   Result<bool> ExistKeyOne(const CallContext& ctx, const std::string& key);
   Status RemoveOne(const CallContext& ctx, const std::string& key, bool force);
-  // Why a Put found no room: which segments take no new replicas now, and why.
-  std::string NoRoomMessage(uint64_t size) const;
+  // Why a Put found no room (`c`: the segments as it found them): which take no new replicas, and why.
+  static std::string NoRoomMessage(uint64_t size, const SegmentManager::TakingCounts& c);
   // `want`: set to how many replicas the object should have (PendingPut::want; 0 when it got them).
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                           const PlacementConfig& config, const std::string& group, uint8_t* want);

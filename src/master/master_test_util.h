@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "master/master_image.h"
@@ -90,6 +91,17 @@ class MasterFixture : public ::testing::Test {
     }
     std::sort(out.begin(), out.end());
     return out;
+  }
+
+  // Four seconds in which only ctx_ and `heard` ping, with a liveness check each second: past the
+  // default 3 s gap, every other client is not heard from (its segments take no new replicas).
+  void SilenceAllBut(const std::vector<CallContext>& heard) {
+    for (int i = 0; i < 4; ++i) {
+      clock_.AdvanceSec(1);
+      ASSERT_TRUE(master_->Ping(ctx_).ok());
+      for (const CallContext& c : heard) ASSERT_TRUE(master_->Ping(c).ok());
+      master_->LivenessOnce();
+    }
   }
 
   bool Exists(const std::string& key, CallContext ctx = {}) {
