@@ -69,9 +69,19 @@ std::vector<Status> TransferEngine::Submit(const std::vector<TransferRequest>& b
   if (transports_.size() == 1 && !batch.empty()) return SubmitTo(0, batch);
   std::vector<std::vector<TransferRequest>> per(transports_.size());
   std::vector<std::vector<size_t>> where(transports_.size());
+  // A batch's requests mostly name one segment (a value's slices, a batch of keys on one node):
+  // each run of requests to one segment is routed once.
+  SegmentId last = 0;
+  size_t last_t = transports_.size() + 1;  // none yet
   for (size_t i = 0; i < batch.size(); ++i) {
     size_t t = 0;
-    while (t < transports_.size() && !transports_[t]->Reaches(batch[i].segment)) ++t;
+    if (last_t <= transports_.size() && batch[i].segment == last) {
+      t = last_t;
+    } else {
+      while (t < transports_.size() && !transports_[t]->Reaches(batch[i].segment)) ++t;
+      last = batch[i].segment;
+      last_t = t;
+    }
     if (t == transports_.size()) {
       out[i] = Status(Code::kTransferFail, "no transport reaches segment " + std::to_string(batch[i].segment));
       continue;

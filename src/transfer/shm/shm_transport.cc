@@ -76,7 +76,7 @@ std::shared_ptr<const ShmTransport::Mapped> ShmTransport::Find(SegmentId segment
       return nullptr;
     }
     if (auto it = mapped_.find(segment); it != mapped_.end()) {
-      if (it->second->OwnerAlive()) return it->second;
+      if (!it->second->dead.load(std::memory_order_relaxed)) return it->second;
       YB_LOG_INFO("the process serving segment {} at {} died: its memory is unmapped here", segment, *endpoint);
       mapped_.erase(it);
       not_here_[*endpoint] = now + options_.retry_ms;
@@ -255,7 +255,10 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
   std::vector<Status> out(batch.size());
   std::vector<TransferRequest> elsewhere;
   std::vector<size_t> where;
-  // A batch's requests mostly name one segment: its mapping (and its owner's liveness) looked up once.
+  // Requests written through a mapping (index, into `written`), and the mappings written to.
+  std::vector<std::pair<size_t, size_t>> wrote;
+  std::vector<std::shared_ptr<const Mapped>> written;
+  // A batch's requests mostly name one segment: its mapping looked up once.
   SegmentId last = 0;
   std::shared_ptr<const Mapped> last_mapped;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -271,6 +274,27 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
       continue;
     }
     out[i] = Move(r, *m);
+    if (r.op == TransferRequest::Op::kWrite) {
+      if (written.empty() || written.back() != m) written.push_back(m);
+      wrote.emplace_back(i, written.size() - 1);
+    }
+  }
+  // Whether the owners of what was written lived once the bytes were in place, asked once per
+  // mapping (a system call): a write that landed in memory nobody serves any more fails here, as
+  // it would over TCP, and the mapping goes at the next lookup. An owner that dies after this is
+  // one that died after the write, which the master's liveness handles as for any other holder.
+  std::vector<bool> lived(written.size(), true);
+  for (size_t k = 0; k < written.size(); ++k) {
+    if (!written[k]->OwnerAlive()) {
+      lived[k] = false;
+      written[k]->dead.store(true, std::memory_order_relaxed);
+    }
+  }
+  for (auto [i, k] : wrote) {
+    if (!lived[k] && out[i].ok()) {
+      out[i] = Status(Code::kTransferFail,
+                      "the process serving segment " + std::to_string(batch[i].segment) + " died while it was written");
+    }
   }
   if (!elsewhere.empty()) {
     if (!fallback_) {

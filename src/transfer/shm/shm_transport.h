@@ -10,6 +10,7 @@
 // nothing here either. SSD tier reads (kReadObject) go to `fallback`. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -63,18 +64,27 @@ class ShmTransport final : public Transport {
     uint64_t size = 0;
     std::string grant_key;
     int alive = -1;  // the connection to the owner: it ends when the owner's process does
+    // Seen ended after a write (Submit): the next lookup drops the mapping.
+    mutable std::atomic<bool> dead{false};
     int fd = -1;             // the owner's memfd, written through (WriteAt)
     uint64_t fd_offset = 0;  // of the segment in it
     Mapped() = default;
     Mapped(Mapped&& o) noexcept
-        : region(std::move(o.region)), base(o.base), size(o.size), grant_key(std::move(o.grant_key)), alive(o.alive),
-          fd(o.fd), fd_offset(o.fd_offset) {
+        : region(std::move(o.region)),
+          base(o.base),
+          size(o.size),
+          grant_key(std::move(o.grant_key)),
+          alive(o.alive),
+          dead(o.dead.load()),
+          fd(o.fd),
+          fd_offset(o.fd_offset) {
       o.alive = -1;
       o.fd = -1;
     }
     Mapped(const Mapped&) = delete;
     ~Mapped();
-    // Whether the owner's process still lives (its end of `alive` is open).
+    // Whether the owner's process still lives (its end of `alive` is open): a system call, asked
+    // once per Submit that wrote here.
     bool OwnerAlive() const;
   };
   // The segment's mapping, made now if it can be (nullopt: not here).

@@ -183,10 +183,20 @@ TEST_F(ShmTransportTest, WhatCannotBeMappedIsLeftToTheNextTransport) {
   EXPECT_EQ(fallback_->submitted, 1u);
   EXPECT_EQ(peer->mapped_segments(), 1u);
   // An owner that dies (its end of the connection closes) is not written into any more: a write
-  // there would be acknowledged and lost with it.
+  // that lands after its death fails, as it would over TCP (acknowledged, it would be lost with the
+  // owner), and the mapping goes.
   server_->Stop();
+  std::string value(1000, 'v');
+  std::string other(1000, 'o');
+  auto written = peer->Submit({Request(TransferRequest::Op::kWrite, 0, value.data(), value.size()),
+                               Request(TransferRequest::Op::kWrite, 4096, other.data(), other.size())});
+  for (const Status& st : written) {
+    EXPECT_EQ(st.code(), Code::kTransferFail);
+    EXPECT_NE(st.message().find("died"), std::string::npos) << st.ToString();
+  }
   EXPECT_FALSE(peer->Reaches(5));
   EXPECT_EQ(peer->mapped_segments(), 0u);
+  EXPECT_EQ(fallback_->submitted, 1u);  // the disk read only
   Serve("");  // back (a new process on the same endpoint): asked again after the pause
   EXPECT_FALSE(peer->Reaches(5));
   clock_.Advance(30'000);
