@@ -1,9 +1,11 @@
 #include "common/checksum.h"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t, to hash a chunk in steps
 #include <xxh_x86dispatch.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace yb {
 
@@ -56,6 +58,46 @@ void ChecksumSink::Moved(uint64_t pos, const void* p, uint64_t n) {
     hashes_[c] = Xxh3(bytes + (at - pos), len);
     done_[c] = 1;
   }
+}
+
+void CopyInSteps(void* to, const void* from, uint64_t n) {
+  auto* d = static_cast<uint8_t*>(to);
+  const auto* s = static_cast<const uint8_t*>(from);
+  for (uint64_t done = 0; done < n; done += kCopyStep) std::memcpy(d + done, s + done, std::min(kCopyStep, n - done));
+}
+
+void ChecksumSink::CopyMoved(uint64_t pos, void* to, const void* from, uint64_t n, bool hash_copy) {
+  auto* d = static_cast<uint8_t*>(to);
+  const auto* s = static_cast<const uint8_t*>(from);
+  const uint64_t end = std::min(size_, pos + n);
+  // The whole chunks within [pos, end), as Moved() takes them; the bytes around them are copied
+  // only (Finish hashes them from the object's bytes).
+  uint64_t at = (pos + kChecksumChunk - 1) / kChecksumChunk * kChecksumChunk;
+  alignas(64) XXH3_state_t state;
+  for (; at < end; at += kChecksumChunk) {
+    const uint64_t c = at / kChecksumChunk;
+    const uint64_t len = ChunkLength(c);
+    if (at + len > end) break;
+    const uint64_t off = at - pos;
+    XXH3_64bits_reset(&state);
+    for (uint64_t q = 0; q < len; q += kCopyStep) {
+      const uint64_t step = std::min(kCopyStep, len - q);
+      if (hash_copy) {
+        std::memcpy(d + off + q, s + off + q, step);
+        XXH3_64bits_update_dispatch(&state, d + off + q, step);
+      } else {
+        XXH3_64bits_update_dispatch(&state, s + off + q, step);
+        std::memcpy(d + off + q, s + off + q, step);
+      }
+    }
+    hashes_[c] = XXH3_64bits_digest(&state);
+    done_[c] = 1;
+  }
+  // What no whole chunk covered: before the first (or all of it) and after the last.
+  const uint64_t first = std::min(n, ((pos + kChecksumChunk - 1) / kChecksumChunk * kChecksumChunk) - pos);
+  const uint64_t hashed_end = std::max(first, std::min(n, at - pos));
+  CopyInSteps(d, s, first);
+  CopyInSteps(d + hashed_end, s + hashed_end, n - hashed_end);
 }
 
 void ChecksumSink::FillMissing(uint64_t pos, const void* p, uint64_t n) {

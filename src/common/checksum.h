@@ -21,6 +21,13 @@ inline constexpr uint64_t kChecksumChunk = 64ULL << 10;
 // XXH3-64 of `n` bytes (the dispatched implementation).
 uint64_t Xxh3(const void* data, size_t n);
 
+// How a transport copies a value's bytes: in steps of kCopyStep. On this project's machines (AMD
+// EPYC, glibc 2.36) memcpy of 4 KiB steps from a source in cache beats one memcpy of the whole
+// range (1 MiB in 48 us against 59-64 us, 4 MiB in 183-193 against 287-298: glibc's copy of large
+// ranges bypasses the cache), and lets a checksum read each step's bytes once (CopyMoved).
+inline constexpr uint64_t kCopyStep = 4096;
+void CopyInSteps(void* to, const void* from, uint64_t n);
+
 // The checksum of a contiguous object.
 uint64_t ObjectChecksum(const void* data, uint64_t size);
 
@@ -40,6 +47,13 @@ class ChecksumSink {
   bool complete() const;
   // `n` bytes of the object from position `pos` are at `p`. Any range: it is cut at chunk bounds.
   void Moved(uint64_t pos, const void* p, uint64_t n);
+  // Copies `n` bytes of the object from position `pos` from `from` to `to` (CopyInSteps) and hashes
+  // them as Moved() would, step by step while each step is in the first-level cache: a 1 MiB value
+  // is copied and hashed in about the time of its copy alone (49 us against 48 us, where hashing
+  // each 64 KiB chunk then copying it took 72-74 us). A write hashes what it copies from (the
+  // caller's bytes, before they are copied); a read (`hash_copy`) hashes the copy, after it is
+  // made: the bytes the caller gets are the bytes checked, even where the source could change.
+  void CopyMoved(uint64_t pos, void* to, const void* from, uint64_t n, bool hash_copy);
   // The object's checksum; `pieces` (pointer, length) hold its bytes in order.
   template <typename Piece>
   uint64_t Finish(const std::vector<Piece>& pieces) {

@@ -63,6 +63,29 @@ TEST(ChecksumTest, ASinkFedAnyPiecesInAnyOrderGivesTheObjectsChecksum) {
   }
 }
 
+// A transport that copies and hashes in one pass (CopyMoved) copies every byte and leaves the sink
+// as Moved() of the same pieces would: the object's checksum, whatever the cuts.
+TEST(ChecksumTest, CopyingThroughTheSinkCopiesEveryByteAndHashesAsMovedDoes) {
+  std::mt19937 rng(11);
+  for (size_t n : {size_t{1}, size_t{5000}, kChecksumChunk, kChecksumChunk + 4097, 4 * kChecksumChunk + 3}) {
+    auto v = Bytes(n, static_cast<uint32_t>(n) + 1);
+    const uint64_t want = ObjectChecksum(v.data(), n);
+    for (int round = 0; round < 10; ++round) {
+      std::vector<uint8_t> copy(n, 0);
+      ChecksumSink sink(n);
+      for (const auto& p : Cut(v, round % 7, rng)) {
+        const uint64_t pos = static_cast<uint64_t>(static_cast<uint8_t*>(p.ptr) - v.data());
+        sink.CopyMoved(pos, copy.data() + pos, p.ptr, p.size, /*hash_copy=*/round % 2 == 1);
+      }
+      EXPECT_EQ(copy, v) << n << " round " << round;
+      EXPECT_EQ(sink.Finish(std::vector<Piece>{{v.data(), n}}), want) << n << " round " << round;
+      if (round % 7 == 0) {
+        EXPECT_TRUE(sink.complete()) << n;  // one piece: every chunk hashed on the way
+      }
+    }
+  }
+}
+
 TEST(ChecksumTest, ASinkResetForAnotherAttemptForgetsTheFirst) {
   auto good = Bytes(200000, 3);
   auto bad = good;

@@ -41,26 +41,26 @@ const uint8_t* MemcpyTransport::View(const TransferRequest& r, std::shared_ptr<c
 
 namespace {
 
-// Copies a request's bytes; with a checksum sink, chunk by chunk, each hashed while in cache (a
-// read's after it is copied, a write's before); a read's observer is told of each chunk copied.
+// Copies a request's bytes; with a checksum sink, hashed as they are copied (a read's copy, a
+// write's source: ChecksumSink::CopyMoved); a read's observer is told of each chunk copied.
 void Copy(const TransferRequest& r, uint8_t* remote) {
   auto* local = static_cast<uint8_t*>(r.local);
   const bool read = r.op == TransferRequest::Op::kRead;
+  uint8_t* to = read ? local : remote;
+  const uint8_t* from = read ? remote : local;
   if (!r.checksum && !(read && r.landed)) {
-    read ? std::memcpy(local, remote, r.length) : std::memcpy(remote, local, r.length);
+    CopyInSteps(to, from, r.length);
     return;
   }
   for (uint64_t done = 0; done < r.length;) {
     const uint64_t pos = r.object_pos + done;
     const uint64_t n = std::min(r.length - done, kChecksumChunk - pos % kChecksumChunk);
-    if (read) {
-      std::memcpy(local + done, remote + done, n);
-      if (r.checksum) r.checksum->Moved(pos, local + done, n);
-      if (r.landed) r.landed->Landed(pos, local + done, n);
+    if (r.checksum) {
+      r.checksum->CopyMoved(pos, to + done, from + done, n, /*hash_copy=*/read);
     } else {
-      r.checksum->Moved(pos, local + done, n);
-      std::memcpy(remote + done, local + done, n);
+      CopyInSteps(to + done, from + done, n);
     }
+    if (read && r.landed) r.landed->Landed(pos, local + done, n);
     done += n;
   }
 }

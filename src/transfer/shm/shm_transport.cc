@@ -186,10 +186,6 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
 }
 
 Status ShmTransport::WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n) const {
-  if (m.fd < 0) {
-    std::memcpy(m.base + offset, p, n);
-    return Status::OK();
-  }
   memfd_written_.fetch_add(n, std::memory_order_relaxed);
   for (uint64_t done = 0; done < n;) {
     const ssize_t w = pwrite(m.fd, p + done, n - done, static_cast<off_t>(m.fd_offset + offset + done));
@@ -225,15 +221,22 @@ Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
       }
       next_look = got + kPiece;
     }
-    if (write) {
-      if (r.checksum) r.checksum->Moved(at, local + got, step);  // then copied from the cache
-      // Through the memfd or the mapping (Attach says which). Reads use the mapping: a reader
-      // touches its pages once, and memcpy beats pread on them after that.
+    if (write && m.fd >= 0) {
+      // Through the memfd where Attach chose it (no shmem huge pages), hashed first and copied by
+      // the kernel from the cache.
+      if (r.checksum) r.checksum->Moved(at, local + got, step);
       YB_RETURN_IF_ERROR(WriteAt(m, r.offset + got, local + got, step));
     } else {
-      std::memcpy(local + got, remote + got, step);
-      if (r.checksum) r.checksum->Moved(at, local + got, step);
-      if (r.landed) r.landed->Landed(at, local + got, step);
+      // Through the mapping: a reader touches its pages once, and memcpy beats pread on them after
+      // that. Copied and hashed in one pass.
+      uint8_t* to = write ? remote + got : local + got;
+      const uint8_t* from = write ? local + got : remote + got;
+      if (r.checksum) {
+        r.checksum->CopyMoved(at, to, from, step, /*hash_copy=*/!write);
+      } else {
+        CopyInSteps(to, from, step);
+      }
+      if (!write && r.landed) r.landed->Landed(at, local + got, step);
     }
     got += step;
   }

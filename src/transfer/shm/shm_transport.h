@@ -92,7 +92,7 @@ class ShmTransport final : public Transport {
   // Asks the owner at `endpoint` for the segment's memory; a mapping, or why not.
   Result<Mapped> Attach(SegmentId segment, const std::string& endpoint) const;
   Status Move(const TransferRequest& r, const Mapped& m) const;
-  // `n` bytes into the segment at `offset`, through its memfd (the mapping when there is none).
+  // `n` bytes into the segment at `offset`, through its memfd (m.fd >= 0).
   Status WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n) const;
   TimeMs Now() const;
   int64_t Wall() const;
