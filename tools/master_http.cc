@@ -138,6 +138,8 @@ std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc
   }
   p.Gauge("yb_master_keys", "Published objects.", st.keys);
   p.Gauge("yb_master_pending_puts", "Puts between PutStart and PutEnd.", st.pending_puts);
+  p.Gauge("yb_master_reservations", "Space clients keep started ahead for their Puts (Puts into reservations).",
+          st.reservations);
   p.Gauge("yb_master_segments", "Mounted segments.", st.segments);
   p.Gauge("yb_master_segments_unconfirmed",
           "Segments not served from until their owner re-mounts them: restored after a restart, or of a client "
@@ -361,6 +363,7 @@ nlohmann::json DashboardJson(const MasterHttpContext& c) {
     }
     j["misses"] = misses;
     j["stats"] = {{"pending_puts", st->pending_puts},
+                  {"reservations", st->reservations},
                   {"segments_unconfirmed", st->segments_unconfirmed},
                   {"segments_unreachable", st->segments_unreachable},
                   {"repair_at_risk", st->repair_at_risk},

@@ -130,6 +130,12 @@ struct ClientConfig {
   // to the ttl. 0 turns the cache off. Environment: YB_LOCATION_CACHE_TTL_MS.
   uint32_t location_cache_ttl_ms = 1000;
   uint32_t location_cache_entries = 65536;  // the most locations kept (least recently used go)
+  // Puts into reservations (docs/design.md): the client keeps space started ahead, up to this many
+  // bytes, so that a Put of a size and placement it wrote before costs one master call (the value
+  // is copied into a reservation, then published with the reservation that replaces it) instead
+  // of two. Upserts and Puts that name groups do not use them. 0 turns them off. Environment:
+  // YB_PUT_RESERVATION_BYTES.
+  uint64_t put_reservation_bytes = 64ULL << 20;
   // Mooncake's setup_dummy: "host:port" of the real client of this host (a yb-client serving
   // transfers on that port; the host part is not used). This client is then its dummy: it has no
   // master address and no network connection of its own; every call goes to the real client through

@@ -24,6 +24,23 @@ Status MasterApi::PutEnd(const CallContext& ctx, const std::string& key, std::op
   return First(BatchPutEnd(ctx, {key}, {checksum}));
 }
 
+PutCommitAnswer MasterApi::BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                          const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                          const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                          const PlacementConfig& config) {
+  PutCommitAnswer out;
+  for (const std::string& r : reservations) {
+    if (!r.empty()) {
+      return PutCommitAnswer::Failed(Status(Code::kNotSupported, "this master takes no Puts into reservations"),
+                                     keys.size(), start_keys.size());
+    }
+  }
+  if (!revoke.empty()) (void)BatchPutRevoke(ctx, revoke);
+  if (!keys.empty()) out.ends = BatchPutEnd(ctx, keys, checksums);
+  if (!start_keys.empty()) out.started = BatchPutStart(ctx, start_keys, start_sizes, config, WriteMode::kPut);
+  return out;
+}
+
 Status MasterApi::PutRevoke(const CallContext& ctx, const std::string& key) {
   return First(BatchPutRevoke(ctx, {key}));
 }

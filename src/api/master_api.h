@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/internal_types.h"
@@ -169,6 +170,26 @@ struct TaskSpec {
 // A Put's start: a new key (PutStart), or a replacement of an existing value (UpsertStart).
 enum class WriteMode : uint8_t { kPut, kUpsert };
 
+// The names under which clients start their reservations (BatchPutCommit): "<prefix><client id>/<n>".
+// A client that leaves or is declared dead loses those it still has (the master revokes them).
+inline constexpr std::string_view kReservationPrefix = "__yb_reservation__/";
+inline bool IsReservation(std::string_view user_key) { return user_key.starts_with(kReservationPrefix); }
+
+// What BatchPutCommit answers: one status per key ended, one reservation (or why not) per key started.
+struct PutCommitAnswer {
+  std::vector<Status> ends;
+  std::vector<Result<std::vector<GrantedReplica>>> started;
+  // The same failure for every part (the call as a whole failed).
+  static PutCommitAnswer Failed(const Status& why, size_t ends, size_t starts) {
+    return {std::vector<Status>(ends, why), std::vector<Result<std::vector<GrantedReplica>>>(starts, why)};
+  }
+  // The call's status as a router judges it: its first part's.
+  Status status() const {
+    if (!ends.empty()) return ends.front();
+    return started.empty() ? Status::OK() : started.front().status();
+  }
+};
+
 class MasterApi {
  public:
   using Keys = std::vector<std::string>;
@@ -227,6 +248,21 @@ class MasterApi {
   virtual std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                           const std::vector<std::optional<uint64_t>>& checksums) = 0;
   virtual std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) = 0;
+  // A Put in one call (docs/design.md, "Puts into reservations"): ends Puts, then starts others, in
+  // one round trip. Each key is published as PutEnd publishes it, with `checksums[i]` (one per key,
+  // or empty), from the Put in progress named `reservations[i]` ("" or no reservations at all: the
+  // key's own): a Put the caller started under a name of its own (its reservation), into whose
+  // space it wrote the value before it knew the key. That Put ends; the key gets its space, replicas
+  // and flags. Only a new key: one that exists or is being written is refused as PutStart refuses
+  // it (OBJECT_ALREADY_EXISTS), and the reservation stays the caller's. Before them, the caller's
+  // Puts in progress named in `revoke` are revoked (reservations it no longer wants; unanswered).
+  // Then each of `start_keys` is started as BatchPutStart(start_keys, start_sizes, config, kPut)
+  // starts it (the caller's next reservations). The default makes the calls one by one, and
+  // refuses reservations (an older master).
+  virtual PutCommitAnswer BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                         const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                         const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                         const PlacementConfig& config);
   virtual std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) = 0;
   // Over RPC this is one-way: it returns once sent, and an unknown pin is not reported.
   virtual std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,

@@ -56,6 +56,18 @@ std::vector<Status> RoutedMasterApi::BatchPutEnd(const CallContext& ctx, const K
   return Routed<std::vector<Status>>([&](MasterApi& m) { return m.BatchPutEnd(ctx, keys, checksums); }, keys.size());
 }
 
+PutCommitAnswer RoutedMasterApi::BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                                const std::vector<std::optional<uint64_t>>& checksums,
+                                                const Keys& revoke, const Keys& start_keys,
+                                                const std::vector<uint64_t>& start_sizes,
+                                                const PlacementConfig& config) {
+  return Routed<PutCommitAnswer>(
+      [&](MasterApi& m) {
+        return m.BatchPutCommit(ctx, keys, reservations, checksums, revoke, start_keys, start_sizes, config);
+      },
+      keys.size(), start_keys.size());
+}
+
 std::vector<Status> RoutedMasterApi::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
   return Routed<std::vector<Status>>([&](MasterApi& m) { return m.BatchPutRevoke(ctx, keys); }, keys.size());
 }

@@ -51,6 +51,10 @@ class RoutedMasterApi : public MasterApi {
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
   std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
+  PutCommitAnswer BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                 const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                 const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                 const PlacementConfig& config) override;
   std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
   std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                    const std::vector<uint64_t>& read_pins) override;
@@ -77,8 +81,9 @@ class RoutedMasterApi : public MasterApi {
 
   // `call(target)` through Route, as every method above makes it; `n`: the keys of a per-key call,
   // each of which carries Route's status when Route does not stand by an attempt's answer.
+  // (A BatchPutCommit's answer: `n` keys ended and `m` started.)
   template <typename R, typename Call>
-  R Routed(Call&& call, size_t n = 1) {
+  R Routed(Call&& call, size_t n = 1, size_t m = 0) {
     std::optional<R> out;
     auto one = [&](MasterApi& m) {
       out.emplace(call(m));
@@ -87,7 +92,9 @@ class RoutedMasterApi : public MasterApi {
     Status st = Route(Attempt(one));
     if (st.ok() && out) return std::move(*out);
     if (st.ok()) st = Status(Code::kInternal, "the call was routed to no master");
-    if constexpr (IsVector<R>::value) {
+    if constexpr (std::is_same_v<R, PutCommitAnswer>) {
+      return R::Failed(st, n, m);
+    } else if constexpr (IsVector<R>::value) {
       return R(n, typename R::value_type(st));
     } else {
       return R(st);
@@ -95,6 +102,7 @@ class RoutedMasterApi : public MasterApi {
   }
 
   static Status StatusOf(const Status& s) { return s; }
+  static Status StatusOf(const PutCommitAnswer& a) { return a.status(); }
   template <typename T>
   static Status StatusOf(const Result<T>& r) {
     return r.status();

@@ -122,6 +122,10 @@ size_t ClientInternal::DiskObjects(const Client& c) {
 
 size_t ClientInternal::held_pins(const Client& c) { return c.impl_->members.pins().size(); }
 
+size_t ClientInternal::reservations(Client& c) { return c.impl_->data.reservations().kept(); }
+
+void ClientInternal::DropReservations(Client& c) { c.impl_->data.DropReservations(); }
+
 std::vector<SegmentId> ClientInternal::segments(const Client& c) {
   std::vector<SegmentId> out;
   for (const auto& d : c.impl_->members.mounted()) out.push_back(d.id);

@@ -114,6 +114,17 @@ void ApplyEnvironment(ClientConfig& c, const std::function<const char*(const cha
                   c.location_cache_ttl_ms);
     }
   }
+  if (auto v = get("YB_PUT_RESERVATION_BYTES")) {
+    try {
+      size_t used = 0;
+      const unsigned long long n = std::stoull(*v, &used);
+      if (used != v->size()) throw std::out_of_range(*v);
+      c.put_reservation_bytes = n;
+    } catch (const std::exception&) {
+      YB_LOG_WARN("YB_PUT_RESERVATION_BYTES='{}' is not a number of bytes: reservations keep up to {} bytes", *v,
+                  c.put_reservation_bytes);
+    }
+  }
   // A switch: true or false; anything else is logged and leaves it as it was.
   auto flag = [&](const char* name, bool& field, const char* what) {
     auto v = get(name);

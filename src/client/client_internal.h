@@ -73,6 +73,10 @@ class ClientInternal {
   static std::vector<SegmentId> segments(const Client& c);
   // Read pins the client holds (named in its heartbeats).
   static size_t held_pins(const Client& c);
+  // Its reservations (Puts into reservations): how many it keeps, and revoking them all (as the
+  // master does when it leaves).
+  static size_t reservations(Client& c);
+  static void DropReservations(Client& c);
 };
 
 // A client of a yb-master over the network ("host:port"), with a TCP transfer server for the

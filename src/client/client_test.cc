@@ -8,6 +8,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "api/routed_master_api.h"
 #include "client/client_internal.h"
 #include "client/mock_master.h"
 #include "common/checksum.h"
@@ -41,8 +42,12 @@ class ClientTest : public ::testing::Test {
     b_ = NewClient("node-b", 1 << 20);
   }
 
-  Client* NewClient(const std::string& host, uint64_t segment, bool checksum = ClientConfig{}.enable_checksum) {
+  // Reservations off unless asked: most tests here check the master's exact accounting of what
+  // their Puts hold (the ReservationTest cases below turn them on).
+  Client* NewClient(const std::string& host, uint64_t segment, bool checksum = ClientConfig{}.enable_checksum,
+                    uint64_t reservation_bytes = 0) {
     ClientConfig c;
+    c.put_reservation_bytes = reservation_bytes;
     c.local_hostname = host;
     c.global_segment_size = segment;
     c.local_buffer_size = 1 << 16;
@@ -57,7 +62,8 @@ class ClientTest : public ::testing::Test {
   // (they call Heartbeat themselves).
   ClientParts Parts() {
     ClientParts p;
-    p.master = master_;
+    p.master =
+        counting_ ? std::static_pointer_cast<MasterApi>(counting_) : std::static_pointer_cast<MasterApi>(master_);
     p.local_segments = local_;
     p.engine = engine_;
     p.scheduler = &scheduler_;
@@ -70,8 +76,37 @@ class ClientTest : public ::testing::Test {
     return s;
   }
 
+  // The master as clients see it through a counter of their calls, when a test sets one.
+  class CountingMaster final : public RoutedMasterApi {
+   public:
+    explicit CountingMaster(std::shared_ptr<MasterApi> target) : target_(std::move(target)) {}
+    // An older master: it takes no Puts into reservations (MasterApi's default).
+    bool old = false;
+    std::atomic<int> calls{0};
+    PutCommitAnswer BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                   const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                   const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                   const PlacementConfig& config) override {
+      if (old)
+        return MasterApi::BatchPutCommit(ctx, keys, reservations, checksums, revoke, start_keys, start_sizes, config);
+      return RoutedMasterApi::BatchPutCommit(ctx, keys, reservations, checksums, revoke, start_keys, start_sizes,
+                                             config);
+    }
+
+   protected:
+    Status Route(const Attempt& attempt) override {
+      ++calls;
+      (void)attempt(*target_);
+      return Status::OK();  // its answer is the call's, whatever it says
+    }
+
+   private:
+    std::shared_ptr<MasterApi> target_;
+  };
+
   ManualClock clock_;
   ManualScheduler scheduler_{clock_};
+  std::shared_ptr<CountingMaster> counting_;
   std::shared_ptr<MasterService> master_;
   std::shared_ptr<LocalSegmentRegistry> local_;
   std::shared_ptr<FaultInjectingTransport> fault_;
@@ -336,6 +371,120 @@ TEST_F(ClientTest, ASoftPinTtlWithoutASoftPinIsRefused) {
   EXPECT_FALSE(*a_->IsExist("k"));
   rc.with_soft_pin = true;
   EXPECT_TRUE(a_->Put("k", v.data(), v.size(), rc).ok());
+}
+
+// Puts into reservations (docs/design.md): once a client writes a shape again, its Puts of that
+// shape make one master call each, single or batched, with the bytes exact; what it keeps is one
+// reservation per Put it made at once. A shape written once leaves none.
+TEST_F(ClientTest, PutsIntoReservationsMakeOneMasterCallAndKeepOneReservationPerKey) {
+  counting_ = std::make_shared<CountingMaster>(master_);
+  Client* c = NewClient("node-r", 0, true, /*reservation_bytes=*/1 << 20);
+  const std::string v0 = Bytes(1000, '0'), v1 = Bytes(1000, '1'), v2 = Bytes(1000, '2');
+  int before = counting_->calls;
+  ASSERT_TRUE(c->Put("k0", v0.data(), v0.size()).ok());
+  EXPECT_EQ(counting_->calls - before, 2);  // PutStart, PutEnd
+  EXPECT_EQ(ClientInternal::reservations(*c), 0u);
+  before = counting_->calls;
+  ASSERT_TRUE(c->Put("k1", v1.data(), v1.size()).ok());
+  EXPECT_EQ(counting_->calls - before, 2);  // PutStart (with a reservation beside it), PutEnd
+  EXPECT_EQ(ClientInternal::reservations(*c), 1u);
+  before = counting_->calls;
+  ASSERT_TRUE(c->Put("k2", v2.data(), v2.size()).ok());
+  EXPECT_EQ(counting_->calls - before, 1);  // BatchPutCommit only
+  EXPECT_EQ(ClientInternal::reservations(*c), 1u);
+  EXPECT_EQ(master_->Stats().reservations, 1u);
+  EXPECT_EQ(master_->Stats().pending_puts, 0u);
+  EXPECT_EQ(*b_->Get("k0"), v0);
+  EXPECT_EQ(*b_->Get("k1"), v1);
+  EXPECT_EQ(*b_->Get("k2"), v2);
+  // A batch: the one kept serves one key, the others start with reservations beside them; the
+  // next batch of the same shape is one call.
+  std::vector<std::string> keys = {"b1", "b2", "b3"};
+  std::vector<std::string> vals = {Bytes(1000, 'x'), Bytes(1000, 'y'), Bytes(1000, 'z')};
+  std::vector<std::vector<Slice>> slices;
+  for (auto& v : vals) slices.push_back({{v.data(), v.size()}});
+  for (auto& r : c->BatchPut(keys, slices)) ASSERT_TRUE(r.ok()) << r.ToString();
+  EXPECT_EQ(ClientInternal::reservations(*c), 3u);
+  keys = {"c1", "c2", "c3"};
+  before = counting_->calls;
+  for (auto& r : c->BatchPut(keys, slices)) ASSERT_TRUE(r.ok()) << r.ToString();
+  EXPECT_EQ(counting_->calls - before, 1);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(*b_->Get("b" + std::to_string(i + 1)), vals[i]);
+    EXPECT_EQ(*b_->Get(keys[i]), vals[i]);
+  }
+  EXPECT_EQ(master_->Stats().reservations, 3u);
+  // Other sizes and placements have reservations of their own; upserts use none.
+  const std::string big = Bytes(3000, 'B');
+  ASSERT_TRUE(c->Put("big0", big.data(), big.size()).ok());
+  EXPECT_EQ(ClientInternal::reservations(*c), 3u);
+  ASSERT_TRUE(c->Put("big", big.data(), big.size()).ok());
+  EXPECT_EQ(ClientInternal::reservations(*c), 4u);
+  ASSERT_TRUE(c->Upsert("big", {{const_cast<char*>(big.data()), big.size()}}).ok());
+  EXPECT_EQ(ClientInternal::reservations(*c), 4u);
+  EXPECT_EQ(*b_->Get("big"), big);
+  ClientInternal::DropReservations(*c);
+  EXPECT_EQ(master_->Stats().reservations, 0u);
+}
+
+// A key taken meanwhile refuses the Put as before (the same value's size: success) and the
+// reservation serves the next; one gone (its segment unmounted, aged out) sends the value the old
+// way; an older master that takes no Puts into reservations gets two calls per Put from then on.
+TEST_F(ClientTest, APutIntoAReservationThatCannotBeUsedGoesTheOldWay) {
+  counting_ = std::make_shared<CountingMaster>(master_);
+  Client* c = NewClient("node-r", 0, true, 1 << 20);
+  const std::string v = Bytes(500, 'v');
+  ASSERT_TRUE(c->Put("k0", v.data(), v.size()).ok());
+  ASSERT_TRUE(c->Put("k", v.data(), v.size()).ok());
+  ASSERT_EQ(ClientInternal::reservations(*c), 1u);
+  EXPECT_TRUE(c->Put("k", v.data(), v.size()).ok());  // exists with that size
+  const std::string w = Bytes(600, 'w');
+  ASSERT_TRUE(c->Put("w0", w.data(), w.size()).ok());
+  ASSERT_TRUE(c->Put("w", w.data(), w.size()).ok());
+  EXPECT_EQ(c->Put("w", v.data(), v.size()).code(), Code::kObjectAlreadyExists);
+  EXPECT_EQ(ClientInternal::reservations(*c), 2u);
+  EXPECT_EQ(*b_->Get("k"), v);
+
+  // Aged: past half the time its write grants had (they last at most put_start_discard_timeout,
+  // 30 s), it is revoked (with the next call that can carry it) and the Put starts as before, with
+  // a fresh reservation beside it.
+  clock_.Advance(16'000);
+  ASSERT_TRUE(c->Put("k2", v.data(), v.size()).ok());
+  EXPECT_EQ(*b_->Get("k2"), v);
+  EXPECT_EQ(ClientInternal::reservations(*c), 1u);  // k2's new one (w's aged too, and went)
+  EXPECT_EQ(master_->Stats().reservations, 1u);
+
+  // Its holder goes (the node leaves): the Put into it fails at the master, and the value goes
+  // again, elsewhere.
+  ReplicateConfig on_a;
+  on_a.preferred_segments = {"node-a"};
+  ASSERT_TRUE(c->Put("a0", v.data(), v.size(), on_a).ok());
+  ASSERT_TRUE(c->Put("a1", v.data(), v.size(), on_a).ok());  // a reservation on node-a beside it
+  ASSERT_EQ(ClientInternal::reservations(*c), 2u);
+  for (auto& cl : clients_) {
+    if (cl.get() == a_) cl.reset();
+  }
+  a_ = nullptr;
+  ASSERT_TRUE(c->Put("a2", v.data(), v.size(), on_a).ok());
+  EXPECT_EQ(*b_->Get("a2"), v);
+  EXPECT_EQ(master_->Stats().pending_puts, 0u);
+  EXPECT_EQ(ClientInternal::reservations(*c), 1u);  // node-a's went; k2's shape stays
+  ClientInternal::DropReservations(*c);
+
+  // An older master: Puts still land, two calls each, and nothing is left reserved there.
+  counting_->old = true;
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = "old" + std::to_string(i);
+    const int before = counting_->calls;
+    ASSERT_TRUE(c->Put(key, v.data(), v.size()).ok()) << key;
+    EXPECT_EQ(*b_->Get(key), v);
+    if (i > 1) {  // the first Put finds a reservation beside it, the second finds out
+      EXPECT_EQ(counting_->calls - before, 2) << key;
+    }
+  }
+  EXPECT_EQ(ClientInternal::reservations(*c), 0u);
+  EXPECT_EQ(master_->Stats().reservations, 0u);
+  EXPECT_EQ(master_->Stats().pending_puts, 0u);
 }
 
 TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {

@@ -1,6 +1,9 @@
-// DataPath: writes (two-phase: PutStart, copy every replica, PutEnd or PutRevoke), single or
-// batched through one path.
+// DataPath: writes (two-phase: PutStart, copy every replica, PutEnd or PutRevoke; or, into space
+// reserved ahead, copy then BatchPutCommit), single or batched through one path.
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
 
 #include "client/data_path.h"
 #include "common/log.h"
@@ -70,19 +73,82 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
   return out;
 }
 
+void DataPath::DropReservations() {
+  auto names = reservations_.TakeAll();
+  if (!names.empty()) (void)master().BatchPutRevoke(ctx(), names);
+}
+
 std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std::vector<std::vector<Slice>>& values,
                                          const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
                                          const PlacementConfig& config, WriteMode mode, int round,
                                          std::vector<Status>& out, std::vector<SegmentId>& failed_segments) {
+  const ClientId me = ctx().client;
+  // Reservations (first round only; Reservations): the value of key j goes into `into[j]` when one
+  // of its shape is at hand, and is published with one call. A key that has none is started as
+  // before, and a reservation of its shape is started beside it for the next Put.
+  std::vector<std::optional<Reservations::Reservation>> into(pending.size());
+  std::vector<std::optional<std::string>> shapes(pending.size());
+  const bool reserve = round == 0 && reservations_.enabled() && !no_reservations_.load(std::memory_order_relaxed);
+  if (reserve) {
+    std::map<std::string, std::vector<size_t>> by_shape;
+    for (size_t j = 0; j < pending.size(); ++j) {
+      shapes[j] = reservations_.Shape(sizes[pending[j]], config, mode);
+      if (shapes[j]) by_shape[*shapes[j]].push_back(j);
+    }
+    for (auto& [shape, js] : by_shape) {
+      auto got = reservations_.Take(shape, js.size());
+      for (size_t k = 0; k < got.size(); ++k) into[js[k]] = std::move(got[k]);
+      // A shape written for the first time starts no reservation (SeenBefore) beside its keys.
+      if (!reservations_.SeenBefore(shape)) {
+        for (size_t k = got.size(); k < js.size(); ++k) shapes[js[k]].reset();
+      }
+    }
+  }
+  // Reservations being started (by PutStart here, or by the commit below): their shape and size.
+  struct Starting {
+    std::string shape;
+    uint64_t size = 0;
+  };
   MasterApi::Keys start_keys;
   std::vector<uint64_t> start_sizes;
-  start_keys.reserve(pending.size());
-  start_sizes.reserve(pending.size());
-  for (size_t i : pending) {
-    start_keys.push_back(keys[i]);
-    start_sizes.push_back(sizes[i]);
+  std::vector<size_t> start_of(pending.size(), SIZE_MAX);  // index into `starts` of each key's own start
+  std::vector<Starting> starting;                          // start_keys[start_of_first_reservation + k]
+  std::vector<size_t> own;                                 // keys started under their own name
+  for (size_t j = 0; j < pending.size(); ++j) {
+    if (into[j]) continue;
+    start_of[j] = start_keys.size();
+    start_keys.push_back(keys[pending[j]]);
+    start_sizes.push_back(sizes[pending[j]]);
+    own.push_back(pending[j]);
   }
-  auto starts = master().BatchPutStart(ctx(), start_keys, start_sizes, ForKeys(config, pending), mode);
+  const size_t first_reservation = start_keys.size();
+  for (size_t j = 0; j < pending.size(); ++j) {
+    if (into[j] || !shapes[j]) continue;
+    for (std::string& name : reservations_.Names(me, 1, sizes[pending[j]])) {
+      start_keys.push_back(std::move(name));
+      start_sizes.push_back(sizes[pending[j]]);
+      starting.push_back({*shapes[j], sizes[pending[j]]});
+    }
+  }
+  std::vector<Result<std::vector<GrantedReplica>>> starts;
+  if (!start_keys.empty()) {
+    // Group ids (one per key of the call) name no reservation: Shape() gives none with them.
+    starts = master().BatchPutStart(ctx(), start_keys, start_sizes,
+                                    first_reservation == start_keys.size() ? ForKeys(config, own) : config, mode);
+  }
+  for (size_t k = 0; k < starting.size(); ++k) {
+    auto& st = starts[first_reservation + k];
+    if (st.ok()) {
+      reservations_.Keep(starting[k].shape, start_keys[first_reservation + k], starting[k].size, std::move(*st));
+    } else {
+      reservations_.Release(starting[k].size);
+    }
+  }
+  // Where key j's value goes, or why it goes nowhere.
+  auto replicas_of = [&](size_t j) -> const std::vector<GrantedReplica>* {
+    if (into[j]) return &into[j]->replicas;
+    return starts[start_of[j]].ok() ? &*starts[start_of[j]] : nullptr;
+  };
 
   // Copy every replica of every started key in one batch (or one by one when staging is needed).
   std::vector<TransferRequest> reqs;
@@ -98,10 +164,12 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
   };
   for (size_t j = 0; j < pending.size(); ++j) {
     size_t i = pending[j];
-    if (!starts[j].ok()) {
-      out[i] = starts[j].code() == Code::kObjectAlreadyExists && mode == WriteMode::kPut
-                   ? SameSizeIsSuccess(master(), ctx(), keys[i], sizes[i], starts[j].status())
-                   : starts[j].status();
+    const std::vector<GrantedReplica>* replicas = replicas_of(j);
+    if (!replicas) {
+      const Status& why = starts[start_of[j]].status();
+      out[i] = why.code() == Code::kObjectAlreadyExists && mode == WriteMode::kPut
+                   ? SameSizeIsSuccess(master(), ctx(), keys[i], sizes[i], why)
+                   : why;
       continue;
     }
     ChecksumSink* sum = nullptr;
@@ -113,13 +181,13 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
     // Host memory the transport cannot reach: copied once into a staging range that goes with the
     // batch to every replica (else, or in device memory, staged replica by replica).
     std::vector<Slice> staged;
-    if (!device && !starts[j]->empty() && NeedsRegistration(starts[j]->front(), values[i])) {
+    if (!device && !replicas->empty() && NeedsRegistration(replicas->front(), values[i])) {
       if (uint8_t* p = staged_batch.Allocate(sizes[i])) {
         Gather(values[i], p);
         staged = {{p, sizes[i]}};
       }
     }
-    for (const auto& r : *starts[j]) {
+    for (const auto& r : *replicas) {
       if (!staged.empty()) {
         AppendRequests(TransferRequest::Op::kWrite, r, staged, reqs, sum);
         req_owner.resize(reqs.size(), j);
@@ -137,30 +205,123 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
   for (size_t k = 0; k < results.size(); ++k) {
     if (!results[k].ok()) note(req_owner[k], reqs[k].segment, results[k]);
   }
-  MasterApi::Keys end_keys, revoke_keys;
+  MasterApi::Keys end_keys, end_reservations, revoke_keys;
   std::vector<std::optional<uint64_t>> checksums;
   std::vector<size_t> end_idx, again;
+  bool used_reservation = false;
   for (size_t j = 0; j < pending.size(); ++j) {
-    if (!starts[j].ok()) continue;
+    if (!replicas_of(j)) continue;
     size_t i = pending[j];
     if (!failed[j].ok()) {
       replica_write_failures_.fetch_add(1, std::memory_order_relaxed);
       YB_LOG_DEBUG("put of '{}' failed writing {}{}", keys[i], failed[j].message(), round == 0 ? "" : " (second try)");
-      revoke_keys.push_back(keys[i]);
+      if (into[j]) {
+        reservations_.Discard(std::move(*into[j]));
+        into[j].reset();
+      } else {
+        revoke_keys.push_back(keys[i]);
+      }
       out[i] = Status(failed[j].code(), "writing a replica failed: " + failed[j].message());
       again.push_back(i);
     } else {
       end_keys.push_back(keys[i]);
-      end_idx.push_back(i);
+      end_reservations.push_back(into[j] ? into[j]->name : std::string());
+      used_reservation |= into[j].has_value();
+      end_idx.push_back(j);
       checksums.push_back(sums.empty() ? std::nullopt : std::optional(sums[j].Finish(values[i])));
     }
   }
-  if (!revoke_keys.empty()) (void)master().BatchPutRevoke(ctx(), revoke_keys);
-  if (!end_keys.empty()) {
-    auto ends = master().BatchPutEnd(ctx(), end_keys, checksums);
-    for (size_t k = 0; k < ends.size(); ++k) out[end_idx[k]] = ends[k];
+  // Reservations no longer wanted (aged, or given up above) are revoked with this round's last call:
+  // the commit, which ends plain Puts too, when there is one.
+  for (std::string& name : reservations_.TakeDiscarded()) revoke_keys.push_back(std::move(name));
+  const bool commit = !end_keys.empty() && (used_reservation || (!revoke_keys.empty() && reserve));
+  if (!revoke_keys.empty() && !commit) {
+    (void)master().BatchPutRevoke(ctx(), revoke_keys);
+    revoke_keys.clear();
   }
-  if (failed_segments.empty()) again.clear();  // nothing to steer around: another try would fail alike
+  bool retry_plain = false;  // a key whose reservation failed it goes again, started as before
+  if (!end_keys.empty() && !commit) {
+    auto ends = master().BatchPutEnd(ctx(), end_keys, checksums);
+    for (size_t k = 0; k < ends.size(); ++k) out[pending[end_idx[k]]] = ends[k];
+  } else if (!end_keys.empty()) {
+    // Each reservation used is replaced by one of its shape, started in the same call.
+    MasterApi::Keys refill;
+    std::vector<uint64_t> refill_sizes;
+    std::vector<Starting> refilling;
+    for (size_t j : end_idx) {
+      if (!into[j]) continue;
+      for (std::string& name : reservations_.Names(me, 1, into[j]->size)) {
+        refill.push_back(std::move(name));
+        refill_sizes.push_back(into[j]->size);
+        refilling.push_back({*shapes[j], into[j]->size});
+      }
+    }
+    auto answer = master().BatchPutCommit(ctx(), end_keys, end_reservations, checksums, revoke_keys, refill,
+                                          refill_sizes, config);
+    if (answer.status().code() == Code::kNotSupported) {
+      // An older master: it started the reservations as Puts of their names, and ends none. Its
+      // Puts end as before; the values written into reservations go again, started as before.
+      no_reservations_.store(true, std::memory_order_relaxed);
+      YB_LOG_INFO("the master takes no Puts into reservations ({}): Puts make two master calls",
+                  answer.status().ToString());
+      MasterApi::Keys own_keys, dropped = reservations_.TakeAll();
+      dropped.insert(dropped.end(), revoke_keys.begin(), revoke_keys.end());  // not revoked by this call
+      std::vector<std::optional<uint64_t>> own_sums;
+      std::vector<size_t> own_idx;
+      for (size_t k = 0; k < end_keys.size(); ++k) {
+        const size_t j = end_idx[k];
+        if (into[j]) {
+          dropped.push_back(into[j]->name);
+          reservations_.Release(into[j]->size);
+          again.push_back(pending[j]);
+          retry_plain = true;
+        } else {
+          own_keys.push_back(end_keys[k]);
+          own_sums.push_back(checksums[k]);
+          own_idx.push_back(j);
+        }
+      }
+      for (const auto& r : refilling) reservations_.Release(r.size);
+      if (!dropped.empty()) (void)master().BatchPutRevoke(ctx(), dropped);
+      if (!own_keys.empty()) {
+        auto ends = master().BatchPutEnd(ctx(), own_keys, own_sums);
+        for (size_t k = 0; k < ends.size(); ++k) out[pending[own_idx[k]]] = ends[k];
+      }
+    } else {
+      for (size_t k = 0; k < end_keys.size(); ++k) {
+        const size_t j = end_idx[k];
+        const size_t i = pending[j];
+        const Status& st = answer.ends[k];
+        out[i] = st;
+        if (!into[j]) continue;
+        if (st.code() == Code::kObjectAlreadyExists) {
+          // The key was taken meanwhile: the reservation is still ours, and the one started in its
+          // stead serves the next Put; this one goes with the next call that revokes.
+          reservations_.Discard(std::move(*into[j]));
+          out[i] = SameSizeIsSuccess(master(), ctx(), keys[i], sizes[i], st);
+          continue;
+        }
+        reservations_.Release(into[j]->size);
+        if (st.code() == Code::kObjectNotFound || st.code() == Code::kIllegalClient ||
+            st.code() == Code::kInvalidWrite) {
+          // The reservation is gone (revoked, reclaimed, lost to an unmount, or a master that
+          // restarted without it): the value goes again, started as before.
+          YB_LOG_DEBUG("put of '{}' into reservation '{}': {}; started again", keys[i], into[j]->name, st.ToString());
+          again.push_back(i);
+          retry_plain = true;
+        }
+      }
+      for (size_t k = 0; k < refilling.size(); ++k) {
+        auto& st = answer.started[k];
+        if (st.ok()) {
+          reservations_.Keep(refilling[k].shape, refill[k], refilling[k].size, std::move(*st));
+        } else {
+          reservations_.Release(refilling[k].size);
+        }
+      }
+    }
+  }
+  if (failed_segments.empty() && !retry_plain) again.clear();  // nothing to steer around: another try would fail alike
   return again;
 }
 

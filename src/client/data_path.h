@@ -22,14 +22,15 @@
 
 #include "api/master_api.h"
 #include "client/buffers.h"
-#include "client/device_memory.h"
 #include "client/client_internal.h"
+#include "client/device_memory.h"
+#include "client/location_cache.h"
 #include "client/membership.h"
 #include "client/offloader.h"
+#include "client/reservations.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/scheduler.h"
-#include "client/location_cache.h"
 #include "transfer/transfer_engine.h"
 #include "yuebing/client.h"
 
@@ -111,6 +112,9 @@ class DataPath {
   uint64_t replica_write_failures() const { return replica_write_failures_.load(std::memory_order_relaxed); }
   // Where this client read lately (ClientStats; its own writes and removes drop entries).
   LocationCache& locations() { return locations_; }
+  // The space it keeps started ahead for its Puts (client_write.cc), and revoking all of it.
+  Reservations& reservations() { return reservations_; }
+  void DropReservations();
 
  private:
   // One round of writes over the keys `pending` (indices): start, copy, end or revoke; sets `out`
@@ -183,6 +187,9 @@ class DataPath {
   std::unique_ptr<Offloader> offloader_;  // the SSD tier, when enable_offload
   const std::shared_ptr<ViewPins> view_pins_ = std::make_shared<ViewPins>(this);
   LocationCache locations_{config_.location_cache_entries, config_.location_cache_ttl_ms, clock_};
+  Reservations reservations_{config_.put_reservation_bytes, clock_};
+  // Set when the master takes no Puts into reservations (an older one): none are made again.
+  std::atomic<bool> no_reservations_{false};
   // Failed replica transfers: a node that went away fails every transfer that touches it until the
   // master drops its segments. Counted here and logged at debug level; the transport says once
   // per peer that it became unreachable, and once that it is back.

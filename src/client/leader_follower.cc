@@ -114,6 +114,30 @@ std::vector<Status> LeaderFollower::BatchPutEnd(const CallContext& ctx, const Ke
   return out;
 }
 
+PutCommitAnswer LeaderFollower::BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                               const std::vector<std::optional<uint64_t>>& checksums,
+                                               const Keys& revoke, const Keys& start_keys,
+                                               const std::vector<uint64_t>& start_sizes,
+                                               const PlacementConfig& config) {
+  int attempts = 0;
+  auto out = Routed<PutCommitAnswer>(
+      [&](MasterApi& m) {
+        ++attempts;
+        return m.BatchPutCommit(ctx, keys, reservations, checksums, revoke, start_keys, start_sizes, config);
+      },
+      keys.size(), start_keys.size());
+  if (attempts <= 1) return out;
+  // As for PutEnd: an earlier attempt may have published the key on the old leader, and the new one
+  // then knows no Put in progress under its name or its reservation's. (A start made again by the
+  // same writer answers the reservation it has.)
+  for (size_t i = 0; i < out.ends.size(); ++i) {
+    if (out.ends[i].code() != Code::kObjectNotFound) continue;
+    auto e = ExistKey(ctx, keys[i]);
+    if (e.ok() && *e) out.ends[i] = Status::OK();
+  }
+  return out;
+}
+
 std::vector<Status> LeaderFollower::BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                                  const std::vector<uint64_t>& read_pins) {
   auto c = Leader(nullptr);  // one-way, and the pins of a leader that went went with it: once

@@ -46,6 +46,10 @@ class LeaderFollower final : public RoutedMasterApi {
   // MasterApi (RoutedMasterApi): every call made through Route; these two treated otherwise.
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
+  PutCommitAnswer BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                 const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                 const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                 const PlacementConfig& config) override;
   std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                    const std::vector<uint64_t>& read_pins) override;
 

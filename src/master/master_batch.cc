@@ -39,6 +39,26 @@ std::vector<Status> MasterService::BatchPutEnd(const CallContext& ctx, const Key
       keys, [&](size_t i) { return PutEndOne(ctx, keys[i], checksums.empty() ? std::nullopt : checksums[i]); });
 }
 
+PutCommitAnswer MasterService::BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                              const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                              const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                              const PlacementConfig& config) {
+  PutCommitAnswer out;
+  for (const std::string& name : revoke) (void)PutRevokeOne(ctx, name);
+  if (!reservations.empty() && reservations.size() != keys.size()) {
+    out.ends = SizeMismatch<Status>(keys.size(), "reservations");
+  } else if (!checksums.empty() && checksums.size() != keys.size()) {
+    out.ends = SizeMismatch<Status>(keys.size(), "checksums");
+  } else {
+    out.ends = ForEachKey<Status>(keys, [&](size_t i) {
+      return CommitOne(ctx, keys[i], reservations.empty() ? std::string() : reservations[i],
+                       checksums.empty() ? std::nullopt : checksums[i]);
+    });
+  }
+  if (!start_keys.empty()) out.started = BatchPutStart(ctx, start_keys, start_sizes, config, WriteMode::kPut);
+  return out;
+}
+
 std::vector<Status> MasterService::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
   return ForEachKey<Status>(keys, [&](size_t i) { return PutRevokeOne(ctx, keys[i]); });
 }

@@ -86,7 +86,7 @@ std::string MasterService::NoRoomMessage(uint64_t size, const SegmentManager::Ta
 
 Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                                        const PlacementConfig& config, const std::string& group,
-                                                       uint8_t* want) {
+                                                       uint8_t* want, bool may_evict) {
   *want = 0;
   uint64_t n = tenants_.ChargeUpTo(tenant, size, config.replica_num);
   if (n == 0) {
@@ -116,7 +116,7 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
     // With no segment taking new replicas (their owners not heard from, or draining), eviction
     // frees nothing of use now, nor should it later for this Put: nothing is noted.
     const SegmentManager::TakingCounts taking = segments_.CountTaking();
-    if (taking.taking > 0) {
+    if (taking.taking > 0 && may_evict) {
       // A failed allocation triggers eviction now; the writer does not have to come back. Another
       // writer may take the space freed before this one does, and what is freed may lie in pieces
       // too small for the object: eviction goes on while it frees anything, so a Put is refused
@@ -146,6 +146,34 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
     if (holders > allocs.size()) *want = static_cast<uint8_t>(std::min<size_t>({n, holders, 255}));
   }
   return allocs;
+}
+
+Status MasterService::FreeForWrite(ObjectTable::Locked& s, const HashedKey& hk, const std::string& key, bool upsert,
+                                   TimeMs now) {
+  auto obj = s.Find(hk);
+  if (obj && !upsert) {
+    return Status(Code::kObjectAlreadyExists,
+                  "key " + Quote(key) + " exists with " + std::to_string(obj->size) + " bytes");
+  }
+  const PendingPut* p = s.FindPending(hk);
+  if (!p) return Status::OK();
+  // A writer this master declared dead, or that left, finishes nothing: its Put is taken over at
+  // once (past a client_ttl after a restart, when live writers have registered again).
+  const bool writer_gone =
+      !clients_.Known(p->writer) && now - started_ms_ >= static_cast<TimeMs>(config_.client_ttl_sec) * 1000;
+  if (!writer_gone && now - p->started < config_.put_start_discard_timeout_sec * 1000) {
+    return Status(Code::kObjectAlreadyExists, "key " + Quote(key) + " is being written");
+  }
+  // Take over a Put unfinished for put_start_discard_timeout (or whose writer is gone): its writer
+  // may still be copying (a paused process the master gave up on), so its space is released only
+  // at put_start_release_timeout.
+  YB_LOG_WARN("taking over key {} from client {}{}", Quote(key), p->writer.ToString(),
+              writer_gone ? " (declared dead, or left)" : "");
+  PendingPut old = s.TakePending(hk);
+  MutexLock dl(discarded_mu_);
+  discarded_.push_back(Discarded{old.started + config_.put_start_release_timeout_sec * 1000, old.tenant, old.size,
+                                 std::move(old.replicas), old.started});
+  return Status::OK();
 }
 
 Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext& ctx, const std::string& key,
@@ -186,32 +214,7 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
                                             " bytes)");
   }
   const TimeMs now = clock_.NowMs();
-  auto check_free = [&](ObjectTable::Locked& s) -> Status {
-    auto obj = s.Find(hk);
-    if (obj && !upsert) {
-      return Status(Code::kObjectAlreadyExists,
-                    "key " + Quote(key) + " exists with " + std::to_string(obj->size) + " bytes");
-    }
-    const PendingPut* p = s.FindPending(hk);
-    if (!p) return Status::OK();
-    // A writer this master declared dead, or that left, finishes nothing: its Put is taken over at
-    // once (past a client_ttl after a restart, when live writers have registered again).
-    const bool writer_gone =
-        !clients_.Known(p->writer) && now - started_ms_ >= static_cast<TimeMs>(config_.client_ttl_sec) * 1000;
-    if (!writer_gone && now - p->started < config_.put_start_discard_timeout_sec * 1000) {
-      return Status(Code::kObjectAlreadyExists, "key " + Quote(key) + " is being written");
-    }
-    // Take over a Put unfinished for put_start_discard_timeout (or whose writer is gone): its writer
-    // may still be copying (a paused process the master gave up on), so its space is released only
-    // at put_start_release_timeout.
-    YB_LOG_WARN("taking over key {} from client {}{}", Quote(key), p->writer.ToString(),
-                writer_gone ? " (declared dead, or left)" : "");
-    PendingPut old = s.TakePending(hk);
-    MutexLock dl(discarded_mu_);
-    discarded_.push_back(Discarded{old.started + config_.put_start_release_timeout_sec * 1000, old.tenant, old.size,
-                                   std::move(old.replicas), old.started});
-    return Status::OK();
-  };
+  auto check_free = [&](ObjectTable::Locked& s) { return FreeForWrite(s, hk, key, upsert, now); };
   {
     auto s = table_.Lock(hk);
     const PendingPut* mine = s.FindPending(hk);
@@ -228,8 +231,12 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
     YB_RETURN_IF_ERROR(check_free(s));
   }
   uint8_t want = 0;
-  auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group, &want);
+  // A client's reservation is made ahead of any Put: it never evicts a stored object, and a refused
+  // one is no refused Put.
+  const bool reservation = IsReservation(key);
+  auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group, &want, /*may_evict=*/!reservation);
   if (!allocs.ok()) {
+    if (reservation) return allocs.status();
     NoteRefused(hk, allocs.status().code() == Code::kTenantQuotaExceeded ? MissReason::kRefusedQuota
                                                                           : MissReason::kRefusedNoSpace);
     return allocs.status();
@@ -239,6 +246,16 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
   for (const auto& a : *allocs) {
     replicas.emplace_back(a, ReplicaKind::kMemory, ReplicaStatus::kProcessing);
     descs.push_back(Describe(replicas.back(), size, GrantAccess::kWrite));
+  }
+  // A reservation serves later Puts: one that could not go where their preference says (the
+  // preferred segment full, or not taking new replicas now) would keep them from it once it can.
+  if (reservation && !config.preferred_segments.empty()) {
+    const std::string first = segments_.NameOf(allocs->front().segment);
+    if (std::find(config.preferred_segments.begin(), config.preferred_segments.end(), first) ==
+        config.preferred_segments.end()) {
+      table_.FreeReplicas(ctx.tenant, size, replicas, 0, 0);  // their grants never left this call
+      return Status(Code::kNoAvailableHandle, "no preferred segment takes a reservation now");
+    }
   }
 
   auto s = table_.Lock(hk);
@@ -255,11 +272,67 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
 Status MasterService::PutEndOne(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum) {
   YB_RETURN_IF_ERROR(CheckKey(ctx, key));
   const TableKey tk(ctx.tenant, key);
-  const HashedKey& hk = tk.hashed;
-  const TimeMs now = clock_.NowMs();
-  auto s = table_.Lock(hk);
-  Status own = CheckWriter(s, hk, ctx, key);
+  auto s = table_.Lock(tk.hashed);
+  Status own = CheckWriter(s, tk.hashed, ctx, key);
   if (!own.ok()) return own;
+  return PublishLocked(s, tk, key, checksum, clock_.NowMs());
+}
+
+Status MasterService::CommitOne(const CallContext& ctx, const std::string& key, const std::string& reservation,
+                                std::optional<uint64_t> checksum) {
+  if (reservation.empty() || reservation == key) return PutEndOne(ctx, key, checksum);
+  YB_RETURN_IF_ERROR(CheckKey(ctx, key));
+  YB_RETURN_IF_ERROR(CheckKey(ctx, reservation));
+  const TableKey tk(ctx.tenant, key);
+  const TableKey tr(ctx.tenant, reservation);
+  const TimeMs now = clock_.NowMs();
+  // Under the locks of both shards (taken in shard order: no other path holds two), so that no
+  // unmount, takeover or reclaim sees the Put between its two names.
+  auto commit = [&](ObjectTable::Locked& ks, ObjectTable::Locked& rs) -> Status {
+    YB_RETURN_IF_ERROR(CheckWriter(rs, tr.hashed, ctx, reservation));
+    if (rs.FindPending(tr.hashed)->upsert) {
+      return Status(Code::kInvalidParams, "reservation " + Quote(reservation) + " was started as an upsert");
+    }
+    if (rs.FindPending(tr.hashed)->replicas.empty()) {
+      (void)rs.TakePending(tr.hashed, /*to_publish=*/false, MissReason::kStored);
+      return Status(Code::kInvalidWrite,
+                    "every replica of reservation " + Quote(reservation) + " was lost to an unmount");
+    }
+    // Placed ahead of the Put: a holder that stopped taking new replicas since (not heard from,
+    // draining) gets none through it. The reservation goes; the caller starts the key as usual.
+    for (const auto& r : rs.FindPending(tr.hashed)->replicas) {
+      if (!segments_.TakesNewReplicas(r.segment(), now)) {
+        rs.RevokePending(tr.hashed);
+        return Status(Code::kInvalidWrite, "reservation " + Quote(reservation) +
+                                               " is on a segment that takes no new replicas now (its owner not "
+                                               "heard from, or draining)");
+      }
+    }
+    YB_RETURN_IF_ERROR(FreeForWrite(ks, tk.hashed, key, /*upsert=*/false, now));
+    // The reservation's name is no miss anyone asks about: its end is recorded, not remembered.
+    PendingPut put = rs.TakePending(tr.hashed, /*to_publish=*/false, MissReason::kStored);
+    ks.AddPending(tk.hashed, std::move(put), /*record=*/false);  // published at once: its record says it
+    return PublishLocked(ks, tk, key, checksum, now);
+  };
+  const size_t a = table_.ShardIndex(tk.hashed);
+  const size_t b = table_.ShardIndex(tr.hashed);
+  if (a == b) {
+    auto s = table_.LockShard(a);
+    return commit(s, s);
+  }
+  if (a < b) {
+    auto ks = table_.LockShard(a);
+    auto rs = table_.LockShard(b);
+    return commit(ks, rs);
+  }
+  auto rs = table_.LockShard(b);
+  auto ks = table_.LockShard(a);
+  return commit(ks, rs);
+}
+
+Status MasterService::PublishLocked(ObjectTable::Locked& s, const TableKey& tk, const std::string& key,
+                                    std::optional<uint64_t> checksum, TimeMs now) {
+  const HashedKey& hk = tk.hashed;
   if (s.FindPending(hk)->replicas.empty()) {
     (void)s.TakePending(hk, false, MissReason::kNodeLost);
     return Status(Code::kInvalidWrite, "every replica of key " + Quote(key) + " was lost to an unmount");

@@ -265,7 +265,7 @@ uint64_t MasterService::ReclaimOnce() {
   }
   const TimeMs release_ms = config_.put_start_release_timeout_sec * 1000;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
-    reclaimed += table_.LockShard(i).RevokePendingIf([&](const PendingPut& p) {
+    reclaimed += table_.LockShard(i).RevokePendingIf([&](std::string_view, const PendingPut& p) {
       if (now - p.started < release_ms) return false;
       YB_LOG_WARN("reclaiming a Put unfinished for {} s by client {}", (now - p.started) / 1000, p.writer.ToString());
       return true;
@@ -354,6 +354,15 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why, Time
       (void)UnmountAndDrop(c, id);
     }
   }
+  // Its reservations (BatchPutCommit) go with it: no Put of a caller's is in them. Their ranges are
+  // held while their write grants may be valid (RevokePending), then freed.
+  uint64_t reservations = 0;
+  for (size_t i = 0; i < table_.shard_count(); ++i) {
+    reservations += table_.LockShard(i).RevokePendingIf([&](std::string_view table_key, const PendingPut& p) {
+      return p.writer == c && table_key.size() >= 2 && IsReservation(table_key.substr(2));
+    });
+  }
+  if (reservations > 0) YB_LOG_INFO("client {} {}: its {} reservations are revoked", c.ToString(), why, reservations);
   ForgetOffloadsOf(c);
   CancelRepairsIf([&c](const ClientId& owner, TimeMs) { return owner == c; }, "lost their copier");
   // A call from the client between its expiry and now (a MountSegment in flight) made it known
@@ -454,7 +463,12 @@ MasterStats MasterService::Stats() const {
   st.disk_away_copies = table_.away_copies();
   st.disk_away_untracked = table_.away_untracked();
   auto& table = const_cast<ObjectTable&>(table_);
-  for (size_t i = 0; i < table.shard_count(); ++i) st.pending_puts += table.LockShard(i).pending_count();
+  for (size_t i = 0; i < table.shard_count(); ++i) {
+    auto s = table.LockShard(i);
+    const size_t reservations = s.reservation_count();
+    st.reservations += reservations;
+    st.pending_puts += s.pending_count() - reservations;
+  }
   return st;
 }
 

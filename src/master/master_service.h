@@ -55,7 +55,8 @@ namespace yb {
 struct MasterStats {
   uint64_t liveness_gaps = 0;  // times the master found it had not run for a while (LivenessOnce)
   uint64_t keys = 0;
-  uint64_t pending_puts = 0;
+  uint64_t pending_puts = 0;  // callers' Puts in progress (not counting reservations)
+  uint64_t reservations = 0;  // clients' reservations (BatchPutCommit): Puts in progress under their own names
   uint64_t segments = 0;
   // Segments known but not served from: restored at start and not re-mounted yet, or of a client
   // declared dead, in its grace (--client_grace_sec).
@@ -110,6 +111,8 @@ struct MasterStats {
   uint64_t miss_reason_capacity = 0;  // keys whose departure is remembered at most
 };
 
+struct TableKey;  // below: a user's key in the object table
+
 class MasterService final : public MasterApi {
  public:
   // Fails (INVALID_PARAMS) on a bad configuration.
@@ -144,6 +147,10 @@ class MasterService final : public MasterApi {
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
   std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
+  PutCommitAnswer BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                 const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                 const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                 const PlacementConfig& config) override;
   std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
   std::vector<Status> BatchReadEnd(const CallContext& ctx, const Keys& keys,
                                    const std::vector<uint64_t>& read_pins) override;
@@ -232,7 +239,16 @@ class MasterService final : public MasterApi {
                                                  const std::string& group);
   Status MountOne(const CallContext& ctx, const SegmentMount& seg);
   // One key of the batch calls (their loops, master_batch.cc).
+  // Whether the key may be written now (no object, unless `upsert`; no Put in progress, or one taken
+  // over: its writer gone, or unfinished for put_start_discard_timeout).
+  Status FreeForWrite(ObjectTable::Locked& s, const HashedKey& hk, const std::string& key, bool upsert, TimeMs now);
   Status PutEndOne(const CallContext& ctx, const std::string& key, std::optional<uint64_t> checksum);
+  // Publishes the key's Put in progress (the caller's: checked), under its shard's lock.
+  Status PublishLocked(ObjectTable::Locked& s, const TableKey& tk, const std::string& key,
+                       std::optional<uint64_t> checksum, TimeMs now);
+  // Publishes `key` from the caller's Put in progress under `reservation` (BatchPutCommit).
+  Status CommitOne(const CallContext& ctx, const std::string& key, const std::string& reservation,
+                   std::optional<uint64_t> checksum);
   Status PutRevokeOne(const CallContext& ctx, const std::string& key);
   Result<ObjectInfo> GetReplicaListOne(const CallContext& ctx, const std::string& key, bool pin);
   Status ReadEndOne(const CallContext& ctx, const std::string& key, uint64_t read_pin);
@@ -241,8 +257,10 @@ class MasterService final : public MasterApi {
   // Why a Put found no room (`c`: the segments as it found them): which take no new replicas, and why.
   static std::string NoRoomMessage(uint64_t size, const SegmentManager::TakingCounts& c);
   // `want`: set to how many replicas the object should have (PendingPut::want; 0 when it got them).
+  // `may_evict` false (a client's reservation, made ahead of any Put): refused rather than evict.
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
-                                          const PlacementConfig& config, const std::string& group, uint8_t* want);
+                                          const PlacementConfig& config, const std::string& group, uint8_t* want,
+                                          bool may_evict = true);
   // The routing group of key `index` of a call of `count` keys: "" when the config names none;
   // INVALID_PARAMS when its group_ids do not name one per key, or one is too long.
   static Result<std::string> GroupOf(const PlacementConfig& config, size_t count, size_t index);

@@ -298,6 +298,13 @@ size_t ObjectTable::Locked::pending_count() const {
   return s_.pending.size();
 }
 
+size_t ObjectTable::Locked::reservation_count() const {
+  AssertHeld(s_);
+  size_t n = 0;
+  for (const auto& [key, put] : s_.pending) n += key.size() >= 2 && IsReservation(std::string_view(key).substr(2));
+  return n;
+}
+
 void ObjectTable::Locked::ForEach(const std::function<void(Ref)>& f) {
   AssertHeld(s_);
   for (auto it = s_.objects.begin(); it != s_.objects.end();) {
@@ -317,10 +324,10 @@ bool ObjectTable::Locked::ForEachLeastRecent(const std::function<bool(const Obje
 
 // ---- Puts in progress
 
-void ObjectTable::Locked::AddPending(const HashedKey& k, PendingPut put) {
+void ObjectTable::Locked::AddPending(const HashedKey& k, PendingPut put, bool record) {
   AssertHeld(s_);
   auto it = s_.pending.emplace(std::string(k.key), std::move(put)).first;
-  LogPending(it->first, it->second);
+  if (record) LogPending(it->first, it->second);
 }
 
 PendingPut ObjectTable::Locked::TakePending(const HashedKey& k, bool to_publish, MissReason why) {
@@ -344,11 +351,12 @@ bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
   return true;
 }
 
-uint64_t ObjectTable::Locked::RevokePendingIf(const std::function<bool(const PendingPut&)>& pred) {
+uint64_t ObjectTable::Locked::RevokePendingIf(
+    const std::function<bool(std::string_view table_key, const PendingPut&)>& pred) {
   AssertHeld(s_);
   uint64_t n = 0;
   for (auto it = s_.pending.begin(); it != s_.pending.end();) {
-    if (!pred(it->second)) {
+    if (!pred(it->first, it->second)) {
       ++it;
       continue;
     }

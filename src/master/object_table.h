@@ -260,6 +260,8 @@ class ObjectTable {
     Ref Find(const HashedKey& k);
     const PendingPut* FindPending(const HashedKey& k) const;
     size_t pending_count() const;
+    // Of those, clients' reservations (named with kReservationPrefix).
+    size_t reservation_count() const;
     // Calls f(ref) for every published object; f may Remove the object it is given.
     void ForEach(const std::function<void(Ref)>& f);
     // Calls f(entry) for objects on the recency list, least recent first, until f returns false.
@@ -267,7 +269,9 @@ class ObjectTable {
     bool ForEachLeastRecent(const std::function<bool(const ObjectEntry&)>& f);
 
     // ---- Puts in progress (invisible to readers; the key is reserved)
-    void AddPending(const HashedKey& k, PendingPut put);
+    // `record` false: the caller publishes it at once under this accessor (Publish with ends_put),
+    // whose record says all a reader of the log needs (a Put moved from a reservation's name).
+    void AddPending(const HashedKey& k, PendingPut put, bool record = true);
     // Takes a Put out of the table, its space still reserved (the caller frees or keeps it).
     // `to_publish`: the caller publishes it (Publish with ends_put) under this same accessor, and the
     // two are recorded as one change.
@@ -277,7 +281,8 @@ class ObjectTable {
     // Ends a Put and frees its space (the key's miss reason: kPutAbandoned). False if there is none.
     bool RevokePending(const HashedKey& k);
     // Revokes every Put for which `pred` holds, calling it once per Put. Returns how many.
-    uint64_t RevokePendingIf(const std::function<bool(const PendingPut&)>& pred);
+    // (`pred` is given each Put's table key too.)
+    uint64_t RevokePendingIf(const std::function<bool(std::string_view table_key, const PendingPut&)>& pred);
 
     // ---- published objects
     // Publishes a new object (the key must be free) and puts it on the recency list. `ends_put`: it

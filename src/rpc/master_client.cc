@@ -165,6 +165,43 @@ std::vector<Status> MasterClient::BatchPutEnd(const CallContext& ctx, const Keys
   return Statuses(Call<M::kPutEnd>(q), keys.size());
 }
 
+PutCommitAnswer MasterClient::BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                             const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                             const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                             const PlacementConfig& config) {
+  auto q = KeysRequestOf<pb::PutCommitRequest>(ctx, keys);
+  for (const auto& k : reservations) q.add_reservations(k);
+  for (const auto& c : checksums) {
+    q.add_checksums(c.value_or(0));
+    q.add_has_checksum(c.has_value());
+  }
+  for (const auto& k : revoke) q.add_revoke(k);
+  for (const auto& k : start_keys) q.add_start_keys(k);
+  for (auto s : start_sizes) q.add_start_sizes(s);
+  ToPb(config, q.mutable_config());
+  auto r = Call<M::kPutCommit>(q);
+  if (!r.ok()) return PutCommitAnswer::Failed(r.status(), keys.size(), start_keys.size());
+  if (static_cast<size_t>(r->results_size()) != keys.size() ||
+      static_cast<size_t>(r->started_size()) != start_keys.size()) {
+    return PutCommitAnswer::Failed(
+        Status(Code::kRpcFail, "reply answers " + std::to_string(r->results_size()) + " and " +
+                                   std::to_string(r->started_size()) + " for " + std::to_string(keys.size()) + " and " +
+                                   std::to_string(start_keys.size()) + " keys"),
+        keys.size(), start_keys.size());
+  }
+  PutCommitAnswer out;
+  out.ends.reserve(keys.size());
+  for (const auto& st : r->results()) out.ends.push_back(FromPb(st));
+  for (const auto& k : r->started()) {
+    if (Status st = FromPb(k.status()); !st.ok()) {
+      out.started.emplace_back(st);
+    } else {
+      out.started.emplace_back(FromPbList(k.replicas()));
+    }
+  }
+  return out;
+}
+
 std::vector<Status> MasterClient::BatchPutRevoke(const CallContext& ctx, const Keys& keys) {
   return Statuses(Call<M::kPutRevoke>(KeysRequestOf<pb::KeysRequest>(ctx, keys)), keys.size());
 }

@@ -45,6 +45,10 @@ class MasterClient final : public MasterApi {
                                                                  WriteMode mode) override;
   std::vector<Status> BatchPutEnd(const CallContext& ctx, const Keys& keys,
                                   const std::vector<std::optional<uint64_t>>& checksums) override;
+  PutCommitAnswer BatchPutCommit(const CallContext& ctx, const Keys& keys, const Keys& reservations,
+                                 const std::vector<std::optional<uint64_t>>& checksums, const Keys& revoke,
+                                 const Keys& start_keys, const std::vector<uint64_t>& start_sizes,
+                                 const PlacementConfig& config) override;
   std::vector<Status> BatchPutRevoke(const CallContext& ctx, const Keys& keys) override;
   std::vector<Result<ObjectInfo>> BatchGetReplicaList(const CallContext& ctx, const Keys& keys, bool pin) override;
   // One-way: a read's end needs no answer, so it costs the reader no round trip. Returns once sent.

@@ -39,13 +39,14 @@ namespace yb::rpc {
   X(17, AddDiskReplicas, AddDiskReplicasRequest, StatusesResponse)     \
   X(18, DropDiskReplicas, DropDiskReplicasRequest, StatusesResponse)   \
   X(19, RepairFetch, RepairFetchRequest, RepairFetchResponse)          \
-  X(20, RepairDone, RepairDoneRequest, StatusesResponse)              \
-  X(21, DrainSegment, DrainSegmentRequest, DrainSegmentResponse)      \
-  X(22, UndrainSegment, DrainSegmentRequest, StatusResponse)          \
-  X(23, CreateTask, CreateTaskRequest, CreateTaskResponse)            \
-  X(24, QueryTask, QueryTaskRequest, QueryTaskResponse)              \
+  X(20, RepairDone, RepairDoneRequest, StatusesResponse)               \
+  X(21, DrainSegment, DrainSegmentRequest, DrainSegmentResponse)       \
+  X(22, UndrainSegment, DrainSegmentRequest, StatusResponse)           \
+  X(23, CreateTask, CreateTaskRequest, CreateTaskResponse)             \
+  X(24, QueryTask, QueryTaskRequest, QueryTaskResponse)                \
   X(25, BatchReplicaClear, ReplicaClearRequest, ReplicaClearResponse)  \
-  X(26, WhyMissing, KeysRequest, WhyMissingResponse)
+  X(26, WhyMissing, KeysRequest, WhyMissingResponse)                   \
+  X(27, PutCommit, PutCommitRequest, PutCommitResponse)
 
 enum class MasterMethod : uint16_t {
 #define YB_METHOD_ENUM(id, name, req, resp) k##name = id,

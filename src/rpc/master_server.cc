@@ -67,6 +67,8 @@ size_t BatchSize(const Q& q) {
   if constexpr (requires { q.objects_size(); }) n = std::max(n, static_cast<size_t>(q.objects_size()));
   if constexpr (requires { q.disk_keys_size(); }) n = std::max(n, static_cast<size_t>(q.disk_keys_size()));
   if constexpr (requires { q.pins_size(); }) n = std::max(n, static_cast<size_t>(q.pins_size()));
+  if constexpr (requires { q.start_keys_size(); }) n = std::max(n, static_cast<size_t>(q.start_keys_size()));
+  if constexpr (requires { q.revoke_size(); }) n = std::max(n, static_cast<size_t>(q.revoke_size()));
   return n;
 }
 
@@ -170,27 +172,43 @@ void Serve<M::kListSegments>(MasterApi& api, const CallContext&, const pb::ListS
   for (const auto& u : *list) ToPb(u, r.add_segments());
 }
 
-template <>
-void Serve<M::kPutStart>(MasterApi& api, const CallContext& ctx, const pb::PutStartRequest& q,
-                         pb::PutStartResponse& r) {
-  auto starts = api.BatchPutStart(ctx, KeysOf(q.keys()), {q.sizes().begin(), q.sizes().end()}, FromPb(q.config()),
-                                  q.upsert() ? WriteMode::kUpsert : WriteMode::kPut);
-  for (const auto& s : starts) {
-    auto* k = r.add_results();
-    ToPb(s.status(), k->mutable_status());
-    if (!s.ok()) continue;
-    for (const auto& rep : *s) ToPb(rep, k->add_replicas());
-  }
-}
-
-template <>
-void Serve<M::kPutEnd>(MasterApi& api, const CallContext& ctx, const pb::PutEndRequest& q, pb::StatusesResponse& r) {
+template <typename Q>
+std::vector<std::optional<uint64_t>> ChecksumsOf(const Q& q) {
   std::vector<std::optional<uint64_t>> sums;
   sums.reserve(q.checksums_size());
   for (int i = 0; i < q.checksums_size(); ++i) {
     sums.push_back(i < q.has_checksum_size() && q.has_checksum(i) ? std::optional(q.checksums(i)) : std::nullopt);
   }
-  PutStatuses(api.BatchPutEnd(ctx, KeysOf(q.keys()), sums), r);
+  return sums;
+}
+
+void StartToPb(const Result<std::vector<GrantedReplica>>& start, pb::ReplicaList* k) {
+  ToPb(start.status(), k->mutable_status());
+  if (!start.ok()) return;
+  for (const auto& rep : *start) ToPb(rep, k->add_replicas());
+}
+
+template <>
+void Serve<M::kPutStart>(MasterApi& api, const CallContext& ctx, const pb::PutStartRequest& q,
+                         pb::PutStartResponse& r) {
+  auto starts = api.BatchPutStart(ctx, KeysOf(q.keys()), {q.sizes().begin(), q.sizes().end()}, FromPb(q.config()),
+                                  q.upsert() ? WriteMode::kUpsert : WriteMode::kPut);
+  for (const auto& s : starts) StartToPb(s, r.add_results());
+}
+
+template <>
+void Serve<M::kPutEnd>(MasterApi& api, const CallContext& ctx, const pb::PutEndRequest& q, pb::StatusesResponse& r) {
+  PutStatuses(api.BatchPutEnd(ctx, KeysOf(q.keys()), ChecksumsOf(q)), r);
+}
+
+template <>
+void Serve<M::kPutCommit>(MasterApi& api, const CallContext& ctx, const pb::PutCommitRequest& q,
+                          pb::PutCommitResponse& r) {
+  auto answer =
+      api.BatchPutCommit(ctx, KeysOf(q.keys()), KeysOf(q.reservations()), ChecksumsOf(q), KeysOf(q.revoke()),
+                         KeysOf(q.start_keys()), {q.start_sizes().begin(), q.start_sizes().end()}, FromPb(q.config()));
+  for (const Status& st : answer.ends) ToPb(st, r.add_results());
+  for (const auto& s : answer.started) StartToPb(s, r.add_started());
 }
 
 template <>
