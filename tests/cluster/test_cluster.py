@@ -3,6 +3,7 @@ import os
 import signal
 import socket
 import struct
+import subprocess
 import time
 
 import pytest
@@ -827,5 +828,66 @@ def test_every_allocation_strategy_the_help_names_starts_and_places(tmp_path, st
         data = value(4096, 3)
         assert put(c, "k", data).returncode == 0
         assert get(c, "k") == (0, data)
+    finally:
+        c.stop()
+
+
+RESERVING_WRITER = r"""
+import sys
+from yuebing import MooncakeDistributedStore
+store = MooncakeDistributedStore()
+assert store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", sys.argv[1]) == 0
+prefix, n = sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    v = bytes([(i * 7 + len(prefix)) & 0xFF]) * 65536
+    assert store.put(f"{prefix}/{i}", v) == 0, i
+    assert store.get(f"{prefix}/{i}") == v, i
+print("ready", flush=True)
+if sys.argv[4] == "wait":
+    sys.stdin.readline()
+store.close()
+"""
+
+
+def test_puts_into_reservations_over_rpc_and_a_writer_killed_leaves_none(tmp_path):
+    """Puts into reservations between real processes (design.md section 3): a writer's repeated
+    Puts of one shape go through reservations (one master call each: PutCommit), every value reads
+    back exact from another process, and what the writer kept reserved goes when it closes, and
+    when it is killed -9 (the master revokes a dead client's reservations)."""
+    c = Cluster(tmp_path, client_ttl=2)
+    try:
+        c.start_master()
+        c.start_client("node-a", "64MB")
+
+        def writer(prefix, n, mode):
+            p = subprocess.Popen(["/usr/bin/python3", "-c", RESERVING_WRITER, c.address, prefix, str(n), mode],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", "")))
+            assert p.stdout.readline().strip() == "ready"
+            return p
+
+        def calls(op):
+            for line in c.http("/metrics").splitlines():
+                if line.startswith(f'yb_master_requests_total{{op="{op}"}} '):
+                    return float(line.split()[1])
+            return 0.0
+
+        commits = calls("PutCommit")
+        w = writer("clean", 20, "close")
+        assert w.wait(30) == 0
+        assert calls("PutCommit") - commits >= 18  # the first two Puts start, the rest commit
+        wait_until(lambda: c.metric("yb_master_reservations") == 0, 10, "a closed writer's reservations to go")
+
+        w = writer("killed", 20, "wait")
+        assert c.metric("yb_master_reservations") >= 1
+        w.kill()
+        w.wait(10)
+        wait_until(lambda: c.metric("yb_master_reservations") == 0, 15, "a dead writer's reservations to go")
+        assert "reservations are revoked" in (tmp_path / "master.log").read_text()
+        assert c.metric("yb_master_pending_puts") == 0
+        for prefix in ("clean", "killed"):
+            for i in range(20):
+                rc, out = get(c, f"{prefix}/{i}")
+                assert rc == 0 and out == bytes([(i * 7 + len(prefix)) & 0xFF]) * 65536, (prefix, i)
     finally:
         c.stop()
