@@ -112,7 +112,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
   MasterApi::Keys start_keys;
   std::vector<uint64_t> start_sizes;
   std::vector<size_t> start_of(pending.size(), SIZE_MAX);  // index into `starts` of each key's own start
-  std::vector<Starting> starting;                          // start_keys[start_of_first_reservation + k]
+  std::vector<Starting> starting;                          // start_keys[first_reservation + k]
   std::vector<size_t> own;                                 // keys started under their own name
   for (size_t j = 0; j < pending.size(); ++j) {
     if (into[j]) continue;
