@@ -340,14 +340,24 @@ PendingPut ObjectTable::Locked::TakePending(const HashedKey& k, bool to_publish,
   return put;
 }
 
+namespace {
+
+// Why a revoked Put's key has no object: abandoned, except a client's reservation, whose name is
+// no key anyone asks about (its going is not remembered, so it takes no room in the table).
+MissReason RevokedReason(std::string_view table_key) {
+  return table_key.size() >= 2 && IsReservation(table_key.substr(2)) ? MissReason::kStored : MissReason::kPutAbandoned;
+}
+
+}  // namespace
+
 bool ObjectTable::Locked::RevokePending(const HashedKey& k) {
   AssertHeld(s_);
   auto p = s_.pending.find(k);
   if (p == s_.pending.end()) return false;
   t_.FreeUnfinished(p->second.tenant, p->second.size, p->second.replicas, p->second.started);
   s_.pending.erase(p);
-  LogPendingGone(k.key, MissReason::kPutAbandoned);
-  NoteGone(k, MissReason::kPutAbandoned);
+  LogPendingGone(k.key, RevokedReason(k.key));
+  NoteGone(k, RevokedReason(k.key));
   return true;
 }
 
@@ -361,8 +371,8 @@ uint64_t ObjectTable::Locked::RevokePendingIf(
       continue;
     }
     t_.FreeUnfinished(it->second.tenant, it->second.size, it->second.replicas, it->second.started);
-    LogPendingGone(it->first, MissReason::kPutAbandoned);
-    NoteGone(HashedKey(it->first), MissReason::kPutAbandoned);
+    LogPendingGone(it->first, RevokedReason(it->first));
+    NoteGone(HashedKey(it->first), RevokedReason(it->first));
     it = s_.pending.erase(it);
     ++n;
   }

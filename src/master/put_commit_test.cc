@@ -164,6 +164,9 @@ TEST_F(PutCommitTest, AClientThatLeavesOrDiesLosesItsReservationsAndNotItsPuts) 
   EXPECT_EQ(master_->Stats().reservations, 3u);
   ASSERT_TRUE(master_->UnregisterClient(writer).ok());
   EXPECT_EQ(master_->Stats().reservations, 1u);
+  // Their names are no keys anyone asks about: their going is not remembered.
+  const std::string gone = std::string(kReservationPrefix) + writer.client.ToString() + "/0";
+  EXPECT_EQ(master_->WhyMissing(writer, gone)->reason, MissReason::kNotRemembered);
   EXPECT_EQ(master_->Stats().pending_puts, 1u);  // a caller's Put: taken over or reclaimed as before
 }
 
