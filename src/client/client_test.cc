@@ -487,6 +487,26 @@ TEST_F(ClientTest, APutIntoAReservationThatCannotBeUsedGoesTheOldWay) {
   EXPECT_EQ(master_->Stats().pending_puts, 0u);
 }
 
+// Reservations count against the tenant's quota: a Put refused for it while the client holds
+// some gives them up and goes once more.
+TEST_F(ClientTest, APutRefusedForTheQuotaWhileReservationsHoldSomeOfItGetsIt) {
+  ASSERT_TRUE(master_->SetTenantQuota("default", 12'000).ok());
+  Client* c = NewClient("node-r", 0, true, 1 << 20);
+  const std::string v = Bytes(2000, 'q');
+  ASSERT_TRUE(c->Put("a0", v.data(), v.size()).ok());
+  std::vector<std::vector<Slice>> two(2, {{const_cast<char*>(v.data()), v.size()}});
+  for (auto& r : c->BatchPut({"b1", "b2"}, two)) ASSERT_TRUE(r.ok()) << r.ToString();
+  ASSERT_EQ(ClientInternal::reservations(*c), 2u);  // 10000 of the 12000 bytes used or reserved
+  const std::string x = Bytes(3000, 'x');
+  ASSERT_TRUE(c->Put("x", x.data(), x.size()).ok());
+  EXPECT_EQ(*b_->Get("x"), x);
+  EXPECT_EQ(ClientInternal::reservations(*c), 0u);
+  EXPECT_EQ(master_->Stats().reservations, 0u);
+  // Over the quota with nothing reserved: refused as before.
+  const std::string big = Bytes(5000, 'B');
+  EXPECT_EQ(c->Put("big", big.data(), big.size()).code(), Code::kTenantQuotaExceeded);
+}
+
 TEST_F(ClientTest, FailedReplicaWriteRevokesThePut) {
   for (SegmentId s : ClientInternal::segments(*a_)) fault_->FailSegment(s);
   for (SegmentId s : ClientInternal::segments(*b_)) fault_->FailSegment(s);

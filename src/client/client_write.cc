@@ -59,11 +59,23 @@ std::vector<Status> DataPath::Write(const MasterApi::Keys& keys, const std::vect
     }
   }
   // The retry policy: keys whose replica writes failed go once more, avoiding the segments that
-  // failed (and their owners' others).
+  // failed (and their owners' others); keys refused for the tenant's quota while this client held
+  // reservations go once more after it gave them up (their quota is released at once).
   PlacementConfig attempt(config);  // the caller's config, and the segments its retry avoids
   for (int round = 0; round < 2 && !pending.empty(); ++round) {
     std::vector<SegmentId> failed_segments;
+    const std::vector<size_t> tried = pending;
     pending = WriteRound(keys, values, sizes, pending, attempt, mode, round, out, failed_segments);
+    if (round == 0 && reservations_.held_bytes() > 0) {
+      std::vector<size_t> over_quota;
+      for (size_t i : tried) {
+        if (out[i].code() == Code::kTenantQuotaExceeded) over_quota.push_back(i);
+      }
+      if (!over_quota.empty()) {
+        DropReservations();
+        pending.insert(pending.end(), over_quota.begin(), over_quota.end());
+      }
+    }
     for (SegmentId s : failed_segments) {
       if (std::find(attempt.avoid_segments.begin(), attempt.avoid_segments.end(), s) == attempt.avoid_segments.end()) {
         attempt.avoid_segments.push_back(s);
