@@ -149,12 +149,8 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
                                     first_reservation == start_keys.size() ? ForKeys(config, own) : config, mode);
   }
   for (size_t k = 0; k < starting.size(); ++k) {
-    auto& st = starts[first_reservation + k];
-    if (st.ok()) {
-      reservations_.Keep(starting[k].shape, start_keys[first_reservation + k], starting[k].size, std::move(*st));
-    } else {
-      reservations_.Release(starting[k].size);
-    }
+    reservations_.Started(starting[k].shape, start_keys[first_reservation + k], starting[k].size,
+                          std::move(starts[first_reservation + k]));
   }
   // Where key j's value goes, or why it goes nowhere.
   auto replicas_of = [&](size_t j) -> const std::vector<GrantedReplica>* {
@@ -324,12 +320,7 @@ std::vector<size_t> DataPath::WriteRound(const MasterApi::Keys& keys, const std:
         }
       }
       for (size_t k = 0; k < refilling.size(); ++k) {
-        auto& st = answer.started[k];
-        if (st.ok()) {
-          reservations_.Keep(refilling[k].shape, refill[k], refilling[k].size, std::move(*st));
-        } else {
-          reservations_.Release(refilling[k].size);
-        }
+        reservations_.Started(refilling[k].shape, refill[k], refilling[k].size, std::move(answer.started[k]));
       }
     }
   }

@@ -119,6 +119,15 @@ void Reservations::Discard(Reservation r) {
   discarded_.push_back(std::move(r.name));
 }
 
+void Reservations::Started(const std::string& shape, std::string name, uint64_t size,
+                           Result<std::vector<GrantedReplica>> answer) {
+  if (answer.ok()) {
+    Keep(shape, std::move(name), size, std::move(*answer));
+  } else {
+    Release(size);
+  }
+}
+
 std::vector<std::string> Reservations::TakeDiscarded() {
   MutexLock lock(mu_);
   return std::exchange(discarded_, {});

@@ -62,6 +62,8 @@ class Reservations {
   // Gives back the budget of a name from Names() the master did not start, or of a taken
   // reservation that a Put used or that is gone.
   void Release(uint64_t size);
+  // The master's answer to starting a name from Names(): kept if it started, else released.
+  void Started(const std::string& shape, std::string name, uint64_t size, Result<std::vector<GrantedReplica>> answer);
   // A reservation no longer wanted: its bytes leave the budget, and its name waits to be revoked
   // with the client's next call that revokes (TakeDiscarded).
   void Discard(Reservation r);

@@ -359,7 +359,7 @@ void MasterService::ForgetClient(const ClientId& c, const std::string& why, Time
   uint64_t reservations = 0;
   for (size_t i = 0; i < table_.shard_count(); ++i) {
     reservations += table_.LockShard(i).RevokePendingIf([&](std::string_view table_key, const PendingPut& p) {
-      return p.writer == c && table_key.size() >= 2 && IsReservation(table_key.substr(2));
+      return p.writer == c && IsReservationTableKey(table_key);
     });
   }
   if (reservations > 0) YB_LOG_INFO("client {} {}: its {} reservations are revoked", c.ToString(), why, reservations);

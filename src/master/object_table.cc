@@ -301,7 +301,7 @@ size_t ObjectTable::Locked::pending_count() const {
 size_t ObjectTable::Locked::reservation_count() const {
   AssertHeld(s_);
   size_t n = 0;
-  for (const auto& [key, put] : s_.pending) n += key.size() >= 2 && IsReservation(std::string_view(key).substr(2));
+  for (const auto& [key, put] : s_.pending) n += IsReservationTableKey(key);
   return n;
 }
 
@@ -345,7 +345,7 @@ namespace {
 // Why a revoked Put's key has no object: abandoned, except a client's reservation, whose name is
 // no key anyone asks about (its going is not remembered, so it takes no room in the table).
 MissReason RevokedReason(std::string_view table_key) {
-  return table_key.size() >= 2 && IsReservation(table_key.substr(2)) ? MissReason::kStored : MissReason::kPutAbandoned;
+  return IsReservationTableKey(table_key) ? MissReason::kStored : MissReason::kPutAbandoned;
 }
 
 }  // namespace

@@ -141,6 +141,12 @@ struct ObjectMeta {
 };
 static_assert(sizeof(ObjectMeta) == 88, "ObjectMeta is sized for ~185 bytes per object");
 
+// Whether a table key (2-byte tenant index, then the user's key) names a client's reservation
+// (api/master_api.h, kReservationPrefix).
+inline bool IsReservationTableKey(std::string_view table_key) {
+  return table_key.size() >= 2 && IsReservation(table_key.substr(2));
+}
+
 struct PendingPut {
   ClientId writer;
   TimeMs started = 0;
