@@ -632,6 +632,32 @@ double MemcpyGBps() {
   return 8.0 * n / Since(t0) / 1e9;
 }
 
+// Writes into shared memory that another mapping (its owner's) already holds, as a put from a
+// second process of the host lands: through a mapping of this process, each of whose pages is
+// touched here for the first time, and through the memfd (pwrite, the kernel's copy). Without shmem
+// huge pages the same-host transport writes the second way (shm_transport.cc): these are the
+// ceilings its puts run against on this machine.
+json FreshSharedMemoryWriteGBps() {
+  const size_t mapped_bytes = 64ULL << 20, file_bytes = 256ULL << 20, chunk = 1ULL << 20;
+  auto owner = yb::MappedRegion::Map(mapped_bytes + file_bytes, false, /*shareable=*/true);
+  if (!owner || owner->fd() < 0) return "no shareable memory";
+  std::memset(owner->data(), 1, owner->size());  // the owner's pages, all in place
+  auto second = yb::MappedRegion::MapShared(dup(owner->fd()), owner->size());
+  if (!second) return "mapping it again failed";
+  std::vector<char> src(chunk, 7);
+  auto t0 = Clock::now();
+  for (size_t off = 0; off < mapped_bytes; off += chunk) std::memcpy(second->data() + off, src.data(), chunk);
+  const double mapped = static_cast<double>(mapped_bytes) / Since(t0) / 1e9;
+  t0 = Clock::now();
+  for (size_t off = mapped_bytes; off < mapped_bytes + file_bytes; off += chunk) {
+    if (pwrite(owner->fd(), src.data(), chunk, static_cast<off_t>(off)) != static_cast<ssize_t>(chunk)) {
+      return "pwrite failed";
+    }
+  }
+  const double file = static_cast<double>(file_bytes) / Since(t0) / 1e9;
+  return {{"through_a_new_mapping_GBps", mapped}, {"through_the_memfd_GBps", file}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -683,7 +709,8 @@ int main(int argc, char** argv) {
   // Whether shmem has huge pages here: same-host transfers into fresh memory depend on it.
   out["machine"] = {{"cores", std::thread::hardware_concurrency()},
                     {"memcpy_single_thread_GBps", MemcpyGBps()},
-                    {"shmem_huge_pages", yb::ShmemHugePages()}};
+                    {"shmem_huge_pages", yb::ShmemHugePages()},
+                    {"fresh_shared_memory_write", FreshSharedMemoryWriteGBps()}};
   Iperf3 iperf;
   const std::string iperf_error = skip_iperf ? "skipped" : iperf.Start();
   if (iperf_error.empty()) {

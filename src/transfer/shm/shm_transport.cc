@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstring>
 
@@ -24,6 +26,11 @@ namespace yb::shm {
 namespace {
 
 constexpr uint64_t kPiece = 4ULL << 20;  // between two looks at the grant's expiry
+// Writes through a memfd of at most kGathered bytes each are written in runs (Stage), of at most
+// kRunBytes: each value is hashed when staged, and its bytes are still in the cache when the kernel
+// copies them.
+constexpr uint64_t kGathered = 64ULL << 10;
+constexpr uint64_t kRunBytes = 1ULL << 20;
 
 }  // namespace
 
@@ -185,27 +192,49 @@ Result<ShmTransport::Mapped> ShmTransport::Attach(SegmentId segment, const std::
   return m;
 }
 
-Status ShmTransport::WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n) const {
-  memfd_written_.fetch_add(n, std::memory_order_relaxed);
-  for (uint64_t done = 0; done < n;) {
-    const ssize_t w = pwrite(m.fd, p + done, n - done, static_cast<off_t>(m.fd_offset + offset + done));
+Status ShmTransport::WriteAt(const Mapped& m, uint64_t offset, std::vector<iovec> iov) const {
+  size_t first = 0;  // the first iovec with bytes left
+  while (first < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    const ssize_t w = pwritev(m.fd, iov.data() + first, count, static_cast<off_t>(m.fd_offset + offset));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       return Status(Code::kTransferFail, std::string("writing the owner's memory failed: ") + std::strerror(errno));
     }
-    done += static_cast<uint64_t>(w);
+    memfd_written_.fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
+    memfd_writes_.fetch_add(1, std::memory_order_relaxed);
+    offset += static_cast<uint64_t>(w);
+    for (auto left = static_cast<size_t>(w); left > 0;) {  // past what went; a part of one stays
+      const size_t n = std::min(left, iov[first].iov_len);
+      iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + n;
+      iov[first].iov_len -= n;
+      left -= n;
+      if (iov[first].iov_len == 0) ++first;
+    }
+    while (first < iov.size() && iov[first].iov_len == 0) ++first;
   }
   return Status::OK();
 }
 
-Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
+Status ShmTransport::Admit(const TransferRequest& r, const Mapped& m) const {
   if (r.length > 0 && !r.local) return Status(Code::kInvalidParams, "null local buffer");
   if (r.offset > m.size || r.length > m.size - r.offset) {
     return Status(Code::kInvalidParams, "request outside segment " + std::to_string(r.segment));
   }
   const bool write = r.op == TransferRequest::Op::kWrite;
-  YB_RETURN_IF_ERROR(CheckGrant(m.grant_key, r.segment, r.grant, write ? GrantAccess::kWrite : GrantAccess::kRead,
-                                r.offset, r.length, Wall()));
+  return CheckGrant(m.grant_key, r.segment, r.grant, write ? GrantAccess::kWrite : GrantAccess::kRead, r.offset,
+                    r.length, Wall());
+}
+
+Status ShmTransport::Stage(const TransferRequest& r, const Mapped& m) const {
+  YB_RETURN_IF_ERROR(Admit(r, m));
+  if (r.checksum) r.checksum->Moved(r.object_pos, r.local, r.length);
+  return Status::OK();
+}
+
+Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
+  YB_RETURN_IF_ERROR(Admit(r, m));
+  const bool write = r.op == TransferRequest::Op::kWrite;
   uint8_t* remote = m.base + r.offset;
   auto* local = static_cast<uint8_t*>(r.local);
   const bool bounded = write || r.land_within_grant;  // no byte lands past the grant
@@ -225,7 +254,7 @@ Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
       // Through the memfd where Attach chose it (no shmem huge pages), hashed first and copied by
       // the kernel from the cache.
       if (r.checksum) r.checksum->Moved(at, local + got, step);
-      YB_RETURN_IF_ERROR(WriteAt(m, r.offset + got, local + got, step));
+      YB_RETURN_IF_ERROR(WriteAt(m, r.offset + got, {iovec{local + got, step}}));
     } else {
       // Through the mapping: a reader touches its pages once, and memcpy beats pread on them after
       // that. Copied and hashed in one pass.
@@ -264,6 +293,31 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
   // A batch's requests mostly name one segment: its mapping looked up once.
   SegmentId last = 0;
   std::shared_ptr<const Mapped> last_mapped;
+  // A run of staged writes through one memfd, adjacent in the segment: [start, end), the requests'
+  // indexes, and the earliest of their grants' expiry.
+  struct Run {
+    const Mapped* m = nullptr;
+    uint64_t start = 0, end = 0;
+    std::vector<iovec> iov;
+    std::vector<size_t> requests;
+    int64_t expires = 0;
+  } run;
+  auto write_run = [&] {
+    if (run.requests.empty()) return;
+    if (Wall() <= run.expires) {
+      const Status st = WriteAt(*run.m, run.start, std::move(run.iov));
+      for (size_t i : run.requests) out[i] = st;
+    } else {  // a grant lapsed since it was checked: not a byte of its request lands
+      for (size_t k = 0; k < run.requests.size(); ++k) {
+        const TransferRequest& r = batch[run.requests[k]];
+        out[run.requests[k]] = Wall() > r.grant.expires_ms
+                                   ? Status(Code::kTransferFail, "the grant of segment " + std::to_string(r.segment) +
+                                                                     " lapsed before its bytes were written")
+                                   : WriteAt(*run.m, r.offset, {run.iov[k]});
+      }
+    }
+    run = Run{};
+  };
   for (size_t i = 0; i < batch.size(); ++i) {
     const TransferRequest& r = batch[i];
     if (r.op != TransferRequest::Op::kReadObject && (!last_mapped || r.segment != last)) {
@@ -276,12 +330,33 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
       where.push_back(i);
       continue;
     }
-    out[i] = Move(r, *m);
+    const bool gathered = r.op == TransferRequest::Op::kWrite && m->fd >= 0 && r.length <= kGathered;
+    if (!gathered || run.m != m.get() || run.end != r.offset || run.end - run.start + r.length > kRunBytes ||
+        run.iov.size() == IOV_MAX) {
+      write_run();  // in order: what follows may overlap it
+    }
+    if (gathered) {
+      out[i] = Stage(r, *m);
+      if (out[i].ok()) {
+        if (run.requests.empty()) {
+          run.m = m.get();
+          run.start = run.end = r.offset;
+          run.expires = r.grant.expires_ms;
+        }
+        run.iov.push_back(iovec{r.local, r.length});
+        run.requests.push_back(i);
+        run.end += r.length;
+        run.expires = std::min(run.expires, r.grant.expires_ms);
+      }
+    } else {
+      out[i] = Move(r, *m);
+    }
     if (r.op == TransferRequest::Op::kWrite) {
       if (written.empty() || written.back() != m) written.push_back(m);
       wrote.emplace_back(i, written.size() - 1);
     }
   }
+  write_run();
   // Whether the owners of what was written lived once the bytes were in place, asked once per
   // mapping (a system call): a write that landed in memory nobody serves any more fails here, as
   // it would over TCP, and the mapping goes at the next lookup. An owner that dies after this is

@@ -10,6 +10,8 @@
 // nothing here either. SSD tier reads (kReadObject) go to `fallback`. Thread-safe.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -18,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/thread_annotations.h"
@@ -56,6 +59,8 @@ class ShmTransport final : public Transport {
   size_t mapped_segments() const;
   // Bytes written through owners' memfds (the rest of the writes went through the mappings).
   uint64_t memfd_written_bytes() const { return memfd_written_.load(std::memory_order_relaxed); }
+  // The system calls that wrote them.
+  uint64_t memfd_writes() const { return memfd_writes_.load(std::memory_order_relaxed); }
 
  private:
   struct Mapped {
@@ -91,9 +96,15 @@ class ShmTransport final : public Transport {
   std::shared_ptr<const Mapped> Find(SegmentId segment) const;
   // Asks the owner at `endpoint` for the segment's memory; a mapping, or why not.
   Result<Mapped> Attach(SegmentId segment, const std::string& endpoint) const;
+  // Checks `r` against the segment's size and its grant, as the owner's transfer server would.
+  Status Admit(const TransferRequest& r, const Mapped& m) const;
   Status Move(const TransferRequest& r, const Mapped& m) const;
-  // `n` bytes into the segment at `offset`, through its memfd (m.fd >= 0).
-  Status WriteAt(const Mapped& m, uint64_t offset, const uint8_t* p, uint64_t n) const;
+  // A small write through the memfd (m.fd >= 0), admitted and hashed but not moved yet: Submit
+  // writes a run of them that are adjacent in the segment (a batch's values mostly are) with one
+  // system call rather than one each.
+  Status Stage(const TransferRequest& r, const Mapped& m) const;
+  // `iov`'s bytes, in order, into the segment from `offset` on, through its memfd (m.fd >= 0).
+  Status WriteAt(const Mapped& m, uint64_t offset, std::vector<iovec> iov) const;
   TimeMs Now() const;
   int64_t Wall() const;
 
@@ -106,6 +117,7 @@ class ShmTransport final : public Transport {
   mutable std::map<std::string, TimeMs> not_here_ GUARDED_BY(mu_);
   mutable TimeMs last_sweep_ GUARDED_BY(mu_) = 0;
   mutable std::atomic<uint64_t> memfd_written_{0};
+  mutable std::atomic<uint64_t> memfd_writes_{0};
 };
 
 }  // namespace yb::shm

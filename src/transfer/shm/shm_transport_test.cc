@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "common/checksum.h"
 #include "common/grant.h"
@@ -132,6 +134,53 @@ void ShmTransportTest::MovesThroughTheOwnersMemory(ShmTransport& peer) {
   const std::vector<Piece> whole{{value.data(), value.size()}};
   EXPECT_EQ(wrote.Finish(whole), ObjectChecksum(value.data(), value.size()));
   EXPECT_EQ(read.Finish(whole), ObjectChecksum(value.data(), value.size()));
+}
+
+TEST_F(ShmTransportTest, SmallWritesAdjacentInTheSegmentGoInOneSystemCallEachCheckedAndHashed) {
+  Serve("");
+  TempDir dir;
+  std::ofstream(dir.path() + "/shmem_enabled") << "always within_size advise [never] deny force\n";
+  auto peer = Peer("", "", dir.path() + "/shmem_enabled");
+  constexpr size_t kValues = 40, kValue = 4096;
+  std::vector<std::string> values;
+  std::vector<std::unique_ptr<ChecksumSink>> sums;
+  std::vector<TransferRequest> batch;
+  for (size_t v = 0; v < kValues; ++v) {
+    values.emplace_back(kValue, static_cast<char>('a' + v % 26));
+    sums.push_back(std::make_unique<ChecksumSink>(kValue));
+    batch.push_back(Request(TransferRequest::Op::kWrite, v * kValue, values[v].data(), kValue));
+    batch.back().checksum = sums.back().get();
+  }
+  batch[20].grant.mac[0] ^= 1;  // refused alone: the run is cut there
+  // A read of what an earlier write of the batch wrote sees it (the run is written first), and a
+  // write that is not adjacent begins a run of its own.
+  std::string back(kValue, '\0');
+  batch.push_back(Request(TransferRequest::Op::kRead, 3 * kValue, back.data(), kValue));
+  std::string apart(100, 'z');
+  batch.push_back(Request(TransferRequest::Op::kWrite, 1 << 20, apart.data(), apart.size()));
+  auto res = peer->Submit(batch);
+  for (size_t v = 0; v < kValues; ++v) {
+    const uint8_t* at = region_->data() + 4096 + v * kValue;
+    if (v == 20) {
+      EXPECT_EQ(res[v].code(), Code::kIllegalClient);
+      for (size_t i = 0; i < kValue; ++i) ASSERT_EQ(at[i], 0) << i;  // not a byte of it
+      continue;
+    }
+    ASSERT_TRUE(res[v].ok()) << v << ": " << res[v].ToString();
+    EXPECT_EQ(std::memcmp(at, values[v].data(), kValue), 0) << v;
+    struct Piece {
+      const void* ptr;
+      uint64_t size;
+    };
+    EXPECT_EQ(sums[v]->Finish(std::vector<Piece>{{values[v].data(), kValue}}),
+              ObjectChecksum(values[v].data(), kValue));
+  }
+  ASSERT_TRUE(res[kValues].ok());
+  EXPECT_EQ(back, values[3]);
+  ASSERT_TRUE(res[kValues + 1].ok());
+  EXPECT_EQ(std::memcmp(region_->data() + 4096 + (1 << 20), apart.data(), apart.size()), 0);
+  EXPECT_EQ(peer->memfd_written_bytes(), (kValues - 1) * kValue + apart.size());
+  EXPECT_EQ(peer->memfd_writes(), 3u);  // values 0-19, 21-39, and the one apart
 }
 
 TEST_F(ShmTransportTest, ASegmentTheMasterListsOnAnotherHostIsNotTried) {
