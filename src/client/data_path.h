@@ -16,6 +16,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -124,6 +125,16 @@ class DataPath {
                                  const std::vector<uint64_t>& sizes, const std::vector<size_t>& pending,
                                  const PlacementConfig& config, WriteMode mode, int round, std::vector<Status>& out,
                                  std::vector<SegmentId>& failed_segments);
+  // A round's steps (client_write.cc): where each value goes (a reservation, or a PutStart, with
+  // the reservations started beside), the copies, and the calls that end the round.
+  struct Round;
+  void StartRound(Round& r);
+  void CopyRound(Round& r);
+  void EndRound(Round& r);
+  // EndRound's commit, for a round that used reservations (or revokes some).
+  void CommitRound(Round& r, const MasterApi::Keys& end_keys, const MasterApi::Keys& end_reservations,
+                   const std::vector<std::optional<uint64_t>>& checksums, const std::vector<size_t>& end_idx,
+                   const MasterApi::Keys& revoke_keys);
   friend class ViewPins;
   // Ends a read: forgets the pin, then sends ReadEnd.
   void EndRead(const std::string& key, uint64_t pin);
