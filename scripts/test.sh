@@ -78,7 +78,7 @@ if [ "${YB_SKIP_SANITIZERS:-0}" != 1 ]; then
   # shellcheck disable=SC2046,SC2016  # generator's options, split as words; $@ is the inner bash's
   background build-asan/build.log bash -c '
     cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-      -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF \
+      -DYB_SANITIZE=address -DYB_BUILD_TESTS=ON -DYB_BUILD_BENCH=OFF -DYB_UNIT_TEST_PER_CASE=OFF \
       -DYB_PYTHON_PACKAGE_DIR="$PWD/build/python" -DCMAKE_CXX_FLAGS_DEBUG="-g1" "$@" &&
       cmake --build build-asan -j"'"$jobs"'"' asan-build $(generator build-asan clang++) "${unity[@]}"
   asan_pid=$bg_pid

@@ -19,7 +19,7 @@ def pytest_configure(config):
 
 
 # Tests that build network namespaces: their names and addresses are fixed, so under pytest-xdist
-# (ctest runs this directory with two workers) they run in one group, one at a time: every test of
+# (ctest runs this directory with two or three workers) they run in one group, one at a time: every test of
 # these files, and test_cluster.py's that take its `netns` fixture.
 _NETNS_FILES = {"test_nemesis.py", "test_partitions.py"}
 
