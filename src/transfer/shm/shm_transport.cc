@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "common/checksum.h"
 #include "common/grant.h"
@@ -26,10 +28,11 @@ namespace yb::shm {
 namespace {
 
 constexpr uint64_t kPiece = 4ULL << 20;  // between two looks at the grant's expiry
-// Writes through a memfd of at most kGathered bytes each are written in runs (Stage), of at most
-// kRunBytes: each value is hashed when staged, and its bytes are still in the cache when the kernel
-// copies them.
+// Writes through a memfd of at most kGathered bytes each are staged (Stage: checked and hashed) and
+// written together (WriteStaged), at most kStagedBytes at a time (their bytes mostly still in the
+// cache when the kernel copies them), in runs of at most kRunBytes.
 constexpr uint64_t kGathered = 64ULL << 10;
+constexpr uint64_t kStagedBytes = 4ULL << 20;
 constexpr uint64_t kRunBytes = 1ULL << 20;
 
 }  // namespace
@@ -232,6 +235,54 @@ Status ShmTransport::Stage(const TransferRequest& r, const Mapped& m) const {
   return Status::OK();
 }
 
+void ShmTransport::WriteStaged(const std::vector<TransferRequest>& batch, const std::vector<Staged>& staged,
+                               std::vector<Status>& out) const {
+  if (staged.empty()) return;
+  // By place: a batch's placements alternate between the allocator's regions (a batch of 4 KiB
+  // puts lands at 0, 1 GiB, 2 GiB, 4 KiB, ...), and those adjacent in a segment go in one run.
+  // Writes that overlap (no two Puts' are, but a caller's batch may) keep the batch's order.
+  std::vector<Staged> sorted = staged;
+  auto place = [&](const Staged& s) { return std::pair(s.m, batch[s.index].offset); };
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const Staged& a, const Staged& b) { return place(a) < place(b); });
+  bool overlap = false;
+  for (size_t k = 1; k < sorted.size() && !overlap; ++k) {
+    const TransferRequest& prev = batch[sorted[k - 1].index];
+    overlap = sorted[k - 1].m == sorted[k].m && prev.offset + prev.length > batch[sorted[k].index].offset;
+  }
+  const std::vector<Staged>& order = overlap ? staged : sorted;
+  for (size_t begin = 0; begin < order.size();) {
+    const Mapped& m = *order[begin].m;
+    const uint64_t start = batch[order[begin].index].offset;
+    uint64_t end = start;
+    int64_t expires = INT64_MAX;
+    std::vector<iovec> iov;
+    size_t k = begin;
+    for (; k < order.size(); ++k) {
+      const TransferRequest& r = batch[order[k].index];
+      if (order[k].m != &m || r.offset != end || (k > begin && end - start + r.length > kRunBytes) ||
+          iov.size() == IOV_MAX) {
+        break;
+      }
+      iov.push_back(iovec{r.local, r.length});
+      end += r.length;
+      expires = std::min(expires, r.grant.expires_ms);
+    }
+    if (Wall() <= expires) {
+      const Status st = WriteAt(m, start, std::move(iov));
+      for (size_t q = begin; q < k; ++q) out[order[q].index] = st;
+    } else {  // a grant lapsed since it was checked: not a byte of its request lands
+      for (size_t q = begin; q < k; ++q) {
+        const TransferRequest& r = batch[order[q].index];
+        out[order[q].index] = Wall() > r.grant.expires_ms
+                                  ? Status(Code::kTransferFail, "the grant of segment " + std::to_string(r.segment) +
+                                                                    " lapsed before its bytes were written")
+                                  : WriteAt(m, r.offset, {iovec{r.local, r.length}});
+      }
+    }
+    begin = k;
+  }
+}
+
 Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
   YB_RETURN_IF_ERROR(Admit(r, m));
   const bool write = r.op == TransferRequest::Op::kWrite;
@@ -293,30 +344,14 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
   // A batch's requests mostly name one segment: its mapping looked up once.
   SegmentId last = 0;
   std::shared_ptr<const Mapped> last_mapped;
-  // A run of staged writes through one memfd, adjacent in the segment: [start, end), the requests'
-  // indexes, and the earliest of their grants' expiry.
-  struct Run {
-    const Mapped* m = nullptr;
-    uint64_t start = 0, end = 0;
-    std::vector<iovec> iov;
-    std::vector<size_t> requests;
-    int64_t expires = 0;
-  } run;
-  auto write_run = [&] {
-    if (run.requests.empty()) return;
-    if (Wall() <= run.expires) {
-      const Status st = WriteAt(*run.m, run.start, std::move(run.iov));
-      for (size_t i : run.requests) out[i] = st;
-    } else {  // a grant lapsed since it was checked: not a byte of its request lands
-      for (size_t k = 0; k < run.requests.size(); ++k) {
-        const TransferRequest& r = batch[run.requests[k]];
-        out[run.requests[k]] = Wall() > r.grant.expires_ms
-                                   ? Status(Code::kTransferFail, "the grant of segment " + std::to_string(r.segment) +
-                                                                     " lapsed before its bytes were written")
-                                   : WriteAt(*run.m, r.offset, {run.iov[k]});
-      }
-    }
-    run = Run{};
+  // Small writes through memfds, staged (admitted and hashed), written once a request of another
+  // kind comes, kStagedBytes are staged, or the batch ends (WriteStaged).
+  std::vector<Staged> staged;
+  uint64_t staged_bytes = 0;
+  auto write_staged = [&] {
+    WriteStaged(batch, staged, out);
+    staged.clear();
+    staged_bytes = 0;
   };
   for (size_t i = 0; i < batch.size(); ++i) {
     const TransferRequest& r = batch[i];
@@ -331,22 +366,12 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
       continue;
     }
     const bool gathered = r.op == TransferRequest::Op::kWrite && m->fd >= 0 && r.length <= kGathered;
-    if (!gathered || run.m != m.get() || run.end != r.offset || run.end - run.start + r.length > kRunBytes ||
-        run.iov.size() == IOV_MAX) {
-      write_run();  // in order: what follows may overlap it
-    }
+    if (!gathered || staged_bytes >= kStagedBytes) write_staged();  // in order: what follows may overlap them
     if (gathered) {
       out[i] = Stage(r, *m);
       if (out[i].ok()) {
-        if (run.requests.empty()) {
-          run.m = m.get();
-          run.start = run.end = r.offset;
-          run.expires = r.grant.expires_ms;
-        }
-        run.iov.push_back(iovec{r.local, r.length});
-        run.requests.push_back(i);
-        run.end += r.length;
-        run.expires = std::min(run.expires, r.grant.expires_ms);
+        staged.push_back({m.get(), i});
+        staged_bytes += r.length;
       }
     } else {
       out[i] = Move(r, *m);
@@ -356,7 +381,7 @@ std::vector<Status> ShmTransport::Submit(const std::vector<TransferRequest>& bat
       wrote.emplace_back(i, written.size() - 1);
     }
   }
-  write_run();
+  write_staged();
   // Whether the owners of what was written lived once the bytes were in place, asked once per
   // mapping (a system call): a write that landed in memory nobody serves any more fails here, as
   // it would over TCP, and the mapping goes at the next lookup. An owner that dies after this is

@@ -100,9 +100,15 @@ class ShmTransport final : public Transport {
   Status Admit(const TransferRequest& r, const Mapped& m) const;
   Status Move(const TransferRequest& r, const Mapped& m) const;
   // A small write through the memfd (m.fd >= 0), admitted and hashed but not moved yet: Submit
-  // writes a run of them that are adjacent in the segment (a batch's values mostly are) with one
-  // system call rather than one each.
+  // writes those of a batch together (WriteStaged), each run of them adjacent in a segment with
+  // one system call rather than one each.
   Status Stage(const TransferRequest& r, const Mapped& m) const;
+  struct Staged {
+    const Mapped* m;  // held by the Submit that staged it
+    size_t index;     // in the batch
+  };
+  void WriteStaged(const std::vector<TransferRequest>& batch, const std::vector<Staged>& staged,
+                   std::vector<Status>& out) const;
   // `iov`'s bytes, in order, into the segment from `offset` on, through its memfd (m.fd >= 0).
   Status WriteAt(const Mapped& m, uint64_t offset, std::vector<iovec> iov) const;
   TimeMs Now() const;

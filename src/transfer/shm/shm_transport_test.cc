@@ -181,6 +181,26 @@ TEST_F(ShmTransportTest, SmallWritesAdjacentInTheSegmentGoInOneSystemCallEachChe
   EXPECT_EQ(std::memcmp(region_->data() + 4096 + (1 << 20), apart.data(), apart.size()), 0);
   EXPECT_EQ(peer->memfd_written_bytes(), (kValues - 1) * kValue + apart.size());
   EXPECT_EQ(peer->memfd_writes(), 3u);  // values 0-19, 21-39, and the one apart
+
+  // Placements that alternate between two regions, as a batch's do between the allocator's: sorted
+  // by place, each region's values go in one call.
+  std::vector<TransferRequest> alternating;
+  for (size_t v = 0; v < 8; ++v) {
+    const uint64_t region = v % 2 ? (2 << 20) : (3 << 20);
+    alternating.push_back(Request(TransferRequest::Op::kWrite, region + v / 2 * kValue, values[v].data(), kValue));
+  }
+  for (const Status& st : peer->Submit(alternating)) EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(peer->memfd_writes(), 5u);
+  for (size_t v = 0; v < 8; ++v) {
+    const uint64_t region = v % 2 ? (2 << 20) : (3 << 20);
+    EXPECT_EQ(std::memcmp(region_->data() + 4096 + region + v / 2 * kValue, values[v].data(), kValue), 0) << v;
+  }
+  // Writes that overlap keep the batch's order: the last one's bytes stay.
+  auto first = Request(TransferRequest::Op::kWrite, 4 << 20, values[0].data(), kValue);
+  auto second = Request(TransferRequest::Op::kWrite, (4 << 20) - 100, values[1].data(), kValue);
+  for (const Status& st : peer->Submit({first, second})) EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(std::memcmp(region_->data() + 4096 + (4 << 20) - 100, values[1].data(), kValue), 0);
+  EXPECT_EQ(region_->data()[4096 + (4 << 20) - 100 + kValue], static_cast<uint8_t>(values[0][0]));
 }
 
 TEST_F(ShmTransportTest, ASegmentTheMasterListsOnAnotherHostIsNotTried) {
