@@ -34,6 +34,12 @@ constexpr uint64_t kPiece = 4ULL << 20;  // between two looks at the grant's exp
 constexpr uint64_t kGathered = 64ULL << 10;
 constexpr uint64_t kStagedBytes = 4ULL << 20;
 constexpr uint64_t kRunBytes = 1ULL << 20;
+// A larger write through a memfd goes in calls of this many bytes, each hashed just before (it is
+// still in the second-level cache when the kernel copies it): against one call per 64 KiB checksum
+// chunk, same-host 1 MiB puts 2.58 / 3.02 / 2.82 / 3.52 GB/s against 2.48 / 2.97 / 2.47 / 3.00,
+// 4 MiB 4.56 / 4.58 / 4.27 / 4.75 against 4.34 / 4.07 / 3.20 / 3.86 (four rounds alternated,
+// 2026-12-05; 1 MiB calls did no better in another three).
+constexpr uint64_t kMemfdStep = 256ULL << 10;
 
 }  // namespace
 
@@ -292,8 +298,9 @@ Status ShmTransport::Move(const TransferRequest& r, const Mapped& m) const {
   uint64_t next_look = kPiece;
   for (uint64_t got = 0; got < r.length;) {
     const uint64_t at = r.object_pos + got;
-    const uint64_t step = r.checksum || r.landed ? std::min(r.length - got, kChecksumChunk - at % kChecksumChunk)
-                                                 : std::min(r.length - got, kPiece);
+    const uint64_t step = write && m.fd >= 0       ? std::min(r.length - got, kMemfdStep)
+                          : r.checksum || r.landed ? std::min(r.length - got, kChecksumChunk - at % kChecksumChunk)
+                                                   : std::min(r.length - got, kPiece);
     if (bounded && got >= next_look) {
       if (Wall() > r.grant.expires_ms) {
         return Status(Code::kTransferFail, "the grant of segment " + std::to_string(r.segment) +
