@@ -248,7 +248,7 @@ void ShmTransport::WriteStaged(const std::vector<TransferRequest>& batch, const 
   // puts lands at 0, 1 GiB, 2 GiB, 4 KiB, ...), and those adjacent in a segment go in one run.
   // Writes that overlap (no two Puts' are, but a caller's batch may) keep the batch's order.
   std::vector<Staged> sorted = staged;
-  auto place = [&](const Staged& s) { return std::pair(s.m, batch[s.index].offset); };
+  auto place = [&](const Staged& s) { return std::pair(reinterpret_cast<uintptr_t>(s.m), batch[s.index].offset); };
   std::stable_sort(sorted.begin(), sorted.end(), [&](const Staged& a, const Staged& b) { return place(a) < place(b); });
   bool overlap = false;
   for (size_t k = 1; k < sorted.size() && !overlap; ++k) {
