@@ -5,6 +5,7 @@
 
 #include "common/disk_key.h"
 #include "common/log.h"
+#include "common/segment_name.h"
 #include "master/master_service.h"
 
 namespace yb {
@@ -86,7 +87,7 @@ std::string MasterService::NoRoomMessage(uint64_t size, const SegmentManager::Ta
 
 Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                                        const PlacementConfig& config, const std::string& group,
-                                                       uint8_t* want, bool may_evict) {
+                                                       uint8_t* want, bool may_evict, bool* as_preferred) {
   *want = 0;
   uint64_t n = tenants_.ChargeUpTo(tenant, size, config.replica_num);
   if (n == 0) {
@@ -135,6 +136,12 @@ Result<std::vector<Allocation>> MasterService::Reserve(TenantIndex tenant, const
     }
   }
   if (allocs.size() < n) tenants_.Release(tenant, (n - allocs.size()) * size);
+  if (as_preferred) {
+    const std::string first = segments_.NameOf(allocs.front().segment);
+    *as_preferred = preferred->empty() || std::any_of(preferred->begin(), preferred->end(), [&](const std::string& p) {
+                      return SegmentNameMatches(first, p);
+                    });
+  }
   if (!group.empty()) group_homes_.Set(tenant, group, segments_.NameOf(allocs[0].segment));
   if (allocs.size() < config.replica_num) {
     under_replicated_puts_.fetch_add(1, std::memory_order_relaxed);
@@ -234,7 +241,9 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
   // A client's reservation is made ahead of any Put: it never evicts a stored object, and a refused
   // one is no refused Put.
   const bool reservation = IsReservation(key);
-  auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group, &want, /*may_evict=*/!reservation);
+  bool as_preferred = true;
+  auto allocs = Reserve(ctx.tenant, ctx.client, size, config, group, &want, /*may_evict=*/!reservation,
+                        reservation ? &as_preferred : nullptr);
   if (!allocs.ok()) {
     if (reservation) return allocs.status();
     NoteRefused(hk, allocs.status().code() == Code::kTenantQuotaExceeded ? MissReason::kRefusedQuota
@@ -248,14 +257,11 @@ Result<std::vector<GrantedReplica>> MasterService::StartWrite(const CallContext&
     descs.push_back(Describe(replicas.back(), size, GrantAccess::kWrite));
   }
   // A reservation serves later Puts: one that could not go where their preference says (the
-  // preferred segment full, or not taking new replicas now) would keep them from it once it can.
-  if (reservation && !config.preferred_segments.empty()) {
-    const std::string first = segments_.NameOf(allocs->front().segment);
-    if (std::find(config.preferred_segments.begin(), config.preferred_segments.end(), first) ==
-        config.preferred_segments.end()) {
-      table_.FreeReplicas(ctx.tenant, size, replicas, 0, 0);  // their grants never left this call
-      return Status(Code::kNoAvailableHandle, "no preferred segment takes a reservation now");
-    }
+  // preferred segment, or the writer's own segment or host under prefer_local / local_first, full or
+  // not taking new replicas now) would keep them from it once it can.
+  if (!as_preferred) {
+    table_.FreeReplicas(ctx.tenant, size, replicas, 0, 0);  // their grants never left this call
+    return Status(Code::kNoAvailableHandle, "no preferred segment takes a reservation now");
   }
 
   auto s = table_.Lock(hk);

@@ -258,9 +258,12 @@ class MasterService final : public MasterApi {
   static std::string NoRoomMessage(uint64_t size, const SegmentManager::TakingCounts& c);
   // `want`: set to how many replicas the object should have (PendingPut::want; 0 when it got them).
   // `may_evict` false (a client's reservation, made ahead of any Put): refused rather than evict.
+  // `as_preferred` (if given): set to whether the first replica went where the placement prefers
+  // (preferred_segments, or the writer's own segments and host under prefer_local / local_first;
+  // true when it prefers nothing it has).
   Result<std::vector<Allocation>> Reserve(TenantIndex tenant, const ClientId& writer, uint64_t size,
                                           const PlacementConfig& config, const std::string& group, uint8_t* want,
-                                          bool may_evict = true);
+                                          bool may_evict = true, bool* as_preferred = nullptr);
   // The routing group of key `index` of a call of `count` keys: "" when the config names none;
   // INVALID_PARAMS when its group_ids do not name one per key, or one is too long.
   static Result<std::string> GroupOf(const PlacementConfig& config, size_t count, size_t index);

@@ -141,6 +141,35 @@ TEST_F(PutCommitTest, AReservationThatCannotGoWhereItsPutsPreferIsRefused) {
   EXPECT_EQ(master_->Stats().reservations, 0u);
 }
 
+TEST_F(PutCommitTest, AReservationOfALocalPutThatCannotGoOnTheWritersOwnSegmentIsRefused) {
+  const SegmentId a = Mount("a", 64 << 10);  // the writer's own
+  const CallContext owner_b = Register(ClientId{2, 2});
+  Mount("b", 1 << 20, owner_b);
+  ReplicateConfig on_a;
+  on_a.preferred_segments = {"a"};
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(Put("k" + std::to_string(i), 8192, on_a).ok()) << i;
+    ASSERT_EQ(Replicas("k" + std::to_string(i)), std::vector<SegmentId>{a}) << i;
+  }
+  // "a" is full: a reservation placed on "b" would serve the writer's later
+  // local Puts there even once "a" has room again.
+  ReplicateConfig local;
+  local.prefer_local = true;
+  const std::string name = std::string(kReservationPrefix) + ctx_.client.ToString() + "/local";
+  EXPECT_EQ(master_->PutStart(ctx_, name, 8192, local).status().code(), Code::kNoAvailableHandle);
+  EXPECT_EQ(master_->Stats().reservations, 0u);
+  EXPECT_EQ(master_->Stats().keys, 8u);                        // nothing evicted for it
+  auto plain = master_->PutStart(ctx_, "plain", 8192, local);  // a caller's Put goes elsewhere, as before
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_NE((*plain)[0].segment, a);
+  // Once "a" has room, the reservation goes there.
+  ASSERT_TRUE(master_->Remove(ctx_, "k0", false).ok());
+  auto again = master_->PutStart(ctx_, name, 8192, local);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)[0].segment, a);
+  EXPECT_EQ(master_->Stats().reservations, 1u);
+}
+
 TEST_F(PutCommitTest, AReservationIsRefusedRatherThanEvictAStoredObject) {
   Mount("a", 64 << 10);
   for (int i = 0; i < 16; ++i) ASSERT_TRUE(Put("k" + std::to_string(i), 4000).ok()) << i;
