@@ -216,7 +216,7 @@ std::string HaMaster::HandleApplyLog(std::string_view body) {
     rpc::ToPb(st, r.mutable_status());
     return r.SerializeAsString();
   }
-  return replica_->Apply(q).SerializeAsString();
+  return replica_->Apply(std::move(q)).SerializeAsString();
 }
 
 // ---- the master's own background work

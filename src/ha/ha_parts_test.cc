@@ -11,6 +11,7 @@
 #include "common/temp_dir.h"
 #include "etcd/memory_etcd.h"
 #include "ha/election.h"
+#include "ha/log_format.h"
 #include "ha/replica.h"
 #include "ha/standbys.h"
 #include "master/master_service.h"
@@ -405,6 +406,55 @@ TEST(ReplicaTest, ALeadersLogAppliedThenPromotedServesItsState) {
   ASSERT_EQ(awaiting.size(), 1u);  // restored until its owner re-mounts it, as after a restart
   EXPECT_EQ(awaiting[0].desc.id, 1u);
   EXPECT_NE(replica.Summary().find("0 segments"), std::string::npos);  // the master holds it now
+}
+
+TEST(ReplicaTest, RecordsAreAnsweredOnceLoggedAndAppliedBeforeAnyoneReadsTheImage) {
+  LeaderLog leader;
+  TempDir dir("yb-replica");
+  MetaLog::Options o;
+  o.dir = dir.path();
+  MasterImage image;
+  auto log = MetaLog::Open(o, &image).value();
+  Replica replica(*log, std::move(image));
+  ASSERT_EQ(replica.Apply(Ship(3, true, leader.Frames(0), true)).status().code(), 0u);
+
+  // Records alone: in the standby's log when answered; the image has them whenever it is read.
+  for (uint64_t n = 2; n <= 4; ++n) {
+    const uint64_t after = leader.log->last_seq();
+    auto ctx = leader.master->RegisterClient({ClientId{n, n}, "h", "default"}).value();
+    ASSERT_TRUE(
+        leader.master->MountSegments(ctx, {SegmentMount{{n, "node-" + std::to_string(n), 0, 1 << 20, "e"}, 7}}).ok());
+    leader.log->Flush();
+    auto answered = replica.Apply(Ship(3, false, leader.Frames(after), true));
+    ASSERT_EQ(answered.status().code(), 0u) << answered.status().message();
+    EXPECT_EQ(answered.last_seq(), leader.log->last_seq());
+    EXPECT_EQ(log->last_seq(), leader.log->last_seq());
+  }
+  EXPECT_NE(replica.Summary().find("4 segments"), std::string::npos) << replica.Summary();
+  EXPECT_EQ(replica.queued_bytes(), 0u);
+
+  // A record whose frame is intact but whose content does not parse: answered (it is in the log),
+  // and then this standby may not take over, and takes no records, until a snapshot replaces its image.
+  std::string bad;
+  AppendFrame(log->last_seq() + 1, "\xff\xff\xff", bad);
+  ASSERT_EQ(replica.Apply(Ship(3, false, bad, true)).status().code(), 0u);
+  (void)replica.Summary();  // applied by now
+  const uint64_t after = leader.log->last_seq();
+  auto ctx = leader.master->RegisterClient({ClientId{9, 9}, "h", "default"}).value();
+  ASSERT_TRUE(leader.master->MountSegments(ctx, {SegmentMount{{9, "node-9", 0, 1 << 20, "e"}, 7}}).ok());
+  leader.log->Flush();
+  auto refused = replica.Apply(Ship(3, false, leader.Frames(after), true));
+  EXPECT_NE(refused.status().message().find("does not parse"), std::string::npos) << refused.status().message();
+  ManualClock clock;
+  auto not_promoted = MasterService::Create(MasterConfig{}, clock).value();
+  EXPECT_FALSE(replica.Promote(*not_promoted).ok());
+
+  auto again = replica.Apply(Ship(3, true, leader.Frames(0), true));
+  ASSERT_EQ(again.status().code(), 0u) << again.status().message();
+  EXPECT_EQ(again.last_seq(), leader.log->last_seq());
+  auto promoted = MasterService::Create(MasterConfig{}, clock).value();
+  ASSERT_TRUE(replica.Promote(*promoted).ok());
+  EXPECT_EQ(promoted->AwaitingSegments().size(), 5u);
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ bool LoadSnapshotContents(std::string_view contents, uint64_t seq, MasterImage* 
   uint64_t n = 0;
   while (auto f = r.Next()) {
     if (f->seq != seq || !rec.ParseFromArray(f->payload.data(), static_cast<int>(f->payload.size()))) return false;
-    loaded.Apply(rec);
+    loaded.Apply(std::move(rec));
     ++n;
   }
   if (!r.clean()) return false;
@@ -116,7 +116,7 @@ Status ReadLogRange(const std::string& dir, uint64_t from, uint64_t upto, Master
         return Status(Code::kFileNotFound, "record " + std::to_string(f->seq) + " of the metadata log does not parse");
       }
       if (f->seq > from) each(f->seq, rec);
-      image->Apply(rec);
+      image->Apply(std::move(rec));
       ++expect;
     }
   }
@@ -210,7 +210,7 @@ Status MetaLog::Recover(MasterImage* image) {
         cut = true;
         break;
       }
-      image->Apply(rec);
+      image->Apply(std::move(rec));
       ++expect;
       ++replayed;
       good = r.good_bytes();

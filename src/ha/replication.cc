@@ -314,37 +314,44 @@ Result<uint64_t> LogApplier::Apply(bool snapshot_begin, uint64_t snapshot_seq, s
     YB_LOG_INFO("replication: snapshot {} received ({} records): {}", snapshot_seq_, records, image_.Summary());
   }
   if (!frames.empty()) {
-    YB_RETURN_IF_ERROR(log_.AppendFrames(frames));
-    digest_ = LogDigest(digest_, frames);
-    FrameReader r(frames);
-    pb::LogRecord rec;
-    while (auto f = r.Next()) {
-      if (!rec.ParseFromArray(f->payload.data(), static_cast<int>(f->payload.size()))) {
-        return Status(Code::kInvalidParams, "a shipped record does not parse");
-      }
-      image_.Apply(rec);
-    }
+    YB_RETURN_IF_ERROR(Append(frames).status());
+    YB_RETURN_IF_ERROR(ApplyRecords(frames, image_));
   }
   return log_.last_seq();
 }
 
-// The image is copied under `lock` and written out without it: the analysis cannot follow a lock
-// released inside a callback.
-Status LogApplier::SnapshotIfDue(MutexUniqueLock& lock) NO_THREAD_SAFETY_ANALYSIS {
+Result<uint64_t> LogApplier::Append(std::string_view frames) {
+  if (receiving_) return Status(Code::kInvalidParams, "records shipped before the snapshot was done");
+  YB_RETURN_IF_ERROR(log_.AppendFrames(frames));
+  digest_ = LogDigest(digest_, frames);
+  return log_.last_seq();
+}
+
+Status LogApplier::ApplyRecords(std::string_view frames, MasterImage& image) {
+  FrameReader r(frames);
+  pb::LogRecord rec;
+  while (auto f = r.Next()) {
+    if (!rec.ParseFromArray(f->payload.data(), static_cast<int>(f->payload.size()))) {
+      return Status(Code::kInvalidParams, "a shipped record does not parse");
+    }
+    image.Apply(std::move(rec));
+  }
+  return Status::OK();
+}
+
+Status LogApplier::SnapshotIfDue(const std::function<void()>& copied) {
   if (receiving_ || !log_.SnapshotDue()) return Status::OK();  // a snapshot being received replaces the log
   const uint64_t next_object_id = image_.next_object_id;
-  Status st = log_.Snapshot(
-      [&](const auto& emit) NO_THREAD_SAFETY_ANALYSIS {
+  return log_.Snapshot(
+      [&](const auto& emit) {
         // Called once the log has moved to a new file: the image holds every record before it.
         GoneKeys gone = std::move(image_.gone);  // not in snapshots: not copied
         MasterImage copy = image_;
         image_.gone = std::move(gone);
-        lock.unlock();
+        copied();
         copy.Emit(emit);
       },
       next_object_id);
-  if (!lock.owns_lock()) lock.lock();
-  return st;
 }
 
 }  // namespace yb::ha

@@ -134,14 +134,21 @@ class LogApplier {
   // Applies one ApplyLog request's content; the last record applied.
   Result<uint64_t> Apply(bool snapshot_begin, uint64_t snapshot_seq, std::string_view snapshot_frames,
                          bool snapshot_done, std::string_view frames);
+  // The first half of applying records (not while a snapshot is being received): writes them to
+  // the log and counts them in the digest; the last record written. The image takes them with
+  // ApplyRecords, in the same order, which may come after the answer (Replica).
+  Result<uint64_t> Append(std::string_view frames);
+  // The second half: the records of `frames` (as Append wrote them) applied to `image`.
+  static Status ApplyRecords(std::string_view frames, MasterImage& image);
+  bool receiving() const { return receiving_; }
   // LogDigest of every byte applied since the snapshot began.
   uint64_t digest() const { return digest_; }
   // The standby's own snapshot, when its log calls for one (MetaLog::SnapshotDue), so that its log
-  // and its replay at a restart stay bounded as the leader's do. `lock` holds the owner's mutex
-  // over this applier: the image is copied under it, at the snapshot's position in the log, and it
-  // is released while the copy is written, so that shipped records are not held up for long.
-  // Returns with `lock` held again.
-  Status SnapshotIfDue(MutexUniqueLock& lock);
+  // and its replay at a restart stay bounded as the leader's do. The caller holds its locks over
+  // this applier and its image, up to date with the log: the image is copied under them, at the
+  // snapshot's position in the log, then `copied` is called (the caller lets them go) while the
+  // copy is written, so that shipped records are not held up for long.
+  Status SnapshotIfDue(const std::function<void()>& copied);
 
  private:
   MetaLog& log_;

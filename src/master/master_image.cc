@@ -20,11 +20,13 @@ void MasterImage::TakeSnapshotState(MasterImage&& loaded) {
   gone = std::move(keep);
 }
 
-void MasterImage::Apply(const pb::LogRecord& r) {
+void MasterImage::Apply(pb::LogRecord&& r) {
+  // The map's slot is found (its key copied) before the record's message is moved into it.
+  auto keep = [](auto& map, const auto& key, auto* message) { map[key] = std::move(*message); };
   switch (r.change_case()) {
     case pb::LogRecord::kObject:
       next_object_id = std::max(next_object_id, r.object().object_id() + 1);
-      objects[r.object().key()] = r.object();
+      keep(objects, r.object().key(), r.mutable_object());
       break;
     case pb::LogRecord::kObjectGone:
       objects.erase(r.object_gone());
@@ -33,10 +35,10 @@ void MasterImage::Apply(const pb::LogRecord& r) {
     case pb::LogRecord::kPublished:
       next_object_id = std::max(next_object_id, r.published().object_id() + 1);
       pending.erase(r.published().key());
-      objects[r.published().key()] = r.published();
+      keep(objects, r.published().key(), r.mutable_published());
       break;
     case pb::LogRecord::kPending:
-      pending[r.pending().key()] = r.pending();
+      keep(pending, r.pending().key(), r.mutable_pending());
       break;
     case pb::LogRecord::kPendingGone:
       pending.erase(r.pending_gone());
@@ -46,28 +48,28 @@ void MasterImage::Apply(const pb::LogRecord& r) {
       if (r.away().copies().empty()) {
         away.erase(r.away().key());
       } else {
-        away[r.away().key()] = r.away();
+        keep(away, r.away().key(), r.mutable_away());
       }
       break;
     case pb::LogRecord::kSegment:
-      segments[r.segment().id()] = r.segment();
+      keep(segments, r.segment().id(), r.mutable_segment());
       break;
     case pb::LogRecord::kSegmentGone:
       segments.erase(r.segment_gone());
       holds.erase(holds.lower_bound({r.segment_gone(), 0}), holds.lower_bound({r.segment_gone() + 1, 0}));
       break;
     case pb::LogRecord::kHold:
-      holds[{r.hold().segment(), r.hold().offset()}] = r.hold();
+      keep(holds, std::make_pair(r.hold().segment(), r.hold().offset()), r.mutable_hold());
       if (holds.size() >= holds_prune_at) {  // a standby applies holds for ever: forget the lapsed ones
         PruneHolds(WallMs());
         holds_prune_at = std::max<size_t>(1024, 2 * holds.size());
       }
       break;
     case pb::LogRecord::kTenant:
-      tenants[r.tenant().index()] = r.tenant();
+      keep(tenants, r.tenant().index(), r.mutable_tenant());
       break;
     case pb::LogRecord::kTask:
-      tasks[{r.task().id().hi(), r.task().id().lo()}] = r.task();
+      keep(tasks, std::make_pair(r.task().id().hi(), r.task().id().lo()), r.mutable_task());
       break;
     case pb::LogRecord::kTaskGone:
       tasks.erase({r.task_gone().hi(), r.task_gone().lo()});

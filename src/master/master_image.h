@@ -42,7 +42,10 @@ struct MasterImage {
   // Replaces this image with `loaded` (a snapshot's), keeping what `gone` remembers.
   void TakeSnapshotState(MasterImage&& loaded);
 
-  void Apply(const pb::LogRecord& r);
+  // Applies one record, taking what it keeps out of `r` (parse the next one into it).
+  void Apply(pb::LogRecord&& r);
+  // The same for a record the caller keeps (copied).
+  void Apply(const pb::LogRecord& r) { Apply(pb::LogRecord(r)); }
   // Calls `emit` with records that rebuild this image when applied to an empty one (a snapshot's
   // contents, as MasterService::WriteImage writes them).
   void Emit(const std::function<void(const pb::LogRecord&)>& emit) const;
