@@ -408,6 +408,9 @@ TEST(ReplicaTest, ALeadersLogAppliedThenPromotedServesItsState) {
   EXPECT_NE(replica.Summary().find("0 segments"), std::string::npos);  // the master holds it now
 }
 
+// A standby answers records once they are in its log; its thread applies them to the image behind
+// the answer (a few records, none waiting, are applied before it: the test sends every record through
+// the thread).
 TEST(ReplicaTest, RecordsAreAnsweredOnceLoggedAndAppliedBeforeAnyoneReadsTheImage) {
   LeaderLog leader;
   TempDir dir("yb-replica");
@@ -415,7 +418,7 @@ TEST(ReplicaTest, RecordsAreAnsweredOnceLoggedAndAppliedBeforeAnyoneReadsTheImag
   o.dir = dir.path();
   MasterImage image;
   auto log = MetaLog::Open(o, &image).value();
-  Replica replica(*log, std::move(image));
+  Replica replica(*log, std::move(image), /*apply_here_bytes=*/0);  // every record through the thread
   ASSERT_EQ(replica.Apply(Ship(3, true, leader.Frames(0), true)).status().code(), 0u);
 
   // Records alone: in the standby's log when answered; the image has them whenever it is read.

@@ -7,7 +7,8 @@
 
 namespace yb::ha {
 
-Replica::Replica(MetaLog& log, MasterImage image) : log_(log) {
+Replica::Replica(MetaLog& log, MasterImage image, size_t apply_here_bytes)
+    : log_(log), apply_here_bytes_(apply_here_bytes) {
   {
     MutexLock lock(mu_);
     MutexLock image_lock(image_mu_);
@@ -52,20 +53,23 @@ void Replica::DrainLocked() {
     for (const std::string& frames : batch) {
       bytes += frames.size();
       if (failed) continue;  // the image lacks a record: nothing after it goes in until a snapshot
-      Status st = LogApplier::ApplyRecords(frames, image_);
-      if (!st.ok()) {
-        YB_LOG_ERROR(
-            "replication: shipped records do not apply ({}): this standby cannot take over until the "
-            "leader ships it a snapshot",
-            st.ToString());
-        failed = true;
-        MutexLock lock(queue_mu_);
-        apply_failed_ = st;
-      }
+      failed = !ApplyRecordsLocked(frames);
     }
     MutexLock lock(queue_mu_);
     queued_bytes_ -= std::min(queued_bytes_, bytes);
   }
+}
+
+bool Replica::ApplyRecordsLocked(std::string_view frames) {
+  Status st = LogApplier::ApplyRecords(frames, image_);
+  if (st.ok()) return true;
+  YB_LOG_ERROR(
+      "replication: shipped records do not apply ({}): this standby cannot take over until the leader "
+      "ships it a snapshot",
+      st.ToString());
+  MutexLock lock(queue_mu_);
+  apply_failed_ = st;
+  return false;
 }
 
 pb::ApplyLogResponse Replica::Apply(pb::ApplyLogRequest q) {
@@ -84,9 +88,19 @@ pb::ApplyLogResponse Replica::Apply(pb::ApplyLogRequest q) {
   if (!failed.ok() && !q.snapshot_begin()) {
     last = failed;  // answered records that did not apply: start over from a snapshot
   } else if (!q.snapshot_begin() && q.snapshot_frames().empty() && !q.snapshot_done() && !applier_->receiving()) {
-    // Records alone: answered once in the log, applied by the thread behind the answer.
+    // Records alone: answered once in the log, applied behind the answer by the thread.
     last = applier_->Append(q.frames());
-    if (last.ok() && !q.frames().empty()) {
+    bool idle;
+    {
+      MutexLock queue_lock(queue_mu_);
+      idle = queued_.empty();
+    }
+    if (last.ok() && idle && q.frames().size() <= apply_here_bytes_) {
+      // A few records, none waiting: applied here, as waking the thread would cost more.
+      MutexLock image_lock(image_mu_);
+      DrainLocked();  // the thread's last batch, if it is still at it
+      (void)ApplyRecordsLocked(q.frames());
+    } else if (last.ok() && !q.frames().empty()) {
       bool full;
       {
         MutexLock queue_lock(queue_mu_);

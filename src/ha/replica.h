@@ -30,8 +30,14 @@ namespace yb::ha {
 
 class Replica {
  public:
-  // `image`: what the log replayed at its opening (MetaLog::Open).
-  Replica(MetaLog& log, MasterImage image);
+  // A request of at most this many bytes of records, with none waiting, applies them itself before
+  // it is answered: waking the thread costs more than a few records take (single-key changes with
+  // one standby ran no faster handed over, batches of 128 up to 1.3x faster).
+  static constexpr size_t kApplyHereBytes = 4096;
+
+  // `image`: what the log replayed at its opening (MetaLog::Open). `apply_here_bytes`: see
+  // kApplyHereBytes (tests set 0: every record goes through the thread).
+  Replica(MetaLog& log, MasterImage image, size_t apply_here_bytes = kApplyHereBytes);
   // Stops the applying thread: records it had not applied are in the log, which a restart replays.
   ~Replica();
 
@@ -59,8 +65,11 @@ class Replica {
   void ApplyLoop();
   // Applies every record answered so far to the image, in order.
   void DrainLocked() REQUIRES(image_mu_);
+  // Applies `frames` to the image; false (and noted in apply_failed_) when they do not apply.
+  bool ApplyRecordsLocked(std::string_view frames) REQUIRES(image_mu_);
 
   MetaLog& log_;
+  const size_t apply_here_bytes_;
   // One request (or snapshot, or promotion) at a time, as the log takes them.
   mutable Mutex mu_;
   // The image, which the applying thread brings up to the log behind the answers.
