@@ -14,6 +14,8 @@
 # connection proves it, each client holds an identity token): the event-loop cases, whose callers
 # cannot prove it, are then skipped and say so.
 # yb-bench exits 1 when any case failed calls or measured nothing (listed under "failures").
+# Each master RPC case also reports the CPU time the master, the storage daemon and the standby
+# (if any) spent per pair or key (cpu_us_per_op).
 # YB_BENCH_METRICS_PORT serves the (lone) master's /metrics on that port while it runs.
 # By default the master serves RPC on one thread: on a 2-core machine shared by the master, the
 # storage daemon and the callers, a second RPC thread competes with the callers for the cores
@@ -73,4 +75,6 @@ for _ in $(seq 600); do  # up to a minute: faulting 3 GB of huge pages in can ta
   sleep 0.1
 done
 [[ $out == *storage* ]] || { echo "storage client did not mount:" >&2; cat "$LOG"/*.log >&2; exit 1; }
-"$BIN/yb-bench" --master "127.0.0.1:$PORT" --master_pid "$MASTER" "${DUMMY[@]}" "$@"
+CPU_OF=(--cpu_of "master=$MASTER" --cpu_of "storage=$CLIENT")
+[[ -n $STANDBY ]] && CPU_OF+=(--cpu_of "standby=$STANDBY")
+"$BIN/yb-bench" --master "127.0.0.1:$PORT" --master_pid "$MASTER" "${CPU_OF[@]}" "${DUMMY[@]}" "$@"

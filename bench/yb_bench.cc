@@ -27,9 +27,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -228,8 +230,11 @@ double EventLoopRate(const std::string& host, uint16_t port, int conns, double s
   return static_cast<double>(r->calls) / (put ? 2 : 1) / r->seconds;
 }
 
+// Processes of this host whose CPU time each master RPC case reports (--cpu_of), by name.
+using Watched = std::vector<std::pair<std::string, pid_t>>;
+
 json MetadataBench(const yb::ClientConfig& caller, double seconds, const std::regex& filter, pid_t master_pid,
-                   bool per_cpu) {
+                   bool per_cpu, const Watched& watched) {
   constexpr int kKeys = 20000, kBatch = 128;
   auto hp = yb::ParseHostPort(caller.master_server_addr);
   auto security = yb::ClientSecurity(caller);
@@ -273,9 +278,24 @@ json MetadataBench(const yb::ClientConfig& caller, double seconds, const std::re
     std::function<bool(yb::MasterApi&, uint64_t)> fn;
   };
   // Runs a case when its "operation/case" name matches --meta_cases.
+  // With --cpu_of, also the CPU time (user and system) each watched process spent per operation
+  // counted (a pair, or a batch's key) over the case: where a case's time goes across processes.
   auto run = [&](const std::string& op, const std::string& name, const std::function<double(const std::string&)>& measure) {
     const std::string what = op + "/" + name;
-    if (std::regex_search(what, filter)) out[op][name] = measure(what);
+    if (!std::regex_search(what, filter)) return;
+    std::vector<std::optional<std::pair<double, double>>> before;
+    for (const auto& w : watched) before.push_back(ProcessCpu(w.second));
+    const auto t0 = std::chrono::steady_clock::now();
+    const double rate = measure(what);
+    const double ops = rate * Since(t0);
+    out[op][name] = rate;
+    for (size_t i = 0; i < watched.size(); ++i) {
+      auto after = ProcessCpu(watched[i].second);
+      if (before[i] && after && ops > 0) {
+        const double us = (after->first - before[i]->first + after->second - before[i]->second) * 1e6 / ops;
+        out["cpu_us_per_op"][op][name][watched[i].first] = std::round(us * 100) / 100;
+      }
+    }
   };
   // The event-loop callers speak the RPC framing on plain sockets: no TLS, no proof of a secret.
   const bool event_loops = !(*security)->auth() && !(*security)->tls();
@@ -689,6 +709,10 @@ int main(int argc, char** argv) {
   app.add_option("--master_pid", master_pid,
                  "the yb-master's process id when it runs on this host: the event-loop cases then report its CPU "
                  "time per call (master_cpu_us_per_call)");
+  std::vector<std::string> cpu_of;
+  app.add_option("--cpu_of", cpu_of,
+                 "name=pid of a process on this host (repeatable): each master RPC case also reports the CPU time "
+                 "it spent per pair or key (cpu_us_per_op)");
   app.add_flag("--per_cpu_callers", per_cpu,
                "event-loop cases: one caller thread per CPU, each pinned and holding its share of the connections "
                "(cases named ..._per_cpu); for a master run with --rpc_pin_threads");
@@ -739,10 +763,22 @@ int main(int argc, char** argv) {
         if (!cpu.is_null()) out["machine"]["rpc_noop_server_cpu_us_per_call"][name] = cpu;
       }
     }
-    json meta = MetadataBench(CallerConfig(master, checksum), seconds, filter, master_pid, per_cpu);
-    if (meta.contains("master_cpu_us_per_call")) {
-      out["master_cpu_us_per_call"] = meta["master_cpu_us_per_call"];
-      meta.erase("master_cpu_us_per_call");
+    Watched watched;
+    for (const std::string& w : cpu_of) {
+      const size_t eq = w.find('=');
+      const long pid = eq == std::string::npos ? 0 : std::atol(w.c_str() + eq + 1);
+      if (pid <= 0) {
+        std::cerr << "--cpu_of wants name=pid, not '" << w << "'\n";
+        return 2;
+      }
+      watched.emplace_back(w.substr(0, eq), static_cast<pid_t>(pid));
+    }
+    json meta = MetadataBench(CallerConfig(master, checksum), seconds, filter, master_pid, per_cpu, watched);
+    for (const char* extra : {"master_cpu_us_per_call", "cpu_us_per_op"}) {
+      if (meta.contains(extra)) {
+        out[extra] = meta[extra];
+        meta.erase(extra);
+      }
     }
     out["master_rpc_ops_per_s"] = meta;
   }
