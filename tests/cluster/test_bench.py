@@ -62,6 +62,9 @@ def test_every_case_measures_something():
     meta = out["master_rpc_ops_per_s"]
     for op in ("ExistKey", "GetReplicaList", "PutStart+PutEnd"):
         assert meta[op]["16_conns_1_in_flight_each_event_loop"] > 0  # the callers carry the identity token
+    # Where each case's time went: the master's CPU per pair, measured beside it (--cpu_of).
+    cpu = out["cpu_us_per_op"]["PutStart+PutEnd"]["1_conn_1_in_flight"]
+    assert cpu["master"] > 0 and "storage" in cpu, cpu
     assert len(out["put_get_over_tcp"]) == 4 and "error" not in out["device_memory_vs_host"][0]
     assert out["session_load_vs_batch_gets"]["session_GBps"] > 0
     figures = dict(rates(out))
