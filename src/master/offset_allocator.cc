@@ -112,10 +112,27 @@ std::optional<OffsetAllocator::Allocation> OffsetAllocator::Allocate(uint64_t si
   if (size == 0 || size > free_bytes_) return std::nullopt;
   uint64_t rounded = (size + alignment_ - 1) & ~(alignment_ - 1);
   if (rounded < size) return std::nullopt;  // overflow
-  uint32_t bin = FindBin(BinRoundUp(rounded));
-  if (bin >= kNumBins) return std::nullopt;
-
-  uint32_t n = bin_heads_[bin];
+  // A free range sits in the bin its size rounds down to, and the bins from the one `rounded`
+  // rounds up to hold only ranges large enough. A size between two bins' bounds (most: a bin spans
+  // an eighth of its size) would then never take a hole of exactly its size, such as one its own
+  // kind left: with every value of one size, a full segment evicts again and again. So the bin it
+  // rounds down to is searched first, a few ranges deep, for one that fits.
+  uint32_t n = kNoNode;
+  const uint32_t below = BinRoundDown(rounded);
+  if (BinLowerBound(below) != rounded) {
+    uint32_t c = bin_heads_[below];
+    for (int tries = 0; c != kNoNode && tries < kFitTries; ++tries, c = N(c).bin_next) {
+      if (N(c).size >= rounded) {
+        n = c;
+        break;
+      }
+    }
+  }
+  if (n == kNoNode) {
+    uint32_t bin = FindBin(BinRoundUp(rounded));
+    if (bin >= kNumBins) return std::nullopt;
+    n = bin_heads_[bin];
+  }
   RemoveFree(n);
   Node& node = N(n);
   uint64_t remainder = node.size - rounded;

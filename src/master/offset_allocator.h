@@ -80,6 +80,8 @@ class OffsetAllocator {
   static_assert(sizeof(Node) == 32);
   // Nodes live in fixed chunks: no copy and no doubling slack as the count grows.
   static constexpr uint32_t kChunkBits = 12;
+  // Ranges of the bin a size rounds down to that Allocate tries before the bins above it.
+  static constexpr int kFitTries = 8;
 
   Node& N(uint32_t n) { return chunks_[n >> kChunkBits][n & ((1u << kChunkBits) - 1)]; }
   const Node& N(uint32_t n) const { return chunks_[n >> kChunkBits][n & ((1u << kChunkBits) - 1)]; }

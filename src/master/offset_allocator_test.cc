@@ -39,6 +39,24 @@ TEST(OffsetAllocatorTest, AllocatesAlignedAndFillsExactly) {
   EXPECT_TRUE(a.Allocate(1 << 20).has_value());
 }
 
+TEST(OffsetAllocatorTest, AHoleOfASizeBetweenBinsTakesThatSizeAgain) {
+  // 8000 bytes lies between two bins' bounds (7168 and 8192): its hole sits in the lower bin.
+  ASSERT_NE(OffsetAllocator::BinLowerBound(OffsetAllocator::BinRoundDown(8000)), 8000u);
+  OffsetAllocator a(8 * 8000, 64);
+  std::vector<OffsetAllocator::Allocation> allocs;
+  for (int i = 0; i < 8; ++i) allocs.push_back(a.Allocate(8000).value());
+  EXPECT_FALSE(a.Allocate(8000).has_value());
+  ASSERT_TRUE(a.Free(allocs[3].node));
+  ASSERT_TRUE(a.Free(allocs[6].node));
+  auto again = a.Allocate(8000);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(again->offset == allocs[3].offset || again->offset == allocs[6].offset) << again->offset;
+  auto other = a.Allocate(7900);  // smaller, in the same bin: the other hole (7936 aligned, 64 bytes over)
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(a.free_bytes(), 64u);
+  EXPECT_FALSE(a.Allocate(8000).has_value());
+}
+
 TEST(OffsetAllocatorTest, RoundsToAlignment) {
   OffsetAllocator a(4096, 64);
   auto r = a.Allocate(1);
