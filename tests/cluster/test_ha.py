@@ -299,6 +299,8 @@ def test_kill9_of_the_leader_ten_times_loses_no_acknowledged_object(ha):
         for t in threads:
             t.join(30)
     assert not failed_reads, failed_reads
+    batched = sum(1 for k in acked if k.startswith("batch-"))
+    assert batched > 0, "no batch was acknowledged"
     missed = [k for k, v in acked.items() if s.get(k) != v]
 
     def still_missing(k):
@@ -317,7 +319,8 @@ def test_kill9_of_the_leader_ten_times_loses_no_acknowledged_object(ha):
         print(f"{len(missed)} objects read only on a second try: {missed[:5]}")
     failovers.sort()
     print(f"failover (kill -9 to the first Put through the new leader): min {failovers[0]:.2f} s, "
-          f"median {failovers[len(failovers) // 2]:.2f} s, max {failovers[-1]:.2f} s; {len(acked)} objects")
+          f"median {failovers[len(failovers) // 2]:.2f} s, max {failovers[-1]:.2f} s; {len(acked)} objects "
+          f"({batched} of them in batches)")
     assert failovers[len(failovers) // 2] < 10
     s.close()
 
