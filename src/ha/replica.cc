@@ -85,7 +85,7 @@ pb::ApplyLogResponse Replica::Apply(pb::ApplyLogRequest q) {
     failed = apply_failed_;
   }
   Result<uint64_t> last = Status::OK();
-  if (!failed.ok() && !q.snapshot_begin()) {
+  if (!failed.ok() && !q.snapshot_begin() && !applier_->receiving()) {
     last = failed;  // answered records that did not apply: start over from a snapshot
   } else if (!q.snapshot_begin() && q.snapshot_frames().empty() && !q.snapshot_done() && !applier_->receiving()) {
     // Records alone: answered once in the log, applied behind the answer by the thread.
