@@ -4,7 +4,10 @@
 // Sebastian Aaltonen's OffsetAllocator): free ranges sit in 512 bins indexed by a small float
 // (5-6 bits of exponent, 3 of mantissa), so a bin is found with two bit scans; a free range is
 // split on allocation and merged with its free neighbours on release. Allocation and release are
-// O(1); the bins waste at most 1/8 of a request to rounding.
+// O(1); the bins waste at most 1/8 of a request to rounding. A free range sits in the bin its size
+// rounds down to, so a request whose size lies between two bins' bounds first tries a few ranges
+// of that bin (kFitTries): otherwise a hole of exactly its size, the common case when values are of
+// one size, would never take it again.
 //
 // Sizes are rounded up to `alignment` (a power of two), so every offset is aligned.
 // Not thread-safe: the owner (a Segment) serializes calls.
