@@ -524,7 +524,9 @@ void MetaLog::Flush() {
   tls_flushes = true;
   {
     MutexLock lock(mu_);
-    if (buf_.empty()) return;
+    // Nothing buffered, and nothing taken from the buffer by a syncer still writing it (its
+    // records, this thread's among them, are written once it is done: waited for below).
+    if (buf_.empty() && written_seq_.load(std::memory_order_acquire) + 1 >= next_seq_) return;
   }
   MutexLock w(write_mu_);
   (void)FlushLocked(false);
