@@ -285,7 +285,7 @@ json MetadataBench(const yb::ClientConfig& caller, double seconds, const std::re
     if (!std::regex_search(what, filter)) return;
     std::vector<std::optional<std::pair<double, double>>> before;
     for (const auto& w : watched) before.push_back(ProcessCpu(w.second));
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     const double rate = measure(what);
     const double ops = rate * Since(t0);
     out[op][name] = rate;

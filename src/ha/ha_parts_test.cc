@@ -343,8 +343,12 @@ struct LeaderLog {
     log = MetaLog::Open(o, &unused).value();
     master = MasterService::Create(MasterConfig{}, clock).value();
     master->SetSink(log.get());
-    auto ctx = master->RegisterClient({ClientId{5, 5}, "h", "default"}).value();
-    EXPECT_TRUE(master->MountSegments(ctx, {SegmentMount{{1, "node-1", 0, 1 << 20, "e"}, 7}}).ok());
+    AddNode(1);
+  }
+  // A client that mounts segment `n` ("node-<n>"), its records written.
+  void AddNode(uint64_t n) {
+    auto ctx = master->RegisterClient({ClientId{n + 4, n + 4}, "h", "default"}).value();
+    EXPECT_TRUE(master->MountSegments(ctx, {SegmentMount{{n, "node-" + std::to_string(n), 0, 1 << 20, "e"}, 7}}).ok());
     log->Flush();
   }
   // Its records after `after`, as a shipper reads them.
@@ -358,6 +362,18 @@ struct LeaderLog {
   ManualClock clock;
   std::unique_ptr<MetaLog> log;
   std::unique_ptr<MasterService> master;
+};
+
+// A standby's empty log directory, opened: `image` is what it replayed (the Replica takes it).
+struct StandbyLog {
+  StandbyLog() {
+    MetaLog::Options o;
+    o.dir = dir.path();
+    log = MetaLog::Open(o, &image).value();
+  }
+  TempDir dir{"yb-replica"};
+  MasterImage image;
+  std::unique_ptr<MetaLog> log;
 };
 
 pb::ApplyLogRequest Ship(uint64_t epoch, bool snapshot, std::string frames, bool in_sync = false) {
@@ -376,12 +392,9 @@ pb::ApplyLogRequest Ship(uint64_t epoch, bool snapshot, std::string frames, bool
 
 TEST(ReplicaTest, ALeadersLogAppliedThenPromotedServesItsState) {
   LeaderLog leader;
-  TempDir dir("yb-replica");
-  MetaLog::Options o;
-  o.dir = dir.path();
-  MasterImage image;
-  auto log = MetaLog::Open(o, &image).value();
-  Replica replica(*log, std::move(image));
+  StandbyLog standby;
+  MetaLog* log = standby.log.get();
+  Replica replica(*log, std::move(standby.image));
 
   // A new leader starts with its snapshot: records alone are refused, and nothing is applied.
   auto refused = replica.Apply(Ship(3, false, leader.Frames(0)));
@@ -413,21 +426,15 @@ TEST(ReplicaTest, ALeadersLogAppliedThenPromotedServesItsState) {
 // the thread).
 TEST(ReplicaTest, RecordsAreAnsweredOnceLoggedAndAppliedBeforeAnyoneReadsTheImage) {
   LeaderLog leader;
-  TempDir dir("yb-replica");
-  MetaLog::Options o;
-  o.dir = dir.path();
-  MasterImage image;
-  auto log = MetaLog::Open(o, &image).value();
-  Replica replica(*log, std::move(image), /*apply_here_bytes=*/0);  // every record through the thread
+  StandbyLog standby;
+  MetaLog* log = standby.log.get();
+  Replica replica(*log, std::move(standby.image), /*apply_here_bytes=*/0);  // every record through the thread
   ASSERT_EQ(replica.Apply(Ship(3, true, leader.Frames(0), true)).status().code(), 0u);
 
   // Records alone: in the standby's log when answered; the image has them whenever it is read.
   for (uint64_t n = 2; n <= 4; ++n) {
     const uint64_t after = leader.log->last_seq();
-    auto ctx = leader.master->RegisterClient({ClientId{n, n}, "h", "default"}).value();
-    ASSERT_TRUE(
-        leader.master->MountSegments(ctx, {SegmentMount{{n, "node-" + std::to_string(n), 0, 1 << 20, "e"}, 7}}).ok());
-    leader.log->Flush();
+    leader.AddNode(n);
     auto answered = replica.Apply(Ship(3, false, leader.Frames(after), true));
     ASSERT_EQ(answered.status().code(), 0u) << answered.status().message();
     EXPECT_EQ(answered.last_seq(), leader.log->last_seq());
@@ -443,9 +450,7 @@ TEST(ReplicaTest, RecordsAreAnsweredOnceLoggedAndAppliedBeforeAnyoneReadsTheImag
   ASSERT_EQ(replica.Apply(Ship(3, false, bad, true)).status().code(), 0u);
   (void)replica.Summary();  // applied by now
   const uint64_t after = leader.log->last_seq();
-  auto ctx = leader.master->RegisterClient({ClientId{9, 9}, "h", "default"}).value();
-  ASSERT_TRUE(leader.master->MountSegments(ctx, {SegmentMount{{9, "node-9", 0, 1 << 20, "e"}, 7}}).ok());
-  leader.log->Flush();
+  leader.AddNode(9);
   auto refused = replica.Apply(Ship(3, false, leader.Frames(after), true));
   EXPECT_NE(refused.status().message().find("does not parse"), std::string::npos) << refused.status().message();
   ManualClock clock;

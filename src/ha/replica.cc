@@ -90,28 +90,23 @@ pb::ApplyLogResponse Replica::Apply(pb::ApplyLogRequest q) {
   } else if (!q.snapshot_begin() && q.snapshot_frames().empty() && !q.snapshot_done() && !applier_->receiving()) {
     // Records alone: answered once in the log, applied behind the answer by the thread.
     last = applier_->Append(q.frames());
-    bool idle;
-    {
-      MutexLock queue_lock(queue_mu_);
-      idle = queued_.empty();
-    }
-    if (last.ok() && idle && q.frames().size() <= apply_here_bytes_) {
-      // A few records, none waiting: applied here, as waking the thread would cost more.
-      MutexLock image_lock(image_mu_);
-      DrainLocked();  // the thread's last batch, if it is still at it
-      (void)ApplyRecordsLocked(q.frames());
-    } else if (last.ok() && !q.frames().empty()) {
-      bool full;
+    if (last.ok() && !q.frames().empty()) {
+      bool here, full = false;
       {
         MutexLock queue_lock(queue_mu_);
-        queued_bytes_ += q.frames().size();
-        queued_.push_back(std::move(*q.mutable_frames()));
-        full = queued_bytes_ > kMaxQueuedBytes;
+        // A few records, none waiting: applied here, as waking the thread would cost more.
+        here = queued_.empty() && q.frames().size() <= apply_here_bytes_;
+        if (!here) {
+          queued_bytes_ += q.frames().size();
+          queued_.push_back(std::move(*q.mutable_frames()));
+          full = queued_bytes_ > kMaxQueuedBytes;
+        }
       }
-      queue_cv_.notify_one();
-      if (full) {
+      if (!here) queue_cv_.notify_one();
+      if (here || full) {
         MutexLock image_lock(image_mu_);
-        DrainLocked();
+        DrainLocked();  // the thread's last batch, if it is still at it; or all, when too many wait
+        if (here) (void)ApplyRecordsLocked(q.frames());
       }
     }
   } else {
