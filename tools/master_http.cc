@@ -51,6 +51,9 @@ std::string Metrics(MasterService* master, const rpc::RpcMetrics& rpc, const rpc
     p.Gauge("yb_master_ha_standbys", "Standbys this leader ships its log to.", ha->standbys().size());
     p.Gauge("yb_master_ha_standbys_in_sync", "Standbys counted: a change waits for each of them.", counted);
     p.Gauge("yb_master_ha_standby_lag_records", "Records the furthest standby is behind the leader's log.", lag);
+    p.Counter("yb_master_ha_snapshots_shipped_total",
+              "Snapshots begun to standbys: each a standby shipped the whole state again (joining, or too far behind).",
+              ha->snapshots_shipped());
   }
   if (log) {
     auto s = log->stats();

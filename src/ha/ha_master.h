@@ -85,6 +85,7 @@ class HaMaster final : public RoutedMasterApi {
   // For /health and /metrics.
   using StandbyState = Standbys::State;
   std::vector<StandbyState> standbys() const { return standbys_->states(); }
+  uint64_t snapshots_shipped() const { return standbys_->snapshots_shipped(); }
   uint64_t elections_won() const { return election_->elections_won(); }
   uint64_t step_downs() const { return election_->step_downs(); }
   MetaLog& log() { return *log_; }

@@ -739,6 +739,10 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
     if (!was_failed) YB_LOG_ERROR("metadata log: snapshot at {} failed: {}", base, st.ToString());
     return st;
   }
+  // Named before what it replaces goes: a reader of the log (a standby's shipper, a replay of
+  // events) that finds the records it wants gone finds this snapshot, never the one before it. (Named
+  // after, a shipper in that moment shipped the old snapshot and went round again at once, for nothing.)
+  snapshot_seq_.store(base, std::memory_order_release);
   // What the snapshot covers is no longer needed: older snapshots, and the log files before the
   // rotation (every one of them starts at or below `base`, the current file after it).
   DirFiles files = ListDir(options_.dir);
@@ -759,7 +763,6 @@ Status MetaLog::Snapshot(const ImageWriter& write_image, uint64_t next_object_id
     Fire(base, base);
   }
   const auto ms = MicrosSince(t0) / 1000;
-  snapshot_seq_ = base;
   snapshots_.fetch_add(1, std::memory_order_relaxed);
   last_snapshot_ms_ = static_cast<uint64_t>(ms);
   since_snapshot_ = 0;

@@ -197,16 +197,23 @@ void LogShipper::NoteAcked(uint64_t acked, uint64_t written) {
 }
 
 bool LogShipper::ShipSnapshot() {
-  const uint64_t seq = log_.latest_snapshot();
+  uint64_t seq = log_.latest_snapshot();
   std::string contents;
-  if (seq != 0) {
+  while (seq != 0) {
     auto data = ReadWholeFile(log_.SnapshotPath(seq));
-    if (!data.ok()) {
-      YB_LOG_WARN("replication: cannot read snapshot {} for {}: {}", seq, options_.standby, data.status().ToString());
-      return false;
+    if (data.ok()) {
+      contents = std::move(*data);
+      break;
     }
-    contents = std::move(*data);
+    // A newer snapshot replaced it while it was being opened: that one, at once.
+    if (const uint64_t now = log_.latest_snapshot(); now != seq) {
+      seq = now;
+      continue;
+    }
+    YB_LOG_WARN("replication: cannot read snapshot {} for {}: {}", seq, options_.standby, data.status().ToString());
+    return false;
   }
+  if (hooks_.snapshot_begun) hooks_.snapshot_begun(options_.standby, seq);
   size_t pos = 0;
   do {
     const size_t n = std::min(options_.max_batch_bytes, contents.size() - pos);
@@ -252,14 +259,29 @@ void LogShipper::Loop() {
     auto read = tail_.Read(acked_, written, options_.max_batch_bytes, frames);
     if (!read.ok()) {
       if (read.code() == Code::kObjectNotFound) {  // a snapshot replaced what the standby needs next
-        snapshot_shipped_ = false;
         Drop();
+        if (log_.latest_snapshot() > acked_) {
+          snapshot_shipped_ = false;
+          continue;
+        }
+        // No snapshot past what the standby has holds them yet (a failed log goes on after records
+        // it never wrote, until its next snapshot): shipping the same one again would not help, and
+        // went round at once, for ever. Look again each heartbeat.
+        if (!waiting_for_snapshot_) {
+          YB_LOG_WARN(
+              "replication: the records after {} are in no log file and no newer snapshot holds them yet "
+              "({}); standby {} waits for the next snapshot",
+              acked_.load(), read.status().ToString(), options_.standby);
+          waiting_for_snapshot_ = true;
+        }
+        clock_.SleepUntil(clock_.NowMs() + heartbeat);
         continue;
       }
       YB_LOG_WARN("replication: reading the log for {}: {}", options_.standby, read.status().ToString());
       clock_.SleepUntil(clock_.NowMs() + heartbeat);
       continue;
     }
+    waiting_for_snapshot_ = false;
     const bool idle = frames.empty();
     if (idle && clock_.NowMs() - last_call < heartbeat) {
       log_.WaitWritten(acked_, options_.heartbeat);

@@ -81,6 +81,8 @@ class LogShipper {
     // stopped being shipped to. Returns once what this means is in force (etcd told): the shipper
     // goes on only then. For true, whether etcd took it (false: the standby is no longer counted).
     std::function<bool(const std::string& standby, bool in_sync)> sync_changed;
+    // A snapshot (at record `seq`) begins to be shipped: the standby starts over from it. Optional.
+    std::function<void(const std::string& standby, uint64_t seq)> snapshot_begun;
   };
 
   LogShipper(Options options, MetaLog& log, Hooks hooks);
@@ -97,7 +99,6 @@ class LogShipper {
   void Loop();
   // Ships the snapshot; false on a failed call.
   bool ShipSnapshot();
-  // One ApplyLog call; the standby's last record, or the failure.
   // One ApplyLog call; the standby's last record, which must be `shipped_to` (kAnyRecord: any, for a
   // part of a snapshot), with the digest of what was shipped. INVALID_REPLICA when it is not.
   static constexpr uint64_t kAnyRecord = UINT64_MAX;
@@ -121,6 +122,7 @@ class LogShipper {
   std::atomic<uint64_t> acked_{0};
   std::atomic<TimeMs> last_follow_;
   bool snapshot_shipped_ = false;
+  bool waiting_for_snapshot_ = false;  // records gone with no newer snapshot: said once, looked for each heartbeat
   uint64_t digest_ = 0;  // LogDigest of what was shipped since the snapshot; the shipper thread's
   Worker thread_;
 };

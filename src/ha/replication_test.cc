@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -207,6 +208,57 @@ TEST(LogShipperTest, AStandbyThatClaimsMoreThanItWasShippedIsNeverCounted) {
   LogShipper good(so, *log, hooks);
   good.Start();
   EXPECT_EQ(counted.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+}
+
+// Records the standby needs that are in no log file, with no snapshot past what it has (a failed
+// log goes on after records it never wrote, until its next snapshot): the shipper ships its snapshot
+// once and then looks again each heartbeat (it shipped the same snapshot again and again, without a
+// pause, for as long as that lasted), and ships the snapshot that holds them as soon as there is one.
+TEST(LogShipperTest, RecordsInNoFileAreWaitedForUntilASnapshotHoldsThem) {
+  Leader leader;
+  auto& log = leader.log;
+  log->Wait(MetaLog::TakeTicket());
+  const uint64_t written = log->last_seq();
+  ASSERT_GT(written, 0u);
+  for (const auto& e : std::filesystem::directory_iterator(leader.dir.path())) {
+    if (e.path().extension() == ".ybl") std::filesystem::remove(e.path());
+  }
+
+  Standby standby;
+  std::atomic<int> snapshots{0};
+  std::atomic<uint64_t> last_snapshot{UINT64_MAX};
+  LogShipper::Hooks hooks;
+  hooks.acked = [](const std::string&, uint64_t) {};
+  hooks.caught_up = [&](const std::string&) { return log->last_seq(); };
+  hooks.sync_changed = [](const std::string&, bool) { return true; };
+  hooks.snapshot_begun = [&](const std::string&, uint64_t seq) {
+    last_snapshot = seq;
+    ++snapshots;
+  };
+  ManualClock clock;
+  const TimeMs start = clock.NowMs();
+  LogShipper::Options so = ShipTo(standby.address(), std::chrono::milliseconds(20));
+  so.clock = &clock;
+  LogShipper shipper(so, *log, hooks);
+  shipper.Start();
+  // Each look is a heartbeat on the shipper's clock: ten of them, and still the one snapshot.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (clock.NowMs() - start < 10 * 20 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_GE(clock.NowMs() - start, 10 * 20);
+  EXPECT_EQ(snapshots.load(), 1);
+  EXPECT_EQ(last_snapshot.load(), 0u);
+  EXPECT_FALSE(shipper.in_sync());
+
+  // A snapshot that holds them: shipped, and the standby caught up with it.
+  ASSERT_TRUE(
+      log->Snapshot([&](const auto& emit) { leader.master->WriteImage(emit); }, leader.master->next_object_id()).ok());
+  ASSERT_EQ(log->latest_snapshot(), written);
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!shipper.in_sync() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_TRUE(shipper.in_sync());
+  EXPECT_EQ(snapshots.load(), 2);
+  EXPECT_EQ(last_snapshot.load(), written);
+  EXPECT_EQ(standby.last_seq(), written);
 }
 
 }  // namespace

@@ -25,6 +25,9 @@ void Standbys::Follow(const std::string& standby, uint64_t epoch) {
     hooks.acked = [this](const std::string& who, uint64_t seq) { OnAcked(who, seq); };
     hooks.caught_up = [this](const std::string& who) { return OnCaughtUp(who); };
     hooks.sync_changed = [this](const std::string& who, bool v) { return OnSyncChanged(who, v); };
+    hooks.snapshot_begun = [this](const std::string&, uint64_t) {
+      snapshots_shipped_.fetch_add(1, std::memory_order_relaxed);
+    };
     s = std::make_unique<LogShipper>(o, log_, hooks);
     s->Start();
   }

@@ -6,6 +6,7 @@
 // standby that stops asking for 5 s is dropped. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,6 +50,8 @@ class Standbys {
   void StopAll();
   std::vector<State> states() const;
   bool any_in_sync() const;
+  // Snapshots begun to standbys (each a standby starting over), over the process's life.
+  uint64_t snapshots_shipped() const { return snapshots_shipped_.load(std::memory_order_relaxed); }
 
   // A shipper's hooks (LogShipper::Hooks), public for tests.
   void OnAcked(const std::string& standby, uint64_t seq);
@@ -76,6 +79,7 @@ class Standbys {
     bool listed = false;
   };
   std::map<std::string, Counted> counted_ GUARDED_BY(mu_);
+  std::atomic<uint64_t> snapshots_shipped_{0};
 };
 
 }  // namespace yb::ha
