@@ -139,23 +139,38 @@ LogShipper::LogShipper(Options options, MetaLog& log, Hooks hooks)
       channel_(HostPort(options_.standby).first, HostPort(options_.standby).second,
                ChannelOptions(options_.call_timeout, options_.security)),
       tail_(log.dir()),
-      last_follow_(clock_.NowMs()) {}
+      last_follow_(clock_.NowMs()),
+      resume_(options_.resume_from) {}
 
-LogShipper::~LogShipper() {
+LogShipper::~LogShipper() { Stop(); }
+
+void LogShipper::Stop() {
   stop_ = true;
   thread_.Join();
+}
+
+std::vector<LogShipper::Position> LogShipper::resume_points() const {
+  if (snapshot_shipped_) return {Position{acked_.load(), digest_}};
+  return resume_;
 }
 
 void LogShipper::Start() {
   thread_ = Worker("yb-log-ship", [this] { Loop(); });
 }
 
-Result<uint64_t> LogShipper::Call(const std::string& request, uint64_t shipped_to) {
+Result<pb::ApplyLogResponse> LogShipper::Send(const std::string& request) {
   auto reply = channel_.Call(static_cast<uint16_t>(HaMethod::kApplyLog), request, options_.call_timeout);
   if (!reply.ok()) return reply.status();
   pb::ApplyLogResponse resp;
   if (!resp.ParseFromString(*reply)) return Status(Code::kRpcFail, "ApplyLog reply does not parse");
   if (Status st = rpc::FromPb(resp.status()); !st.ok()) return st;
+  return resp;
+}
+
+Result<uint64_t> LogShipper::Call(const std::string& request, uint64_t shipped_to) {
+  auto answer = Send(request);
+  if (!answer.ok()) return answer.status();
+  const pb::ApplyLogResponse& resp = *answer;
   // A standby holds exactly what it was shipped, and proves it: an answer beyond that, or whose
   // digest is not that of the bytes shipped, is not taken (it would count a standby that lacks
   // acknowledged changes).
@@ -194,6 +209,35 @@ void LogShipper::NoteAcked(uint64_t acked, uint64_t written) {
       sync_ = Sync::kOut;
     }
   }
+}
+
+LogShipper::Resumed LogShipper::TryResume() {
+  pb::ApplyLogRequest q;  // no records: the standby answers where it stands
+  q.set_epoch(options_.epoch);
+  q.set_leader(options_.leader);
+  q.set_in_sync(false);
+  auto answer = Send(q.SerializeAsString());
+  if (!answer.ok()) {
+    // No answer: asked again later. An answer that refuses (a new leader's first call must be a
+    // snapshot; its log failed) is no place to go on from.
+    if (IsUnavailable(answer.code())) return Resumed::kUnreachable;
+    YB_LOG_INFO("replication: standby {} answers again ({}): shipped a snapshot", options_.standby,
+                answer.status().ToString());
+    return Resumed::kNo;
+  }
+  // At a position it was shipped, with the digest of exactly those bytes: what it holds is ours.
+  for (const Position& p : resume_) {
+    if (answer->last_seq() == p.seq && answer->digest() == p.digest) {
+      acked_ = p.seq;
+      digest_ = p.digest;
+      YB_LOG_INFO("replication: standby {} answers again at record {}: shipped the log from there", options_.standby,
+                  p.seq);
+      return Resumed::kYes;
+    }
+  }
+  YB_LOG_INFO("replication: standby {} answers again at record {}, not where it was shipped to: shipped a snapshot",
+              options_.standby, answer->last_seq());
+  return Resumed::kNo;
 }
 
 bool LogShipper::ShipSnapshot() {
@@ -246,6 +290,16 @@ void LogShipper::Loop() {
   const TimeMs heartbeat = options_.heartbeat.count();
   TimeMs last_call = clock_.NowMs() - heartbeat;
   while (!stop_) {
+    if (!snapshot_shipped_ && !resume_.empty()) {
+      const Resumed r = TryResume();
+      if (r == Resumed::kUnreachable) {
+        Drop();
+        clock_.SleepUntil(clock_.NowMs() + heartbeat);
+        continue;
+      }
+      snapshot_shipped_ = r == Resumed::kYes;
+      resume_.clear();
+    }
     if (!snapshot_shipped_) {
       if (!ShipSnapshot()) {
         Drop();
@@ -293,6 +347,7 @@ void LogShipper::Loop() {
     q.set_in_sync(in_sync_.load());
     q.set_frames(frames);
     last_call = clock_.NowMs();
+    const Position before{acked_.load(), digest_};
     digest_ = LogDigest(digest_, frames);
     auto r = Call(q.SerializeAsString(), *read);
     if (!r.ok()) {
@@ -301,7 +356,11 @@ void LogShipper::Loop() {
                     r.status().ToString());
       }
       Drop();
-      snapshot_shipped_ = false;  // it may have lost what it had: start it over
+      // It holds what it had before this call, or with it (only its answer lost), or neither (it
+      // lost what it had): asked which once it answers again (TryResume).
+      snapshot_shipped_ = false;
+      resume_ = {before};
+      if (!frames.empty()) resume_.push_back(Position{*read, digest_});
       clock_.SleepUntil(clock_.NowMs() + heartbeat);
       continue;
     }

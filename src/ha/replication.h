@@ -7,7 +7,9 @@
 // counted, after which the leader answers a change only once every counted standby acknowledged
 // its record; once it also has every change answered before that, the leader lists it in etcd as
 // able to take over. A standby that fails to answer is no longer counted (taken off etcd's list
-// first), and is shipped a snapshot again when it comes back.
+// first); when it answers again it is asked where it stands, and if that is a position it was
+// shipped to (with the digest of exactly those bytes) it is shipped the log from there (it was
+// paused or cut off), else a snapshot (it lost what it had). It is counted again once caught up.
 #pragma once
 
 #include <atomic>
@@ -26,6 +28,10 @@
 #include "ha/meta_log.h"
 #include "rpc/channel.h"
 #include "yuebing/status.h"
+
+namespace yb::pb {
+class ApplyLogResponse;
+}  // namespace yb::pb
 
 namespace yb::ha {
 
@@ -59,6 +65,12 @@ uint64_t LogDigest(uint64_t digest, std::string_view bytes);
 
 class LogShipper {
  public:
+  // Where a standby's log may stand: its last record, and the LogDigest of every byte shipped to
+  // it since its snapshot began.
+  struct Position {
+    uint64_t seq = 0;
+    uint64_t digest = 0;
+  };
   struct Options {
     std::string standby;  // host:port
     uint64_t epoch = 0;
@@ -68,6 +80,9 @@ class LogShipper {
     size_t max_batch_bytes = 4u << 20;
     std::shared_ptr<const net::Security> security;  // of the connection to the standby (null: none)
     const Clock* clock = nullptr;                   // its waits and the last Follow (null: SteadyClock())
+    // Where the standby may stand (a dropped shipper's resume_points()): if it answers at one of
+    // them, it is shipped the log from there rather than a snapshot.
+    std::vector<Position> resume_from;
   };
   // What the shipper tells its owner (HaMaster), on the shipper's thread:
   struct Hooks {
@@ -88,6 +103,11 @@ class LogShipper {
   LogShipper(Options options, MetaLog& log, Hooks hooks);
   ~LogShipper();  // stops the thread
   void Start();
+  // Stops the thread (the destructor does too); the owner may then read resume_points().
+  void Stop();
+  // Once stopped: where the standby may stand, for a later shipper to go on from (Options::
+  // resume_from). Empty when it must start over from a snapshot.
+  std::vector<Position> resume_points() const;
   const std::string& standby() const { return options_.standby; }
   bool in_sync() const { return in_sync_.load(); }
   uint64_t acked() const { return acked_.load(); }
@@ -103,6 +123,13 @@ class LogShipper {
   // part of a snapshot), with the digest of what was shipped. INVALID_REPLICA when it is not.
   static constexpr uint64_t kAnyRecord = UINT64_MAX;
   Result<uint64_t> Call(const std::string& request, uint64_t shipped_to);
+  // One ApplyLog call, its answer as the standby gave it (an error status is the call's).
+  Result<pb::ApplyLogResponse> Send(const std::string& request);
+  // A standby whose calls failed (paused, cut off, its answer lost) may still hold exactly what it
+  // was shipped: asked where it stands (an empty ApplyLog), at one of resume_, it goes on from
+  // there. kUnreachable: it did not answer (asked again later); kNo: a snapshot it is.
+  enum class Resumed { kYes, kNo, kUnreachable };
+  Resumed TryResume();
   // Counting a standby has two steps: it waits for changes once it caught up (kJoining), and is
   // listed in etcd as able to take over only once it has every change answered without it.
   enum class Sync { kOut, kJoining, kInSync };
@@ -122,6 +149,9 @@ class LogShipper {
   std::atomic<uint64_t> acked_{0};
   std::atomic<TimeMs> last_follow_;
   bool snapshot_shipped_ = false;
+  // Not shipped to since a failed call (!snapshot_shipped_): where the standby may stand, the
+  // position before that call and the one after it. The shipper thread's, then the owner's once stopped.
+  std::vector<Position> resume_;
   bool waiting_for_snapshot_ = false;  // records gone with no newer snapshot: said once, looked for each heartbeat
   uint64_t digest_ = 0;  // LogDigest of what was shipped since the snapshot; the shipper thread's
   Worker thread_;

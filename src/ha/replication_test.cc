@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <future>
 #include <mutex>
@@ -39,7 +40,10 @@ class Standby {
                         if (!q.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
                           return Status(Code::kInvalidParams, "ApplyLog does not parse");
                         }
-                        std::lock_guard lock(mu_);
+                        std::unique_lock lock(mu_);
+                        // Paused (a SIGSTOPped process): the request waits, and is applied when it
+                        // resumes, its answer long given up on.
+                        resumed_.wait(lock, [&] { return !paused_; });
                         ++calls_;
                         if (lie) {
                           rpc::ToPb(Status::OK(), r.mutable_status());
@@ -57,7 +61,22 @@ class Standby {
                       });
     EXPECT_TRUE(server_->Start().ok());
   }
-  ~Standby() { server_->Stop(); }
+  ~Standby() {
+    Pause(false);
+    server_->Stop();
+  }
+  void Pause(bool paused) {
+    {
+      std::lock_guard lock(mu_);
+      paused_ = paused;
+    }
+    resumed_.notify_all();
+  }
+  // What a standby that lost its memory of the shipping (restarted) holds: its log, and no digest.
+  void Forget() {
+    std::lock_guard lock(mu_);
+    applier_ = std::make_unique<LogApplier>(*log_, image_);
+  }
   std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
   uint64_t last_seq() {
     std::lock_guard lock(mu_);
@@ -73,6 +92,8 @@ class Standby {
   MasterImage image_;
   std::unique_ptr<MetaLog> log_;
   std::mutex mu_;
+  std::condition_variable resumed_;
+  bool paused_ = false;
   std::unique_ptr<LogApplier> applier_;
   std::unique_ptr<rpc::RpcServer> server_;
   int calls_ = 0;
@@ -259,6 +280,78 @@ TEST(LogShipperTest, RecordsInNoFileAreWaitedForUntilASnapshotHoldsThem) {
   EXPECT_EQ(snapshots.load(), 2);
   EXPECT_EQ(last_snapshot.load(), written);
   EXPECT_EQ(standby.last_seq(), written);
+}
+
+// Waits (under a generous real deadline) for `done`.
+bool Eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A standby paused past the call timeout (its last request applied only when it wakes, the answer
+// lost) is asked where it stands when it answers again, and shipped the log from there: not the
+// whole state again, as it was. One that lost what it was shipped (restarted) gets a snapshot. A
+// later shipper (the first one dropped when the standby went silent) goes on from where the
+// first left it too.
+TEST(LogShipperTest, AStandbyThatWasPausedGoesOnFromWhereItStoodAndOneThatForgotStartsOver) {
+  Leader leader;
+  auto& log = leader.log;
+  auto put = [&](const std::string& key) {
+    ASSERT_TRUE(leader.master->PutStart(leader.ctx, key, 100, {}).ok());
+    ASSERT_TRUE(leader.master->PutEnd(leader.ctx, key, std::nullopt).ok());
+  };
+  put("first");
+  log->Wait(MetaLog::TakeTicket());
+
+  Standby standby;
+  std::atomic<int> snapshots{0}, dropped{0};
+  LogShipper::Hooks hooks;
+  hooks.acked = [](const std::string&, uint64_t) {};
+  hooks.caught_up = [&](const std::string&) { return log->last_seq(); };
+  hooks.sync_changed = [&](const std::string&, bool in_sync) {
+    dropped += !in_sync;
+    return true;
+  };
+  hooks.snapshot_begun = [&](const std::string&, uint64_t) { ++snapshots; };
+  LogShipper::Options so = ShipTo(standby.address(), std::chrono::milliseconds(10));
+  so.call_timeout = std::chrono::milliseconds(100);
+  auto shipper = std::make_unique<LogShipper>(so, *log, hooks);
+  shipper->Start();
+  auto caught_up = [&] { return shipper->in_sync() && standby.last_seq() == log->last_seq(); };
+  ASSERT_TRUE(Eventually(caught_up));
+  EXPECT_EQ(snapshots.load(), 1);
+
+  // Paused while records are shipped to it: dropped, then back, and given only the log.
+  standby.Pause(true);
+  put("while-paused-1");
+  ASSERT_TRUE(Eventually([&] { return dropped.load() == 1; }));
+  put("while-paused-2");
+  standby.Pause(false);
+  ASSERT_TRUE(Eventually(caught_up));
+  EXPECT_EQ(snapshots.load(), 1);
+
+  // The shipper stops (dropped as silent); the next one goes on from where it left the standby.
+  put("between-shippers");
+  shipper->Stop();
+  so.resume_from = shipper->resume_points();
+  ASSERT_EQ(so.resume_from.size(), 1u);
+  shipper = std::make_unique<LogShipper>(so, *log, hooks);
+  shipper->Start();
+  ASSERT_TRUE(Eventually(caught_up));
+  EXPECT_EQ(snapshots.load(), 1);
+
+  // A standby that forgot what it was shipped while paused: it answers at no position shipped to it.
+  standby.Pause(true);
+  put("while-forgotten");
+  ASSERT_TRUE(Eventually([&] { return dropped.load() == 2; }));
+  standby.Forget();
+  standby.Pause(false);
+  ASSERT_TRUE(Eventually(caught_up));
+  EXPECT_EQ(snapshots.load(), 2);
 }
 
 }  // namespace

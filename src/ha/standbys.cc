@@ -6,6 +6,7 @@ namespace yb::ha {
 
 namespace {
 constexpr TimeMs kSilentMs = 5000;  // a standby that has not asked for this long is dropped
+constexpr size_t kMaxResumePoints = 64;  // dropped standbys whose position is remembered
 }  // namespace
 
 Standbys::Standbys(Options options, MetaLog& log, const Clock& clock, Hooks hooks)
@@ -21,6 +22,12 @@ void Standbys::Follow(const std::string& standby, uint64_t epoch) {
     o.leader = options_.leader;
     o.security = options_.security;
     o.clock = &clock_;
+    // Where it stood when its last shipper was dropped (it went silent: paused, cut off): if it
+    // still stands there, it is shipped the log from there, not the whole state again.
+    if (auto r = resume_.find(standby); r != resume_.end()) {
+      o.resume_from = std::move(r->second);
+      resume_.erase(r);
+    }
     LogShipper::Hooks hooks;
     hooks.acked = [this](const std::string& who, uint64_t seq) { OnAcked(who, seq); };
     hooks.caught_up = [this](const std::string& who) { return OnCaughtUp(who); };
@@ -51,7 +58,13 @@ void Standbys::DropSilent() {
   for (auto& s : gone) {
     const std::string standby = s->standby();
     YB_LOG_WARN("HA: standby {} stopped following: no longer shipped to", standby);
-    s.reset();  // its thread ends first: it counts the standby no more
+    s->Stop();  // its thread ends first: it counts the standby no more
+    {
+      MutexLock lock(mu_);
+      if (resume_.size() >= kMaxResumePoints) resume_.erase(resume_.begin());
+      resume_[standby] = s->resume_points();
+    }
+    s.reset();
     (void)OnSyncChanged(standby, false);
   }
 }
@@ -61,6 +74,7 @@ void Standbys::StopAll() {
   {
     MutexLock lock(mu_);
     shippers.swap(shippers_);
+    resume_.clear();  // a leader of a later epoch starts every standby with its snapshot
   }
   shippers.clear();  // outside the lock: a shipper's thread may be in one of the hooks
 }

@@ -3,7 +3,8 @@
 // answered only once it has the change's record (the log's replicated floor, MetaLog::SetReplicated).
 // It is listed in etcd's in-sync list (and may then take over) only once it also has every change
 // answered before it was counted, and it is taken off that list before it stops being counted. A
-// standby that stops asking for 5 s is dropped. Thread-safe.
+// standby that stops asking for 5 s is dropped; where it stood is kept, and if it comes back still
+// standing there it is shipped the log from there rather than the whole state. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -79,6 +80,8 @@ class Standbys {
     bool listed = false;
   };
   std::map<std::string, Counted> counted_ GUARDED_BY(mu_);
+  // Dropped standbys -> where each may still stand (LogShipper::resume_points), for its next shipper.
+  std::map<std::string, std::vector<LogShipper::Position>> resume_ GUARDED_BY(mu_);
   std::atomic<uint64_t> snapshots_shipped_{0};
 };
 

@@ -165,6 +165,14 @@ class HaCluster:
         except OSError:
             return None
 
+    def metric(self, i, name):
+        """The value of an unlabelled metric on master i's /metrics, or None."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][1]}/metrics", timeout=2) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        return None
+
     def leader(self):
         """The index of the master that leads, or None."""
         for i in list(self.masters):
@@ -416,12 +424,16 @@ def test_standbys_paused_past_every_timeout_stall_no_write_for_long(ha):
     """Both standbys stopped (SIGSTOP) for 12 s, past the shipper's call timeout (1 s) and the 5 s
     after which a silent standby is dropped: their connections stay open and their kernels
     acknowledge, but nothing answers. The leader keeps answering Puts (none waits more than a few
-    seconds), and once resumed the standbys catch up and are counted again."""
+    seconds), and once resumed the standbys catch up and are counted again, from the log: each
+    still holds what it was shipped, so neither is shipped the whole state again."""
     import time
     bring_up(ha)
     s = store(ha)
     lead = ha.leader()
     standbys = [i for i in ha.masters if i != lead]
+    wait_until(lambda: ha.in_sync(lead, 2), 30, "both standbys counted")
+    snapshots = ha.metric(lead, "yb_master_ha_snapshots_shipped_total")
+    assert snapshots is not None and snapshots >= 2, snapshots
     for i in standbys:
         ha.masters[i].send_signal(signal.SIGSTOP)
     try:
@@ -444,6 +456,7 @@ def test_standbys_paused_past_every_timeout_stall_no_write_for_long(ha):
         for i in standbys:
             ha.masters[i].send_signal(signal.SIGCONT)
     wait_until(lambda: ha.in_sync(lead, 2), 30, "the standbys to catch up")
+    assert ha.metric(lead, "yb_master_ha_snapshots_shipped_total") == snapshots
     for i in list(range(0, n, max(1, n // 200))) + [n - 1]:
         assert s.get(f"paused-{i}") == value(2000, i), i
     s.close()
