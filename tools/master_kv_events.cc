@@ -82,7 +82,7 @@ void EventsOfRecord(const MasterImage& before, uint64_t position, const pb::LogR
       return;
   }
   if (table_key->size() < 2) return;
-  auto was = before.objects.find(*table_key);
+  auto was = before.objects.find(HashedKey(*table_key));
   const uint8_t had = was == before.objects.end() ? 0 : MediaOfRecord(was->second);
   const uint8_t has = now ? MediaOfRecord(*now) : 0;
   const uint32_t tenant = now ? now->tenant() : (was == before.objects.end() ? 0 : was->second.tenant());

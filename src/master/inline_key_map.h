@@ -1,4 +1,5 @@
-// InlineKeyMap<V>: the index of the master's object table. String keys map to values; each key is
+// InlineKeyMap<V>: the index of the master's object table, and of the image a standby keeps of it
+// (master_image.h). String keys map to values; each key is
 // stored inline after its value's entry, in one allocation (a node), and an open-addressing array of
 // (hash, node) slots with linear probing finds the nodes.
 //
@@ -19,6 +20,7 @@
 // for the shard and the slot. Not thread-safe: the shard's mutex guards it.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -77,8 +79,35 @@ class InlineKeyMap {
 
   InlineKeyMap() = default;
   ~InlineKeyMap() { clear(); }
-  InlineKeyMap(const InlineKeyMap&) = delete;
-  InlineKeyMap& operator=(const InlineKeyMap&) = delete;
+  InlineKeyMap(InlineKeyMap&& o) noexcept
+      : slots_(std::exchange(o.slots_, nullptr)),
+        cap_(std::exchange(o.cap_, 0)),
+        size_(std::exchange(o.size_, 0)),
+        tombstones_(std::exchange(o.tombstones_, 0)) {}
+  InlineKeyMap& operator=(InlineKeyMap&& o) noexcept {
+    if (this != &o) {
+      clear();
+      slots_ = std::exchange(o.slots_, nullptr);
+      cap_ = std::exchange(o.cap_, 0);
+      size_ = std::exchange(o.size_, 0);
+      tombstones_ = std::exchange(o.tombstones_, 0);
+    }
+    return *this;
+  }
+  // A deep copy, slot for slot (a standby copies its image to write a snapshot of it).
+  InlineKeyMap(const InlineKeyMap& o) requires std::copy_constructible<V>
+      : cap_(o.cap_), size_(o.size_), tombstones_(o.tombstones_) {
+    if (cap_ == 0) return;
+    slots_ = new Slot[cap_];
+    for (size_t i = 0; i < cap_; ++i) {
+      const Slot& from = o.slots_[i];
+      slots_[i] = Live(from) ? Slot{from.hash, NewEntry(from.entry->first, V(from.entry->second))} : from;
+    }
+  }
+  InlineKeyMap& operator=(const InlineKeyMap& o) requires std::copy_constructible<V> {
+    if (this != &o) *this = InlineKeyMap(o);
+    return *this;
+  }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -102,6 +131,14 @@ class InlineKeyMap {
     slots_[i] = Slot{k.hash, NewEntry(k.key, std::move(value))};
     ++size_;
     return {iterator(this, i), true};
+  }
+
+  // Erases the key's entry if it is there; how many were erased (0 or 1).
+  size_t erase(const HashedKey& k) {
+    const size_t at = Find(k);
+    if (at == cap_) return 0;
+    erase(iterator(this, at));
+    return 1;
   }
 
   void erase(iterator it) {

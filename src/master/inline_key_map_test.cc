@@ -148,5 +148,43 @@ TEST(InlineKeyMapTest, ClearFreesEverythingAndTheMapIsUsableAfter) {
   EXPECT_EQ(m.find(HashedKey("after"))->second.v, 1);
 }
 
+// A standby's image is copied (for its snapshot) and moved (a snapshot replaces it): a copy holds
+// entries of its own, erased keys (tombstones in a run of collisions) stay erased in it, and a move
+// leaves the source empty and usable.
+TEST(InlineKeyMapTest, ACopyHoldsItsOwnEntriesAndAMoveTakesThemAll) {
+  {
+    InlineKeyMap<std::string> m;
+    for (int i = 0; i < 6; ++i) m.emplace(WithHash("k" + std::to_string(i), 7), "v" + std::to_string(i));
+    EXPECT_EQ(m.erase(WithHash("k1", 7)), 1u);
+    EXPECT_EQ(m.erase(WithHash("k1", 7)), 0u);
+    EXPECT_EQ(m.erase(HashedKey("never")), 0u);
+
+    InlineKeyMap<std::string> copy(m);
+    m.find(WithHash("k0", 7))->second = "changed";
+    EXPECT_EQ(copy.size(), 5u);
+    EXPECT_EQ(copy.find(WithHash("k0", 7))->second, "v0");
+    EXPECT_TRUE(copy.find(WithHash("k1", 7)) == copy.end());
+    for (int i = 2; i < 6; ++i)
+      EXPECT_EQ(copy.find(WithHash("k" + std::to_string(i), 7))->second, "v" + std::to_string(i));
+
+    InlineKeyMap<std::string> moved(std::move(m));
+    EXPECT_EQ(moved.find(WithHash("k0", 7))->second, "changed");
+    EXPECT_TRUE(m.empty());  // NOLINT(bugprone-use-after-move): moved-from is empty, and usable
+    m.emplace(HashedKey("again"), "x");
+    EXPECT_EQ(m.size(), 1u);
+
+    copy = moved;  // copy-assigned over entries of its own
+    EXPECT_EQ(copy.find(WithHash("k0", 7))->second, "changed");
+    copy = std::move(m);
+    EXPECT_EQ(copy.size(), 1u);
+    EXPECT_EQ(copy.find(HashedKey("again"))->second, "x");
+  }
+  const InlineKeyMap<std::string> empty;
+  InlineKeyMap<std::string> empty_copy(empty);
+  EXPECT_TRUE(empty_copy.empty());
+  EXPECT_TRUE(empty_copy.find(HashedKey("x")) == empty_copy.end());
+  static_assert(!std::is_copy_constructible_v<InlineKeyMap<Counted>>);
+}
+
 }  // namespace
 }  // namespace yb

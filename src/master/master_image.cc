@@ -20,35 +20,45 @@ void MasterImage::TakeSnapshotState(MasterImage&& loaded) {
   gone = std::move(keep);
 }
 
+namespace {
+
+// The map's entry is found or made (its key copied) before the record's message, which holds the
+// key, is moved into it.
+template <typename V>
+void Keep(InlineKeyMap<V>& map, std::string_view key, V* message) {
+  map.emplace(HashedKey(key), V()).first->second = std::move(*message);
+}
+
+}  // namespace
+
 void MasterImage::Apply(pb::LogRecord&& r) {
-  // The map's slot is found (its key copied) before the record's message is moved into it.
   auto keep = [](auto& map, const auto& key, auto* message) { map[key] = std::move(*message); };
   switch (r.change_case()) {
     case pb::LogRecord::kObject:
       next_object_id = std::max(next_object_id, r.object().object_id() + 1);
-      keep(objects, r.object().key(), r.mutable_object());
+      Keep(objects, r.object().key(), r.mutable_object());
       break;
     case pb::LogRecord::kObjectGone:
-      objects.erase(r.object_gone());
+      objects.erase(HashedKey(r.object_gone()));
       NoteGone(r.object_gone(), r);
       break;
     case pb::LogRecord::kPublished:
       next_object_id = std::max(next_object_id, r.published().object_id() + 1);
-      pending.erase(r.published().key());
-      keep(objects, r.published().key(), r.mutable_published());
+      pending.erase(HashedKey(r.published().key()));
+      Keep(objects, r.published().key(), r.mutable_published());
       break;
     case pb::LogRecord::kPending:
-      keep(pending, r.pending().key(), r.mutable_pending());
+      Keep(pending, r.pending().key(), r.mutable_pending());
       break;
     case pb::LogRecord::kPendingGone:
-      pending.erase(r.pending_gone());
+      pending.erase(HashedKey(r.pending_gone()));
       NoteGone(r.pending_gone(), r);
       break;
     case pb::LogRecord::kAway:
       if (r.away().copies().empty()) {
-        away.erase(r.away().key());
+        away.erase(HashedKey(r.away().key()));
       } else {
-        keep(away, r.away().key(), r.mutable_away());
+        Keep(away, r.away().key(), r.mutable_away());
       }
       break;
     case pb::LogRecord::kSegment:

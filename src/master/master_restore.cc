@@ -13,7 +13,7 @@ namespace {
 // Where a recovered MEMORY replica sits, to give it the allocator handle its segment's restore
 // hands out.
 struct RangeOwner {
-  std::string key;
+  std::string_view key;  // the image's, which outlives the restore
   bool pending = false;
   size_t replica = 0;  // its index in the record
 };
@@ -38,7 +38,7 @@ Status MasterService::Load(const MasterImage& image) {
   // Every MEMORY range of every segment, so that each segment's allocator comes back with them.
   std::map<SegmentId, std::vector<std::pair<uint64_t, uint64_t>>> ranges;
   std::map<SegmentId, std::vector<RangeOwner>> owners;
-  auto note = [&](const std::string& key, bool pending, uint64_t size,
+  auto note = [&](std::string_view key, bool pending, uint64_t size,
                   const google::protobuf::RepeatedPtrField<pb::LogReplica>& replicas) {
     for (int i = 0; i < replicas.size(); ++i) {
       const pb::LogReplica& r = replicas[i];
@@ -73,7 +73,7 @@ Status MasterService::Load(const MasterImage& image) {
 
   // Restored segments: the reference of each, and the handle of each of its ranges.
   std::map<SegmentId, SegmentRef> refs;
-  std::map<std::pair<std::string, bool>, std::map<size_t, uint32_t>> nodes;  // (key, pending) -> replica -> node
+  std::map<std::pair<std::string_view, bool>, std::map<size_t, uint32_t>> nodes;  // (key, pending) -> replica -> node
   for (const auto& [id, s] : image.segments) {
     SegmentMount d{
         {s.id(), s.name(), s.base(), s.size(), s.endpoint(), s.zone(), s.host_id()}, s.incarnation(), s.grant_key()};
@@ -95,7 +95,7 @@ Status MasterService::Load(const MasterImage& image) {
     }
   }
   // The replicas of a record whose segments came back.
-  auto replicas_of = [&](const std::string& key, bool pending,
+  auto replicas_of = [&](std::string_view key, bool pending,
                          const google::protobuf::RepeatedPtrField<pb::LogReplica>& in, ReplicaStatus status,
                          uint64_t* memory) {
     std::vector<StoredReplica> out;
@@ -138,7 +138,7 @@ Status MasterService::Load(const MasterImage& image) {
     const bool short_of_replicas = memory > 0 && memory < meta.want_replicas;
     const HashedKey hk(k);
     table_.Lock(hk).RestoreObject(hk, std::move(meta));
-    if (short_of_replicas) NoteAtRisk(k, memory);  // the queue of copies is rebuilt, not recorded
+    if (short_of_replicas) NoteAtRisk(std::string(k), memory);  // the queue of copies is rebuilt, not recorded
     ++objects;
   }
   for (const auto& [k, p] : image.pending) {

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (master->Load(image).ok()) {
     CallContext ctx{ClientId{1, 1}};
     (void)master->ListSegments();
-    for (const auto& [key, o] : image.objects) (void)master->GetReplicaList(ctx, key.size() > 2 ? key.substr(2) : key, false);
+    for (const auto& [key, o] : image.objects)
+      (void)master->GetReplicaList(ctx, std::string(key.size() > 2 ? key.substr(2) : key), false);
     (void)master->ExpireRecoveredOnce();
   }
   // The framed form of the same bytes: a torn or corrupt frame ends the read, never past the input.
