@@ -421,6 +421,46 @@ TEST(ReplicaTest, ALeadersLogAppliedThenPromotedServesItsState) {
   EXPECT_NE(replica.Summary().find("0 segments"), std::string::npos);  // the master holds it now
 }
 
+// A call the leader gave up on (the standby paused past its deadline, the request left in a socket)
+// may arrive after the leader's later calls, on another connection. Refused then, changing nothing:
+// taken, it rewound a snapshot being received or clashed with the records shipped since, and the
+// standby was shipped the whole state again.
+TEST(ReplicaTest, ACallTheLeaderGaveUpOnChangesNothingWhenItArrivesLate) {
+  LeaderLog leader;
+  StandbyLog standby;
+  MetaLog* log = standby.log.get();
+  Replica replica(*log, std::move(standby.image));
+  auto call = [](pb::ApplyLogRequest q, uint64_t n) {
+    q.set_call(n);
+    return q;
+  };
+  ASSERT_EQ(replica.Apply(call(Ship(3, true, leader.Frames(0)), 1)).status().code(), 0u);
+  const uint64_t after = leader.log->last_seq();
+  leader.AddNode(2);
+  const std::string records = leader.Frames(after);
+  // The leader gave up on call 2 and shipped the same records as call 3, which arrived first.
+  auto taken = replica.Apply(call(Ship(3, false, records), 3));
+  ASSERT_EQ(taken.status().code(), 0u) << taken.status().message();
+  auto late = replica.Apply(call(Ship(3, false, records), 2));
+  EXPECT_NE(late.status().message().find("gave up on it"), std::string::npos) << late.status().message();
+  auto late_snapshot = replica.Apply(call(Ship(3, true, ""), 2));
+  EXPECT_NE(late_snapshot.status().code(), 0u);
+  // Where it stands is what call 3 left, and the leader goes on from there.
+  auto probe = replica.Apply(call(Ship(3, false, ""), 4));
+  ASSERT_EQ(probe.status().code(), 0u) << probe.status().message();
+  EXPECT_EQ(probe.last_seq(), taken.last_seq());
+  EXPECT_EQ(probe.digest(), taken.digest());
+  const uint64_t after2 = leader.log->last_seq();
+  leader.AddNode(3);
+  auto next = replica.Apply(call(Ship(3, false, leader.Frames(after2)), 5));
+  ASSERT_EQ(next.status().code(), 0u) << next.status().message();
+  EXPECT_EQ(next.last_seq(), leader.log->last_seq());
+  EXPECT_NE(replica.Summary().find("3 segments"), std::string::npos) << replica.Summary();
+  // A new leader numbers its calls afresh.
+  auto new_leader = replica.Apply(call(Ship(4, true, leader.Frames(0)), 1));
+  EXPECT_EQ(new_leader.status().code(), 0u) << new_leader.status().message();
+}
+
 // A standby answers records once they are in its log; its thread applies them to the image behind
 // the answer (a few records, none waiting, are applied before it: the test sends every record through
 // the thread).

@@ -75,6 +75,19 @@ bool Replica::ApplyRecordsLocked(std::string_view frames) {
 pb::ApplyLogResponse Replica::Apply(pb::ApplyLogRequest q) {
   pb::ApplyLogResponse r;
   MutexLock lock(mu_);
+  // A call the leader gave up on (this standby was paused past its deadline, the request left in a
+  // socket) that arrives after the leader's later ones: applied now it would undo what they did
+  // (rewind a snapshot being received, or clash with records shipped since). Refused, nothing changed.
+  if (q.call() != 0 && q.epoch() == last_call_epoch_ && q.call() <= last_call_) {
+    rpc::ToPb(Status(Code::kInvalidParams, "call " + std::to_string(q.call()) + " arrives after call " +
+                                               std::to_string(last_call_) + " of the same leader: it gave up on it"),
+              r.mutable_status());
+    return r;
+  }
+  if (q.call() != 0) {
+    last_call_epoch_ = q.epoch();
+    last_call_ = q.call();
+  }
   if (applied_epoch_ != q.epoch() && !q.snapshot_begin()) {
     rpc::ToPb(Status(Code::kInvalidParams, "a new leader starts with its snapshot"), r.mutable_status());
     return r;

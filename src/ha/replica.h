@@ -82,6 +82,8 @@ class Replica {
   std::unique_ptr<LogApplier> applier_ GUARDED_BY(mu_);  // writes to image_ under image_mu_ too
   uint64_t applied_epoch_ GUARDED_BY(mu_) = 0;           // the leader whose snapshot we applied
   bool in_sync_ GUARDED_BY(mu_) = false;                 // that leader counts us
+  uint64_t last_call_epoch_ GUARDED_BY(mu_) = 0;         // the leader, and number, of the last call taken
+  uint64_t last_call_ GUARDED_BY(mu_) = 0;
   std::deque<std::string> queued_ GUARDED_BY(queue_mu_);
   size_t queued_bytes_ GUARDED_BY(queue_mu_) = 0;
   Status apply_failed_ GUARDED_BY(queue_mu_);  // a record that did not apply, until a snapshot

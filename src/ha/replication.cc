@@ -158,6 +158,12 @@ void LogShipper::Start() {
   thread_ = Worker("yb-log-ship", [this] { Loop(); });
 }
 
+uint64_t LogShipper::NextCall() {
+  // One counter for every shipper of this process: a standby's next shipper numbers on from its last.
+  static std::atomic<uint64_t> calls{0};
+  return calls.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 Result<pb::ApplyLogResponse> LogShipper::Send(const std::string& request) {
   auto reply = channel_.Call(static_cast<uint16_t>(HaMethod::kApplyLog), request, options_.call_timeout);
   if (!reply.ok()) return reply.status();
@@ -215,6 +221,7 @@ LogShipper::Resumed LogShipper::TryResume() {
   pb::ApplyLogRequest q;  // no records: the standby answers where it stands
   q.set_epoch(options_.epoch);
   q.set_leader(options_.leader);
+  q.set_call(NextCall());
   q.set_in_sync(false);
   auto answer = Send(q.SerializeAsString());
   if (!answer.ok()) {
@@ -264,6 +271,7 @@ bool LogShipper::ShipSnapshot() {
     pb::ApplyLogRequest q;
     q.set_epoch(options_.epoch);
     q.set_leader(options_.leader);
+    q.set_call(NextCall());
     q.set_in_sync(false);
     q.set_snapshot_begin(pos == 0);
     q.set_snapshot_seq(seq);
@@ -344,6 +352,7 @@ void LogShipper::Loop() {
     pb::ApplyLogRequest q;
     q.set_epoch(options_.epoch);
     q.set_leader(options_.leader);
+    q.set_call(NextCall());
     q.set_in_sync(in_sync_.load());
     q.set_frames(frames);
     last_call = clock_.NowMs();

@@ -125,6 +125,8 @@ class LogShipper {
   Result<uint64_t> Call(const std::string& request, uint64_t shipped_to);
   // One ApplyLog call, its answer as the standby gave it (an error status is the call's).
   Result<pb::ApplyLogResponse> Send(const std::string& request);
+  // The number of the next call (ApplyLogRequest::call), increasing across this process's shippers.
+  static uint64_t NextCall();
   // A standby whose calls failed (paused, cut off, its answer lost) may still hold exactly what it
   // was shipped: asked where it stands (an empty ApplyLog), at one of resume_, it goes on from
   // there. kUnreachable: it did not answer (asked again later); kNo: a snapshot it is.

@@ -13,6 +13,7 @@
 
 #include "common/temp_dir.h"
 #include "ha.pb.h"
+#include "ha/replica.h"
 #include "master/master_service.h"
 #include "rpc/master_convert.h"
 #include "rpc/server.h"
@@ -28,8 +29,9 @@ class Standby {
   explicit Standby(bool lie = false) {
     MetaLog::Options o;
     o.dir = dir_.path();
-    log_ = MetaLog::Open(o, &image_).value();
-    applier_ = std::make_unique<LogApplier>(*log_, image_);
+    MasterImage image;
+    log_ = MetaLog::Open(o, &image).value();
+    replica_ = std::make_unique<Replica>(*log_, std::move(image));
     rpc::RpcServer::Options so;
     so.address = "127.0.0.1";
     server_ = std::make_unique<rpc::RpcServer>(so);
@@ -51,12 +53,7 @@ class Standby {
                           reply += r.SerializeAsString();
                           return Status::OK();
                         }
-                        auto last = applier_->Apply(q.snapshot_begin(), q.snapshot_seq(), q.snapshot_frames(),
-                                                    q.snapshot_done(), q.frames());
-                        rpc::ToPb(last.ok() ? Status::OK() : last.status(), r.mutable_status());
-                        if (last.ok()) r.set_last_seq(*last);
-                        r.set_digest(applier_->digest());
-                        reply += r.SerializeAsString();
+                        reply += replica_->Apply(std::move(q)).SerializeAsString();
                         return Status::OK();
                       });
     EXPECT_TRUE(server_->Start().ok());
@@ -75,7 +72,8 @@ class Standby {
   // What a standby that lost its memory of the shipping (restarted) holds: its log, and no digest.
   void Forget() {
     std::lock_guard lock(mu_);
-    applier_ = std::make_unique<LogApplier>(*log_, image_);
+    replica_.reset();
+    replica_ = std::make_unique<Replica>(*log_, MasterImage{});
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
   uint64_t last_seq() {
@@ -89,12 +87,11 @@ class Standby {
 
  private:
   TempDir dir_{"yb-standby"};
-  MasterImage image_;
   std::unique_ptr<MetaLog> log_;
   std::mutex mu_;
   std::condition_variable resumed_;
   bool paused_ = false;
-  std::unique_ptr<LogApplier> applier_;
+  std::unique_ptr<Replica> replica_;
   std::unique_ptr<rpc::RpcServer> server_;
   int calls_ = 0;
 };

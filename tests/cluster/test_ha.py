@@ -166,11 +166,21 @@ class HaCluster:
             return None
 
     def metric(self, i, name):
-        """The value of an unlabelled metric on master i's /metrics, or None."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][1]}/metrics", timeout=2) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(name + " "):
-                    return float(line.split()[1])
+        """The value of an unlabelled metric on master i's /metrics, waiting up to 20 s for an
+        answer (a loaded machine may take a while to serve it); None if it has no such metric."""
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][1]}/metrics", timeout=5) as r:
+                    text = r.read().decode()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
         return None
 
     def leader(self):
