@@ -21,6 +21,8 @@ PKGS=(
   systemd
   python3-yaml python3-kubernetes
   libzmq3-dev cppzmq-dev libmsgpack-dev python3-zmq python3-msgpack
+  # jemalloc, yb-master's allocator (tools/CMakeLists.txt says why).
+  libjemalloc-dev
 )
 if [ "$BUILD_ONLY" = 0 ]; then
   PKGS+=(python3-torch iperf3 chromium)
