@@ -41,22 +41,35 @@ if [[ ${YB_BENCH_SECRET:-0} == 1 ]]; then
   SECRET=(--auth_secret_file "$LOG/secret")
   export YB_AUTH_SECRET_FILE="$LOG/secret"
 fi
+# Waits up to a minute for `$2...` to succeed, else says what `$1` was and shows the logs: a
+# daemon that did not start (its port taken) made the run wait for ever.
+wait_for() {
+  local what=$1
+  shift
+  for _ in $(seq 600); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  echo "$what: not within a minute" >&2
+  cat "$LOG"/*.log >&2
+  exit 1
+}
 if [[ ${YB_BENCH_STANDBY:-0} == 1 ]]; then
   EP=$((PORT + 7)) PP=$((PORT + 8)) HTTP=$((PORT + 9))
   etcd --data-dir "$LOG/etcd" --listen-client-urls "http://127.0.0.1:$EP" --advertise-client-urls "http://127.0.0.1:$EP" \
     --listen-peer-urls "http://127.0.0.1:$PP" --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
     --initial-cluster "default=http://127.0.0.1:$PP" >"$LOG/etcd.log" 2>&1 &
   ETCD_PID=$!
-  until curl -s "http://127.0.0.1:$EP/health" | grep -q true; do sleep 0.1; done
+  wait_for "etcd to answer" sh -c "curl -s http://127.0.0.1:$EP/health | grep -q true"
   HA=(--enable_ha true --etcd_endpoints "127.0.0.1:$EP" --cluster_id bench)
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port "$HTTP" "${HA[@]}" "${META[@]}" \
     "${SECRET[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
   MASTER=$!
-  until curl -s "http://127.0.0.1:$HTTP/health?format=json" | grep -q '"leader"'; do sleep 0.1; done
+  wait_for "the first master to lead" sh -c "curl -s 'http://127.0.0.1:$HTTP/health?format=json' | grep -q '\"leader\"'"
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port $((PORT + 1)) --metrics_port 0 "${HA[@]}" \
     --metadata_dir "$LOG/standby" "${SECRET[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/standby.log" 2>&1 &
   STANDBY=$!
-  until curl -s "http://127.0.0.1:$HTTP/health?format=json" | grep -q '"in_sync": true'; do sleep 0.1; done
+  wait_for "the standby to be counted" sh -c "curl -s 'http://127.0.0.1:$HTTP/health?format=json' | grep -q '\"in_sync\": true'"
 else
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port "${YB_BENCH_METRICS_PORT:-0}" "${META[@]}" "${SECRET[@]}" \
     ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
