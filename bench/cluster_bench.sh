@@ -32,7 +32,7 @@ MASTER_FLAGS="--rpc_thread_num 1"
 [[ " $* " == *" --per_cpu_callers "* ]] && MASTER_FLAGS="--rpc_thread_num $(nproc) --rpc_pin_threads"
 META=(--metadata_dir "$LOG/meta")
 [[ ${YB_BENCH_LOG:-on} == off ]] && META=(--metadata_dir "")
-CLIENT="" STANDBY="" ETCD_PID=""
+CLIENT="" MASTER="" STANDBY="" ETCD_PID=""
 trap 'kill $CLIENT $MASTER $STANDBY $ETCD_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$LOG"' EXIT
 SECRET=()
 if [[ ${YB_BENCH_SECRET:-0} == 1 ]]; then
@@ -42,7 +42,9 @@ if [[ ${YB_BENCH_SECRET:-0} == 1 ]]; then
   export YB_AUTH_SECRET_FILE="$LOG/secret"
 fi
 # Waits up to a minute for `$2...` to succeed, else says what `$1` was and shows the logs: a
-# daemon that did not start (its port taken) made the run wait for ever.
+# daemon that did not start (its port taken) made the run wait for ever. (Faulting 3 GB of huge
+# pages in can take the storage client seconds.)
+answers() { curl -s "$1" | grep -q "$2"; }
 wait_for() {
   local what=$1
   shift
@@ -60,16 +62,16 @@ if [[ ${YB_BENCH_STANDBY:-0} == 1 ]]; then
     --listen-peer-urls "http://127.0.0.1:$PP" --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
     --initial-cluster "default=http://127.0.0.1:$PP" >"$LOG/etcd.log" 2>&1 &
   ETCD_PID=$!
-  wait_for "etcd to answer" sh -c "curl -s http://127.0.0.1:$EP/health | grep -q true"
+  wait_for "etcd to answer" answers "http://127.0.0.1:$EP/health" true
   HA=(--enable_ha true --etcd_endpoints "127.0.0.1:$EP" --cluster_id bench)
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port "$HTTP" "${HA[@]}" "${META[@]}" \
     "${SECRET[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
   MASTER=$!
-  wait_for "the first master to lead" sh -c "curl -s 'http://127.0.0.1:$HTTP/health?format=json' | grep -q '\"leader\"'"
+  wait_for "the first master to lead" answers "http://127.0.0.1:$HTTP/health?format=json" '"leader"'
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port $((PORT + 1)) --metrics_port 0 "${HA[@]}" \
     --metadata_dir "$LOG/standby" "${SECRET[@]}" ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/standby.log" 2>&1 &
   STANDBY=$!
-  wait_for "the standby to be counted" sh -c "curl -s 'http://127.0.0.1:$HTTP/health?format=json' | grep -q '\"in_sync\": true'"
+  wait_for "the standby to be counted" answers "http://127.0.0.1:$HTTP/health?format=json" '"in_sync": true'
 else
   "$BIN/yb-master" --rpc_address 127.0.0.1 --rpc_port "$PORT" --metrics_port "${YB_BENCH_METRICS_PORT:-0}" "${META[@]}" "${SECRET[@]}" \
     ${YB_MASTER_FLAGS:-$MASTER_FLAGS} >"$LOG/master.log" 2>&1 &
@@ -82,12 +84,8 @@ DUMMY=()
   --global_segment_size ${YB_BENCH_SEGMENT:-3GB} "${SECRET[@]}" --same_host_transfers "$([[ ${YB_BENCH_SAME_HOST:-on} == off ]] && echo false || echo true)" \
   >"$LOG/client.log" 2>&1 &
 CLIENT=$!
-for _ in $(seq 600); do  # up to a minute: faulting 3 GB of huge pages in can take seconds
-  out=$("$BIN/yb" --master "127.0.0.1:$PORT" "${SECRET[@]}" segments 2>/dev/null || true)
-  [[ $out == *storage* ]] && break
-  sleep 0.1
-done
-[[ $out == *storage* ]] || { echo "storage client did not mount:" >&2; cat "$LOG"/*.log >&2; exit 1; }
+mounted() { [[ $("$BIN/yb" --master "127.0.0.1:$PORT" "${SECRET[@]}" segments 2>/dev/null || true) == *storage* ]]; }
+wait_for "the storage client to mount its memory" mounted
 CPU_OF=(--cpu_of "master=$MASTER" --cpu_of "storage=$CLIENT")
 [[ -n $STANDBY ]] && CPU_OF+=(--cpu_of "standby=$STANDBY")
 "$BIN/yb-bench" --master "127.0.0.1:$PORT" --master_pid "$MASTER" "${CPU_OF[@]}" "${DUMMY[@]}" "$@"

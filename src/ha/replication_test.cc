@@ -96,6 +96,17 @@ class Standby {
   int calls_ = 0;
 };
 
+// Whether `done` became true within a generous real deadline (20 s): the shipper's thread and the
+// sockets run on their own, so the tests wait for what they reach, never for a length of time.
+bool Eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 // How the tests ship: to `standby`, heartbeats every `heartbeat`.
 LogShipper::Options ShipTo(const std::string& standby, std::chrono::milliseconds heartbeat) {
   LogShipper::Options so;
@@ -174,8 +185,7 @@ TEST(LogShipperTest, AStandbyIsListedOnlyOnceItHasEveryChangeAnsweredWithoutIt) 
     EXPECT_GT(join_seq, 0u);
   }
   // The shipper marks itself in sync once the hook that listed it has returned.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!shipper.in_sync() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  (void)Eventually([&] { return shipper.in_sync(); });
   EXPECT_TRUE(shipper.in_sync());
 }
 
@@ -203,8 +213,7 @@ TEST(LogShipperTest, AStandbyThatClaimsMoreThanItWasShippedIsNeverCounted) {
   LogShipper shipper(so, *log, hooks);
   shipper.Start();
   // Many rounds of shipping, each answered with the lie.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (liar.calls() < 20 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  (void)Eventually([&] { return liar.calls() >= 20; });
   EXPECT_GE(liar.calls(), 20);
   EXPECT_EQ(caught_up.load(), 0);
   EXPECT_EQ(listed.load(), 0);
@@ -260,8 +269,7 @@ TEST(LogShipperTest, RecordsInNoFileAreWaitedForUntilASnapshotHoldsThem) {
   LogShipper shipper(so, *log, hooks);
   shipper.Start();
   // Each look is a heartbeat on the shipper's clock: ten of them, and still the one snapshot.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (clock.NowMs() - start < 10 * 20 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  (void)Eventually([&] { return clock.NowMs() - start >= 10 * 20; });
   EXPECT_GE(clock.NowMs() - start, 10 * 20);
   EXPECT_EQ(snapshots.load(), 1);
   EXPECT_EQ(last_snapshot.load(), 0u);
@@ -271,22 +279,11 @@ TEST(LogShipperTest, RecordsInNoFileAreWaitedForUntilASnapshotHoldsThem) {
   ASSERT_TRUE(
       log->Snapshot([&](const auto& emit) { leader.master->WriteImage(emit); }, leader.master->next_object_id()).ok());
   ASSERT_EQ(log->latest_snapshot(), written);
-  until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!shipper.in_sync() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  (void)Eventually([&] { return shipper.in_sync(); });
   EXPECT_TRUE(shipper.in_sync());
   EXPECT_EQ(snapshots.load(), 2);
   EXPECT_EQ(last_snapshot.load(), written);
   EXPECT_EQ(standby.last_seq(), written);
-}
-
-// Waits (under a generous real deadline) for `done`.
-bool Eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
 }
 
 // A standby paused past the call timeout (its last request applied only when it wakes, the answer

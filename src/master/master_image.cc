@@ -25,14 +25,17 @@ namespace {
 // The map's entry is found or made (its key copied) before the record's message, which holds the
 // key, is moved into it.
 template <typename V>
-void Keep(InlineKeyMap<V>& map, std::string_view key, V* message) {
+void Keep(InlineKeyMap<V>& map, const std::string& key, V* message) {
   map.emplace(HashedKey(key), V()).first->second = std::move(*message);
+}
+template <typename Map, typename Key, typename V>
+void Keep(Map& map, const Key& key, V* message) {
+  map[key] = std::move(*message);
 }
 
 }  // namespace
 
 void MasterImage::Apply(pb::LogRecord&& r) {
-  auto keep = [](auto& map, const auto& key, auto* message) { map[key] = std::move(*message); };
   switch (r.change_case()) {
     case pb::LogRecord::kObject:
       next_object_id = std::max(next_object_id, r.object().object_id() + 1);
@@ -62,24 +65,24 @@ void MasterImage::Apply(pb::LogRecord&& r) {
       }
       break;
     case pb::LogRecord::kSegment:
-      keep(segments, r.segment().id(), r.mutable_segment());
+      Keep(segments, r.segment().id(), r.mutable_segment());
       break;
     case pb::LogRecord::kSegmentGone:
       segments.erase(r.segment_gone());
       holds.erase(holds.lower_bound({r.segment_gone(), 0}), holds.lower_bound({r.segment_gone() + 1, 0}));
       break;
     case pb::LogRecord::kHold:
-      keep(holds, std::make_pair(r.hold().segment(), r.hold().offset()), r.mutable_hold());
+      Keep(holds, std::make_pair(r.hold().segment(), r.hold().offset()), r.mutable_hold());
       if (holds.size() >= holds_prune_at) {  // a standby applies holds for ever: forget the lapsed ones
         PruneHolds(WallMs());
         holds_prune_at = std::max<size_t>(1024, 2 * holds.size());
       }
       break;
     case pb::LogRecord::kTenant:
-      keep(tenants, r.tenant().index(), r.mutable_tenant());
+      Keep(tenants, r.tenant().index(), r.mutable_tenant());
       break;
     case pb::LogRecord::kTask:
-      keep(tasks, std::make_pair(r.task().id().hi(), r.task().id().lo()), r.mutable_task());
+      Keep(tasks, std::make_pair(r.task().id().hi(), r.task().id().lo()), r.mutable_task());
       break;
     case pb::LogRecord::kTaskGone:
       tasks.erase({r.task_gone().hi(), r.task_gone().lo()});

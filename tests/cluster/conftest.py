@@ -125,6 +125,14 @@ def daemon_name(segment_name):
     return host if host and port.isdigit() else segment_name
 
 
+def metric_value(text, name):
+    """The value of the unlabelled metric `name` in Prometheus text, or None."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
 def wait_until(cond, timeout, what):
     """Polls `cond` until it is true; fails the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -314,10 +322,7 @@ class Cluster:
 
     def metric(self, name):
         """The value of an unlabelled metric on /metrics, or None."""
-        for line in self.http("/metrics").splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        return None
+        return metric_value(self.http("/metrics"), name)
 
     def segments(self, prefix=None):
         if prefix:

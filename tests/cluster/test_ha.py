@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN, daemon_name, free_port, small_tmpfs, wait_until
+from conftest import BIN, daemon_name, free_port, metric_value, small_tmpfs, wait_until
 
 ETCD = shutil.which("etcd")
 pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd-server is not installed (scripts/install_deps.sh)")
@@ -178,10 +178,7 @@ class HaCluster:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
-        for line in text.splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        return None
+        return metric_value(text, name)
 
     def leader(self):
         """The index of the master that leads, or None."""

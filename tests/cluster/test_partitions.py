@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, hosts, wait_until
+from conftest import Cluster, hosts, metric_value, wait_until
 
 pytest.importorskip("yuebing")
 
@@ -63,10 +63,7 @@ def start(h, tmp_path, client_ttl):
 
 
 def metric(h, c, name):
-    for line in h.http("m", f"http://{h.addr['m']}:{c.http_port}/metrics").splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
+    return metric_value(h.http("m", f"http://{h.addr['m']}:{c.http_port}/metrics"), name)
 
 
 def segment_ids(h, c):
